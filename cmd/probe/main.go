@@ -1,0 +1,19 @@
+// Command probe wraps an unchanged Go server, measures it under bounded load
+// in a dump window, and reports per-request figures. See the probe package.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/perfspy/perfspy/probe"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := probe.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

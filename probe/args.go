@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// splitArgs splits s into words as a POSIX shell would, without expansion:
+// single quotes keep everything, double quotes allow \" \\ \$ \`, and a
+// backslash outside quotes escapes the next character.
+func splitArgs(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inWord = true
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+		case c == '\\':
+			inWord = true
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			if s[i] != '\n' {
+				cur.WriteByte(s[i])
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// CPUPlan says where the target and the load driver run. Empty lists mean
+// unpinned.
+type CPUPlan struct {
+	Server, Load []int
+}
+
+// parseCPUs reads -cpus: "none", "auto", or SERVER:LOAD where each side is a
+// list like 0-2,4. auto gives the first half of the n CPUs to the target and
+// the rest to the load driver, so that on a small machine they do not share
+// cores; with one CPU it does not pin.
+func parseCPUs(s string, n int) (CPUPlan, error) {
+	switch s {
+	case "none", "":
+		return CPUPlan{}, nil
+	case "auto":
+		if n < 2 {
+			return CPUPlan{}, nil
+		}
+		half := (n + 1) / 2
+		var p CPUPlan
+		for i := 0; i < n; i++ {
+			if i < half {
+				p.Server = append(p.Server, i)
+			} else {
+				p.Load = append(p.Load, i)
+			}
+		}
+		return p, nil
+	}
+	srv, ld, ok := strings.Cut(s, ":")
+	if !ok {
+		return CPUPlan{}, fmt.Errorf("want SERVER:LOAD (e.g. 0:1), auto or none, got %q", s)
+	}
+	var p CPUPlan
+	var err error
+	if p.Server, err = parseCPUList(srv, n); err != nil {
+		return CPUPlan{}, fmt.Errorf("server cpus: %w", err)
+	}
+	if p.Load, err = parseCPUList(ld, n); err != nil {
+		return CPUPlan{}, fmt.Errorf("load cpus: %w", err)
+	}
+	for _, a := range p.Server {
+		for _, b := range p.Load {
+			if a == b {
+				return CPUPlan{}, fmt.Errorf("cpu %d is given to both the target and the load driver", a)
+			}
+		}
+	}
+	return p, nil
+}
+
+// parseCPUList reads "0-2,4" into sorted, distinct CPU numbers below n.
+func parseCPUList(s string, n int) ([]int, error) {
+	if s == "" {
+		return nil, errors.New("empty cpu list")
+	}
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("bad cpu %q", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("bad cpu range %q", part)
+			}
+		}
+		if b >= n {
+			return nil, fmt.Errorf("cpu %d does not exist (this machine has %d)", b, n)
+		}
+		for c := a; c <= b; c++ {
+			seen[c] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// formatCPUList writes cpus as the kernel writes Cpus_allowed_list: 0-2,4.
+func formatCPUList(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(cpus[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+func sortedStrings(s []string) []string {
+	sort.Strings(s)
+	return s
+}

@@ -1,0 +1,279 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// ModulePath is this module's path; the agent overlay imports it.
+const ModulePath = "github.com/perfspy/perfspy"
+
+const agentImport = ModulePath + "/probe/agent"
+
+// agentFileName is the file the overlay adds to the target's package main.
+const agentFileName = "zz_perfspy_agent.go"
+
+// Target describes what was built.
+type Target struct {
+	Spec      string // as the user gave it
+	Name      string // short name for folders and benchmark names
+	PkgDir    string // directory of the main package
+	ModDir    string // root of the module that builds it
+	Binary    string // built executable, in the cache folder
+	GoVersion string
+	Commit    string // git commit of PkgDir's repository, "" if none
+	Dirty     bool
+}
+
+// BuildError is a target that did not build; Output is the go command's output.
+type BuildError struct {
+	Spec   string
+	Output string
+	Err    error
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("building %s: %v\n%s", e.Spec, e.Err, strings.TrimSpace(e.Output))
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// selfRoot finds the source root of this module, which the agent overlay and
+// the -modfile replace directive point at.
+func selfRoot() (string, error) {
+	if r := os.Getenv("PERFSPY_ROOT"); r != "" {
+		return filepath.Abs(r)
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if ok && filepath.IsAbs(file) {
+		root := filepath.Dir(filepath.Dir(file))
+		if _, err := os.Stat(filepath.Join(root, "probe", "agent", "agent.go")); err == nil {
+			return root, nil
+		}
+	}
+	return "", errors.New("cannot find the perfspy source tree; set PERFSPY_ROOT")
+}
+
+// cacheDir is where binaries and temporary module files go, never the
+// target's directory.
+func cacheDir() (string, error) {
+	if d := os.Getenv("PERFSPY_CACHE"); d != "" {
+		return d, os.MkdirAll(d, 0o755)
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	d = filepath.Join(d, "perfspy")
+	return d, os.MkdirAll(d, 0o755)
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// findModRoot walks up from dir to the directory holding go.mod.
+func findModRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("%s is not inside a Go module (no go.mod above it)", dir)
+		}
+	}
+}
+
+func modulePathOf(gomod string) (string, error) {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no module line", gomod)
+}
+
+// Build builds spec with the agent added to its package main. spec is a
+// directory (of this module or another) or module/path/cmd/x@version.
+func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target, error) {
+	root, err := selfRoot()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := cacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("cache folder: %w", err)
+	}
+	t := &Target{Spec: spec}
+	work, err := os.MkdirTemp(cache, "build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	agentSrc := filepath.Join(work, "agent.go")
+	if err := os.WriteFile(agentSrc, []byte("package main\n\nimport _ \""+agentImport+"\"\n"), 0o644); err != nil {
+		return nil, err
+	}
+
+	var buildDir, pkgArg string
+	var extra []string
+	if strings.Contains(spec, "@") {
+		path, version, _ := strings.Cut(spec, "@")
+		if path == "" || version == "" {
+			return nil, fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
+		}
+		t.Name = filepath.Base(path)
+		if err := writeWrapModule(work, root); err != nil {
+			return nil, err
+		}
+		logf("fetching %s", spec)
+		if out, err := goCmd(ctx, work, "get", spec); err != nil {
+			return nil, &BuildError{Spec: spec, Output: out, Err: err}
+		}
+		out, err := goCmd(ctx, work, "list", "-f", "{{.Dir}}\n{{.Name}}", path)
+		if err != nil {
+			return nil, &BuildError{Spec: spec, Output: out, Err: err}
+		}
+		f := strings.Fields(out)
+		if len(f) != 2 || f[1] != "main" {
+			return nil, fmt.Errorf("target %s is not a main package", spec)
+		}
+		t.PkgDir = f[0]
+		t.ModDir = work
+		buildDir, pkgArg = work, path
+		extra = []string{"-mod=mod"}
+	} else {
+		dir, err := filepath.Abs(spec)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("target %s: not a directory", spec)
+		}
+		t.PkgDir, t.Name = dir, filepath.Base(dir)
+		mod, err := findModRoot(dir)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", spec, err)
+		}
+		t.ModDir = mod
+		modPath, err := modulePathOf(filepath.Join(mod, "go.mod"))
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(mod, dir)
+		if err != nil {
+			return nil, err
+		}
+		buildDir, pkgArg = mod, "./"+filepath.ToSlash(rel)
+		if modPath != ModulePath {
+			modfile, err := writeModfile(work, mod, root)
+			if err != nil {
+				return nil, err
+			}
+			extra = []string{"-modfile=" + modfile, "-mod=mod"}
+		}
+	}
+
+	overlay := map[string]map[string]string{"Replace": {filepath.Join(t.PkgDir, agentFileName): agentSrc}}
+	ob, _ := json.Marshal(overlay)
+	overlayPath := filepath.Join(work, "overlay.json")
+	if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + spec))
+	binDir := filepath.Join(cache, "bin", hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return nil, err
+	}
+	t.Binary = filepath.Join(binDir, t.Name)
+	args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
+	args = append(args, pkgArg)
+	logf("building %s", spec)
+	if out, err := goCmd(ctx, buildDir, args...); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &BuildError{Spec: spec, Output: out, Err: err}
+	}
+	if out, err := goCmd(ctx, buildDir, "env", "GOVERSION"); err == nil {
+		t.GoVersion = strings.TrimSpace(out)
+	}
+	t.Commit, t.Dirty = gitCommit(ctx, t.PkgDir)
+	return t, nil
+}
+
+// writeModfile writes a copy of the target module's go.mod that requires and
+// replaces this module, with a go.sum holding both modules' sums.
+func writeModfile(work, mod, root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(mod, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	b = append(b, []byte(fmt.Sprintf("\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", ModulePath, ModulePath, root))...)
+	modfile := filepath.Join(work, "go.mod")
+	if err := os.WriteFile(modfile, b, 0o644); err != nil {
+		return "", err
+	}
+	return modfile, writeSums(filepath.Join(work, "go.sum"), filepath.Join(mod, "go.sum"), filepath.Join(root, "go.sum"))
+}
+
+// writeWrapModule writes a module that requires this one, in which a
+// module/path@version target is fetched and built.
+func writeWrapModule(work, root string) error {
+	gomod := fmt.Sprintf("module perfspy.invalid/wrap\n\ngo 1.26\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", ModulePath, ModulePath, root)
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(work, "main.go"), []byte("package wrap\n"), 0o644); err != nil {
+		return err
+	}
+	return writeSums(filepath.Join(work, "go.sum"), filepath.Join(root, "go.sum"))
+}
+
+func writeSums(dst string, srcs ...string) error {
+	var all []byte
+	for _, s := range srcs {
+		b, err := os.ReadFile(s)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		all = append(all, b...)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			all = append(all, '\n')
+		}
+	}
+	return os.WriteFile(dst, all, 0o644)
+}
+
+// gitCommit returns the short commit of dir's repository and whether the
+// work tree has changes; "" when dir is not in a repository.
+func gitCommit(ctx context.Context, dir string) (string, bool) {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "", false
+	}
+	st, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output()
+	return strings.TrimSpace(string(out)), err == nil && len(bytes.TrimSpace(st)) > 0
+}

@@ -1,0 +1,136 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Exit codes shared by every perfspy command.
+const (
+	ExitOK        = 0
+	ExitFailed    = 1
+	ExitUsage     = 2
+	ExitNotJudged = 3
+)
+
+const usage = `usage: probe <command> [flags] [target]
+
+commands:
+  run    build the target with the agent, measure a timing window and an
+         attribution window, write a results folder
+
+The target is a directory holding a main package (of this module or
+another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `
+
+Run 'probe run -h' for the flags.
+`
+
+// Main is the probe command. It returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "run":
+		return mainRun(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "probe: unknown command %q\n%s", args[0], usage)
+	return ExitUsage
+}
+
+func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("probe run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	var targetArgs, bodyFile string
+	quiet := fs.Bool("q", false, "quiet: no progress lines")
+	fs.StringVar(&targetArgs, "args", "", "arguments for the target, split as a shell would")
+	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
+	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
+	fs.StringVar(&cfg.Method, "method", "GET", "request method")
+	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
+	fs.IntVar(&cfg.Conns, "conns", 8, "keep-alive connections")
+	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
+	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in each window")
+	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
+	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
+	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
+	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: probe run [flags] [target]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	// Flags may also follow the target.
+	if fs.NArg() > 0 {
+		cfg.Target = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
+			return ExitUsage
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "probe run: one target only, got %q and %q\n", cfg.Target, fs.Arg(0))
+			return ExitUsage
+		}
+	}
+	if cfg.Duration <= 0 {
+		fmt.Fprintf(stderr, "probe run: -duration %v: must be positive\n", cfg.Duration)
+		return ExitUsage
+	}
+	if cfg.Warmup < 0 {
+		fmt.Fprintf(stderr, "probe run: -warmup %v: must not be negative\n", cfg.Warmup)
+		return ExitUsage
+	}
+	if cfg.Conns <= 0 {
+		fmt.Fprintf(stderr, "probe run: -conns %d: must be positive\n", cfg.Conns)
+		return ExitUsage
+	}
+	var err error
+	if cfg.Args, err = splitArgs(targetArgs); err != nil {
+		fmt.Fprintf(stderr, "probe run: -args: %v\n", err)
+		return ExitUsage
+	}
+	if bodyFile != "" {
+		if cfg.Body, err = os.ReadFile(bodyFile); err != nil {
+			fmt.Fprintf(stderr, "probe run: -body: %v\n", err)
+			return ExitUsage
+		}
+	}
+	fs.Visit(func(f *flag.Flag) { cfg.Flags = append(cfg.Flags, "-"+f.Name+"="+f.Value.String()) })
+	var logw io.Writer = stderr
+	if *quiet {
+		logw = nil
+	}
+	res, err := Run(ctx, cfg, logw)
+	if res != nil {
+		WriteTerminal(stdout, res)
+	}
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrNotJudged):
+		fmt.Fprintf(stderr, "probe run: %v\n", err)
+		return ExitNotJudged
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "probe run: interrupted; the target was stopped\n")
+		return ExitFailed
+	}
+	fmt.Fprintf(stderr, "probe run: %v\n", err)
+	return ExitFailed
+}

@@ -1,0 +1,154 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTPOptions configures an HTTP keep-alive driver. Zero fields get defaults.
+type HTTPOptions struct {
+	URL    string // full URL, e.g. http://127.0.0.1:8080/json
+	Method string // default GET
+	Body   []byte // sent with every request
+	Conns  int    // concurrent keep-alive connections, default 8
+}
+
+// HTTP is a keep-alive HTTP/1.1 driver: Conns workers, each with its own
+// connection, each sending one request at a time.
+type HTTP struct {
+	opt    HTTPOptions
+	client *http.Client
+	tr     *http.Transport
+	dials  atomic.Int64
+}
+
+// NewHTTP returns a driver for opt.
+func NewHTTP(opt HTTPOptions) (*HTTP, error) {
+	if opt.URL == "" {
+		return nil, errors.New("load: no URL")
+	}
+	if opt.Method == "" {
+		opt.Method = http.MethodGet
+	}
+	if opt.Conns <= 0 {
+		opt.Conns = 8
+	}
+	d := &HTTP{opt: opt}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	d.tr = &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d.dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:        opt.Conns,
+		MaxIdleConnsPerHost: opt.Conns,
+		MaxConnsPerHost:     opt.Conns,
+		IdleConnTimeout:     5 * time.Minute,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	d.client = &http.Client{Transport: d.tr, Timeout: 30 * time.Second}
+	return d, nil
+}
+
+// Close closes idle connections.
+func (d *HTTP) Close() error {
+	d.tr.CloseIdleConnections()
+	return nil
+}
+
+// Run implements Driver.
+func (d *HTTP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
+	if dur <= 0 {
+		return nil, fmt.Errorf("load: duration %v must be positive", dur)
+	}
+	dials0 := d.dials.Load()
+	res := &Result{Latency: newHistogram()}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(dur)
+	for i := 0; i < d.opt.Conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := &Result{Latency: newHistogram()}
+			buf := make([]byte, 32<<10)
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				d.one(ctx, local, buf)
+			}
+			mu.Lock()
+			res.OK += local.OK
+			res.Non2xx += local.Non2xx
+			res.Errors += local.Errors
+			if res.FirstErr == "" {
+				res.FirstErr = local.FirstErr
+			}
+			res.Latency.Merge(local.Latency)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	res.Dials = d.dials.Load() - dials0
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (d *HTTP) one(ctx context.Context, r *Result, buf []byte) {
+	var body io.Reader
+	if d.opt.Body != nil {
+		body = bytes.NewReader(d.opt.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, d.opt.Method, d.opt.URL, body)
+	if err != nil {
+		d.fail(r, err)
+		return
+	}
+	t0 := time.Now()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.fail(r, err)
+		}
+		return
+	}
+	// Read the whole body so the connection can be reused.
+	_, err = io.CopyBuffer(io.Discard, resp.Body, buf)
+	resp.Body.Close()
+	if err != nil {
+		if ctx.Err() == nil {
+			d.fail(r, err)
+		}
+		return
+	}
+	us := time.Since(t0).Microseconds()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		r.OK++
+		r.Latency.RecordValue(max(us, 1))
+	} else {
+		r.Non2xx++
+		if r.FirstErr == "" {
+			r.FirstErr = "status " + resp.Status
+		}
+	}
+}
+
+func (d *HTTP) fail(r *Result, err error) {
+	r.Errors++
+	if r.FirstErr == "" {
+		r.FirstErr = err.Error()
+	}
+	// Do not spin on a dead target.
+	time.Sleep(time.Millisecond)
+}

@@ -1,0 +1,55 @@
+// Package load drives a target with bounded load and counts what succeeded.
+//
+// A Driver runs in phases: probe calls Run once for warm-up and once for each
+// window, and the driver's connections stay open between phases, so that
+// connection setup is not counted in a window. A phase starts no request after
+// its deadline and waits for those in flight, so every request it counts
+// started and ended inside the phase.
+package load
+
+import (
+	"context"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Driver sends requests to a target.
+type Driver interface {
+	// Run sends requests for d, or until ctx is done, and returns the counts.
+	Run(ctx context.Context, d time.Duration) (*Result, error)
+	// Close releases the driver's connections.
+	Close() error
+}
+
+// Result counts one phase.
+type Result struct {
+	OK       int64         // successes: 2xx for HTTP
+	Non2xx   int64         // responses with another status
+	Errors   int64         // transport errors
+	Dials    int64         // connections opened during the phase
+	Elapsed  time.Duration // from the first request to the last response
+	Latency  *hdrhistogram.Histogram
+	FirstErr string // the first error seen, for the report
+}
+
+// Latency is recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
+func newHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, 60_000_000, 3)
+}
+
+// Percentile returns the latency at q (0 to 100) in microseconds.
+func (r *Result) Percentile(q float64) int64 {
+	if r.Latency == nil || r.Latency.TotalCount() == 0 {
+		return 0
+	}
+	return r.Latency.ValueAtQuantile(q)
+}
+
+// RPS is successes per second of the phase.
+func (r *Result) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.OK) / r.Elapsed.Seconds()
+}

@@ -1,0 +1,246 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is a running target, leader of its own process group.
+type proc struct {
+	cmd     *exec.Cmd
+	pid     int
+	done    chan struct{}
+	waitErr error
+	logPath string
+}
+
+// startTarget starts bin in a new process group. When cpus is not empty the
+// child starts pinned to them: it inherits the affinity of the thread that
+// forks it, so that thread is pinned for the moment of the fork.
+func startTarget(bin string, args, env []string, logPath string, cpus []int) (*proc, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if len(cpus) > 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var old unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &old); err != nil {
+			return nil, fmt.Errorf("reading cpu affinity: %w", err)
+		}
+		if err := unix.SchedSetaffinity(0, cpuSet(cpus)); err != nil {
+			return nil, fmt.Errorf("pinning target to cpus %v: %w", cpus, err)
+		}
+		defer unix.SchedSetaffinity(0, &old)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func cpuSet(cpus []int) *unix.CPUSet {
+	var s unix.CPUSet
+	for _, c := range cpus {
+		s.Set(c)
+	}
+	return &s
+}
+
+// exited reports whether the leader has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitStatus describes how the leader ended, with the tail of its output.
+func (p *proc) exitStatus() string {
+	msg := "exited"
+	if p.waitErr != nil {
+		msg = p.waitErr.Error()
+	}
+	return msg + p.logTail()
+}
+
+func (p *proc) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return "; its last output:\n  " + strings.Join(lines, "\n  ")
+}
+
+// stop ends the whole process group: SIGTERM, then SIGKILL after a grace
+// period. It is safe to call more than once.
+func (p *proc) stop() {
+	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Second):
+	}
+	// Children may outlive the leader; the group is killed either way.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	<-p.done
+	for i := 0; i < 100 && len(groupPIDs(p.pid)) > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ErrNotReady is returned when the target never listened in time.
+var ErrNotReady = errors.New("target did not become ready")
+
+// waitReady waits until the target's process group listens on exactly one
+// TCP address (or on addr, when given) and its agent socket exists. It refuses
+// a port that another process holds or that several processes listen on.
+func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Duration) (string, error) {
+	wantPort := 0
+	if addr != "" {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("-addr %q: %w", addr, err)
+		}
+		if wantPort, err = strconv.Atoi(port); err != nil || wantPort <= 0 {
+			return "", fmt.Errorf("-addr %q: bad port", addr)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if p.exited() {
+			return "", fmt.Errorf("target exited before it listened: %s", p.exitStatus())
+		}
+		got, err := readyAddr(p.pid, addr, wantPort, sock)
+		if err != nil || got != "" {
+			return got, err
+		}
+		if time.Now().After(deadline) {
+			what := "listened on a TCP port"
+			if addr != "" {
+				what = "listened on " + addr
+			}
+			return "", fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// readyAddr checks once; "" with a nil error means not ready yet.
+func readyAddr(pgid int, addr string, wantPort int, sock string) (string, error) {
+	if _, err := os.Stat(sock); err != nil {
+		return "", nil
+	}
+	pids := groupPIDs(pgid)
+	byPID, err := processListeners(pids)
+	if err != nil {
+		return "", err
+	}
+	if wantPort != 0 {
+		owners, err := portOwners(wantPort, pgid)
+		if err != nil {
+			return "", err
+		}
+		if len(owners) == 0 {
+			return "", nil
+		}
+		if err := checkOwners(wantPort, owners, pids); err != nil {
+			return "", err
+		}
+		return addr, nil
+	}
+	ports := map[int]Listener{}
+	for _, ls := range byPID {
+		for _, l := range ls {
+			ports[l.Port] = l
+		}
+	}
+	switch len(ports) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		var list []string
+		for _, l := range ports {
+			list = append(list, l.Addr())
+		}
+		return "", fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+	}
+	var l Listener
+	for _, v := range ports {
+		l = v
+	}
+	owners, err := portOwners(l.Port, pgid)
+	if err != nil {
+		return "", err
+	}
+	if err := checkOwners(l.Port, owners, pids); err != nil {
+		return "", err
+	}
+	return l.Addr(), nil
+}
+
+// checkOwners refuses a port held by a process outside the target's group,
+// or by more than one process: either way the load would not measure the target alone.
+func checkOwners(port int, owners, group []int) error {
+	in := map[int]bool{}
+	for _, g := range group {
+		in[g] = true
+	}
+	var outside []string
+	for _, o := range owners {
+		if !in[o] {
+			outside = append(outside, strconv.Itoa(o))
+		}
+	}
+	if len(outside) > 0 {
+		return fmt.Errorf("port %d is held by another process (pid %s), not by the target (pids %s); refusing to measure", port, strings.Join(outside, ", "), joinInts(group))
+	}
+	if len(owners) > 1 {
+		return fmt.Errorf("port %d has %d listening processes (pids %s); refusing to measure, the load would be split", port, len(owners), joinInts(owners))
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,362 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// procRoot is /proc; tests may point it elsewhere.
+var procRoot = "/proc"
+
+// Listener is a TCP socket in the LISTEN state.
+type Listener struct {
+	IP    net.IP
+	Port  int
+	Inode uint64
+}
+
+// Addr is the address a client on this machine dials to reach l.
+func (l Listener) Addr() string {
+	ip := l.IP
+	if ip.IsUnspecified() {
+		if ip.To4() != nil {
+			ip = net.IPv4(127, 0, 0, 1)
+		} else {
+			ip = net.IPv6loopback
+		}
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(l.Port))
+}
+
+// parseProcNetTCP reads /proc/net/tcp or tcp6 and returns the sockets in
+// the LISTEN state (st 0A).
+func parseProcNetTCP(r io.Reader) ([]Listener, error) {
+	var out []Listener
+	sc := bufio.NewScanner(r)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue // header
+		}
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 {
+			return nil, fmt.Errorf("short line %q", sc.Text())
+		}
+		if f[3] != "0A" {
+			continue
+		}
+		ip, port, err := parseHexAddr(f[1])
+		if err != nil {
+			return nil, err
+		}
+		ino, err := strconv.ParseUint(f[9], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad inode %q: %w", f[9], err)
+		}
+		out = append(out, Listener{IP: ip, Port: port, Inode: ino})
+	}
+	return out, sc.Err()
+}
+
+// parseHexAddr decodes "0100007F:1F90": the address as 32-bit words in host
+// (little-endian) order, the port big-endian.
+func parseHexAddr(s string) (net.IP, int, error) {
+	host, port, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, 0, fmt.Errorf("bad address %q", s)
+	}
+	b, err := hex.DecodeString(host)
+	if err != nil || (len(b) != 4 && len(b) != 16) {
+		return nil, 0, fmt.Errorf("bad address %q", s)
+	}
+	for i := 0; i+4 <= len(b); i += 4 {
+		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+	}
+	p, err := strconv.ParseUint(port, 16, 16)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bad port in %q", s)
+	}
+	return net.IP(b), int(p), nil
+}
+
+// socketInodes returns the inodes of the sockets pid holds open.
+func socketInodes(pid int) map[uint64]bool {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := map[uint64]bool{}
+	for _, e := range ents {
+		l, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || !strings.HasPrefix(l, "socket:[") {
+			continue
+		}
+		ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64)
+		if err == nil {
+			out[ino] = true
+		}
+	}
+	return out
+}
+
+// netListeners returns the listening TCP sockets of pid's network namespace.
+func netListeners(pid int) ([]Listener, error) {
+	var all []Listener
+	for _, name := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "net", name))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return nil, err
+		}
+		ls, err := parseProcNetTCP(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading /proc/%d/net/%s: %w", pid, name, err)
+		}
+		all = append(all, ls...)
+	}
+	return all, nil
+}
+
+// processListeners returns the listeners held by each of pids.
+func processListeners(pids []int) (map[int][]Listener, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
+	all, err := netListeners(pids[0])
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]Listener{}
+	for _, pid := range pids {
+		inodes := socketInodes(pid)
+		for _, l := range all {
+			if inodes[l.Inode] {
+				out[pid] = append(out[pid], l)
+			}
+		}
+	}
+	return out, nil
+}
+
+// allPIDs lists the processes in /proc.
+func allPIDs() []int {
+	ents, _ := os.ReadDir(procRoot)
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// groupPIDs lists the processes whose process group is pgid.
+func groupPIDs(pgid int) []int {
+	var out []int
+	for _, pid := range allPIDs() {
+		st, err := readStat(pid)
+		if err == nil && st.pgrp == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// portOwners returns the pids, system-wide, that hold a listening socket on port.
+func portOwners(port int, self int) ([]int, error) {
+	all, err := netListeners(self)
+	if err != nil {
+		return nil, err
+	}
+	want := map[uint64]bool{}
+	for _, l := range all {
+		if l.Port == port {
+			want[l.Inode] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	var out []int
+	for _, pid := range allPIDs() {
+		for ino := range socketInodes(pid) {
+			if want[ino] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+type procStat struct {
+	state       byte
+	pgrp        int
+	utime, stime uint64 // clock ticks
+}
+
+// readStat parses /proc/PID/stat. The command name may hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+func parseStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("bad stat line")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return procStat{}, fmt.Errorf("short stat line")
+	}
+	var st procStat
+	st.state = f[0][0]
+	var errs [3]error
+	st.pgrp, errs[0] = strconv.Atoi(f[2])
+	st.utime, errs[1] = strconv.ParseUint(f[11], 10, 64)
+	st.stime, errs[2] = strconv.ParseUint(f[12], 10, 64)
+	for _, e := range errs {
+		if e != nil {
+			return procStat{}, fmt.Errorf("bad stat line: %w", e)
+		}
+	}
+	return st, nil
+}
+
+// clockTicks is USER_HZ, 100 on every Linux configuration that Go supports.
+const clockTicks = 100
+
+// CPUReading is a process's CPU time so far, with its source.
+type CPUReading struct {
+	Nanos  uint64
+	Source string
+}
+
+// readCPU sums the on-CPU time of pid's threads from their schedstat files
+// (nanoseconds), falling back to utime+stime from /proc/PID/stat (ticks).
+func readCPU(pid int) (CPUReading, error) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err == nil {
+		var sum uint64
+		ok := len(ents) > 0
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+			if err != nil {
+				if os.IsNotExist(err) && sum > 0 {
+					continue // thread exited while we read
+				}
+				ok = false
+				break
+			}
+			f := strings.Fields(string(b))
+			if len(f) == 0 {
+				ok = false
+				break
+			}
+			n, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				ok = false
+				break
+			}
+			sum += n
+		}
+		if ok {
+			return CPUReading{Nanos: sum, Source: "schedstat"}, nil
+		}
+	}
+	st, err := readStat(pid)
+	if err != nil {
+		return CPUReading{}, err
+	}
+	return CPUReading{Nanos: (st.utime + st.stime) * (1e9 / clockTicks), Source: "proc-stat"}, nil
+}
+
+// IOReading holds the read/write family syscall counters of /proc/PID/io.
+type IOReading struct {
+	SysR, SysW uint64
+}
+
+func readIO(pid int) (IOReading, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "io"))
+	if err != nil {
+		return IOReading{}, err
+	}
+	return parseIO(b)
+}
+
+func parseIO(b []byte) (IOReading, error) {
+	var r IOReading
+	var seen int
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			r.SysR = n
+			seen++
+		case "syscw":
+			r.SysW = n
+			seen++
+		}
+	}
+	if seen != 2 {
+		return r, fmt.Errorf("no syscr/syscw in io file")
+	}
+	return r, nil
+}
+
+// readAllowedCPUs returns the Cpus_allowed_list of every thread of pid,
+// deduplicated and sorted.
+func readAllowedCPUs(pid int) ([]string, error) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				seen[strings.TrimSpace(v)] = true
+			}
+		}
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}

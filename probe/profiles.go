@@ -1,0 +1,164 @@
+package probe
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// Comments that every profile of a window carries, so that later tools can
+// divide by requests.
+const (
+	CommentRequests = "perfspy.requests="
+	CommentSeconds  = "perfspy.window_seconds="
+	CommentTarget   = "perfspy.target="
+	CommentCommit   = "perfspy.commit="
+)
+
+// windowComments are the profile comments for one window.
+func windowComments(requests int64, seconds float64, target, commit string) []string {
+	return []string{
+		fmt.Sprintf("%s%d", CommentRequests, requests),
+		fmt.Sprintf("%s%.3f", CommentSeconds, seconds),
+		CommentTarget + target,
+		CommentCommit + commit,
+	}
+}
+
+func readProfile(path string) (*profile.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return p, nil
+}
+
+func writeProfile(path string, p *profile.Profile) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// agentPrefix marks frames of the agent; samples through them are dropped.
+const agentPrefix = ModulePath + "/probe/agent."
+
+// heapDelta returns the allocations made between two allocation profiles of
+// one process: after minus before, per stack, keeping alloc_objects and
+// alloc_space and dropping samples whose stack passes through the agent.
+func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
+	if len(before.SampleType) < 2 || before.SampleType[0].Type != "alloc_objects" || before.SampleType[1].Type != "alloc_space" {
+		return nil, fmt.Errorf("not an allocation profile (sample types %v)", sampleTypeNames(before))
+	}
+	neg := before.Copy()
+	neg.Scale(-1)
+	d, err := profile.Merge([]*profile.Profile{after.Copy(), neg})
+	if err != nil {
+		return nil, fmt.Errorf("subtracting allocation profiles: %w", err)
+	}
+	d.SampleType = d.SampleType[:2]
+	d.DefaultSampleType = "alloc_space"
+	kept := d.Sample[:0]
+	for _, s := range d.Sample {
+		s.Value = s.Value[:2]
+		if s.Value[0] == 0 && s.Value[1] == 0 {
+			continue
+		}
+		if s.Value[0] < 0 || s.Value[1] < 0 {
+			return nil, fmt.Errorf("allocation counts went down between snapshots at %s", leafName(s))
+		}
+		if throughAgent(s) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	d.Sample = kept
+	d.TimeNanos = after.TimeNanos
+	d.DurationNanos = after.TimeNanos - before.TimeNanos
+	return d.Compact(), nil
+}
+
+func sampleTypeNames(p *profile.Profile) []string {
+	var n []string
+	for _, st := range p.SampleType {
+		n = append(n, st.Type+"/"+st.Unit)
+	}
+	return n
+}
+
+func throughAgent(s *profile.Sample) bool {
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function != nil && strings.HasPrefix(ln.Function.Name, agentPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leafName is the innermost function of a sample: the call site.
+func leafName(s *profile.Sample) string {
+	if len(s.Location) == 0 || len(s.Location[0].Line) == 0 || s.Location[0].Line[0].Function == nil {
+		return "(unknown)"
+	}
+	return s.Location[0].Line[0].Function.Name
+}
+
+// Site is one call site's share of a profile.
+type Site struct {
+	Func   string
+	Values []int64
+}
+
+// topSites sums the profile by leaf function (the call site the runtime
+// charged), sorted by the value at index vi, largest first, name to break ties.
+func topSites(p *profile.Profile, vi int) []Site {
+	sum := map[string][]int64{}
+	for _, s := range p.Sample {
+		k := leafName(s)
+		v := sum[k]
+		if v == nil {
+			v = make([]int64, len(s.Value))
+			sum[k] = v
+		}
+		for i := range s.Value {
+			v[i] += s.Value[i]
+		}
+	}
+	out := make([]Site, 0, len(sum))
+	for k, v := range sum {
+		out = append(out, Site{Func: k, Values: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Values[vi] != out[j].Values[vi] {
+			return out[i].Values[vi] > out[j].Values[vi]
+		}
+		return out[i].Func < out[j].Func
+	})
+	return out
+}
+
+// totals sums each sample value over the profile.
+func totals(p *profile.Profile) []int64 {
+	t := make([]int64, len(p.SampleType))
+	for _, s := range p.Sample {
+		for i, v := range s.Value {
+			t[i] += v
+		}
+	}
+	return t
+}

@@ -1,0 +1,83 @@
+package probe
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TopSites is how many allocation sites report.md and the terminal list.
+const TopSites = 10
+
+func fmtPtr(v *float64, digits int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", digits, *v)
+}
+
+// writeReport writes report.md: the per-request table with the source of
+// each figure, then the top allocation sites; the sites add up to the
+// total, the rest shown as one row.
+func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []int64) {
+	fmt.Fprintf(w, "# perfspy: %s\n\n", s.Target)
+	fmt.Fprintf(w, "commit `%s`, %s, verdict **%s**", s.Commit, s.Go, s.Verdict)
+	if len(s.Reasons) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(s.Reasons, "; "))
+	}
+	fmt.Fprint(w, "\n\n")
+	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
+	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
+	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	fmt.Fprintf(w, "| CPU | %s µs | %s |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
+	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	fmt.Fprintf(w, "| allocations | %s | %s, attribution window (%d requests) |\n", fmtPtr(s.PerRequest.Allocs, 2), s.Sources["allocs"], s.AttributionWindow.Requests)
+	fmt.Fprintf(w, "| allocated bytes | %s | %s |\n", fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
+	fmt.Fprintf(w, "| syscalls | %s | %s (read/write family only) |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	fmt.Fprint(w, "\nBlind spots: the heap profile counts heap objects as the runtime made them; several tiny (<16 B, pointer-free) objects packed into one 16-byte block count once. ")
+	fmt.Fprint(w, "syscalls from /proc/PID/io count only the read/write family (not epoll, futex, nanosleep). Copies and off-CPU time are not measured by this build.\n\n")
+
+	if requests <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Top allocation sites (per request, attribution window)\n\n")
+	fmt.Fprintf(w, "| site | allocs | bytes |\n|---|---:|---:|\n")
+	var shownO, shownB int64
+	for i, st := range sites {
+		if i == TopSites {
+			break
+		}
+		shownO += st.Values[0]
+		shownB += st.Values[1]
+		fmt.Fprintf(w, "| `%s` | %.2f | %.0f |\n", st.Func, float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
+	}
+	if len(sites) > TopSites {
+		fmt.Fprintf(w, "| other %d sites | %.2f | %.0f |\n", len(sites)-TopSites, float64(tot[0]-shownO)/float64(requests), float64(tot[1]-shownB)/float64(requests))
+	}
+	fmt.Fprintf(w, "| **total** | %.2f | %.0f |\n", float64(tot[0])/float64(requests), float64(tot[1])/float64(requests))
+}
+
+// WriteTerminal prints the short table at the end of a run.
+func WriteTerminal(w io.Writer, r *Result) {
+	s := r.Summary
+	fmt.Fprintf(w, "%s  %s  verdict: %s\n", s.Target, s.Commit, s.Verdict)
+	for _, why := range s.Reasons {
+		fmt.Fprintf(w, "  not judged: %s\n", why)
+	}
+	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
+	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
+	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	n := s.AttributionWindow.Requests
+	if n > 0 {
+		fmt.Fprintf(w, "  top allocation sites (per request):\n")
+		for i, st := range r.Sites {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(w, "    %8.2f  %8.0f B  %s\n", float64(st.Values[0])/float64(n), float64(st.Values[1])/float64(n), st.Func)
+		}
+	}
+	fmt.Fprintf(w, "  results       %s\n", r.Dir)
+}

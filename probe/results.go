@@ -1,0 +1,246 @@
+package probe
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// Sources of each figure, as summary.json names them.
+const (
+	SourceAllocsHeap  = "heapprofile-rate1"
+	SourceSyscallsIO  = "proc-io-syscr-syscw"
+	SourceNone        = "none"
+	minServerCoreFrac = 0.9
+)
+
+// writeResults turns two windows into the results folder.
+func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr *windowResult, cpuRaw, heapRaw string, reasons []string) (*Result, error) {
+	cl, at := clean.load, attr.load
+	secs := cl.Elapsed.Seconds()
+	s := &Summary{
+		Schema: SummarySchema,
+		Target: cfg.Target,
+		Commit: commit,
+		Go:     tgt.GoVersion,
+		Window: WindowSummary{
+			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
+			RPS: round(cl.RPS(), 1),
+			LatencyUS: map[string]int64{
+				"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9),
+			},
+		},
+		AttributionWindow: AttributionSummary{
+			Seconds: round(at.Elapsed.Seconds(), 3), Requests: at.OK, Errors: at.Errors + at.Non2xx, RPS: round(at.RPS(), 1),
+		},
+		CoresAvailable: coresHad,
+		PerRequest: PerRequest{
+			SyscallsByName: map[string]float64{},
+			OffCPUUS:       nil,
+		},
+		Sources: map[string]string{
+			"allocs": SourceAllocsHeap, "copies": SourceNone, "syscalls": SourceSyscallsIO,
+			"offcpu": SourceNone, "cpu": clean.cpuSource,
+		},
+		Files:  map[string]string{},
+		Checks: map[string]float64{},
+	}
+	if secs > 0 {
+		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
+	}
+	if cl.OK > 0 {
+		n := float64(cl.OK)
+		s.PerRequest.CPUUS = f64(round(float64(clean.cpu)/1e3/n, 3))
+		sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
+		s.PerRequest.Syscalls = f64(round(sc/n, 4))
+		if clean.m0 != nil && clean.m1 != nil {
+			s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
+		}
+	}
+
+	// Verdict.
+	min := cfg.MinRequests
+	if min <= 0 {
+		min = 100
+	}
+	if cl.OK < min || at.OK < min {
+		reasons = append(reasons, fmt.Sprintf("too few successful requests (%d in the timing window, %d in the attribution window; need %d)", cl.OK, at.OK, min))
+	}
+	if coresHad > 0 && s.ServerCores < minServerCoreFrac*coresHad {
+		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", s.ServerCores, coresHad, minServerCoreFrac*100))
+	}
+	if cl.Errors+cl.Non2xx > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d failed requests in the timing window (first: %s)", cl.Errors+cl.Non2xx, cl.FirstErr))
+	}
+	s.Reasons = reasons
+	s.Verdict = VerdictServerBound
+	if len(reasons) > 0 {
+		s.Verdict = VerdictNotJudged
+	}
+
+	comments := func(w *windowResult) []string {
+		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
+	}
+
+	// Allocations: the exact heap profile delta of the attribution window.
+	before, err := profileFromFile(heapRaw)
+	if err != nil {
+		return nil, err
+	}
+	after, err := profileFromFile(heapRaw + ".end")
+	if err != nil {
+		return nil, err
+	}
+	allocs, err := heapDelta(before, after)
+	if err != nil {
+		return nil, err
+	}
+	allocs.Comments = comments(attr)
+	if err := writeProfile(filepath.Join(out, "allocs.pb.gz"), allocs); err != nil {
+		return nil, err
+	}
+	s.Files["allocs"] = "allocs.pb.gz"
+	tot := totals(allocs)
+	if at.OK > 0 {
+		s.PerRequest.Allocs = f64(round(float64(tot[0])/float64(at.OK), 4))
+		s.PerRequest.AllocBytes = f64(round(float64(tot[1])/float64(at.OK), 2))
+		if attr.m0 != nil && attr.m1 != nil {
+			s.Checks["metrics_allocs_per_req_attribution_window"] = round(float64(attr.m1.AllocObjects-attr.m0.AllocObjects)/float64(at.OK), 4)
+		}
+	}
+
+	cpuProf, err := profileFromFile(cpuRaw)
+	if err != nil {
+		return nil, err
+	}
+	cpuProf.Comments = comments(clean)
+	if err := writeProfile(filepath.Join(out, "cpu.pb.gz"), cpuProf); err != nil {
+		return nil, err
+	}
+	s.Files["cpu"] = "cpu.pb.gz"
+	s.Files["bench"] = "bench.txt"
+	s.Files["report"] = "report.md"
+	s.Files["meta"] = "meta"
+	s.Files["target_log"] = "target.log"
+
+	meta := collectMeta(cfg, tgt, commit, hello, plan, allowed)
+	sites := topSites(allocs, 0)
+
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, s); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"summary.json": append([]byte(nil), buf.Bytes()...)}
+	buf.Reset()
+	if err := writeBench(&buf, s, benchConfig(meta)); err != nil {
+		return nil, err
+	}
+	files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
+	buf.Reset()
+	writeReport(&buf, s, sites, at.OK, tot)
+	files["report.md"] = append([]byte(nil), buf.Bytes()...)
+	files["meta"] = []byte(formatMeta(meta))
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Dir: out, Summary: s, Sites: sites}, nil
+}
+
+func round(v float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	if v < 0 {
+		return -float64(int64(-v*p+0.5)) / p
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+// collectMeta gathers the configuration a figure needs to be believed.
+func collectMeta(cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string) map[string]string {
+	m := map[string]string{
+		"goos":            runtime.GOOS,
+		"goarch":          runtime.GOARCH,
+		"pkg":             cfg.Target,
+		"cpu":             cpuModel(),
+		"go":              tgt.GoVersion,
+		"target-go":       hello.GoVersion,
+		"gomaxprocs":      fmt.Sprint(hello.GOMAXPROCS),
+		"kernel":          kernelRelease(),
+		"governor":        governor(),
+		"commit":          commit,
+		"dirty":           fmt.Sprint(tgt.Dirty),
+		"ncpu":            fmt.Sprint(runtime.NumCPU()),
+		"cpus-server":     formatCPUList(plan.Server),
+		"cpus-load":       formatCPUList(plan.Load),
+		"cpus-readback":   strings.Join(allowed, " "),
+		"target-args":     strings.Join(cfg.Args, " "),
+		"flags":           strings.Join(cfg.Flags, " "),
+		"binary":          tgt.Binary,
+		"perfspy-version": "v1",
+	}
+	if m["cpus-server"] == "" {
+		m["cpus-server"] = "unpinned"
+		m["cpus-load"] = "unpinned"
+	}
+	return m
+}
+
+// benchConfig picks the meta keys that belong in bench.txt's header.
+func benchConfig(meta map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"goos", "goarch", "pkg", "cpu", "commit", "gomaxprocs", "kernel"} {
+		if v := meta[k]; v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func formatMeta(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %s\n", k, m[k])
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func governor() string {
+	b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+	if err != nil {
+		return "unknown (no cpufreq)"
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,311 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
+
+	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/probe/load"
+)
+
+// DefaultTarget is what probe run measures when no target is named.
+const DefaultTarget = "./targets/httpjson"
+
+// Config is one probe run. Zero fields get the defaults of the flags.
+type Config struct {
+	Target       string
+	Args         []string // passed to the target
+	Addr         string   // override the discovered address
+	Path         string   // request path, default /json for the default target, / otherwise
+	Method       string
+	Body         []byte
+	Conns        int
+	Warmup       time.Duration
+	Duration     time.Duration
+	CPUs         string // auto, none or SERVER:LOAD
+	Out          string // results folder; default results/<UTC>_<commit>_<target>
+	ReadyTimeout time.Duration
+	MinRequests  int64    // fewer successes than this in a window: not judged
+	Flags        []string // every flag as given, for meta
+}
+
+// ErrNotJudged is returned, with the files written, when the window cannot
+// support a verdict. Commands exit 3 on it.
+var ErrNotJudged = errors.New("not judged")
+
+// Result is what Run produced.
+type Result struct {
+	Dir     string
+	Summary *Summary
+	Sites   []Site // allocation sites of the attribution window
+}
+
+// windowResult is one window's raw measurements.
+type windowResult struct {
+	load      *load.Result
+	cpu       uint64 // target CPU ns inside the window
+	cpuSource string
+	io0, io1  IOReading
+	m0, m1    *agent.Metrics
+}
+
+// Run builds the target, measures a clean window and an attribution window,
+// and writes the results folder. logw receives progress; nil is quiet.
+func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
+	logf := func(format string, a ...any) {
+		if logw != nil {
+			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
+		}
+	}
+	if cfg.Duration <= 0 {
+		return nil, fmt.Errorf("-duration %v: must be positive", cfg.Duration)
+	}
+	if cfg.Warmup < 0 {
+		return nil, fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
+	}
+	if cfg.Target == "" {
+		cfg.Target = DefaultTarget
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/"
+		if cfg.Target == DefaultTarget {
+			cfg.Path = "/json"
+		}
+	}
+	if !strings.HasPrefix(cfg.Path, "/") {
+		return nil, fmt.Errorf("-path %q: must start with /", cfg.Path)
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.CPUs == "" {
+		cfg.CPUs = "auto"
+	}
+	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
+	if err != nil {
+		return nil, fmt.Errorf("-cpus: %w", err)
+	}
+
+	tgt, err := Build(ctx, cfg.Target, logf)
+	if err != nil {
+		return nil, err
+	}
+	commit := tgt.Commit
+	if commit == "" {
+		commit = "nocommit"
+	} else if tgt.Dirty {
+		commit += "-dirty"
+	}
+	out, err := makeOutDir(cfg.Out, commit, tgt.Name)
+	if err != nil {
+		return nil, err
+	}
+
+	priv, err := os.MkdirTemp("", "perfspy-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(priv)
+	if err := os.Chmod(priv, 0o700); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(priv, "agent.sock")
+	env := append(os.Environ(), agent.SocketEnv+"="+sock)
+
+	if len(plan.Load) > 0 {
+		if err := pinSelf(plan.Load); err != nil {
+			return nil, fmt.Errorf("pinning the load driver: %w", err)
+		}
+		defer unpinSelf()
+	}
+
+	logf("starting %s", tgt.Binary)
+	p, err := startTarget(tgt.Binary, cfg.Args, env, filepath.Join(out, "target.log"), plan.Server)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+
+	addr, err := waitReady(ctx, p, cfg.Addr, sock, cfg.ReadyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	logf("target pid %d listens on %s", p.pid, addr)
+
+	ac, err := dialAgent(ctx, sock)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the agent: %w", err)
+	}
+	defer ac.Close()
+	hello, err := ac.call(agent.Request{Cmd: "hello"})
+	if err != nil {
+		return nil, err
+	}
+
+	var reasons []string
+	allowed, _ := readAllowedCPUs(p.pid)
+	coresHad := float64(hello.GOMAXPROCS)
+	if len(plan.Server) > 0 {
+		want := formatCPUList(plan.Server)
+		if len(allowed) != 1 || allowed[0] != want {
+			reasons = append(reasons, fmt.Sprintf("target affinity read back as %v, want %s", allowed, want))
+		}
+		coresHad = min(coresHad, float64(len(plan.Server)))
+	} else {
+		coresHad = min(coresHad, float64(runtime.NumCPU()))
+	}
+
+	u := url.URL{Scheme: "http", Host: addr, Path: cfg.Path}
+	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
+		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
+	}
+	drv, err := load.NewHTTP(load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns})
+	if err != nil {
+		return nil, err
+	}
+	defer drv.Close()
+
+	runWindow := func(name string, req agent.Request) (*windowResult, error) {
+		if cfg.Warmup > 0 {
+			logf("%s: warm-up %v", name, cfg.Warmup)
+			if _, err := drv.Run(ctx, cfg.Warmup); err != nil {
+				return nil, err
+			}
+			if p.exited() {
+				return nil, fmt.Errorf("target exited during warm-up: %s", p.exitStatus())
+			}
+		}
+		logf("%s: snapshot 1, load for %v", name, cfg.Duration)
+		return measure(ctx, p, ac, drv, req, cfg.Duration)
+	}
+
+	cpuRaw := filepath.Join(priv, "cpu.pprof")
+	clean, err := runWindow("timing window", agent.Request{Cmd: "begin", CPUProfile: cpuRaw})
+	if err != nil {
+		return nil, err
+	}
+	heapRaw := filepath.Join(priv, "heap.pprof")
+	attr, err := runWindow("attribution window", agent.Request{Cmd: "begin", HeapProfile: heapRaw})
+	if err != nil {
+		return nil, err
+	}
+	p.stop()
+
+	logf("writing %s", out)
+	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, cpuRaw, heapRaw, reasons)
+	if err != nil {
+		return nil, err
+	}
+	if res.Summary.Verdict != VerdictServerBound {
+		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Summary.Reasons, "; "))
+	}
+	return res, nil
+}
+
+// measure opens the window: begin (snapshot 1), load, end (snapshot 2).
+// Process counters are read after begin returns and before end is sent,
+// so the agent's own work falls outside the window.
+func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin agent.Request, d time.Duration) (*windowResult, error) {
+	r0, err := ac.call(begin)
+	if err != nil {
+		return nil, err
+	}
+	cpu0, err0 := readCPU(p.pid)
+	io0, _ := readIO(p.pid)
+	lr, lerr := drv.Run(ctx, d)
+	cpu1, err1 := readCPU(p.pid)
+	io1, _ := readIO(p.pid)
+	if p.exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
+	}
+	if lerr != nil {
+		return nil, lerr
+	}
+	r1, err := ac.call(agent.Request{Cmd: "end"})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(err0, err1); err != nil {
+		return nil, fmt.Errorf("reading target cpu time: %w", err)
+	}
+	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source}
+	if cpu1.Nanos >= cpu0.Nanos && cpu0.Source == cpu1.Source {
+		w.cpu = cpu1.Nanos - cpu0.Nanos
+	}
+	return w, nil
+}
+
+// makeOutDir creates the results folder. It never reuses an existing one.
+func makeOutDir(out, commit, name string) (string, error) {
+	if out == "" {
+		stamp := time.Now().UTC().Format("20060102T150405Z")
+		out = filepath.Join("results", fmt.Sprintf("%s_%s_%s", stamp, commit, name))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Mkdir(out, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
+		}
+		return "", fmt.Errorf("-out: %w", err)
+	}
+	return out, nil
+}
+
+var pinnedOld *unix.CPUSet
+
+// pinSelf pins every thread of this process to cpus; threads started later
+// inherit the mask of the thread that starts them.
+func pinSelf(cpus []int) error {
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return err
+	}
+	pinnedOld = &old
+	return setAllThreads(cpuSet(cpus))
+}
+
+func unpinSelf() {
+	if pinnedOld != nil {
+		_ = setAllThreads(pinnedOld)
+		pinnedOld = nil
+	}
+}
+
+func setAllThreads(set *unix.CPUSet) error {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		var tid int
+		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
+
+// profileFromFile reads a profile the agent wrote.
+func profileFromFile(path string) (*profile.Profile, error) {
+	p, err := readProfile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent profile: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,155 @@
+package probe
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// SummarySchema is the schema name of summary.json.
+const SummarySchema = "perfspy.summary/v1"
+
+// Verdicts.
+const (
+	VerdictServerBound = "server-bound"
+	VerdictNotJudged   = "not-judged"
+)
+
+// Summary is summary.json. Figures that this build cannot measure are null,
+// never zero, and their source says "none".
+type Summary struct {
+	Schema            string             `json:"schema"`
+	Target            string             `json:"target"`
+	Commit            string             `json:"commit"`
+	Go                string             `json:"go"`
+	Window            WindowSummary      `json:"window"`
+	AttributionWindow AttributionSummary `json:"attribution_window"`
+	ServerCores       float64            `json:"server_cores"`
+	CoresAvailable    float64            `json:"cores_available"`
+	Verdict           string             `json:"verdict"`
+	Reasons           []string           `json:"reasons,omitempty"`
+	PerRequest        PerRequest         `json:"per_request"`
+	Sources           map[string]string  `json:"sources"`
+	Files             map[string]string  `json:"files"`
+	Checks            map[string]float64 `json:"checks,omitempty"`
+}
+
+// WindowSummary describes the clean timing window.
+type WindowSummary struct {
+	Seconds   float64          `json:"seconds"`
+	Requests  int64            `json:"requests"`
+	Errors    int64            `json:"errors"`
+	Non2xx    int64            `json:"non_2xx"`
+	Dials     int64            `json:"new_connections"`
+	RPS       float64          `json:"rps"`
+	LatencyUS map[string]int64 `json:"latency_us"`
+}
+
+// AttributionSummary describes the window that gives exact counts.
+type AttributionSummary struct {
+	Seconds  float64 `json:"seconds"`
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	RPS      float64 `json:"rps"`
+}
+
+// PerRequest holds every figure divided by the successful requests of its window.
+type PerRequest struct {
+	Allocs         *float64           `json:"allocs"`
+	AllocBytes     *float64           `json:"alloc_bytes"`
+	CopyCalls      *float64           `json:"copy_calls"`
+	CopiedBytes    *float64           `json:"copied_bytes"`
+	Syscalls       *float64           `json:"syscalls"`
+	SyscallsByName map[string]float64 `json:"syscalls_by_name"`
+	CPUUS          *float64           `json:"cpu_us"`
+	OffCPUUS       map[string]float64 `json:"offcpu_us"`
+}
+
+func f64(v float64) *float64 { return &v }
+
+// writeJSON writes v indented, with a final newline. encoding/json sorts map
+// keys, so the output is deterministic.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// benchLine is one metric of bench.txt.
+type benchMetric struct {
+	Value float64
+	Unit  string
+	Exact bool
+}
+
+// writeBench writes s in the Go benchmark format that benchstat reads: the
+// configuration as "key: value" lines, Unit lines that mark counts exact,
+// then one result line whose iteration count is the window's requests.
+func writeBench(w io.Writer, s *Summary, config map[string]string) error {
+	var b strings.Builder
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %s\n", k, config[k])
+	}
+	var ms []benchMetric
+	add := func(v *float64, unit string, exact bool) {
+		if v != nil {
+			ms = append(ms, benchMetric{*v, unit, exact})
+		}
+	}
+	ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
+	add(s.PerRequest.CPUUS, "cpu-us/req", false)
+	add(s.PerRequest.Allocs, "allocs/req", true)
+	add(s.PerRequest.AllocBytes, "B/req", true)
+	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
+	add(s.PerRequest.Syscalls, "syscalls/req", true)
+	for _, q := range []string{"p50", "p99", "p999"} {
+		if v, ok := s.Window.LatencyUS[q]; ok {
+			ms = append(ms, benchMetric{float64(v), q + "-us", false})
+		}
+	}
+	for _, m := range ms {
+		if m.Exact {
+			fmt.Fprintf(&b, "Unit %s assume=exact\n", m.Unit)
+		}
+	}
+	fmt.Fprintf(&b, "Benchmark%s %d", benchName(s.Target), s.Window.Requests)
+	for _, m := range ms {
+		fmt.Fprintf(&b, " %s %s", formatFloat(m.Value), m.Unit)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// benchName makes a benchmark name from a target name: no spaces, first
+// letter upper case.
+func benchName(target string) string {
+	var b strings.Builder
+	for _, r := range target {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	n := b.String()
+	if n == "" {
+		return "Probe"
+	}
+	return "Probe/" + n
+}
+
+func formatFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+}
