@@ -137,33 +137,13 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 		return nil, err
 	}
 
-	var buildDir, pkgArg string
-	var extra []string
 	if strings.Contains(spec, "@") {
-		path, version, _ := strings.Cut(spec, "@")
-		if path == "" || version == "" {
-			return nil, fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
-		}
-		t.Name = filepath.Base(path)
-		if err := writeWrapModule(work, root); err != nil {
+		dir, err := fetchVersioned(ctx, spec, work, root, cache, logf)
+		if err != nil {
 			return nil, err
 		}
-		logf("fetching %s", spec)
-		if out, err := goCmd(ctx, work, "get", spec); err != nil {
-			return nil, &BuildError{Spec: spec, Output: out, Err: err}
-		}
-		out, err := goCmd(ctx, work, "list", "-f", "{{.Dir}}\n{{.Name}}", path)
-		if err != nil {
-			return nil, &BuildError{Spec: spec, Output: out, Err: err}
-		}
-		f := strings.Fields(out)
-		if len(f) != 2 || f[1] != "main" {
-			return nil, fmt.Errorf("target %s is not a main package", spec)
-		}
-		t.PkgDir = f[0]
-		t.ModDir = work
-		buildDir, pkgArg = work, path
-		extra = []string{"-mod=mod"}
+		t.PkgDir = dir
+		t.Name = filepath.Base(strings.SplitN(spec, "@", 2)[0])
 	} else {
 		dir, err := filepath.Abs(spec)
 		if err != nil {
@@ -173,27 +153,28 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 			return nil, fmt.Errorf("target %s: not a directory", spec)
 		}
 		t.PkgDir, t.Name = dir, filepath.Base(dir)
-		mod, err := findModRoot(dir)
-		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", spec, err)
-		}
-		t.ModDir = mod
-		modPath, err := modulePathOf(filepath.Join(mod, "go.mod"))
+	}
+	mod, err := findModRoot(t.PkgDir)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", spec, err)
+	}
+	t.ModDir = mod
+	modPath, err := modulePathOf(filepath.Join(mod, "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(mod, t.PkgDir)
+	if err != nil {
+		return nil, err
+	}
+	buildDir, pkgArg := mod, "./"+filepath.ToSlash(rel)
+	var extra []string
+	if modPath != ModulePath {
+		modfile, err := writeModfile(work, mod, root)
 		if err != nil {
 			return nil, err
 		}
-		rel, err := filepath.Rel(mod, dir)
-		if err != nil {
-			return nil, err
-		}
-		buildDir, pkgArg = mod, "./"+filepath.ToSlash(rel)
-		if modPath != ModulePath {
-			modfile, err := writeModfile(work, mod, root)
-			if err != nil {
-				return nil, err
-			}
-			extra = []string{"-modfile=" + modfile, "-mod=mod"}
-		}
+		extra = []string{"-modfile=" + modfile, "-mod=mod"}
 	}
 
 	overlay := map[string]map[string]string{"Replace": {filepath.Join(t.PkgDir, agentFileName): agentSrc}}
@@ -220,7 +201,11 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 	if out, err := goCmd(ctx, buildDir, "env", "GOVERSION"); err == nil {
 		t.GoVersion = strings.TrimSpace(out)
 	}
-	t.Commit, t.Dirty = gitCommit(ctx, t.PkgDir)
+	if _, version, ok := strings.Cut(spec, "@"); ok {
+		t.Commit = version
+	} else {
+		t.Commit, t.Dirty = gitCommit(ctx, t.PkgDir)
+	}
 	return t, nil
 }
 
@@ -237,6 +222,85 @@ func writeModfile(work, mod, root string) (string, error) {
 		return "", err
 	}
 	return modfile, writeSums(filepath.Join(work, "go.sum"), filepath.Join(mod, "go.sum"), filepath.Join(root, "go.sum"))
+}
+
+// fetchVersioned downloads module/path/cmd/x@version and returns the
+// package's directory in a writable copy of its module: the go command
+// refuses overlays inside the module cache.
+func fetchVersioned(ctx context.Context, spec, work, root, cache string, logf func(string, ...any)) (string, error) {
+	path, version, _ := strings.Cut(spec, "@")
+	if path == "" || version == "" || strings.Contains(version, "@") {
+		return "", fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
+	}
+	wrap := filepath.Join(work, "wrap")
+	if err := os.Mkdir(wrap, 0o755); err != nil {
+		return "", err
+	}
+	if err := writeWrapModule(wrap, root); err != nil {
+		return "", err
+	}
+	logf("fetching %s", spec)
+	if out, err := goCmd(ctx, wrap, "get", spec); err != nil {
+		return "", &BuildError{Spec: spec, Output: out, Err: err}
+	}
+	out, err := goCmd(ctx, wrap, "list", "-f", "{{.Name}}\t{{.Dir}}\t{{.Module.Path}}\t{{.Module.Version}}\t{{.Module.Dir}}", path)
+	if err != nil {
+		return "", &BuildError{Spec: spec, Output: out, Err: err}
+	}
+	f := strings.Split(strings.TrimSpace(out), "\t")
+	if len(f) != 5 {
+		return "", fmt.Errorf("target %s: unexpected go list output %q", spec, out)
+	}
+	if f[0] != "main" {
+		return "", fmt.Errorf("target %s is package %s, not a main package", spec, f[0])
+	}
+	rel, err := filepath.Rel(f[4], f[1])
+	if err != nil {
+		return "", err
+	}
+	key := strings.NewReplacer("/", "_", "@", "_").Replace(f[2] + "@" + f[3])
+	dst := filepath.Join(cache, "src", key)
+	if _, err := os.Stat(filepath.Join(dst, "go.mod")); err != nil {
+		tmp := filepath.Join(work, "src")
+		if err := copyTree(f[4], tmp); err != nil {
+			return "", fmt.Errorf("copying %s: %w", f[4], err)
+		}
+		if _, err := os.Stat(filepath.Join(tmp, "go.mod")); err != nil {
+			if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module "+f[2]+"\n"), 0o644); err != nil {
+				return "", err
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", err
+		}
+		os.RemoveAll(dst)
+		if err := os.Rename(tmp, dst); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dst, rel), nil
+}
+
+// copyTree copies the regular files under src to dst, writable.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
 }
 
 // writeWrapModule writes a module that requires this one, in which a

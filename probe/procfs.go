@@ -205,8 +205,8 @@ func portOwners(port int, self int) ([]int, error) {
 }
 
 type procStat struct {
-	state       byte
-	pgrp        int
+	state        byte
+	pgrp         int
 	utime, stime uint64 // clock ticks
 }
 

@@ -138,7 +138,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	}
 	files := map[string][]byte{"summary.json": append([]byte(nil), buf.Bytes()...)}
 	buf.Reset()
-	if err := writeBench(&buf, s, benchConfig(meta)); err != nil {
+	if err := writeBench(&buf, s, tgt.Name, benchConfig(meta)); err != nil {
 		return nil, err
 	}
 	files["bench.txt"] = append([]byte(nil), buf.Bytes()...)

@@ -90,7 +90,7 @@ type benchMetric struct {
 // writeBench writes s in the Go benchmark format that benchstat reads: the
 // configuration as "key: value" lines, Unit lines that mark counts exact,
 // then one result line whose iteration count is the window's requests.
-func writeBench(w io.Writer, s *Summary, config map[string]string) error {
+func writeBench(w io.Writer, s *Summary, name string, config map[string]string) error {
 	var b strings.Builder
 	keys := make([]string, 0, len(config))
 	for k := range config {
@@ -122,7 +122,7 @@ func writeBench(w io.Writer, s *Summary, config map[string]string) error {
 			fmt.Fprintf(&b, "Unit %s assume=exact\n", m.Unit)
 		}
 	}
-	fmt.Fprintf(&b, "Benchmark%s %d", benchName(s.Target), s.Window.Requests)
+	fmt.Fprintf(&b, "Benchmark%s %d", benchName(name), s.Window.Requests)
 	for _, m := range ms {
 		fmt.Fprintf(&b, " %s %s", formatFloat(m.Value), m.Unit)
 	}

@@ -1,0 +1,3 @@
+module example.com/othermod
+
+go 1.26

@@ -1,0 +1,133 @@
+// Command probetarget is the ground-truth server of probe's tests. Each
+// endpoint has a known per-request cost:
+//
+//	/alloc      exactly allocK allocations of allocS bytes, in main.allocK
+//	/none       no allocation of its own
+//	/write      one extra write(2) to /dev/null
+//	/spin?us=N  N µs of thread CPU time
+//	/sleep?ms=N N ms of sleep
+//
+// -mode chooses a failure: exit (exits at start), nolisten (never listens),
+// crash (exits after -crash-after requests).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const (
+	allocK = 7
+	allocS = 64
+)
+
+var sink [allocK][]byte
+
+//go:noinline
+func allocK7() {
+	for i := 0; i < allocK; i++ {
+		sink[i] = make([]byte, allocS)
+	}
+}
+
+var devnull int
+
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// spin burns d of CPU. Thread CPU time is read rarely, so the loop itself
+// is the cost, calibrated once at start.
+var spinPerUS int
+
+func burn(n int) int {
+	x := 1
+	for i := 0; i < n; i++ {
+		x = x*1664525 + 1013904223
+	}
+	return x
+}
+
+var burnSink int
+
+func calibrate() {
+	n := 1 << 22
+	t0 := threadCPU()
+	burnSink = burn(n)
+	d := threadCPU() - t0
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	spinPerUS = int(float64(n) / float64(d.Microseconds()+1))
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	mode := flag.String("mode", "serve", "serve, exit, nolisten or crash")
+	crashAfter := flag.Int64("crash-after", 1000, "with -mode crash: exit after this many requests")
+	flag.Parse()
+
+	switch *mode {
+	case "exit":
+		fmt.Fprintln(os.Stderr, "probetarget: exiting at start as asked")
+		os.Exit(3)
+	case "nolisten":
+		time.Sleep(time.Hour)
+		return
+	}
+	var err error
+	if devnull, err = syscall.Open("/dev/null", syscall.O_WRONLY, 0); err != nil {
+		log.Fatal(err)
+	}
+	calibrate()
+
+	var served atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
+		allocK7()
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/none", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
+		syscall.Write(devnull, []byte("x"))
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/spin", func(w http.ResponseWriter, r *http.Request) {
+		us, _ := strconv.Atoi(r.URL.Query().Get("us"))
+		burnSink = burn(us * spinPerUS)
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/sleep", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		w.Write([]byte("ok"))
+	})
+	var h http.Handler = mux
+	if *mode == "crash" {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if served.Add(1) > *crashAfter {
+				fmt.Fprintln(os.Stderr, "probetarget: crashing as asked")
+				os.Exit(2)
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "probetarget: listening on %s\n", ln.Addr())
+	log.Fatal(http.Serve(ln, h))
+}
