@@ -1,0 +1,128 @@
+package probe
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestSplitArgs(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  -addr :8080  ", []string{"-addr", ":8080"}},
+		{`-name 'a b' "c d" e\ f`, []string{"-name", "a b", "c d", "e f"}},
+		{`"a\"b" 'it''s'`, []string{`a"b`, "its"}},
+		{`-x "" ''`, []string{"-x", "", ""}},
+		{`"$HOME" \$x`, []string{"$HOME", "$x"}},
+	} {
+		got, err := splitArgs(tc.in)
+		if err != nil {
+			t.Errorf("splitArgs(%q): %v", tc.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("splitArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, bad := range []string{`'open`, `"open`, `trailing\`} {
+		if _, err := splitArgs(bad); err == nil {
+			t.Errorf("splitArgs(%q): no error", bad)
+		}
+	}
+}
+
+// quote is the inverse of splitArgs for the fuzzer.
+func quote(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func FuzzSplitArgs(f *testing.F) {
+	f.Add(`-addr :8080 -name 'a b'`)
+	f.Add(`"x\"y" z\ w`)
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := splitArgs(s)
+		if err != nil {
+			return
+		}
+		again, err := splitArgs(quote(words))
+		if err != nil {
+			t.Fatalf("re-splitting %q: %v", quote(words), err)
+		}
+		if len(words) == 0 && len(again) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(words, again) {
+			t.Fatalf("round trip of %q: %q then %q", s, words, again)
+		}
+	})
+}
+
+func TestParseCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want CPUPlan
+	}{
+		{"none", 4, CPUPlan{}},
+		{"auto", 1, CPUPlan{}},
+		{"auto", 2, CPUPlan{Server: []int{0}, Load: []int{1}}},
+		{"auto", 5, CPUPlan{Server: []int{0, 1, 2}, Load: []int{3, 4}}},
+		{"0:1", 2, CPUPlan{Server: []int{0}, Load: []int{1}}},
+		{"0-2,5:3", 8, CPUPlan{Server: []int{0, 1, 2, 5}, Load: []int{3}}},
+	} {
+		got, err := parseCPUs(tc.in, tc.n)
+		if err != nil {
+			t.Errorf("parseCPUs(%q, %d): %v", tc.in, tc.n, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseCPUs(%q, %d) = %+v, want %+v", tc.in, tc.n, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"0", "0:0", "0:2", "a:1", "1-0:1", ":1", "0:"} {
+		if _, err := parseCPUs(bad, 2); err == nil {
+			t.Errorf("parseCPUs(%q, 2): no error", bad)
+		}
+	}
+	if got := formatCPUList([]int{0, 1, 2, 4, 6, 7}); got != "0-2,4,6-7" {
+		t.Errorf("formatCPUList = %q", got)
+	}
+}
+
+func FuzzParseCPUs(f *testing.F) {
+	f.Add("0:1", 2)
+	f.Add("0-3,8:4-7", 16)
+	f.Add("auto", 3)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || n > 1024 {
+			return
+		}
+		p, err := parseCPUs(s, n)
+		if err != nil {
+			return
+		}
+		seen := map[int]bool{}
+		for _, side := range [][]int{p.Server, p.Load} {
+			if !sort.IntsAreSorted(side) {
+				t.Fatalf("%q: unsorted %v", s, side)
+			}
+			for _, c := range side {
+				if c < 0 || c >= n || seen[c] {
+					t.Fatalf("%q with n=%d: bad or shared cpu %d in %+v", s, n, c, p)
+				}
+				seen[c] = true
+			}
+		}
+		if back, err := parseCPUList(formatCPUList(p.Server), n); len(p.Server) > 0 && (err != nil || !reflect.DeepEqual(back, p.Server)) {
+			t.Fatalf("format/parse round trip of %v: %v, %v", p.Server, back, err)
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package probe
+
+import (
+	"net"
+	"os"
+	"strings"
+	"testing"
+)
+
+const sampleTCP = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1060 1 0000000063025a40 100 0 0 10 0
+   1: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2222 1 0000000063025a40 100 0 0 10 0
+   2: 020200C0:DB68 507100CB:01BB 06 00000000:00000000 03:00000E06 00000000     0        0 0 3 00000000182cfd1f
+`
+
+const sampleTCP6 = `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3333 1 0000000000000000 100 0 0 10 0
+   1: 00000000000000000000000000000000:0050 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0
+`
+
+func TestParseProcNetTCP(t *testing.T) {
+	ls, err := parseProcNetTCP(strings.NewReader(sampleTCP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		addr  string
+		inode uint64
+	}{{"127.0.0.1:2024", 1060}, {"127.0.0.1:8080", 2222}}
+	if len(ls) != len(want) {
+		t.Fatalf("got %d listeners, want %d: %+v", len(ls), len(want), ls)
+	}
+	for i, w := range want {
+		if ls[i].Addr() != w.addr || ls[i].Inode != w.inode {
+			t.Errorf("listener %d = %s inode %d, want %s inode %d", i, ls[i].Addr(), ls[i].Inode, w.addr, w.inode)
+		}
+	}
+	if !ls[0].IP.Equal(net.IPv4zero) {
+		t.Errorf("listener 0 IP = %v, want 0.0.0.0", ls[0].IP)
+	}
+
+	ls6, err := parseProcNetTCP(strings.NewReader(sampleTCP6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls6) != 2 || ls6[0].Addr() != "[::1]:8081" || ls6[1].Addr() != "[::1]:80" {
+		t.Errorf("tcp6 listeners = %+v", ls6)
+	}
+}
+
+func TestParseProcNetTCPErrors(t *testing.T) {
+	for _, in := range []string{
+		"header\n 0: zz:1F90 0:0 0A a b c d e 1\n",
+		"header\n 0: 0100007F 0:0 0A a b c d e 1\n",
+		"header\n 0: 0100007F:1F90 0:0 0A a b c d e notanumber\n",
+		"header\nshort line\n",
+	} {
+		if _, err := parseProcNetTCP(strings.NewReader(in)); err == nil {
+			t.Errorf("parseProcNetTCP(%q): no error", in)
+		}
+	}
+}
+
+func FuzzParseProcNetTCP(f *testing.F) {
+	f.Add(sampleTCP)
+	f.Add(sampleTCP6)
+	f.Fuzz(func(t *testing.T, s string) {
+		ls, err := parseProcNetTCP(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for _, l := range ls {
+			if l.Port < 0 || l.Port > 65535 {
+				t.Fatalf("port %d out of range", l.Port)
+			}
+			if len(l.IP) != 4 && len(l.IP) != 16 {
+				t.Fatalf("ip %v has %d bytes", l.IP, len(l.IP))
+			}
+			_ = l.Addr()
+		}
+	})
+}
+
+func TestParseStat(t *testing.T) {
+	st, err := parseStat([]byte("4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 37 12 0 0 20 0 5 0 1234 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.state != 'S' || st.pgrp != 4242 || st.utime != 37 || st.stime != 12 {
+		t.Errorf("parseStat = %+v", st)
+	}
+	if _, err := parseStat([]byte("4242 (x) S 1 2")); err == nil {
+		t.Error("short stat: no error")
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 100 0 0 0 37 12 0 0 20 0 1 0 5 0 0\n"))
+	f.Add([]byte("2 (a) b) R 1 2 2 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseStat(b)
+	})
+}
+
+func TestParseIO(t *testing.T) {
+	r, err := parseIO([]byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 3\nread_bytes: 0\n"))
+	if err != nil || r.SysR != 10 || r.SysW != 3 {
+		t.Fatalf("parseIO = %+v, %v", r, err)
+	}
+	if _, err := parseIO([]byte("rchar: 1\n")); err == nil {
+		t.Error("no syscr: no error")
+	}
+}
+
+// The live readers are checked against this process, whose facts are known.
+func TestLiveProc(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	self := os.Getpid()
+	byPID, err := processListeners([]int{self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range byPID[self] {
+		if l.Port == port {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("listener on port %d not found among %+v", port, byPID[self])
+	}
+	owners, err := portOwners(port, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owners) != 1 || owners[0] != self {
+		t.Errorf("portOwners(%d) = %v, want [%d]", port, owners, self)
+	}
+	if err := checkOwners(port, owners, []int{self + 1}); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("checkOwners with a foreign owner: %v", err)
+	}
+	if err := checkOwners(port, []int{self, self + 1}, []int{self, self + 1}); err == nil || !strings.Contains(err.Error(), "listening processes") {
+		t.Errorf("checkOwners with two owners: %v", err)
+	}
+	cpu, err := readCPU(self)
+	if err != nil || cpu.Nanos == 0 {
+		t.Errorf("readCPU = %+v, %v", cpu, err)
+	}
+	if _, err := readIO(self); err != nil {
+		t.Errorf("readIO: %v", err)
+	}
+	st, err := readStat(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := groupPIDs(st.pgrp)
+	in := false
+	for _, p := range pids {
+		in = in || p == self
+	}
+	if !in {
+		t.Errorf("groupPIDs(%d) = %v lacks %d", st.pgrp, pids, self)
+	}
+}

@@ -1,0 +1,95 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+// allocProfile makes an allocation profile with one sample per stack; each
+// stack is a list of function names, leaf first.
+func allocProfile(stacks [][]string, values [][2]int64) *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+			{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		PeriodType: &profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:     1,
+	}
+	funcs := map[string]*profile.Function{}
+	locs := map[string]*profile.Location{}
+	for i, st := range stacks {
+		s := &profile.Sample{Value: []int64{values[i][0], values[i][1], 0, 0}}
+		for _, name := range st {
+			loc := locs[name]
+			if loc == nil {
+				fn := &profile.Function{ID: uint64(len(funcs) + 1), Name: name}
+				funcs[name] = fn
+				p.Function = append(p.Function, fn)
+				loc = &profile.Location{ID: uint64(len(locs) + 1), Address: uint64(0x1000 * (len(locs) + 1)), Line: []profile.Line{{Function: fn}}}
+				locs[name] = loc
+				p.Location = append(p.Location, loc)
+			}
+			s.Location = append(s.Location, loc)
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	return p
+}
+
+func TestHeapDelta(t *testing.T) {
+	stacks := [][]string{
+		{"main.allocK", "main.handler", "net/http.(*conn).serve"},
+		{"encoding/json.Marshal", agentPrefix + "(*window).do", agentPrefix + "serve"},
+		{"main.idle", "main.main"},
+	}
+	before := allocProfile(stacks, [][2]int64{{100, 6400}, {5, 500}, {3, 30}})
+	after := allocProfile(stacks, [][2]int64{{170, 10880}, {9, 900}, {3, 30}})
+	d, err := heapDelta(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.SampleType) != 2 || d.SampleType[0].Type != "alloc_objects" || d.SampleType[1].Type != "alloc_space" {
+		t.Fatalf("sample types %v", sampleTypeNames(d))
+	}
+	if len(d.Sample) != 1 {
+		t.Fatalf("got %d samples, want 1 (agent and unchanged stacks dropped)", len(d.Sample))
+	}
+	s := d.Sample[0]
+	if leafName(s) != "main.allocK" || s.Value[0] != 70 || s.Value[1] != 4480 {
+		t.Errorf("sample %s = %v, want main.allocK [70 4480]", leafName(s), s.Value)
+	}
+	sites := topSites(d, 0)
+	if len(sites) != 1 || sites[0].Func != "main.allocK" {
+		t.Errorf("topSites = %+v", sites)
+	}
+	if tot := totals(d); tot[0] != 70 || tot[1] != 4480 {
+		t.Errorf("totals = %v", tot)
+	}
+}
+
+func TestHeapDeltaErrors(t *testing.T) {
+	stacks := [][]string{{"main.f"}}
+	if _, err := heapDelta(allocProfile(stacks, [][2]int64{{10, 10}}), allocProfile(stacks, [][2]int64{{5, 5}})); err == nil || !strings.Contains(err.Error(), "went down") {
+		t.Errorf("decreasing counts: %v", err)
+	}
+	cpu := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}}
+	if _, err := heapDelta(cpu, cpu); err == nil || !strings.Contains(err.Error(), "not an allocation profile") {
+		t.Errorf("cpu profile: %v", err)
+	}
+}
+
+func TestTopSitesOrder(t *testing.T) {
+	p := allocProfile([][]string{{"b.f"}, {"a.f"}, {"c.f", "x"}, {"c.f", "y"}}, [][2]int64{{5, 1}, {5, 1}, {2, 1}, {4, 1}})
+	got := topSites(p, 0)
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Func)
+	}
+	if strings.Join(names, " ") != "c.f a.f b.f" {
+		t.Errorf("order = %v, want c.f (6) then a.f, b.f (5, by name)", names)
+	}
+}
