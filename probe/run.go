@@ -246,22 +246,37 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 	return w, nil
 }
 
-// makeOutDir creates the results folder. It never reuses an existing one.
+// makeOutDir creates the results folder. It never reuses an existing one:
+// an explicit -out that exists is an error, and a default name that exists
+// gets a numeric suffix.
 func makeOutDir(out, commit, name string) (string, error) {
-	if out == "" {
-		stamp := time.Now().UTC().Format("20060102T150405Z")
-		out = filepath.Join("results", fmt.Sprintf("%s_%s_%s", stamp, commit, name))
-		if err := os.MkdirAll("results", 0o755); err != nil {
+	if out != "" {
+		if err := os.Mkdir(out, 0o755); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
+			}
+			return "", fmt.Errorf("-out: %w", err)
+		}
+		return out, nil
+	}
+	if err := os.MkdirAll("results", 0o755); err != nil {
+		return "", err
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	base := filepath.Join("results", fmt.Sprintf("%s_%s_%s", stamp, commit, name))
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
 			return "", err
 		}
 	}
-	if err := os.Mkdir(out, 0o755); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
-		}
-		return "", fmt.Errorf("-out: %w", err)
-	}
-	return out, nil
 }
 
 var pinnedOld *unix.CPUSet

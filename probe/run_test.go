@@ -1,0 +1,389 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// These tests build real targets and measure them. They share one cache
+// folder, so every process they start can be found afterwards: none may
+// survive a run.
+
+var testCacheDir string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "perfspy-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testCacheDir = d
+	os.Setenv("PERFSPY_CACHE", d)
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// orphans lists the processes whose executable lives in the test cache.
+func orphans() []string {
+	var out []string
+	for _, pid := range allPIDs() {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && strings.HasPrefix(exe, testCacheDir) {
+			out = append(out, fmt.Sprintf("pid %d (%s)", pid, exe))
+		}
+	}
+	return out
+}
+
+func checkNoOrphans(t *testing.T) {
+	t.Helper()
+	if o := orphans(); len(o) > 0 {
+		t.Errorf("processes outlived probe: %v", o)
+	}
+}
+
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs targets; skipped with -short")
+	}
+}
+
+// probeRun runs 'probe run' in process with short windows.
+func probeRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	full := append([]string{"run", "-q", "-warmup", "300ms", "-duration", "1s", "-out", filepath.Join(t.TempDir(), "out")}, args...)
+	code = Main(context.Background(), full, &o, &e)
+	checkNoOrphans(t)
+	return code, o.String(), e.String()
+}
+
+// measured is one finished run's files.
+type measured struct {
+	dir     string
+	summary map[string]any
+	allocs  *profile.Profile
+}
+
+func runTarget(t *testing.T, path string, extra ...string) *measured {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	args := append([]string{"-out", out, "-path", path}, extra...)
+	args = append(args, "./testdata/probetarget")
+	code, stdout, stderr := probeRun(t, args...)
+	// Counts do not depend on speed: a run that is not judged (a busy CI
+	// machine) still has exact counts.
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("probe run %s: exit %d\n%s%s", path, code, stdout, stderr)
+	}
+	m := &measured{dir: out}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m.summary); err != nil {
+		t.Fatal(err)
+	}
+	if m.allocs, err = readProfile(filepath.Join(out, "allocs.pb.gz")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.allocs.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m *measured) num(t *testing.T, path ...string) float64 {
+	t.Helper()
+	var v any = m.summary
+	for _, k := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("summary: %v is not an object", path)
+		}
+		v = mm[k]
+	}
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("summary %v = %v, not a number", path, v)
+	}
+	return f
+}
+
+// siteCount sums alloc_objects and alloc_space of samples whose leaf is fn.
+func siteCount(p *profile.Profile, fn string) (objs, bytes int64) {
+	for _, s := range p.Sample {
+		if leafName(s) == fn {
+			objs += s.Value[0]
+			bytes += s.Value[1]
+		}
+	}
+	return
+}
+
+func requestsComment(t *testing.T, p *profile.Profile) int64 {
+	t.Helper()
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, CommentRequests); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("profile has no %s comment: %q", CommentRequests, p.Comments)
+	return 0
+}
+
+// TestGroundTruth measures endpoints of probetarget whose costs are known.
+func TestGroundTruth(t *testing.T) {
+	skipShort(t)
+	none := runTarget(t, "/none")
+	alloc := runTarget(t, "/alloc")
+
+	t.Run("allocations", func(t *testing.T) {
+		n := requestsComment(t, alloc.allocs)
+		if float64(n) != alloc.num(t, "attribution_window", "requests") {
+			t.Fatalf("profile requests %d != summary attribution_window.requests", n)
+		}
+		objs, by := siteCount(alloc.allocs, "main.allocK7")
+		perReq := float64(objs) / float64(n)
+		if math.Abs(perReq-7) > 7*0.005 {
+			t.Errorf("main.allocK7: %.4f allocs/req, want 7 (±0.5%%)", perReq)
+		}
+		if b := float64(by) / float64(n); math.Abs(b-7*64) > 7*64*0.005 {
+			t.Errorf("main.allocK7: %.1f B/req, want 448", b)
+		}
+		if o, _ := siteCount(none.allocs, "main.allocK7"); o != 0 {
+			t.Errorf("/none: main.allocK7 has %d allocations, want 0", o)
+		}
+		// The difference of the totals is the handler's own allocations.
+		d := alloc.num(t, "per_request", "allocs") - none.num(t, "per_request", "allocs")
+		if math.Abs(d-7) > 0.1 {
+			t.Errorf("allocs/req /alloc - /none = %.3f, want 7", d)
+		}
+	})
+
+	t.Run("agent excluded", func(t *testing.T) {
+		for _, s := range alloc.allocs.Sample {
+			if throughAgent(s) {
+				t.Fatalf("sample through the agent: %s", leafName(s))
+			}
+		}
+		// runtime/metrics counts everything, the agent included: it must
+		// agree with the profile to well within 1%.
+		prof := alloc.num(t, "per_request", "allocs")
+		met := alloc.num(t, "checks", "metrics_allocs_per_req_attribution_window")
+		if math.Abs(prof-met) > 0.01*met {
+			t.Errorf("profile %.4f allocs/req vs runtime/metrics %.4f", prof, met)
+		}
+	})
+
+	t.Run("syscalls", func(t *testing.T) {
+		write := runTarget(t, "/write")
+		d := write.num(t, "per_request", "syscalls") - none.num(t, "per_request", "syscalls")
+		if math.Abs(d-1) > 0.1 {
+			t.Errorf("syscalls/req /write - /none = %.3f, want 1 (one write(2) per request)", d)
+		}
+	})
+
+	t.Run("cpu", func(t *testing.T) {
+		spin := runTarget(t, "/spin?us=400")
+		d := spin.num(t, "per_request", "cpu_us") - none.num(t, "per_request", "cpu_us")
+		if d < 400*0.8 || d > 400*1.25 {
+			t.Errorf("cpu µs/req /spin?us=400 - /none = %.1f, want 400 (-20%%, +25%%)", d)
+		}
+	})
+
+	t.Run("bench.txt reads in benchstat", func(t *testing.T) {
+		out, err := exec.Command("go", "tool", "benchstat", filepath.Join(alloc.dir, "bench.txt")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("benchstat: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "allocs/req") {
+			t.Errorf("benchstat output lacks allocs/req:\n%s", out)
+		}
+	})
+
+	t.Run("go tool pprof opens allocs.pb.gz", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=alloc_objects", filepath.Join(alloc.dir, "allocs.pb.gz")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pprof: %v\n%s", err, out)
+		}
+		objs, _ := siteCount(alloc.allocs, "main.allocK7")
+		re := regexp.MustCompile(`(?m)^\s*(\d+)\s.*main\.allocK7$`)
+		mm := re.FindStringSubmatch(string(out))
+		if mm == nil || mm[1] != strconv.FormatInt(objs, 10) {
+			t.Errorf("pprof -top shows %v for main.allocK7, want flat %d:\n%s", mm, objs, out)
+		}
+	})
+}
+
+func TestNotJudged(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-path", "/sleep?ms=5", "./testdata/probetarget")
+	if code != ExitNotJudged {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitNotJudged, stdout, stderr)
+	}
+	for _, f := range []string{"summary.json", "bench.txt", "allocs.pb.gz", "cpu.pb.gz", "report.md", "meta"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("not-judged run did not write %s: %v", f, err)
+		}
+	}
+	var s Summary
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Verdict != VerdictNotJudged || !strings.Contains(strings.Join(s.Reasons, " "), "cores") {
+		t.Errorf("verdict %q reasons %q", s.Verdict, s.Reasons)
+	}
+	if p50 := s.Window.LatencyUS["p50"]; p50 < 5000 || p50 > 100000 {
+		t.Errorf("p50 = %d µs for a 5 ms sleep", p50)
+	}
+}
+
+func TestOtherModule(t *testing.T) {
+	skipShort(t)
+	dir := "./testdata/othermod/cmd/server"
+	before, _ := os.ReadDir(dir)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-path", "/orders", dir)
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := siteCount(p, "main.orders")
+	if n := requestsComment(t, p); math.Abs(float64(objs)/float64(n)-3) > 3*0.005 {
+		t.Errorf("main.orders: %d allocations for %d requests, want 3 per request", objs, n)
+	}
+	after, _ := os.ReadDir(dir)
+	if len(after) != len(before) {
+		t.Errorf("probe wrote into the target's directory: %d entries before, %d after", len(before), len(after))
+	}
+	if _, err := os.Stat("./testdata/othermod/go.sum"); err == nil {
+		t.Error("probe created go.sum in the target module")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	skipShort(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	existing := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"does not build", []string{"./testdata/nobuild"}, ExitFailed, []string{"building ./testdata/nobuild", "undefinedFunction"}},
+		{"no such target", []string{"./testdata/missing"}, ExitFailed, []string{"./testdata/missing", "not a directory"}},
+		{"exits at start", []string{"-args", "-mode exit", "./testdata/probetarget"}, ExitFailed, []string{"exited before it listened", "exiting at start as asked"}},
+		{"never listens", []string{"-args", "-mode nolisten", "-ready-timeout", "1s", "./testdata/probetarget"}, ExitFailed, []string{"never listened", "-ready-timeout"}},
+		{"crashes mid-window", []string{"-args", "-mode crash -crash-after 3000", "-warmup", "0s", "-duration", "20s", "./testdata/probetarget"}, ExitFailed, []string{"exited during the window", "crashing as asked"}},
+		{"port held by another process", []string{"-addr", held.Addr().String(), "./testdata/probetarget"}, ExitFailed, []string{"held by another process", fmt.Sprintf("pid %d", os.Getpid())}},
+		{"existing out", []string{"-out", existing, "./testdata/probetarget"}, ExitFailed, []string{existing, "already exists"}},
+		{"zero duration", []string{"-duration", "0", "./testdata/probetarget"}, ExitUsage, []string{"-duration"}},
+		{"bad cpus", []string{"-cpus", "0:0", "./testdata/probetarget"}, ExitFailed, []string{"-cpus", "both"}},
+		{"bad args", []string{"-args", "'open", "./testdata/probetarget"}, ExitUsage, []string{"-args", "quote"}},
+		{"unknown flag", []string{"-bogus", "./testdata/probetarget"}, ExitUsage, []string{"-bogus"}},
+		{"two targets", []string{"./a", "./b"}, ExitUsage, []string{"one target"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := probeRun(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stderr, "panic") {
+				t.Errorf("panic:\n%s", stderr)
+			}
+		})
+	}
+	t.Run("unknown command", func(t *testing.T) {
+		var o, e bytes.Buffer
+		if code := Main(context.Background(), []string{"bogus"}, &o, &e); code != ExitUsage || !strings.Contains(e.String(), `"bogus"`) {
+			t.Errorf("exit %d, stderr %q", code, e.String())
+		}
+	})
+}
+
+// TestInterrupt sends Ctrl-C to a probe process in the middle of a window:
+// it must stop the target and exit.
+func TestInterrupt(t *testing.T) {
+	skipShort(t)
+	bin := filepath.Join(t.TempDir(), "probe")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/probe").CombinedOutput(); err != nil {
+		t.Fatalf("building probe: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "-warmup", "0s", "-duration", "30s", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), "snapshot 1") {
+			break
+		}
+	}
+	if len(orphans()) == 0 {
+		t.Fatalf("no target running in the window; probe said:\n%s", strings.Join(seen, "\n"))
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() {
+		for sc.Scan() {
+			seen = append(seen, sc.Text())
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailed {
+			t.Errorf("probe exit: %v, want exit %d", err, ExitFailed)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("probe did not exit within 20s of SIGINT")
+	}
+	if !strings.Contains(strings.Join(seen, "\n"), "interrupted") {
+		t.Errorf("probe did not say it was interrupted:\n%s", strings.Join(seen, "\n"))
+	}
+	checkNoOrphans(t)
+}
