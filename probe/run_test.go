@@ -166,6 +166,7 @@ func TestGroundTruth(t *testing.T) {
 		}
 		objs, by := siteCount(alloc.allocs, "main.allocK7")
 		perReq := float64(objs) / float64(n)
+		t.Logf("main.allocK7: %d allocations, %d bytes over %d requests: %.4f allocs/req, %.2f B/req", objs, by, n, perReq, float64(by)/float64(n))
 		if math.Abs(perReq-7) > 7*0.005 {
 			t.Errorf("main.allocK7: %.4f allocs/req, want 7 (±0.5%%)", perReq)
 		}
@@ -192,6 +193,7 @@ func TestGroundTruth(t *testing.T) {
 		// agree with the profile to well within 1%.
 		prof := alloc.num(t, "per_request", "allocs")
 		met := alloc.num(t, "checks", "metrics_allocs_per_req_attribution_window")
+		t.Logf("allocs/req: profile %.4f, runtime/metrics %.4f", prof, met)
 		if math.Abs(prof-met) > 0.01*met {
 			t.Errorf("profile %.4f allocs/req vs runtime/metrics %.4f", prof, met)
 		}
@@ -200,6 +202,7 @@ func TestGroundTruth(t *testing.T) {
 	t.Run("syscalls", func(t *testing.T) {
 		write := runTarget(t, "/write")
 		d := write.num(t, "per_request", "syscalls") - none.num(t, "per_request", "syscalls")
+		t.Logf("syscalls/req: /write %.4f, /none %.4f, delta %.4f", write.num(t, "per_request", "syscalls"), none.num(t, "per_request", "syscalls"), d)
 		if math.Abs(d-1) > 0.1 {
 			t.Errorf("syscalls/req /write - /none = %.3f, want 1 (one write(2) per request)", d)
 		}
@@ -208,6 +211,7 @@ func TestGroundTruth(t *testing.T) {
 	t.Run("cpu", func(t *testing.T) {
 		spin := runTarget(t, "/spin?us=400")
 		d := spin.num(t, "per_request", "cpu_us") - none.num(t, "per_request", "cpu_us")
+		t.Logf("cpu µs/req: /spin?us=400 %.1f, /none %.1f, delta %.1f", spin.num(t, "per_request", "cpu_us"), none.num(t, "per_request", "cpu_us"), d)
 		if d < 400*0.8 || d > 400*1.25 {
 			t.Errorf("cpu µs/req /spin?us=400 - /none = %.1f, want 400 (-20%%, +25%%)", d)
 		}

@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func startAgent(t *testing.T) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go serve(ln)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+func call(t *testing.T, c net.Conn, r *bufio.Reader, line string) Response {
+	t.Helper()
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp Response
+	if err := json.Unmarshal(b, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+var sink []byte
+
+func TestProtocol(t *testing.T) {
+	c, r := startAgent(t)
+	if h := call(t, c, r, `{"cmd":"hello"}`); h.PID != os.Getpid() || h.GOMAXPROCS <= 0 || h.GoVersion == "" {
+		t.Errorf("hello = %+v", h)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{`{"cmd":"end"}`, "no window open"},
+		{`{"cmd":"jump"}`, `unknown command "jump"`},
+		{`not json`, "bad request"},
+	} {
+		if got := call(t, c, r, tc.line); got.Error == "" || !strings.Contains(got.Error, tc.want) {
+			t.Errorf("%s: error %q, want %q", tc.line, got.Error, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	heap := filepath.Join(dir, "heap")
+	b := call(t, c, r, `{"cmd":"begin","heap_profile":"`+heap+`","cpu_profile":"`+filepath.Join(dir, "cpu")+`"}`)
+	if b.Error != "" || b.Metrics == nil {
+		t.Fatalf("begin = %+v", b)
+	}
+	if again := call(t, c, r, `{"cmd":"begin"}`); again.Error != "window already open" {
+		t.Errorf("second begin: %q", again.Error)
+	}
+	for i := 0; i < 1000; i++ {
+		sink = make([]byte, 64)
+	}
+	e := call(t, c, r, `{"cmd":"end"}`)
+	if e.Error != "" || e.Metrics == nil {
+		t.Fatalf("end = %+v", e)
+	}
+	// runtime/metrics is the oracle for the counters: at least the 1000
+	// allocations made in the window.
+	if d := e.Metrics.AllocObjects - b.Metrics.AllocObjects; d < 1000 {
+		t.Errorf("metrics saw %d allocations in the window, want >= 1000", d)
+	}
+	for _, f := range []string{heap, heap + ".end", filepath.Join(dir, "cpu")} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

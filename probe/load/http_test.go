@@ -1,0 +1,111 @@
+package load
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The server's own count is the oracle: every request the driver counts
+// started and ended in the phase, and no other request reached the server.
+func TestHTTPCountsMatchServer(t *testing.T) {
+	var served, failed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			failed.Add(1)
+			http.Error(w, "no", http.StatusInternalServerError)
+			return
+		}
+		served.Add(1)
+		w.Write([]byte(strings.Repeat("x", 100)))
+	}))
+	defer srv.Close()
+
+	d, err := NewHTTP(HTTPOptions{URL: srv.URL + "/ok", Conns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	warm, err := d.Run(context.Background(), 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Dials != 4 {
+		t.Errorf("warm-up opened %d connections, want 4", warm.Dials)
+	}
+	s0 := served.Load()
+	r, err := d.Run(context.Background(), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := served.Load() - s0; got != r.OK {
+		t.Errorf("driver counted %d successes, server served %d", r.OK, got)
+	}
+	if r.Dials != 0 {
+		t.Errorf("window opened %d connections; keep-alive should reuse the warm-up's", r.Dials)
+	}
+	if r.Errors != 0 || r.Non2xx != 0 || r.OK == 0 {
+		t.Errorf("result %+v", r)
+	}
+	if r.Latency.TotalCount() != r.OK {
+		t.Errorf("latency histogram holds %d values for %d successes", r.Latency.TotalCount(), r.OK)
+	}
+	if r.Percentile(50) <= 0 || r.Percentile(99) < r.Percentile(50) {
+		t.Errorf("percentiles p50 %d p99 %d", r.Percentile(50), r.Percentile(99))
+	}
+
+	bad, _ := NewHTTP(HTTPOptions{URL: srv.URL + "/fail", Conns: 2})
+	defer bad.Close()
+	rb, err := bad.Run(context.Background(), 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.OK != 0 || rb.Non2xx != failed.Load() || !strings.Contains(rb.FirstErr, "500") {
+		t.Errorf("non-2xx result %+v, server failed %d", rb, failed.Load())
+	}
+}
+
+func TestHTTPTransportErrors(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	d, _ := NewHTTP(HTTPOptions{URL: url, Conns: 1})
+	defer d.Close()
+	r, err := d.Run(context.Background(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors == 0 || r.OK != 0 || r.FirstErr == "" {
+		t.Errorf("result against a closed port: %+v", r)
+	}
+}
+
+func TestHTTPBadOptions(t *testing.T) {
+	if _, err := NewHTTP(HTTPOptions{}); err == nil {
+		t.Error("no URL: no error")
+	}
+	d, _ := NewHTTP(HTTPOptions{URL: "http://127.0.0.1:1/"})
+	if _, err := d.Run(context.Background(), 0); err == nil {
+		t.Error("zero duration: no error")
+	}
+}
+
+func TestHTTPStopsOnCancel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	d, _ := NewHTTP(HTTPOptions{URL: srv.URL, Conns: 2})
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := d.Run(ctx, time.Minute); err == nil {
+		t.Error("cancelled run: no error")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("run took %v after cancel", time.Since(start))
+	}
+}
