@@ -145,7 +145,12 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 		t.PkgDir = dir
 		t.Name = filepath.Base(strings.SplitN(spec, "@", 2)[0])
 	} else {
-		dir, err := filepath.Abs(spec)
+		path := spec
+		if spec == DefaultTarget {
+			// The default target is this module's, wherever probe runs from.
+			path = filepath.Join(root, filepath.FromSlash(DefaultTarget))
+		}
+		dir, err := filepath.Abs(path)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -99,6 +100,10 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Conns <= 0 {
 		fmt.Fprintf(stderr, "probe run: -conns %d: must be positive\n", cfg.Conns)
+		return ExitUsage
+	}
+	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {
+		fmt.Fprintf(stderr, "probe run: -cpus: %v\n", err)
 		return ExitUsage
 	}
 	var err error

@@ -166,6 +166,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		coresHad = min(coresHad, float64(runtime.NumCPU()))
 	}
 
+	if len(plan.Load) > 0 {
+		self, _ := readAllowedCPUs(os.Getpid())
+		want := formatCPUList(plan.Load)
+		if len(self) != 1 || self[0] != want {
+			reasons = append(reasons, fmt.Sprintf("load driver affinity read back as %v, want %s", self, want))
+		}
+	}
+
 	u := url.URL{Scheme: "http", Host: addr, Path: cfg.Path}
 	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]

@@ -316,7 +316,7 @@ func TestBadInput(t *testing.T) {
 		{"port held by another process", []string{"-addr", held.Addr().String(), "./testdata/probetarget"}, ExitFailed, []string{"held by another process", fmt.Sprintf("pid %d", os.Getpid())}},
 		{"existing out", []string{"-out", existing, "./testdata/probetarget"}, ExitFailed, []string{existing, "already exists"}},
 		{"zero duration", []string{"-duration", "0", "./testdata/probetarget"}, ExitUsage, []string{"-duration"}},
-		{"bad cpus", []string{"-cpus", "0:0", "./testdata/probetarget"}, ExitFailed, []string{"-cpus", "both"}},
+		{"bad cpus", []string{"-cpus", "0:0", "./testdata/probetarget"}, ExitUsage, []string{"-cpus", "both"}},
 		{"bad args", []string{"-args", "'open", "./testdata/probetarget"}, ExitUsage, []string{"-args", "quote"}},
 		{"unknown flag", []string{"-bogus", "./testdata/probetarget"}, ExitUsage, []string{"-bogus"}},
 		{"two targets", []string{"./a", "./b"}, ExitUsage, []string{"one target"}},
@@ -390,4 +390,63 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("probe did not say it was interrupted:\n%s", strings.Join(seen, "\n"))
 	}
 	checkNoOrphans(t)
+}
+
+// TestDefaultTarget runs 'probe run' with no target, from another directory
+// than the module root: it measures ./targets/httpjson's GET /json.
+func TestDefaultTarget(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out)
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var s Summary
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Target != DefaultTarget || s.Schema != SummarySchema {
+		t.Errorf("target %q schema %q", s.Target, s.Schema)
+	}
+	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := requestsComment(t, p)
+	// buildDocument makes one slice of 50 items per request.
+	if objs, _ := siteCount(p, "main.buildDocument"); objs != n {
+		t.Errorf("main.buildDocument: %d allocations for %d requests, want one each", objs, n)
+	}
+	for _, want := range []string{"verdict", "allocs", "syscalls", "latency", "main.buildDocument"} {
+		if !strings.Contains(stdout+readFile(t, filepath.Join(out, "report.md")), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestVersionedTarget probes a module/path/cmd/x@version from the module proxy.
+func TestVersionedTarget(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-path", "/get", "-args", "-host 127.0.0.1 -port 0", "github.com/mccutchen/go-httpbin/v2/cmd/go-httpbin@v2.26.0")
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Commit != "v2.26.0" || s.Window.Requests == 0 || s.Window.Errors+s.Window.Non2xx != 0 {
+		t.Errorf("summary: commit %q, window %+v", s.Commit, s.Window)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
