@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/perfspy/perfspy/copyspy"
 )
 
 // ModulePath is this module's path; the agent overlay imports it.
@@ -33,6 +36,8 @@ type Target struct {
 	GoVersion string
 	Commit    string // git commit of PkgDir's repository, "" if none
 	Dirty     bool
+	Copies    bool   // built with the copyspy overlay
+	CopiesOff string // why not, when asked for
 }
 
 // BuildError is a target that did not build; Output is the go command's output.
@@ -114,9 +119,14 @@ func modulePathOf(gomod string) (string, error) {
 	return "", fmt.Errorf("%s: no module line", gomod)
 }
 
+// BuildOptions chooses what is compiled into the target.
+type BuildOptions struct {
+	Copies bool // add copyspy's runtime overlay
+}
+
 // Build builds spec with the agent added to its package main. spec is a
 // directory (of this module or another) or module/path/cmd/x@version.
-func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target, error) {
+func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Target, error) {
 	root, err := selfRoot()
 	if err != nil {
 		return nil, err
@@ -182,22 +192,50 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 		extra = []string{"-modfile=" + modfile, "-mod=mod"}
 	}
 
-	overlay := map[string]map[string]string{"Replace": {filepath.Join(t.PkgDir, agentFileName): agentSrc}}
-	ob, _ := json.Marshal(overlay)
-	overlayPath := filepath.Join(work, "overlay.json")
-	if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
-		return nil, err
-	}
 	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + spec))
 	binDir := filepath.Join(cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, err
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
-	args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
-	args = append(args, pkgArg)
-	logf("building %s", spec)
-	if out, err := goCmd(ctx, buildDir, args...); err != nil {
+	replace := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+	if opts.Copies {
+		ov, err := copiesOverlay(ctx, buildDir, work, t.PkgDir)
+		if err != nil {
+			t.CopiesOff = err.Error()
+			logf("copies: %v; measuring without copy figures", err)
+		} else {
+			maps.Copy(replace, ov)
+			t.Copies = true
+		}
+	}
+	build := func(replace map[string]string) (string, error) {
+		ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
+		overlayPath := filepath.Join(work, "overlay.json")
+		if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
+			return "", err
+		}
+		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
+		return goCmd(ctx, buildDir, append(args, pkgArg)...)
+	}
+	if t.Copies {
+		logf("building %s with the copyspy runtime overlay (the first such build rebuilds the standard library)", spec)
+	} else {
+		logf("building %s", spec)
+	}
+	out, err := build(replace)
+	if err != nil && t.Copies && ctx.Err() == nil {
+		// A plain build tells a broken target from a runtime overlay that
+		// this Go release does not accept.
+		plain := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+		if out2, err2 := build(plain); err2 == nil {
+			t.Copies = false
+			t.CopiesOff = "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
+			logf("copies: %s; measuring without copy figures", t.CopiesOff)
+			out, err = out2, nil
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -212,6 +250,44 @@ func Build(ctx context.Context, spec string, logf func(string, ...any)) (*Target
 		t.Commit, t.Dirty = gitCommit(ctx, t.PkgDir)
 	}
 	return t, nil
+}
+
+const copyspyImport = ModulePath + "/copyspy/inproc"
+
+// copiesOverlay returns the overlay entries of copyspy: the patched runtime
+// files of the toolchain that builds in dir, and a second file for package
+// main that links the table reader.
+func copiesOverlay(ctx context.Context, dir, work, pkgDir string) (map[string]string, error) {
+	out, err := goCmd(ctx, dir, "env", "GOROOT", "GOARCH")
+	if err != nil {
+		return nil, fmt.Errorf("go env: %v: %s", err, out)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return nil, fmt.Errorf("go env GOROOT GOARCH: unexpected output %q", out)
+	}
+	rtDir := filepath.Join(work, "copyspy")
+	if err := os.Mkdir(rtDir, 0o755); err != nil {
+		return nil, err
+	}
+	ov, err := copyspy.Overlay(f[0], f[1], rtDir)
+	if err != nil {
+		return nil, err
+	}
+	src := filepath.Join(work, "copyspy_main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport _ \""+copyspyImport+"\"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	ov[filepath.Join(pkgDir, "zz_perfspy_copyspy.go")] = src
+	return ov, nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "; ")
 }
 
 // writeModfile writes a copy of the target module's go.mod that requires and

@@ -9,19 +9,25 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // Sources of each figure, as summary.json names them.
 const (
-	SourceAllocsHeap  = "heapprofile-rate1"
-	SourceSyscallsIO  = "proc-io-syscr-syscw"
-	SourceNone        = "none"
-	minServerCoreFrac = 0.9
+	SourceAllocsHeap    = "heapprofile-rate1"
+	SourceSyscallsIO    = "proc-io-syscr-syscw"
+	SourceNone          = "none"
+	SourceCopiesOverlay = "copyspy-overlay"
+	minServerCoreFrac   = 0.9
 )
 
 // writeResults turns two windows into the results folder.
-func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr *windowResult, cpuRaw, heapRaw string, reasons []string) (*Result, error) {
+// rawFiles are what the agent wrote in the private folder; copies is ""
+// when copies were not counted.
+type rawFiles struct{ cpu, heap, copies string }
+
+func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
 	cl, at := clean.load, attr.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
@@ -89,11 +95,11 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	}
 
 	// Allocations: the exact heap profile delta of the attribution window.
-	before, err := profileFromFile(heapRaw)
+	before, err := profileFromFile(raw.heap)
 	if err != nil {
 		return nil, err
 	}
-	after, err := profileFromFile(heapRaw + ".end")
+	after, err := profileFromFile(raw.heap + ".end")
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,46 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		}
 	}
 
-	cpuProf, err := profileFromFile(cpuRaw)
+	var copySites []copyspy.Site
+	var copyTotal [2]int64
+	var copyReqs int64
+	if raw.copies != "" {
+		rep, err := copyspy.ReadReport(raw.copies)
+		if err != nil {
+			return nil, fmt.Errorf("copies: %w", err)
+		}
+		cp := copyspy.Profile(rep)
+		cp.Comments = comments(copyWin)
+		cw := copyWin.load
+		s.CopiesWindow = &AttributionSummary{Seconds: round(cw.Elapsed.Seconds(), 3), Requests: cw.OK, Errors: cw.Errors + cw.Non2xx, RPS: round(cw.RPS(), 1)}
+		if err := writeProfile(filepath.Join(out, "copies.pb.gz"), cp); err != nil {
+			return nil, err
+		}
+		s.Files["copies"] = "copies.pb.gz"
+		s.Sources["copies"] = SourceCopiesOverlay
+		copySites = copyspy.Sites(rep)
+		for i := range copySites {
+			copyTotal[0] += copySites[i].TotalCalls()
+			copyTotal[1] += copySites[i].TotalBytes()
+		}
+		copyReqs = cw.OK
+		if cw.OK > 0 {
+			s.PerRequest.CopyCalls = f64(round(float64(copyTotal[0])/float64(cw.OK), 4))
+			s.PerRequest.CopiedBytes = f64(round(float64(copyTotal[1])/float64(cw.OK), 2))
+		}
+		s.Checks["copies_dropped"] = float64(rep.Dropped)
+		if rep.Dropped > 0 {
+			reasons = append(reasons, fmt.Sprintf("copyspy's table was full: %d copies were not counted", rep.Dropped))
+		}
+	} else if tgt.CopiesOff != "" {
+		s.Sources["copies"] = SourceNone + ": " + tgt.CopiesOff
+	}
+	s.Reasons = reasons
+	if len(reasons) > 0 {
+		s.Verdict = VerdictNotJudged
+	}
+
+	cpuProf, err := profileFromFile(raw.cpu)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +189,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
 	writeReport(&buf, s, sites, at.OK, tot)
+	writeCopyReport(&buf, copySites, copyReqs, copyTotal)
 	files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	files["meta"] = []byte(formatMeta(meta))
 	for name, b := range files {
@@ -151,7 +197,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 			return nil, err
 		}
 	}
-	return &Result{Dir: out, Summary: s, Sites: sites}, nil
+	return &Result{Dir: out, Summary: s, Sites: sites, CopySites: copySites}, nil
 }
 
 func round(v float64, digits int) float64 {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
 )
@@ -36,8 +37,12 @@ type Config struct {
 	CPUs         string // auto, none or SERVER:LOAD
 	Out          string // results folder; default results/<UTC>_<commit>_<target>
 	ReadyTimeout time.Duration
-	MinRequests  int64    // fewer successes than this in a window: not judged
-	Flags        []string // every flag as given, for meta
+	MinRequests  int64  // fewer successes than this in a window: not judged
+	Copies       string // copy counting: overlay (default) or off
+	// AttributionCPUProfile keeps the CPU profiler on in the attribution
+	// window too, so that tests have signals arrive while recorders run.
+	AttributionCPUProfile bool
+	Flags                 []string // every flag as given, for meta
 }
 
 // ErrNotJudged is returned, with the files written, when the window cannot
@@ -46,9 +51,10 @@ var ErrNotJudged = errors.New("not judged")
 
 // Result is what Run produced.
 type Result struct {
-	Dir     string
-	Summary *Summary
-	Sites   []Site // allocation sites of the attribution window
+	Dir       string
+	Summary   *Summary
+	Sites     []Site         // allocation sites of the attribution window
+	CopySites []copyspy.Site // copy sites of the attribution window
 }
 
 // windowResult is one window's raw measurements.
@@ -97,7 +103,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return nil, fmt.Errorf("-cpus: %w", err)
 	}
 
-	tgt, err := Build(ctx, cfg.Target, logf)
+	switch cfg.Copies {
+	case "":
+		cfg.Copies = "overlay"
+	case "overlay", "off":
+	default:
+		return nil, fmt.Errorf("-copies %q: want overlay or off", cfg.Copies)
+	}
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay"}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -204,14 +217,32 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	heapRaw := filepath.Join(priv, "heap.pprof")
-	attr, err := runWindow("attribution window", agent.Request{Cmd: "begin", HeapProfile: heapRaw})
+	attrReq := agent.Request{Cmd: "begin", HeapProfile: heapRaw}
+	if cfg.AttributionCPUProfile {
+		attrReq.CPUProfile = filepath.Join(priv, "cpu-attribution.pprof")
+	}
+	attr, err := runWindow("attribution window", attrReq)
 	if err != nil {
 		return nil, err
+	}
+	// Copies get a window of their own: at MemProfileRate=1 the heap
+	// profiler's own stack walks would count as copies.
+	var copyWin *windowResult
+	copiesRaw := ""
+	if tgt.Copies && hello.Copies {
+		copiesRaw = filepath.Join(priv, "copies.json")
+		req := agent.Request{Cmd: "begin", Copies: copiesRaw}
+		if cfg.AttributionCPUProfile {
+			req.CPUProfile = filepath.Join(priv, "cpu-copies.pprof")
+		}
+		if copyWin, err = runWindow("copy window", req); err != nil {
+			return nil, err
+		}
 	}
 	p.stop()
 
 	logf("writing %s", out)
-	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, cpuRaw, heapRaw, reasons)
+	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, rawFiles{cpu: cpuRaw, heap: heapRaw, copies: copiesRaw}, reasons)
 	if err != nil {
 		return nil, err
 	}

@@ -26,14 +26,16 @@ type Summary struct {
 	Go                string             `json:"go"`
 	Window            WindowSummary      `json:"window"`
 	AttributionWindow AttributionSummary `json:"attribution_window"`
-	ServerCores       float64            `json:"server_cores"`
-	CoresAvailable    float64            `json:"cores_available"`
-	Verdict           string             `json:"verdict"`
-	Reasons           []string           `json:"reasons,omitempty"`
-	PerRequest        PerRequest         `json:"per_request"`
-	Sources           map[string]string  `json:"sources"`
-	Files             map[string]string  `json:"files"`
-	Checks            map[string]float64 `json:"checks,omitempty"`
+	// CopiesWindow is the window that counted copies, when copies were counted.
+	CopiesWindow   *AttributionSummary `json:"copies_window,omitempty"`
+	ServerCores    float64             `json:"server_cores"`
+	CoresAvailable float64             `json:"cores_available"`
+	Verdict        string              `json:"verdict"`
+	Reasons        []string            `json:"reasons,omitempty"`
+	PerRequest     PerRequest          `json:"per_request"`
+	Sources        map[string]string   `json:"sources"`
+	Files          map[string]string   `json:"files"`
+	Checks         map[string]float64  `json:"checks,omitempty"`
 }
 
 // WindowSummary describes the clean timing window.

@@ -42,6 +42,7 @@ type Request struct {
 	Cmd         string `json:"cmd"`
 	HeapProfile string `json:"heap_profile,omitempty"`
 	CPUProfile  string `json:"cpu_profile,omitempty"`
+	Copies      string `json:"copies,omitempty"` // path for the window's CopyReport
 }
 
 // Metrics are the runtime's cumulative counters at a snapshot.
@@ -59,6 +60,48 @@ type Response struct {
 	GOMAXPROCS int      `json:"gomaxprocs,omitempty"`
 	GoVersion  string   `json:"go_version,omitempty"`
 	Metrics    *Metrics `json:"metrics,omitempty"`
+	Copies     bool     `json:"copies,omitempty"` // a copy counter is built in
+}
+
+// CopySource counts copies in a window. copyspy/inproc registers one when
+// the target is built with the copyspy runtime overlay.
+type CopySource interface {
+	Begin() error
+	End(path string) error
+}
+
+var copySource CopySource
+
+// RegisterCopies installs the copy counter. It is called from an init.
+func RegisterCopies(s CopySource) { copySource = s }
+
+// CopyReport is the JSON file a CopySource writes at the end of a window.
+type CopyReport struct {
+	Dropped uint64     `json:"dropped"` // copies that found no free table slot
+	Sites   []CopySite `json:"sites"`
+}
+
+// CopySite is one stack's copies in the window, by size bucket
+// (<64, <1K, <16K, >=16K bytes).
+type CopySite struct {
+	Kind  string     `json:"kind"`  // memmove or memclr
+	Stack []PCFrames `json:"stack"` // innermost first: [0] is the direct caller
+	Calls [4]uint64  `json:"calls"`
+	Bytes [4]uint64  `json:"bytes"`
+}
+
+// PCFrames is one return PC and the frames it expands to, inlined ones
+// first.
+type PCFrames struct {
+	PC     uint64  `json:"pc"`
+	Frames []Frame `json:"frames"`
+}
+
+// Frame is a symbolized function.
+type Frame struct {
+	Func string `json:"func"`
+	File string `json:"file"`
+	Line int    `json:"line"`
 }
 
 func init() {
@@ -112,6 +155,7 @@ type window struct {
 	heapPath string
 	oldRate  int
 	cpuFile  *os.File
+	copyPath string
 }
 
 func (w *window) do(req Request) Response {
@@ -119,7 +163,7 @@ func (w *window) do(req Request) Response {
 	defer w.mu.Unlock()
 	switch req.Cmd {
 	case "hello":
-		return Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
+		return Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Copies: copySource != nil}
 	case "begin":
 		if w.open {
 			return Response{Error: "window already open"}
@@ -167,16 +211,38 @@ func (w *window) begin(req Request) error {
 		}
 		w.cpuFile = f
 	}
+	// Copies last, so the heap profile's GC is outside their window.
+	if req.Copies != "" {
+		if copySource == nil {
+			w.stopCPU()
+			return fmt.Errorf("copy counting is not built into this binary")
+		}
+		if err := copySource.Begin(); err != nil {
+			w.stopCPU()
+			return fmt.Errorf("copies: %w", err)
+		}
+		w.copyPath = req.Copies
+	}
 	return nil
+}
+
+func (w *window) stopCPU() error {
+	if w.cpuFile == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := w.cpuFile.Close()
+	w.cpuFile = nil
+	return err
 }
 
 func (w *window) end() error {
 	var errs []error
-	if w.cpuFile != nil {
-		pprof.StopCPUProfile()
-		errs = append(errs, w.cpuFile.Close())
-		w.cpuFile = nil
+	if w.copyPath != "" {
+		errs = append(errs, copySource.End(w.copyPath))
+		w.copyPath = ""
 	}
+	errs = append(errs, w.stopCPU())
 	if w.heapPath != "" {
 		runtime.GC()
 		errs = append(errs, writeHeap(w.heapPath+".end"))

@@ -1,0 +1,166 @@
+package copyspy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// Buckets names the size buckets, as the sample label "bucket" spells them.
+var Buckets = [4]string{"<64", "<1K", "<16K", ">=16K"}
+
+// ReadReport reads the JSON file the agent's copy counter wrote.
+func ReadReport(path string) (*agent.CopyReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r agent.CopyReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Profile turns a report into a pprof profile: sample types
+// copy_calls/count and copied_bytes/bytes, one sample per stack, kind and
+// size bucket, with labels "bucket" and "kind".
+func Profile(r *agent.CopyReport) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:        []*profile.ValueType{{Type: "copy_calls", Unit: "count"}, {Type: "copied_bytes", Unit: "bytes"}},
+		PeriodType:        &profile.ValueType{Type: "copy", Unit: "count"},
+		Period:            1,
+		DefaultSampleType: "copied_bytes",
+	}
+	type fkey struct{ name, file string }
+	funcs := map[fkey]*profile.Function{}
+	locs := map[uint64]*profile.Location{}
+	for _, s := range sortedSites(r.Sites) {
+		var stack []*profile.Location
+		for _, pf := range s.Stack {
+			loc := locs[pf.PC]
+			if loc == nil {
+				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: pf.PC}
+				for _, f := range pf.Frames {
+					k := fkey{f.Func, f.File}
+					fn := funcs[k]
+					if fn == nil {
+						fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
+						funcs[k] = fn
+						p.Function = append(p.Function, fn)
+					}
+					loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(f.Line)})
+				}
+				locs[pf.PC] = loc
+				p.Location = append(p.Location, loc)
+			}
+			stack = append(stack, loc)
+		}
+		for b := range Buckets {
+			if s.Calls[b] == 0 {
+				continue
+			}
+			p.Sample = append(p.Sample, &profile.Sample{
+				Location: stack,
+				Value:    []int64{int64(s.Calls[b]), int64(s.Bytes[b])},
+				Label:    map[string][]string{"bucket": {Buckets[b]}, "kind": {s.Kind}},
+			})
+		}
+	}
+	return p
+}
+
+// sortedSites orders sites by their stacks, so output is deterministic.
+func sortedSites(sites []agent.CopySite) []agent.CopySite {
+	out := append([]agent.CopySite(nil), sites...)
+	key := func(s agent.CopySite) string {
+		var b strings.Builder
+		b.WriteString(s.Kind)
+		for _, pf := range s.Stack {
+			fmt.Fprintf(&b, ";%x", pf.PC)
+		}
+		return b.String()
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+// IsRuntime reports whether fn belongs to the runtime, whose copies a
+// reviewer wants charged to the first frame above it.
+func IsRuntime(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/runtime/")
+}
+
+// Site is the copies of one (user frame, direct caller) pair.
+type Site struct {
+	User   string // first frame outside the runtime; the direct caller when all frames are runtime
+	Direct string // the function that called memmove or memclr
+	Kind   string
+	Calls  [4]int64
+	Bytes  [4]int64
+}
+
+// TotalCalls and TotalBytes sum the buckets.
+func (s *Site) TotalCalls() int64 { return s.Calls[0] + s.Calls[1] + s.Calls[2] + s.Calls[3] }
+
+// TotalBytes sums the buckets.
+func (s *Site) TotalBytes() int64 { return s.Bytes[0] + s.Bytes[1] + s.Bytes[2] + s.Bytes[3] }
+
+// Sites groups a report by (user frame, direct caller, kind), sorted by
+// bytes, then calls, then name.
+func Sites(r *agent.CopyReport) []Site {
+	m := map[[3]string]*Site{}
+	for _, s := range r.Sites {
+		direct, user := "(unknown)", ""
+		for _, pf := range s.Stack {
+			for _, f := range pf.Frames {
+				if direct == "(unknown)" {
+					direct = f.Func
+				}
+				if user == "" && !IsRuntime(f.Func) {
+					user = f.Func
+				}
+			}
+		}
+		if user == "" {
+			user = direct
+		}
+		k := [3]string{user, direct, s.Kind}
+		st := m[k]
+		if st == nil {
+			st = &Site{User: user, Direct: direct, Kind: s.Kind}
+			m[k] = st
+		}
+		for b := range Buckets {
+			st.Calls[b] += int64(s.Calls[b])
+			st.Bytes[b] += int64(s.Bytes[b])
+		}
+	}
+	out := make([]Site, 0, len(m))
+	for _, s := range m {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		if a.TotalBytes() != b.TotalBytes() {
+			return a.TotalBytes() > b.TotalBytes()
+		}
+		if a.TotalCalls() != b.TotalCalls() {
+			return a.TotalCalls() > b.TotalCalls()
+		}
+		if a.User != b.User {
+			return a.User < b.User
+		}
+		if a.Direct != b.Direct {
+			return a.Direct < b.Direct
+		}
+		return a.Kind < b.Kind
+	})
+	return out
+}
