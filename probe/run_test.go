@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -449,4 +450,85 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// stackHas reports whether any frame of s, inlined ones included, is fn.
+func stackHas(s *profile.Sample, fn string) bool {
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function != nil && ln.Function.Name == fn {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestCopiesGroundTruth measures /copy, whose copies are known exactly, with
+// GOGC=1 and the CPU profiler on, so that GC and signals arrive while the
+// recorder runs.
+func TestCopiesGroundTruth(t *testing.T) {
+	skipShort(t)
+	t.Setenv("GOGC", "1")
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Config{
+		Target: "./testdata/probetarget", Path: "/copy", Warmup: 300 * time.Millisecond, Duration: time.Second,
+		Out: out, AttributionCPUProfile: true,
+	}, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	checkNoOrphans(t)
+	if res.Summary.Sources["copies"] != SourceCopiesOverlay || res.Summary.PerRequest.CopyCalls == nil {
+		t.Fatalf("copies not measured: source %q", res.Summary.Sources["copies"])
+	}
+	p, err := readProfile(filepath.Join(out, "copies.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	n := requestsComment(t, p)
+	if n != res.Summary.CopiesWindow.Requests {
+		t.Fatalf("profile requests %d, copies window %d", n, res.Summary.CopiesWindow.Requests)
+	}
+	for _, tc := range []struct {
+		leaf, under  string
+		calls, bytes int64
+		bucket       string
+	}{
+		{"main.copyN", "main.copyN", 1, 3000, "<16K"},
+		{"runtime.slicebytetostring", "main.str100", 1, 100, "<1K"},
+		{"bytes.(*Buffer).Write", "main.bufWrites", 2, 400, "<1K"},
+	} {
+		var calls, bytes int64
+		for _, s := range p.Sample {
+			if leafName(s) == tc.leaf && stackHas(s, tc.under) && s.Label["kind"][0] == "memmove" {
+				calls += s.Value[0]
+				bytes += s.Value[1]
+				if s.Label["bucket"][0] != tc.bucket {
+					t.Errorf("%s: bucket %q, want %q", tc.leaf, s.Label["bucket"][0], tc.bucket)
+				}
+			}
+		}
+		t.Logf("%s under %s: %d calls, %d bytes for %d requests", tc.leaf, tc.under, calls, bytes, n)
+		if calls != tc.calls*n || bytes != tc.bytes*n {
+			t.Errorf("%s under %s: %d calls, %d bytes for %d requests; want exactly %d and %d per request",
+				tc.leaf, tc.under, calls, bytes, n, tc.calls, tc.bytes)
+		}
+	}
+	// The report charges runtime copies to the first frame outside the runtime.
+	found := false
+	for _, s := range res.CopySites {
+		if s.User == "main.str100" && s.Direct == "runtime.slicebytetostring" && s.Kind == "memmove" {
+			found = s.TotalCalls() == n
+		}
+	}
+	if !found {
+		t.Errorf("no site main.str100 via runtime.slicebytetostring with %d calls", n)
+	}
+	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "Top copy sites") || !strings.Contains(rep, "`main.copyN`") {
+		t.Errorf("report.md lacks the copy sites:\n%s", rep)
+	}
 }

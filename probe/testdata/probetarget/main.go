@@ -6,12 +6,16 @@
 //	/write      one extra write(2) to /dev/null
 //	/spin?us=N  N µs of thread CPU time
 //	/sleep?ms=N N ms of sleep
+//	/copy       memmove: 3000 B in main.copyN (size known only at run time),
+//	            100 B in runtime.slicebytetostring under main.str100, and
+//	            2 x 200 B in bytes.(*Buffer).Write under main.bufWrites
 //
 // -mode chooses a failure: exit (exits at start), nolisten (never listens),
 // crash (exits after -crash-after requests).
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -39,6 +43,34 @@ func allocK7() {
 }
 
 var devnull int
+
+// copySize is a variable so that the compiler cannot inline the copy.
+var (
+	copySize = 3000
+	copySrc  = make([]byte, 4096)
+	strSrc   = make([]byte, 100)
+	bufSrc   = make([]byte, 200)
+	strSink  string
+)
+
+//go:noinline
+func copyN(dst, src []byte, n int) int {
+	return copy(dst[:n], src[:n])
+}
+
+//go:noinline
+func str100(b []byte) string {
+	return string(b)
+}
+
+//go:noinline
+func bufWrites(p []byte) int {
+	var arr [512]byte
+	b := bytes.NewBuffer(arr[:0])
+	b.Write(p)
+	b.Write(p)
+	return b.Len()
+}
 
 func threadCPU() time.Duration {
 	var ru syscall.Rusage
@@ -96,6 +128,13 @@ func main() {
 	mux.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
 		allocK7()
 		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/copy", func(w http.ResponseWriter, r *http.Request) {
+		var dst [4096]byte
+		n := copyN(dst[:], copySrc, copySize)
+		strSink = str100(strSrc)
+		n += bufWrites(bufSrc)
+		w.Write([]byte(strconv.Itoa(n)))
 	})
 	mux.HandleFunc("/none", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
