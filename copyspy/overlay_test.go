@@ -1,0 +1,217 @@
+package copyspy
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOverlayLocalGOROOT is the layout test for the toolchain in use: the
+// GOROOT files must have the shape the patch expects. It fails loudly on a
+// Go release that changed them.
+func TestOverlayLocalGOROOT(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("copyspy's overlay is amd64 only; GOARCH=%s", runtime.GOARCH)
+	}
+	dir := t.TempDir()
+	ov, err := Overlay(runtime.GOROOT(), "amd64", dir)
+	if err != nil {
+		t.Fatalf("overlay for %s: %v", runtime.Version(), err)
+	}
+	if len(ov) != 4 {
+		t.Errorf("overlay has %d entries, want 4: %v", len(ov), ov)
+	}
+	for _, p := range patches {
+		orig, _ := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "runtime", p.file))
+		got, err := os.ReadFile(filepath.Join(dir, p.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ol, gl := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
+		if len(gl) != len(ol)+1 {
+			t.Errorf("%s: %d lines, want %d", p.file, len(gl), len(ol)+1)
+		}
+		// Exactly the entry line changes, and the call follows it.
+		changed := 0
+		for i, j := 0, 0; i < len(ol) && j < len(gl); i, j = i+1, j+1 {
+			if ol[i] == gl[j] {
+				continue
+			}
+			changed++
+			if strings.TrimSpace(ol[i]) != p.entry || gl[j] != p.frameless || gl[j+1] != p.call {
+				t.Errorf("%s: unexpected change at line %d: %q -> %q", p.file, i+1, ol[i], gl[j])
+			}
+			j++
+		}
+		if changed != 1 {
+			t.Errorf("%s: %d changed places, want 1", p.file, changed)
+		}
+	}
+}
+
+func TestOverlayRefusesUnknownShapes(t *testing.T) {
+	if _, err := Overlay(t.TempDir(), "arm64", t.TempDir()); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "arm64") {
+		t.Errorf("arm64: %v", err)
+	}
+	if _, err := Overlay(t.TempDir(), "amd64", t.TempDir()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("empty GOROOT: %v", err)
+	}
+	mm := patches[0]
+	good := "#include \"textflag.h\"\n\n" + mm.entry + "\n\t// AX = to\n\t// BX = from\n\t// CX = n\n\tMOVQ\tAX, DI\n"
+	if _, err := applyPatch(good, mm); err != nil {
+		t.Fatalf("good shape: %v", err)
+	}
+	for name, src := range map[string]string{
+		"entry renamed":     strings.Replace(good, "memmove<ABIInternal>", "memmove", 1),
+		"frame grew":        strings.Replace(good, "$0-24", "$8-24", 1),
+		"registers changed": strings.Replace(good, "// CX = n", "// DX = n", 1),
+		"entry twice":       good + mm.entry + "\n",
+	} {
+		if _, err := applyPatch(src, mm); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	// A GOROOT whose file has an unknown shape names the file.
+	root := t.TempDir()
+	rt := filepath.Join(root, "src", "runtime")
+	os.MkdirAll(rt, 0o755)
+	os.WriteFile(filepath.Join(rt, "memmove_amd64.s"), []byte("TEXT runtime·memmove(SB), NOSPLIT, $0-24\n"), 0o644)
+	if _, err := Overlay(root, "amd64", t.TempDir()); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "memmove_amd64.s") {
+		t.Errorf("unknown shape: %v", err)
+	}
+}
+
+func FuzzApplyPatch(f *testing.F) {
+	mm := patches[0]
+	f.Add(mm.entry + "\n// AX = to\n// BX = from\n// CX = n\nRET\n")
+	f.Add("TEXT x(SB)\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := applyPatch(src, mm)
+		if err != nil {
+			return
+		}
+		if strings.Count(out, mm.call) != strings.Count(src, mm.call)+1 {
+			t.Fatalf("patched output does not add exactly one call")
+		}
+		if len(strings.Split(out, "\n")) != len(strings.Split(src, "\n"))+1 {
+			t.Fatalf("patched output changes the line count by other than one")
+		}
+	})
+}
+
+// TestSlotLayout checks that the runtime file and copyspy/inproc agree on
+// the table's layout: inproc reads each slot as 16 words.
+func TestSlotLayout(t *testing.T) {
+	fset := token.NewFileSet()
+	rt, err := parser.ParseFile(fset, "zz_copyspy.go", runtimeGo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	var fields []string
+	ast.Inspect(rt, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				if i < len(n.Values) {
+					if bl, ok := n.Values[i].(*ast.BasicLit); ok {
+						consts[name.Name] = bl.Value
+					} else if be, ok := n.Values[i].(*ast.BinaryExpr); ok {
+						consts[name.Name] = exprString(be)
+					}
+				}
+			}
+		case *ast.TypeSpec:
+			if n.Name.Name == "copyspySlot" {
+				for _, f := range n.Type.(*ast.StructType).Fields.List {
+					for _, name := range f.Names {
+						fields = append(fields, name.Name+" "+exprString(f.Type))
+					}
+				}
+			}
+		}
+		return true
+	})
+	want := []string{"key uint64", "pcs [copyspyDepth]uintptr", "kind uint64", "calls [4]uint64", "bytes [4]uint64"}
+	if strings.Join(fields, "; ") != strings.Join(want, "; ") {
+		t.Errorf("copyspySlot fields = %q, want %q", fields, want)
+	}
+	inproc, err := os.ReadFile("inproc/inproc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := func(src, name string) int {
+		m := regexp.MustCompile(`(?m)^\s*` + name + `\s*=\s*(\d+)`).FindStringSubmatch(src)
+		if m == nil {
+			t.Fatalf("inproc: no constant %s", name)
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
+	}
+	depth, _ := strconv.Atoi(consts["copyspyDepth"])
+	if got := num(string(inproc), "depth"); got != depth {
+		t.Errorf("inproc depth %d, runtime copyspyDepth %d", got, depth)
+	}
+	if got, want := num(string(inproc), "words"), 1+depth+1+4+4; got != want {
+		t.Errorf("inproc words %d, runtime slot has %d words", got, want)
+	}
+	if consts["copyspySlots"] != "1 << 14" {
+		t.Errorf("copyspySlots = %q; inproc sizes its buffer from copyspyLayout, check it", consts["copyspySlots"])
+	}
+}
+
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.BasicLit:
+		return e.Value
+	case *ast.ArrayType:
+		return "[" + exprString(e.Len) + "]" + exprString(e.Elt)
+	case *ast.BinaryExpr:
+		return exprString(e.X) + " " + e.Op.String() + " " + exprString(e.Y)
+	}
+	return "?"
+}
+
+// TestRecorderRegisters is the register contract of the recorder: it may
+// write only the scratch registers, and AX (CMPXCHGQ's comparand) only
+// where it is saved in SI and restored.
+func TestRecorderRegisters(t *testing.T) {
+	allowed := map[string]bool{"DX": true, "SI": true, "DI": true, "R8": true, "R9": true, "R10": true, "R11": true, "R12": true, "R13": true}
+	writes := regexp.MustCompile(`^\s*(MOVQ|XORQ|IMULQ|IMUL3Q|SUBQ|ADDQ|ANDQ|ORQ|SHRQ|INCQ|DECQ|LEAQ|XADDQ|CMPXCHGQ)\s+(.*)$`)
+	saved := false
+	for i, line := range strings.Split(runtimeAsm, "\n") {
+		line = strings.TrimSpace(strings.SplitN(line, "//", 2)[0])
+		m := writes.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		ops := strings.Split(m[2], ",")
+		dst := strings.TrimSpace(ops[len(ops)-1])
+		if strings.Contains(dst, "(") {
+			continue // a memory destination
+		}
+		switch {
+		case line == "MOVQ\tAX, SI":
+			saved = true
+		case dst == "AX":
+			if !saved && line != "MOVQ\tSI, AX" {
+				t.Errorf("line %d writes AX before saving it: %q", i+1, line)
+			}
+		case !allowed[dst]:
+			t.Errorf("line %d writes %s, which callers of memmove keep: %q", i+1, dst, line)
+		}
+	}
+	if !saved {
+		t.Error("the recorder never saves AX before CMPXCHGQ")
+	}
+}
