@@ -10,18 +10,21 @@
 //	            100 B in runtime.slicebytetostring under main.str100, and
 //	            2 x 200 B in bytes.(*Buffer).Write under main.bufWrites
 //
-// -mode chooses a failure: exit (exits at start), nolisten (never listens),
+// -cpuprofile keeps the CPU profiler on, so SIGPROF arrives while copies are
+// recorded. -mode chooses a failure: exit (exits at start), nolisten (never listens),
 // crash (exits after -crash-after requests).
 package main
 
 import (
 	"bytes"
 	"flag"
+	"io"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -107,7 +110,13 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	mode := flag.String("mode", "serve", "serve, exit, nolisten or crash")
 	crashAfter := flag.Int64("crash-after", 1000, "with -mode crash: exit after this many requests")
+	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
 	flag.Parse()
+	if *cpuprof {
+		if err := pprof.StartCPUProfile(io.Discard); err != nil {
+			log.Fatal(err)
+		}
+	}
 
 	switch *mode {
 	case "exit":

@@ -1,0 +1,374 @@
+package copyspy
+
+import (
+	"bufio"
+	"debug/buildinfo"
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// ErrNeedRoot is returned by Attach when the process may not load BPF
+// programs or attach uprobes.
+var ErrNeedRoot = errors.New("copyspy attach needs root (the bpf syscall and uprobes)")
+
+// Offsets in struct pt_regs (x86_64) of the registers the probes read.
+const (
+	ptRegsBX = 40
+	ptRegsCX = 88
+	ptRegsSP = 152
+)
+
+const (
+	stackDepth    = 127 // PERF_MAX_STACK_DEPTH
+	bpfUserStack  = 1 << 8
+	bpfNoExist    = 1
+	countsEntries = 1 << 16
+	stackEntries  = 1 << 14
+)
+
+// hook is one probed function: memmove(to AX, from BX, n CX) or
+// memclrNoHeapPointers(ptr AX, n BX), under Go's register ABI.
+type hook struct {
+	fn    string
+	kind  uint32
+	nReg  int16
+	label string
+}
+
+var hooks = []hook{
+	{"runtime.memmove", 0, ptRegsCX, "memmove"},
+	{"runtime.memclrNoHeapPointers", 1, ptRegsBX, "memclr"},
+}
+
+// attachKey is the counts map's key; attachValue its value.
+type attachKey struct {
+	Caller     uint64 // *(SP) at entry: the direct caller's return PC
+	StackID    int32  // user stack above the direct caller, or < 0
+	KindBucket uint32 // kind<<8 | size bucket
+}
+
+type attachValue struct {
+	Calls, Bytes uint64
+}
+
+// Session is an attachment to a running process. Every uprobe hit costs
+// microseconds: it is a diagnostic, not a benchmark mode.
+type Session struct {
+	pid    int
+	exe    string
+	counts *ebpf.Map
+	stacks *ebpf.Map
+	progs  []*ebpf.Program
+	links  []link.Link
+	sym    *symbolizer
+}
+
+// Attach loads the counting programs and attaches them to runtime.memmove
+// and runtime.memclrNoHeapPointers of process pid. Stripped binaries work:
+// the entries come from .gopclntab.
+func Attach(pid int) (*Session, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNeedRoot
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return nil, fmt.Errorf("process %d: %w", pid, err)
+	}
+	exePath := fmt.Sprintf("/proc/%d/exe", pid)
+	if _, err := buildinfo.ReadFile(exePath); err != nil {
+		return nil, fmt.Errorf("process %d (%s) is not a Go program: %w", pid, exe, err)
+	}
+	sym, err := newSymbolizer(exePath, pid)
+	if err != nil {
+		return nil, fmt.Errorf("process %d (%s): %w", pid, exe, err)
+	}
+	_ = rlimit.RemoveMemlock()
+	s := &Session{pid: pid, exe: exe, sym: sym}
+	s.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "copyspy_counts", Type: ebpf.Hash, KeySize: 16, ValueSize: 16, MaxEntries: countsEntries})
+	if err != nil {
+		return nil, bpfErr("creating the counts map", err)
+	}
+	s.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "copyspy_stacks", Type: ebpf.StackTrace, KeySize: 4, ValueSize: stackDepth * 8, MaxEntries: stackEntries})
+	if err != nil {
+		s.Close()
+		return nil, bpfErr("creating the stack map", err)
+	}
+	ex, err := link.OpenExecutable(exePath)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, h := range hooks {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name: "copyspy_" + h.label, Type: ebpf.Kprobe, License: "GPL",
+			Instructions: countProgram(h, uint32(pid), s.counts.FD(), s.stacks.FD()),
+		})
+		if err != nil {
+			s.Close()
+			return nil, bpfErr("loading the "+h.label+" program", err)
+		}
+		s.progs = append(s.progs, prog)
+		off, err := sym.fileOffset(h.fn)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		l, err := ex.Uprobe(h.fn, prog, &link.UprobeOptions{Address: off, PID: pid})
+		if err != nil {
+			s.Close()
+			return nil, bpfErr("attaching a uprobe to "+h.fn, err)
+		}
+		s.links = append(s.links, l)
+	}
+	return s, nil
+}
+
+func bpfErr(what string, err error) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%s: %w: %v", what, ErrNeedRoot, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// countProgram counts one hit: filtered by tgid, keyed by the direct caller
+// (read from *(SP), which bpf_get_stackid skips for a frameless function),
+// the user stack, the kind and the size bucket.
+func countProgram(h hook, tgid uint32, counts, stacks int) asm.Instructions {
+	const (
+		keyOff = -16 // attachKey: caller -16, stackid -8, kindBucket -4
+		valOff = -32 // attachValue: calls -32, bytes -24
+	)
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.JNE.Imm(asm.R0, int32(tgid), "exit"),
+		asm.LoadMem(asm.R7, asm.R6, h.nReg, asm.DWord),
+
+		// key.caller = *(u64 *)regs->sp
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, keyOff),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.LoadMem(asm.R3, asm.R6, ptRegsSP, asm.DWord),
+		asm.FnProbeReadUser.Call(),
+
+		// key.stackid = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK)
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, stacks),
+		asm.Mov.Imm(asm.R3, bpfUserStack),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(asm.R10, keyOff+8, asm.R0, asm.Word),
+
+		// key.kindBucket
+		asm.Mov.Imm(asm.R8, int32(h.kind<<8)),
+		asm.JLT.Imm(asm.R7, 64, "bucket"),
+		asm.Add.Imm(asm.R8, 1),
+		asm.JLT.Imm(asm.R7, 1024, "bucket"),
+		asm.Add.Imm(asm.R8, 1),
+		asm.JLT.Imm(asm.R7, 16384, "bucket"),
+		asm.Add.Imm(asm.R8, 1),
+		asm.StoreMem(asm.R10, keyOff+12, asm.R8, asm.Word).WithSymbol("bucket"),
+
+		asm.LoadMapPtr(asm.R1, counts),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, "add"),
+
+		// First hit of this key: insert zeros, then look it up again.
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R10, valOff, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R10, valOff+8, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, counts),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, valOff),
+		asm.Mov.Imm(asm.R4, bpfNoExist),
+		asm.FnMapUpdateElem.Call(),
+		asm.LoadMapPtr(asm.R1, counts),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+
+		asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Add.Imm(asm.R2, 8),
+		asm.StoreXAdd(asm.R2, asm.R7, asm.DWord),
+
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	}
+}
+
+// Report reads the counts so far and symbolizes them against the binary.
+func (s *Session) Report() (*agent.CopyReport, error) {
+	rep := &agent.CopyReport{}
+	var k attachKey
+	var v attachValue
+	it := s.counts.Iterate()
+	for it.Next(&k, &v) {
+		site := agent.CopySite{Kind: "memmove"}
+		if k.KindBucket>>8 == 1 {
+			site.Kind = "memclr"
+		}
+		b := k.KindBucket & 0xff
+		if b > 3 {
+			return nil, fmt.Errorf("bad bucket %d in the counts map", b)
+		}
+		site.Calls[b] = v.Calls
+		site.Bytes[b] = v.Bytes
+		pcs := []uint64{k.Caller}
+		if k.StackID >= 0 {
+			var stack [stackDepth]uint64
+			if err := s.stacks.Lookup(uint32(k.StackID), &stack); err == nil {
+				// stack[0] is the probed function itself; its caller is
+				// missing from the frame-pointer walk and comes from *(SP).
+				for _, pc := range stack[1:] {
+					if pc == 0 {
+						break
+					}
+					pcs = append(pcs, pc)
+				}
+			}
+		}
+		site.Stack = s.sym.frames(pcs)
+		rep.Sites = append(rep.Sites, site)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the counts map: %w", err)
+	}
+	return rep, nil
+}
+
+// Close detaches the probes and frees the maps. It is safe to call twice.
+func (s *Session) Close() error {
+	var errs []error
+	for _, l := range s.links {
+		errs = append(errs, l.Close())
+	}
+	for _, p := range s.progs {
+		errs = append(errs, p.Close())
+	}
+	for _, m := range []*ebpf.Map{s.counts, s.stacks} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	s.links, s.progs, s.counts, s.stacks = nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// symbolizer maps the process's PCs to functions through .gopclntab,
+// which stripped Go binaries keep.
+type symbolizer struct {
+	f    *elf.File
+	tab  *gosym.Table
+	bias uint64 // load address minus link address (PIE)
+}
+
+func newSymbolizer(path string, pid int) (*symbolizer, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pcln := f.Section(".gopclntab")
+	text := f.Section(".text")
+	if pcln == nil || text == nil {
+		return nil, errors.New("no .gopclntab or .text section")
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		return nil, fmt.Errorf("reading .gopclntab: %w", err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("parsing .gopclntab: %w", err)
+	}
+	s := &symbolizer{tab: tab}
+	// Keep the program headers for file offsets; f is closed.
+	s.f = &elf.File{FileHeader: f.FileHeader, Progs: f.Progs}
+	if f.Type == elf.ET_DYN {
+		if s.bias, err = loadBias(f, pid); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// loadBias finds where a position-independent executable was mapped.
+func loadBias(f *elf.File, pid int) (uint64, error) {
+	var first uint64 = ^uint64(0)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Vaddr < first {
+			first = p.Vaddr &^ 0xfff
+		}
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	mf, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer mf.Close()
+	sc := bufio.NewScanner(mf)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) < 6 || filepath.Clean(fl[5]) != exe || fl[2] != "00000000" {
+			continue
+		}
+		start, err := strconv.ParseUint(strings.SplitN(fl[0], "-", 2)[0], 16, 64)
+		if err != nil {
+			return 0, err
+		}
+		return start - first, nil
+	}
+	return 0, fmt.Errorf("no mapping of %s in /proc/%d/maps", exe, pid)
+}
+
+// fileOffset is the offset in the executable of fn's entry, which is what
+// UprobeOptions.Address wants (a virtual address attaches but never fires).
+func (s *symbolizer) fileOffset(fn string) (uint64, error) {
+	f := s.tab.LookupFunc(fn)
+	if f == nil {
+		return 0, fmt.Errorf("no function %s in .gopclntab", fn)
+	}
+	for _, p := range s.f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && f.Entry >= p.Vaddr && f.Entry < p.Vaddr+p.Filesz {
+			return f.Entry - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("%s at %#x is in no executable segment", fn, f.Entry)
+}
+
+// frames symbolizes return PCs. debug/gosym names the outermost function
+// of a PC and the file and line of the innermost: inlined frames are not
+// expanded in attach mode.
+func (s *symbolizer) frames(pcs []uint64) []agent.PCFrames {
+	out := make([]agent.PCFrames, 0, len(pcs))
+	for _, pc := range pcs {
+		pf := agent.PCFrames{PC: pc}
+		// A return PC points after the call; pc-1 is inside it.
+		file, line, fn := s.tab.PCToLine(pc - s.bias - 1)
+		if fn != nil {
+			pf.Frames = []agent.Frame{{Func: fn.Name, File: file, Line: line}}
+		}
+		out = append(out, pf)
+	}
+	return out
+}
