@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -21,8 +22,13 @@ func TestOverlayLocalGOROOT(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("copyspy's overlay is amd64 only; GOARCH=%s", runtime.GOARCH)
 	}
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroot := strings.TrimSpace(string(out))
 	dir := t.TempDir()
-	ov, err := Overlay(runtime.GOROOT(), "amd64", dir)
+	ov, err := Overlay(goroot, "amd64", dir)
 	if err != nil {
 		t.Fatalf("overlay for %s: %v", runtime.Version(), err)
 	}
@@ -30,7 +36,7 @@ func TestOverlayLocalGOROOT(t *testing.T) {
 		t.Errorf("overlay has %d entries, want 4: %v", len(ov), ov)
 	}
 	for _, p := range patches {
-		orig, _ := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "runtime", p.file))
+		orig, _ := os.ReadFile(filepath.Join(goroot, "src", "runtime", p.file))
 		got, err := os.ReadFile(filepath.Join(dir, p.file))
 		if err != nil {
 			t.Fatal(err)

@@ -18,8 +18,8 @@ package main
 import (
 	"bytes"
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
