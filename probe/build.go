@@ -6,16 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/srcroot"
 )
 
 // ModulePath is this module's path; the agent overlay imports it.
@@ -52,22 +51,6 @@ func (e *BuildError) Error() string {
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
-
-// selfRoot finds the source root of this module, which the agent overlay and
-// the -modfile replace directive point at.
-func selfRoot() (string, error) {
-	if r := os.Getenv("PERFSPY_ROOT"); r != "" {
-		return filepath.Abs(r)
-	}
-	_, file, _, ok := runtime.Caller(0)
-	if ok && filepath.IsAbs(file) {
-		root := filepath.Dir(filepath.Dir(file))
-		if _, err := os.Stat(filepath.Join(root, "probe", "agent", "agent.go")); err == nil {
-			return root, nil
-		}
-	}
-	return "", errors.New("cannot find the perfspy source tree; set PERFSPY_ROOT")
-}
 
 // cacheDir is where binaries and temporary module files go, never the
 // target's directory.
@@ -127,7 +110,7 @@ type BuildOptions struct {
 // Build builds spec with the agent added to its package main. spec is a
 // directory (of this module or another) or module/path/cmd/x@version.
 func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Target, error) {
-	root, err := selfRoot()
+	root, err := srcroot.Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +237,10 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 
 const copyspyImport = ModulePath + "/copyspy/inproc"
 
+// copyspyOverlay is copyspy.Overlay; tests replace it to play a Go release
+// the patch does not know.
+var copyspyOverlay = copyspy.Overlay
+
 // copiesOverlay returns the overlay entries of copyspy: the patched runtime
 // files of the toolchain that builds in dir, and a second file for package
 // main that links the table reader.
@@ -270,7 +257,7 @@ func copiesOverlay(ctx context.Context, dir, work, pkgDir string) (map[string]st
 	if err := os.Mkdir(rtDir, 0o755); err != nil {
 		return nil, err
 	}
-	ov, err := copyspy.Overlay(f[0], f[1], rtDir)
+	ov, err := copyspyOverlay(f[0], f[1], rtDir)
 	if err != nil {
 		return nil, err
 	}

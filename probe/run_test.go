@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/copyspy"
 )
 
 // These tests build real targets and measure them. They share one cache
@@ -530,5 +532,35 @@ func TestCopiesGroundTruth(t *testing.T) {
 	}
 	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "Top copy sites") || !strings.Contains(rep, "`main.copyN`") {
 		t.Errorf("report.md lacks the copy sites:\n%s", rep)
+	}
+}
+
+// TestCopiesUnsupported plays a toolchain whose runtime files have another
+// shape: probe must measure without copy figures and say why.
+func TestCopiesUnsupported(t *testing.T) {
+	skipShort(t)
+	old := copyspyOverlay
+	copyspyOverlay = func(goroot, goarch, dir string) (map[string]string, error) {
+		return nil, fmt.Errorf("%w: memmove_amd64.s: no line %q (a Go release this overlay does not know)", copyspy.ErrUnsupported, "TEXT runtime·memmove")
+	}
+	defer func() { copyspyOverlay = old }()
+	var logb bytes.Buffer
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out}, &logb)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	checkNoOrphans(t)
+	if src := res.Summary.Sources["copies"]; !strings.HasPrefix(src, "none: ") || !strings.Contains(src, "does not know") {
+		t.Errorf("sources.copies = %q", src)
+	}
+	if res.Summary.PerRequest.CopyCalls != nil || res.Summary.CopiesWindow != nil {
+		t.Error("copy figures present without the overlay")
+	}
+	if !strings.Contains(logb.String(), "measuring without copy figures") {
+		t.Errorf("probe did not say it measures without copies:\n%s", logb.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "copies.pb.gz")); err == nil {
+		t.Error("copies.pb.gz written without the overlay")
 	}
 }

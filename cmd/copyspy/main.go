@@ -1,5 +1,6 @@
 // Command copyspy counts bytes copied per call site in a running Go process
-// (attach mode, eBPF). See the copyspy package.
+// (attach mode, eBPF), and measures copyspy's own cost (bench). See the
+// copyspy package.
 package main
 
 import (
@@ -8,12 +9,18 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/perfspy/perfspy/cmd/copyspy/internal/bench"
 	"github.com/perfspy/perfspy/copyspy"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		code = bench.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		code = copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

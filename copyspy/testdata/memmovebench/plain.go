@@ -1,0 +1,7 @@
+//go:build !copyspy
+
+package main
+
+var modes = []string{"plain"}
+
+func enable(bool) {}
