@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,9 +230,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	// profiler's own stack walks would count as copies.
 	var copyWin *windowResult
 	copiesRaw := ""
-	if tgt.Copies && hello.Copies {
+	if tgt.Copies && slices.Contains(hello.Counters, "copies") {
 		copiesRaw = filepath.Join(priv, "copies.json")
-		req := agent.Request{Cmd: "begin", Copies: copiesRaw}
+		req := agent.Request{Cmd: "begin", Counters: map[string]string{"copies": copiesRaw}}
 		if cfg.AttributionCPUProfile {
 			req.CPUProfile = filepath.Join(priv, "cpu-copies.pprof")
 		}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/probe/agent"
@@ -40,7 +39,7 @@ const (
 )
 
 func init() {
-	agent.RegisterCopies(&source{})
+	agent.RegisterCounter("copies", &source{})
 }
 
 type slot struct {
@@ -119,7 +118,7 @@ func (s *source) End(path string) error {
 		if a.kind == 1 {
 			site.Kind = "memclr"
 		}
-		site.Stack = symbolize(a.pcs[:])
+		site.Stack = agent.Symbolize(a.pcs[:])
 		rep.Sites = append(rep.Sites, site)
 	}
 	f, err := os.Create(path)
@@ -131,28 +130,4 @@ func (s *source) End(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// symbolize expands each return PC into its frames, inlined ones included,
-// innermost first.
-func symbolize(pcs []uintptr) []agent.PCFrames {
-	var out []agent.PCFrames
-	for _, pc := range pcs {
-		if pc == 0 {
-			break
-		}
-		frames := runtime.CallersFrames([]uintptr{pc})
-		pf := agent.PCFrames{PC: uint64(pc)}
-		for {
-			f, more := frames.Next()
-			if f.Function != "" {
-				pf.Frames = append(pf.Frames, agent.Frame{Func: f.Function, File: f.File, Line: f.Line})
-			}
-			if !more {
-				break
-			}
-		}
-		out = append(out, pf)
-	}
-	return out
 }

@@ -31,6 +31,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"sort"
 	"sync"
 )
 
@@ -42,7 +43,9 @@ type Request struct {
 	Cmd         string `json:"cmd"`
 	HeapProfile string `json:"heap_profile,omitempty"`
 	CPUProfile  string `json:"cpu_profile,omitempty"`
-	Copies      string `json:"copies,omitempty"` // path for the window's CopyReport
+	// Counters maps a registered counter's name ("copies", "allocs") to the
+	// path of the report it writes at the end of the window.
+	Counters map[string]string `json:"counters,omitempty"`
 }
 
 // Metrics are the runtime's cumulative counters at a snapshot.
@@ -60,20 +63,32 @@ type Response struct {
 	GOMAXPROCS int      `json:"gomaxprocs,omitempty"`
 	GoVersion  string   `json:"go_version,omitempty"`
 	Metrics    *Metrics `json:"metrics,omitempty"`
-	Copies     bool     `json:"copies,omitempty"` // a copy counter is built in
+	Counters   []string `json:"counters,omitempty"` // the counters built in, sorted
 }
 
-// CopySource counts copies in a window. copyspy/inproc registers one when
-// the target is built with the copyspy runtime overlay.
-type CopySource interface {
+// Counter counts events per call site in a window. The readers of the
+// runtime overlays (copyspy/inproc, allocspy/inproc) register one when the
+// target is built with their overlay.
+type Counter interface {
+	// Begin snapshots the counts and starts counting.
 	Begin() error
+	// End stops counting and writes the window's report to path.
 	End(path string) error
 }
 
-var copySource CopySource
+var counters = map[string]Counter{}
 
-// RegisterCopies installs the copy counter. It is called from an init.
-func RegisterCopies(s CopySource) { copySource = s }
+// RegisterCounter installs a counter under name. It is called from an init.
+func RegisterCounter(name string, c Counter) { counters[name] = c }
+
+func counterNames() []string {
+	var n []string
+	for k := range counters {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
 
 // CopyReport is the JSON file a CopySource writes at the end of a window.
 type CopyReport struct {
@@ -155,7 +170,8 @@ type window struct {
 	heapPath string
 	oldRate  int
 	cpuFile  *os.File
-	copyPath string
+	active   []string          // counters counting, in the order they began
+	paths    map[string]string // their report paths
 }
 
 func (w *window) do(req Request) Response {
@@ -163,7 +179,7 @@ func (w *window) do(req Request) Response {
 	defer w.mu.Unlock()
 	switch req.Cmd {
 	case "hello":
-		return Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Copies: copySource != nil}
+		return Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
 	case "begin":
 		if w.open {
 			return Response{Error: "window already open"}
@@ -211,19 +227,39 @@ func (w *window) begin(req Request) error {
 		}
 		w.cpuFile = f
 	}
-	// Copies last, so the heap profile's GC is outside their window.
-	if req.Copies != "" {
-		if copySource == nil {
-			w.stopCPU()
-			return fmt.Errorf("copy counting is not built into this binary")
+	// Counters last, so the heap profile's GC is outside their window.
+	w.active, w.paths = nil, req.Counters
+	names := make([]string, 0, len(req.Counters))
+	for n := range req.Counters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := counters[n]
+		if c == nil {
+			w.abort()
+			return fmt.Errorf("counter %q is not built into this binary (built in: %v)", n, counterNames())
 		}
-		if err := copySource.Begin(); err != nil {
-			w.stopCPU()
-			return fmt.Errorf("copies: %w", err)
+		if err := c.Begin(); err != nil {
+			w.abort()
+			return fmt.Errorf("%s: %w", n, err)
 		}
-		w.copyPath = req.Copies
+		w.active = append(w.active, n)
 	}
 	return nil
+}
+
+// abort undoes a begin that failed half way.
+func (w *window) abort() {
+	for _, n := range w.active {
+		counters[n].End(os.DevNull)
+	}
+	w.active = nil
+	w.stopCPU()
+	if w.heapPath != "" {
+		runtime.MemProfileRate = w.oldRate
+		w.heapPath = ""
+	}
 }
 
 func (w *window) stopCPU() error {
@@ -238,10 +274,13 @@ func (w *window) stopCPU() error {
 
 func (w *window) end() error {
 	var errs []error
-	if w.copyPath != "" {
-		errs = append(errs, copySource.End(w.copyPath))
-		w.copyPath = ""
+	for i := len(w.active) - 1; i >= 0; i-- {
+		n := w.active[i]
+		if err := counters[n].End(w.paths[n]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n, err))
+		}
 	}
+	w.active = nil
 	errs = append(errs, w.stopCPU())
 	if w.heapPath != "" {
 		runtime.GC()
@@ -288,4 +327,29 @@ func readMetrics() *Metrics {
 		return 0
 	}
 	return &Metrics{AllocObjects: v(0), AllocBytes: v(1), TinyAllocs: v(2), GCCycles: v(3)}
+}
+
+// Symbolize expands return PCs into their frames, inlined ones included,
+// innermost first, with runtime.CallersFrames. Counters call it on the PCs
+// their runtime tables kept.
+func Symbolize(pcs []uintptr) []PCFrames {
+	var out []PCFrames
+	for _, pc := range pcs {
+		if pc == 0 {
+			break
+		}
+		frames := runtime.CallersFrames([]uintptr{pc})
+		pf := PCFrames{PC: uint64(pc)}
+		for {
+			f, more := frames.Next()
+			if f.Function != "" {
+				pf.Frames = append(pf.Frames, Frame{Func: f.Function, File: f.File, Line: f.Line})
+			}
+			if !more {
+				break
+			}
+		}
+		out = append(out, pf)
+	}
+	return out
 }

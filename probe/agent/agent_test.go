@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,48 @@ func TestProtocol(t *testing.T) {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+type fakeCounter struct{ began, ended int }
+
+func (f *fakeCounter) Begin() error { f.began++; return nil }
+func (f *fakeCounter) End(path string) error {
+	f.ended++
+	return os.WriteFile(path, []byte("{}"), 0o644)
+}
+
+func TestCounters(t *testing.T) {
+	fc := &fakeCounter{}
+	RegisterCounter("fake", fc)
+	defer delete(counters, "fake")
+	c, r := startAgent(t)
+	if h := call(t, c, r, `{"cmd":"hello"}`); len(h.Counters) != 1 || h.Counters[0] != "fake" {
+		t.Errorf("hello counters = %v", h.Counters)
+	}
+	if resp := call(t, c, r, `{"cmd":"begin","counters":{"nosuch":"/x"}}`); !strings.Contains(resp.Error, `counter "nosuch" is not built into this binary`) {
+		t.Errorf("unknown counter: %q", resp.Error)
+	}
+	out := filepath.Join(t.TempDir(), "fake.json")
+	if resp := call(t, c, r, `{"cmd":"begin","counters":{"fake":"`+out+`"}}`); resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	if resp := call(t, c, r, `{"cmd":"end"}`); resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	if fc.began != 1 || fc.ended != 1 {
+		t.Errorf("began %d ended %d", fc.began, fc.ended)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSymbolize(t *testing.T) {
+	pcs := make([]uintptr, 4)
+	n := runtime.Callers(1, pcs)
+	fr := Symbolize(pcs[:n])
+	if len(fr) == 0 || len(fr[0].Frames) == 0 || fr[0].Frames[0].Func != "github.com/perfspy/perfspy/probe/agent.TestSymbolize" {
+		t.Errorf("Symbolize = %+v", fr)
 	}
 }
