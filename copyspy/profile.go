@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/probe/agent"
 )
 
@@ -30,7 +30,9 @@ func ReadReport(path string) (*agent.CopyReport, error) {
 
 // Profile turns a report into a pprof profile: sample types
 // copy_calls/count and copied_bytes/bytes, one sample per stack, kind and
-// size bucket, with labels "bucket" and "kind".
+// size bucket, with labels "bucket", "kind" and "via" (the function that
+// called memmove or memclr). Runtime frames above the first frame outside
+// the runtime are dropped, so the leaf is the site.
 func Profile(r *agent.CopyReport) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "copy_calls", Unit: "count"}, {Type: "copied_bytes", Unit: "bytes"}},
@@ -38,38 +40,18 @@ func Profile(r *agent.CopyReport) *profile.Profile {
 		Period:            1,
 		DefaultSampleType: "copied_bytes",
 	}
-	type fkey struct{ name, file string }
-	funcs := map[fkey]*profile.Function{}
-	locs := map[uint64]*profile.Location{}
+	b := stacks.NewBuilder(p)
 	for _, s := range sortedSites(r.Sites) {
-		var stack []*profile.Location
-		for _, pf := range s.Stack {
-			loc := locs[pf.PC]
-			if loc == nil {
-				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: pf.PC}
-				for _, f := range pf.Frames {
-					k := fkey{f.Func, f.File}
-					fn := funcs[k]
-					if fn == nil {
-						fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
-						funcs[k] = fn
-						p.Function = append(p.Function, fn)
-					}
-					loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(f.Line)})
-				}
-				locs[pf.PC] = loc
-				p.Location = append(p.Location, loc)
-			}
-			stack = append(stack, loc)
-		}
-		for b := range Buckets {
-			if s.Calls[b] == 0 {
+		user, via := stacks.UserStack(s.Stack)
+		stack := b.Locations(user)
+		for bk := range Buckets {
+			if s.Calls[bk] == 0 {
 				continue
 			}
 			p.Sample = append(p.Sample, &profile.Sample{
 				Location: stack,
-				Value:    []int64{int64(s.Calls[b]), int64(s.Bytes[b])},
-				Label:    map[string][]string{"bucket": {Buckets[b]}, "kind": {s.Kind}},
+				Value:    []int64{int64(s.Calls[bk]), int64(s.Bytes[bk])},
+				Label:    map[string][]string{"bucket": {Buckets[bk]}, "kind": {s.Kind}, "via": {via}},
 			})
 		}
 	}
@@ -79,22 +61,9 @@ func Profile(r *agent.CopyReport) *profile.Profile {
 // sortedSites orders sites by their stacks, so output is deterministic.
 func sortedSites(sites []agent.CopySite) []agent.CopySite {
 	out := append([]agent.CopySite(nil), sites...)
-	key := func(s agent.CopySite) string {
-		var b strings.Builder
-		b.WriteString(s.Kind)
-		for _, pf := range s.Stack {
-			fmt.Fprintf(&b, ";%x", pf.PC)
-		}
-		return b.String()
-	}
+	key := func(s agent.CopySite) string { return s.Kind + ";" + stacks.Key(s.Stack) }
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out
-}
-
-// IsRuntime reports whether fn belongs to the runtime, whose copies a
-// reviewer wants charged to the first frame above it.
-func IsRuntime(fn string) bool {
-	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/runtime/")
 }
 
 // Site is the copies of one (user frame, direct caller) pair.
@@ -117,20 +86,7 @@ func (s *Site) TotalBytes() int64 { return s.Bytes[0] + s.Bytes[1] + s.Bytes[2] 
 func Sites(r *agent.CopyReport) []Site {
 	m := map[[3]string]*Site{}
 	for _, s := range r.Sites {
-		direct, user := "(unknown)", ""
-		for _, pf := range s.Stack {
-			for _, f := range pf.Frames {
-				if direct == "(unknown)" {
-					direct = f.Func
-				}
-				if user == "" && !IsRuntime(f.Func) {
-					user = f.Func
-				}
-			}
-		}
-		if user == "" {
-			user = direct
-		}
+		direct, user := stacks.Sites(s.Stack)
 		k := [3]string{user, direct, s.Kind}
 		st := m[k]
 		if st == nil {

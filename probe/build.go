@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/srcroot"
 )
@@ -37,6 +38,8 @@ type Target struct {
 	Dirty     bool
 	Copies    bool   // built with the copyspy overlay
 	CopiesOff string // why not, when asked for
+	Allocs    bool   // built with the allocspy overlay
+	AllocsOff string // why not, when asked for
 }
 
 // BuildError is a target that did not build; Output is the go command's output.
@@ -105,6 +108,7 @@ func modulePathOf(gomod string) (string, error) {
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
 	Copies bool // add copyspy's runtime overlay
+	Allocs bool // add allocspy's runtime overlay
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -182,14 +186,35 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
 	replace := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+	var goenv []string
+	if opts.Copies || opts.Allocs {
+		out, err := goCmd(ctx, buildDir, "env", "GOROOT", "GOARCH", "GOEXPERIMENT")
+		if err != nil {
+			return nil, fmt.Errorf("go env: %v: %s", err, out)
+		}
+		goenv = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(goenv) != 3 {
+			return nil, fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT: unexpected output %q", out)
+		}
+	}
 	if opts.Copies {
-		ov, err := copiesOverlay(ctx, buildDir, work, t.PkgDir)
+		ov, err := copiesOverlay(goenv, work, t.PkgDir)
 		if err != nil {
 			t.CopiesOff = err.Error()
 			logf("copies: %v; measuring without copy figures", err)
 		} else {
 			maps.Copy(replace, ov)
 			t.Copies = true
+		}
+	}
+	if opts.Allocs {
+		ov, err := allocsOverlay(goenv, work, t.PkgDir)
+		if err != nil {
+			t.AllocsOff = err.Error()
+			logf("allocs: %v; counting allocations with the heap profile at MemProfileRate=1", err)
+		} else {
+			maps.Copy(replace, ov)
+			t.Allocs = true
 		}
 	}
 	build := func(replace map[string]string) (string, error) {
@@ -201,20 +226,26 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
 		return goCmd(ctx, buildDir, append(args, pkgArg)...)
 	}
-	if t.Copies {
-		logf("building %s with the copyspy runtime overlay (the first such build rebuilds the standard library)", spec)
+	if t.Copies || t.Allocs {
+		logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", spec)
 	} else {
 		logf("building %s", spec)
 	}
 	out, err := build(replace)
-	if err != nil && t.Copies && ctx.Err() == nil {
+	if err != nil && (t.Copies || t.Allocs) && ctx.Err() == nil {
 		// A plain build tells a broken target from a runtime overlay that
 		// this Go release does not accept.
 		plain := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
 		if out2, err2 := build(plain); err2 == nil {
-			t.Copies = false
-			t.CopiesOff = "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
-			logf("copies: %s; measuring without copy figures", t.CopiesOff)
+			why := "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
+			if t.Copies {
+				t.Copies, t.CopiesOff = false, why
+				logf("copies: %s; measuring without copy figures", why)
+			}
+			if t.Allocs {
+				t.Allocs, t.AllocsOff = false, why
+				logf("allocs: %s; counting allocations with the heap profile", why)
+			}
 			out, err = out2, nil
 		}
 	}
@@ -242,31 +273,48 @@ const copyspyImport = ModulePath + "/copyspy/inproc"
 var copyspyOverlay = copyspy.Overlay
 
 // copiesOverlay returns the overlay entries of copyspy: the patched runtime
-// files of the toolchain that builds in dir, and a second file for package
+// files of the toolchain described by goenv (GOROOT, GOARCH, GOEXPERIMENT),
+// and a second file for package
 // main that links the table reader.
-func copiesOverlay(ctx context.Context, dir, work, pkgDir string) (map[string]string, error) {
-	out, err := goCmd(ctx, dir, "env", "GOROOT", "GOARCH")
-	if err != nil {
-		return nil, fmt.Errorf("go env: %v: %s", err, out)
-	}
-	f := strings.Fields(out)
-	if len(f) != 2 {
-		return nil, fmt.Errorf("go env GOROOT GOARCH: unexpected output %q", out)
-	}
+func copiesOverlay(goenv []string, work, pkgDir string) (map[string]string, error) {
 	rtDir := filepath.Join(work, "copyspy")
 	if err := os.Mkdir(rtDir, 0o755); err != nil {
 		return nil, err
 	}
-	ov, err := copyspyOverlay(f[0], f[1], rtDir)
+	ov, err := copyspyOverlay(goenv[0], goenv[1], rtDir)
 	if err != nil {
 		return nil, err
 	}
-	src := filepath.Join(work, "copyspy_main.go")
-	if err := os.WriteFile(src, []byte("package main\n\nimport _ \""+copyspyImport+"\"\n"), 0o644); err != nil {
+	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_copyspy.go", copyspyImport)
+}
+
+const allocspyImport = ModulePath + "/allocspy/inproc"
+
+// allocspyOverlay is allocspy.Overlay; tests replace it.
+var allocspyOverlay = allocspy.Overlay
+
+// allocsOverlay returns allocspy's overlay entries: the patched malloc.go,
+// the recorder, and a file for package main that links the table reader.
+func allocsOverlay(goenv []string, work, pkgDir string) (map[string]string, error) {
+	rtDir := filepath.Join(work, "allocspy")
+	if err := os.Mkdir(rtDir, 0o755); err != nil {
 		return nil, err
 	}
-	ov[filepath.Join(pkgDir, "zz_perfspy_copyspy.go")] = src
-	return ov, nil
+	ov, err := allocspyOverlay(goenv[0], goenv[1], goenv[2], rtDir)
+	if err != nil {
+		return nil, err
+	}
+	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_allocspy.go", allocspyImport)
+}
+
+// addMainFile adds to the overlay a file of package main that imports pkg.
+func addMainFile(ov map[string]string, work, pkgDir, name, pkg string) error {
+	src := filepath.Join(work, name)
+	if err := os.WriteFile(src, []byte("package main\n\nimport _ \""+pkg+"\"\n"), 0o644); err != nil {
+		return err
+	}
+	ov[filepath.Join(pkgDir, name)] = src
+	return nil
 }
 
 func firstLines(s string, n int) string {

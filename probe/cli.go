@@ -65,6 +65,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
+	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
 	fs.Usage = func() {
@@ -101,6 +102,14 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Conns <= 0 {
 		fmt.Fprintf(stderr, "probe run: -conns %d: must be positive\n", cfg.Conns)
+		return ExitUsage
+	}
+	if cfg.Allocs != "allocspy" && cfg.Allocs != "heapprofile" {
+		fmt.Fprintf(stderr, "probe run: -allocs %q: want allocspy or heapprofile\n", cfg.Allocs)
+		return ExitUsage
+	}
+	if cfg.Copies != "overlay" && cfg.Copies != "off" {
+		fmt.Fprintf(stderr, "probe run: -copies %q: want overlay or off\n", cfg.Copies)
 		return ExitUsage
 	}
 	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {

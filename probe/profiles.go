@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/stacks"
 )
 
 // Comments that every profile of a window carries, so that later tools can
@@ -51,6 +53,20 @@ func writeProfile(path string, p *profile.Profile) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// heapProfileDelta reads the two allocation profiles the agent wrote at
+// path and path+".end" and returns the window's allocations.
+func heapProfileDelta(path string) (*profile.Profile, error) {
+	before, err := profileFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	after, err := profileFromFile(path + ".end")
+	if err != nil {
+		return nil, err
+	}
+	return heapDelta(before, after)
 }
 
 // agentPrefix marks frames of the agent; samples through them are dropped.
@@ -124,12 +140,26 @@ type Site struct {
 	Values []int64
 }
 
-// topSites sums the profile by leaf function (the call site the runtime
-// charged), sorted by the value at index vi, largest first, name to break ties.
+// siteName is the first function of a sample outside the runtime: the
+// site a reviewer changes. The heap profile already hides runtime frames;
+// allocspy's stacks start at mallocgc's caller.
+func siteName(s *profile.Sample) string {
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function != nil && !stacks.IsRuntime(ln.Function.Name) {
+				return ln.Function.Name
+			}
+		}
+	}
+	return leafName(s)
+}
+
+// topSites sums the profile by site (siteName), sorted by the value at
+// index vi, largest first, name to break ties.
 func topSites(p *profile.Profile, vi int) []Site {
 	sum := map[string][]int64{}
 	for _, s := range p.Sample {
-		k := leafName(s)
+		k := siteName(s)
 		v := sum[k]
 		if v == nil {
 			v = make([]int64, len(s.Value))

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
 )
@@ -18,6 +21,7 @@ const (
 	SourceAllocsHeap    = "heapprofile-rate1"
 	SourceSyscallsIO    = "proc-io-syscr-syscw"
 	SourceNone          = "none"
+	SourceAllocspy      = "allocspy"
 	SourceCopiesOverlay = "copyspy-overlay"
 	minServerCoreFrac   = 0.9
 )
@@ -25,7 +29,7 @@ const (
 // writeResults turns two windows into the results folder.
 // rawFiles are what the agent wrote in the private folder; copies is ""
 // when copies were not counted.
-type rawFiles struct{ cpu, heap, copies string }
+type rawFiles struct{ cpu, heap, allocs, copies string }
 
 func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
 	cl, at := clean.load, attr.load
@@ -94,20 +98,46 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
 	}
 
-	// Allocations: the exact heap profile delta of the attribution window.
-	before, err := profileFromFile(raw.heap)
-	if err != nil {
-		return nil, err
+	// Allocations: allocspy's table, or the exact heap profile delta of the
+	// attribution window; with both (the tests' cross-check), allocspy's
+	// goes to allocs.pb.gz and the heap profile's beside it.
+	var allocs *profile.Profile
+	if raw.heap != "" {
+		hp, err := heapProfileDelta(raw.heap)
+		if err != nil {
+			return nil, err
+		}
+		hp.Comments = comments(attr)
+		allocs = hp
+		if raw.allocs != "" {
+			if err := writeProfile(filepath.Join(out, "allocs-heapprofile.pb.gz"), hp); err != nil {
+				return nil, err
+			}
+			s.Files["allocs_heapprofile"] = "allocs-heapprofile.pb.gz"
+		}
 	}
-	after, err := profileFromFile(raw.heap + ".end")
-	if err != nil {
-		return nil, err
+	if raw.allocs != "" {
+		rep, err := allocspy.ReadReport(raw.allocs)
+		if err != nil {
+			return nil, fmt.Errorf("allocs: %w", err)
+		}
+		allocs = allocspy.Profile(rep)
+		allocs.Comments = comments(attr)
+		s.Sources["allocs"] = SourceAllocspy
+		objects, _, blocks, reqBytes := allocspy.Totals(rep)
+		if at.OK > 0 {
+			n := float64(at.OK)
+			s.PerRequest.AllocBlocks = f64(round(float64(blocks)/n, 4))
+			s.PerRequest.AllocRequestedBytes = f64(round(float64(reqBytes)/n, 2))
+			s.Checks["allocspy_tiny_objects_per_req"] = round(float64(objects-blocks)/n, 4)
+		}
+		s.Checks["allocs_dropped"] = float64(rep.Dropped)
+		if rep.Dropped > 0 {
+			reasons = append(reasons, fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
+		}
+	} else if tgt.AllocsOff != "" {
+		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + tgt.AllocsOff + ")"
 	}
-	allocs, err := heapDelta(before, after)
-	if err != nil {
-		return nil, err
-	}
-	allocs.Comments = comments(attr)
 	if err := writeProfile(filepath.Join(out, "allocs.pb.gz"), allocs); err != nil {
 		return nil, err
 	}

@@ -40,10 +40,14 @@ type Config struct {
 	ReadyTimeout time.Duration
 	MinRequests  int64  // fewer successes than this in a window: not judged
 	Copies       string // copy counting: overlay (default) or off
+	Allocs       string // allocation source: allocspy (default) or heapprofile
 	// AttributionCPUProfile keeps the CPU profiler on in the attribution
 	// window too, so that tests have signals arrive while recorders run.
 	AttributionCPUProfile bool
-	Flags                 []string // every flag as given, for meta
+	// crossCheck runs the heap profile beside allocspy in the attribution
+	// window and keeps it as allocs-heapprofile.pb.gz: the tests' oracle.
+	crossCheck bool
+	Flags      []string // every flag as given, for meta
 }
 
 // ErrNotJudged is returned, with the files written, when the window cannot
@@ -111,7 +115,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("-copies %q: want overlay or off", cfg.Copies)
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay"}, logf)
+	switch cfg.Allocs {
+	case "":
+		cfg.Allocs = "allocspy"
+	case "allocspy", "heapprofile":
+	default:
+		return nil, fmt.Errorf("-allocs %q: want allocspy or heapprofile", cfg.Allocs)
+	}
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy"}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +228,25 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	heapRaw := filepath.Join(priv, "heap.pprof")
-	attrReq := agent.Request{Cmd: "begin", HeapProfile: heapRaw}
+	raw := rawFiles{cpu: cpuRaw}
+	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs")
+	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies")
+	attrReq := agent.Request{Cmd: "begin", Counters: map[string]string{}}
+	if useAllocspy {
+		raw.allocs = filepath.Join(priv, "allocs.json")
+		attrReq.Counters["allocs"] = raw.allocs
+	}
+	if !useAllocspy || cfg.crossCheck {
+		raw.heap = filepath.Join(priv, "heap.pprof")
+		attrReq.HeapProfile = raw.heap
+	}
+	// At MemProfileRate=1 the heap profiler's own stack walks would count
+	// as copies: then copies get a window of their own.
+	copiesApart := useCopies && attrReq.HeapProfile != ""
+	if useCopies && !copiesApart {
+		raw.copies = filepath.Join(priv, "copies.json")
+		attrReq.Counters["copies"] = raw.copies
+	}
 	if cfg.AttributionCPUProfile {
 		attrReq.CPUProfile = filepath.Join(priv, "cpu-attribution.pprof")
 	}
@@ -226,13 +254,10 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Copies get a window of their own: at MemProfileRate=1 the heap
-	// profiler's own stack walks would count as copies.
-	var copyWin *windowResult
-	copiesRaw := ""
-	if tgt.Copies && slices.Contains(hello.Counters, "copies") {
-		copiesRaw = filepath.Join(priv, "copies.json")
-		req := agent.Request{Cmd: "begin", Counters: map[string]string{"copies": copiesRaw}}
+	copyWin := attr
+	if copiesApart {
+		raw.copies = filepath.Join(priv, "copies.json")
+		req := agent.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
 		if cfg.AttributionCPUProfile {
 			req.CPUProfile = filepath.Join(priv, "cpu-copies.pprof")
 		}
@@ -243,7 +268,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	p.stop()
 
 	logf("writing %s", out)
-	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, rawFiles{cpu: cpuRaw, heap: heapRaw, copies: copiesRaw}, reasons)
+	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, raw, reasons)
 	if err != nil {
 		return nil, err
 	}

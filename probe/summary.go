@@ -59,14 +59,18 @@ type AttributionSummary struct {
 
 // PerRequest holds every figure divided by the successful requests of its window.
 type PerRequest struct {
-	Allocs         *float64           `json:"allocs"`
-	AllocBytes     *float64           `json:"alloc_bytes"`
-	CopyCalls      *float64           `json:"copy_calls"`
-	CopiedBytes    *float64           `json:"copied_bytes"`
-	Syscalls       *float64           `json:"syscalls"`
-	SyscallsByName map[string]float64 `json:"syscalls_by_name"`
-	CPUUS          *float64           `json:"cpu_us"`
-	OffCPUUS       map[string]float64 `json:"offcpu_us"`
+	Allocs     *float64 `json:"allocs"`
+	AllocBytes *float64 `json:"alloc_bytes"`
+	// With allocspy: the objects among Allocs that took a heap slot of their
+	// own (tiny objects share 16-byte blocks), and the bytes asked for.
+	AllocBlocks         *float64           `json:"alloc_blocks,omitempty"`
+	AllocRequestedBytes *float64           `json:"alloc_requested_bytes,omitempty"`
+	CopyCalls           *float64           `json:"copy_calls"`
+	CopiedBytes         *float64           `json:"copied_bytes"`
+	Syscalls            *float64           `json:"syscalls"`
+	SyscallsByName      map[string]float64 `json:"syscalls_by_name"`
+	CPUUS               *float64           `json:"cpu_us"`
+	OffCPUUS            map[string]float64 `json:"offcpu_us"`
 }
 
 func f64(v float64) *float64 { return &v }

@@ -105,6 +105,22 @@ type CopySite struct {
 	Bytes [4]uint64  `json:"bytes"`
 }
 
+// AllocReport is the JSON file the allocation counter writes at the end of
+// a window.
+type AllocReport struct {
+	Dropped uint64      `json:"dropped"` // allocations that found no free table slot
+	Sites   []AllocSite `json:"sites"`
+}
+
+// AllocSite is one stack's allocations in the window.
+type AllocSite struct {
+	Stack      []PCFrames `json:"stack"`       // innermost first: [0] is mallocgc's caller
+	Objects    uint64     `json:"objects"`     // objects as the program asked for them
+	Blocks     uint64     `json:"blocks"`      // of those, the ones that took a heap slot of their own
+	ReqBytes   uint64     `json:"req_bytes"`   // bytes asked for
+	AllocBytes uint64     `json:"alloc_bytes"` // bytes taken (size classes)
+}
+
 // PCFrames is one return PC and the frames it expands to, inlined ones
 // first.
 type PCFrames struct {

@@ -2,6 +2,10 @@
 // endpoint has a known per-request cost:
 //
 //	/alloc      exactly allocK allocations of allocS bytes, in main.allocK
+//	/alloc10    exactly 10 heap allocations of 64 B in main.alloc10; with
+//	            ?spin=N also N µs of CPU
+//	/generic    2 allocations in main.genAlloc[...] and 3 in the closure
+//	            main.makeClosure.func1
 //	/none       no allocation of its own
 //	/write      one extra write(2) to /dev/null
 //	/spin?us=N  N µs of thread CPU time
@@ -44,6 +48,37 @@ func allocK7() {
 		sink[i] = make([]byte, allocS)
 	}
 }
+
+//go:noinline
+func alloc10() {
+	for i := 0; i < 10; i++ {
+		sink[i%allocK] = make([]byte, allocS)
+	}
+}
+
+type triple struct{ a, b, c int64 }
+
+var gsink any
+
+//go:noinline
+func genAlloc[T any](n int) {
+	for i := 0; i < n; i++ {
+		gsink = new(T)
+	}
+}
+
+var csink []byte
+
+//go:noinline
+func makeClosure(n int) func() {
+	return func() {
+		for i := 0; i < n; i++ {
+			csink = make([]byte, 48)
+		}
+	}
+}
+
+var closure = makeClosure(3)
 
 var devnull int
 
@@ -144,6 +179,18 @@ func main() {
 		strSink = str100(strSrc)
 		n += bufWrites(bufSrc)
 		w.Write([]byte(strconv.Itoa(n)))
+	})
+	mux.HandleFunc("/alloc10", func(w http.ResponseWriter, r *http.Request) {
+		alloc10()
+		if us, _ := strconv.Atoi(r.URL.Query().Get("spin")); us > 0 {
+			burnSink = burn(us * spinPerUS)
+		}
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/generic", func(w http.ResponseWriter, r *http.Request) {
+		genAlloc[triple](2)
+		closure()
+		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/none", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))

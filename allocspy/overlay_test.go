@@ -1,0 +1,207 @@
+package allocspy
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+func goEnv(t *testing.T, keys ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"env"}, keys...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+// TestOverlayLocalGOROOT is the layout test for the toolchain in use:
+// mallocgc must have the shape the patch expects. It fails loudly on a Go
+// release whose allocation entry changed.
+func TestOverlayLocalGOROOT(t *testing.T) {
+	env := goEnv(t, "GOROOT", "GOARCH", "GOEXPERIMENT")
+	dir := t.TempDir()
+	ov, err := Overlay(env[0], env[1], env[2], dir)
+	if err != nil {
+		t.Fatalf("allocspy overlay for this toolchain: %v", err)
+	}
+	if len(ov) != 2 {
+		t.Errorf("overlay has %d entries, want 2", len(ov))
+	}
+	orig, _ := os.ReadFile(filepath.Join(env[0], "src", "runtime", "malloc.go"))
+	got, _ := os.ReadFile(filepath.Join(dir, "malloc.go"))
+	ol, gl := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
+	if len(ol) != len(gl) {
+		t.Fatalf("malloc.go: %d lines, patched %d: line numbers must not move", len(ol), len(gl))
+	}
+	changed := 0
+	for i := range ol {
+		if ol[i] != gl[i] {
+			changed++
+			if gl[i] != strings.TrimSuffix(strings.TrimSuffix(tailPatched, "\n"), "\n}") {
+				t.Errorf("line %d: %q -> %q", i+1, ol[i], gl[i])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d lines changed, want 1", changed)
+	}
+	// The patched file still parses, and mallocgc still has its shape.
+	if err := checkMallocgc(string(got)); err != nil {
+		t.Errorf("patched mallocgc: %v", err)
+	}
+}
+
+const goodMalloc = `package runtime
+
+func mallocgc(size uintptr, typ *_type, needzero bool) unsafe.Pointer {
+	if size == 0 {
+		return unsafe.Pointer(&zerobase)
+	}
+	var x unsafe.Pointer
+	var elemsize uintptr
+	x, elemsize = mallocgcSmallNoscan(size, typ, needzero)
+` + tailContext + tailReturn
+
+func TestPatchRefusesUnknownShapes(t *testing.T) {
+	if _, err := patchMalloc(goodMalloc); err != nil {
+		t.Fatalf("good shape: %v", err)
+	}
+	for name, src := range map[string]string{
+		"new return":       strings.Replace(goodMalloc, "\tvar x unsafe.Pointer\n", "\tif typ == nil {\n\t\treturn fastPath(size)\n\t}\n\tvar x unsafe.Pointer\n", 1),
+		"signature":        strings.Replace(goodMalloc, "needzero bool)", "needzero bool, extra int)", 1),
+		"no elemsize":      strings.Replace(strings.Replace(goodMalloc, "\tvar elemsize uintptr\n", "", 1), "x, elemsize =", "x, _ =", 1),
+		"ending changed":   strings.Replace(goodMalloc, "postMallocgcDebug(x, elemsize, typ)", "postMallocgcDebug(x, typ)", 1),
+		"no mallocgc":      strings.Replace(goodMalloc, "func mallocgc(", "func mallocgc2(", 1),
+		"does not compile": goodMalloc + "func {",
+	} {
+		if _, err := patchMalloc(src); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Overlay(t.TempDir(), "amd64", "sizespecializedmalloc", t.TempDir()); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "sizespecializedmalloc") {
+		t.Errorf("sizespecializedmalloc: %v", err)
+	}
+	if _, err := Overlay(t.TempDir(), "386", "", t.TempDir()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("386: %v", err)
+	}
+	if _, err := Overlay(t.TempDir(), "amd64", "", t.TempDir()); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "malloc.go") {
+		t.Errorf("empty GOROOT: %v", err)
+	}
+}
+
+func FuzzPatchMalloc(f *testing.F) {
+	f.Add(goodMalloc)
+	f.Add("package runtime\nfunc mallocgc() {}\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := patchMalloc(src)
+		if err != nil {
+			return
+		}
+		if strings.Count(out, "\n") != strings.Count(src, "\n") {
+			t.Fatal("the patch moved line numbers")
+		}
+		if strings.Count(out, "allocspyRecord(size, elemsize)") != strings.Count(src, "allocspyRecord(size, elemsize)")+1 {
+			t.Fatal("the patch did not add exactly one call")
+		}
+	})
+}
+
+// TestSlotLayout checks that the runtime file and allocspy/inproc agree on
+// the table's layout: 16 words a slot.
+func TestSlotLayout(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "zz_allocspy.go", runtimeGo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := 0
+	var names []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "allocspySlot" {
+			return true
+		}
+		for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+			w := 1
+			if at, ok := fl.Type.(*ast.ArrayType); ok {
+				switch l := at.Len.(type) {
+				case *ast.BasicLit:
+					w, _ = strconv.Atoi(l.Value)
+				case *ast.Ident:
+					w = 6 // allocspyDepth, checked below
+				}
+			}
+			for _, nm := range fl.Names {
+				names = append(names, nm.Name)
+				words += w
+			}
+		}
+		return false
+	})
+	if want := "key pcs objects blocks reqBytes allocBytes _"; strings.Join(names, " ") != want {
+		t.Errorf("allocspySlot fields %q, want %q", names, want)
+	}
+	if words != 16 {
+		t.Errorf("allocspySlot is %d words, inproc reads 16", words)
+	}
+	if !strings.Contains(runtimeGo, "allocspyDepth  = 6 ") {
+		t.Error("allocspyDepth is not 6, as inproc assumes")
+	}
+	src, err := os.ReadFile("inproc/inproc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"depth": "6", "words": "16"} {
+		m := regexp.MustCompile(`(?m)^\s*` + name + `\s*=\s*(\d+)`).FindStringSubmatch(string(src))
+		if m == nil || m[1] != want {
+			t.Errorf("inproc %s = %v, want %s", name, m, want)
+		}
+	}
+}
+
+func TestProfile(t *testing.T) {
+	fr := func(pc uint64, fns ...string) agent.PCFrames {
+		pf := agent.PCFrames{PC: pc}
+		for _, f := range fns {
+			pf.Frames = append(pf.Frames, agent.Frame{Func: f, File: "x.go", Line: 1})
+		}
+		return pf
+	}
+	rep := &agent.AllocReport{Sites: []agent.AllocSite{
+		{Stack: []agent.PCFrames{fr(1, "runtime.makeslice"), fr(2, "main.allocK7"), fr(3, "main.handler")}, Objects: 70, Blocks: 70, ReqBytes: 4480, AllocBytes: 4480},
+		{Stack: []agent.PCFrames{fr(4, "runtime.newobject"), fr(5, "strconv.small", "main.tiny")}, Objects: 10, Blocks: 5, ReqBytes: 80, AllocBytes: 80},
+	}}
+	p := Profile(rep)
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sample {
+		leaf := s.Location[0].Line[0].Function.Name
+		switch leaf {
+		case "main.allocK7":
+			if s.Label["via"][0] != "runtime.makeslice" || s.Value[0] != 70 || s.Value[2] != 70 {
+				t.Errorf("allocK7 sample %v %v", s.Value, s.Label)
+			}
+		case "strconv.small":
+			if s.Value[0] != 10 || s.Value[2] != 5 || len(s.Location[0].Line) != 2 {
+				t.Errorf("tiny sample %v, lines %d", s.Value, len(s.Location[0].Line))
+			}
+		default:
+			t.Errorf("leaf %s: runtime frames were not trimmed", leaf)
+		}
+	}
+	o, ab, b, rb := Totals(rep)
+	if o != 80 || ab != 4560 || b != 75 || rb != 4560 {
+		t.Errorf("Totals = %d %d %d %d", o, ab, b, rb)
+	}
+}

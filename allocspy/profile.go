@@ -1,0 +1,74 @@
+package allocspy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// Sample types of allocs.pb.gz written from allocspy, in this order.
+// alloc_objects counts objects as the program asked for them and
+// alloc_space the bytes they took (size classes); heap_blocks counts the
+// objects that took a heap slot of their own (what the heap profile
+// counts), requested_space the bytes asked for.
+var SampleTypes = []*profile.ValueType{
+	{Type: "alloc_objects", Unit: "count"},
+	{Type: "alloc_space", Unit: "bytes"},
+	{Type: "heap_blocks", Unit: "count"},
+	{Type: "requested_space", Unit: "bytes"},
+}
+
+// ReadReport reads the JSON file the agent's allocation counter wrote.
+func ReadReport(path string) (*agent.AllocReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r agent.AllocReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Profile turns a report into a pprof profile with SampleTypes, one sample
+// per stack. As in runtime/pprof's heap profile, the runtime frames above
+// the first frame outside the runtime are dropped, so the leaf is the site;
+// the function that called mallocgc is the sample label "via".
+func Profile(r *agent.AllocReport) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:        SampleTypes,
+		DefaultSampleType: "alloc_space",
+		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:            1,
+	}
+	b := stacks.NewBuilder(p)
+	sites := append([]agent.AllocSite(nil), r.Sites...)
+	sort.Slice(sites, func(i, j int) bool { return stacks.Key(sites[i].Stack) < stacks.Key(sites[j].Stack) })
+	for _, s := range sites {
+		stack, via := stacks.UserStack(s.Stack)
+		p.Sample = append(p.Sample, &profile.Sample{
+			Location: b.Locations(stack),
+			Value:    []int64{int64(s.Objects), int64(s.AllocBytes), int64(s.Blocks), int64(s.ReqBytes)},
+			Label:    map[string][]string{"via": {via}},
+		})
+	}
+	return p
+}
+
+// Totals sums a report: objects, bytes taken, blocks, bytes asked for.
+func Totals(r *agent.AllocReport) (objects, allocBytes, blocks, reqBytes uint64) {
+	for _, s := range r.Sites {
+		objects += s.Objects
+		allocBytes += s.AllocBytes
+		blocks += s.Blocks
+		reqBytes += s.ReqBytes
+	}
+	return
+}

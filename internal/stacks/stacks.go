@@ -1,0 +1,124 @@
+// Package stacks turns the symbolized stacks that perfspy's counters report
+// into pprof locations, and names the site a reviewer cares about: the
+// first frame outside the runtime.
+package stacks
+
+import (
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// Builder adds locations and functions to a profile, deduplicated by PC and
+// by (name, file).
+type Builder struct {
+	P     *profile.Profile
+	funcs map[[2]string]*profile.Function
+	locs  map[locKey]*profile.Location
+}
+
+// locKey tells a PC's full location from one whose runtime lines were
+// trimmed off by UserStack.
+type locKey struct {
+	pc    uint64
+	lines int
+}
+
+// NewBuilder returns a Builder for p.
+func NewBuilder(p *profile.Profile) *Builder {
+	return &Builder{P: p, funcs: map[[2]string]*profile.Function{}, locs: map[locKey]*profile.Location{}}
+}
+
+// Locations returns the locations of a stack, innermost first. A PC's
+// inlined frames become the lines of one location, innermost first, as
+// pprof wants them.
+func (b *Builder) Locations(stack []agent.PCFrames) []*profile.Location {
+	out := make([]*profile.Location, 0, len(stack))
+	for _, pf := range stack {
+		k := locKey{pf.PC, len(pf.Frames)}
+		loc := b.locs[k]
+		if loc == nil {
+			loc = &profile.Location{ID: uint64(len(b.P.Location) + 1), Address: pf.PC}
+			for _, f := range pf.Frames {
+				k := [2]string{f.Func, f.File}
+				fn := b.funcs[k]
+				if fn == nil {
+					fn = &profile.Function{ID: uint64(len(b.P.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
+					b.funcs[k] = fn
+					b.P.Function = append(b.P.Function, fn)
+				}
+				loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(f.Line)})
+			}
+			b.locs[k] = loc
+			b.P.Location = append(b.P.Location, loc)
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+// IsRuntime reports whether fn belongs to the runtime, whose work a
+// reviewer wants charged to the first frame above it.
+func IsRuntime(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/runtime/")
+}
+
+// Sites returns the direct caller (the innermost frame) and the site (the
+// first frame outside the runtime, or the direct caller when every frame
+// kept is runtime) of a stack.
+func Sites(stack []agent.PCFrames) (direct, site string) {
+	direct = "(unknown)"
+	for _, pf := range stack {
+		for _, f := range pf.Frames {
+			if direct == "(unknown)" {
+				direct = f.Func
+			}
+			if site == "" && !IsRuntime(f.Func) {
+				site = f.Func
+			}
+		}
+	}
+	if site == "" {
+		site = direct
+	}
+	return direct, site
+}
+
+// UserStack drops the runtime frames at the top of a stack, as
+// runtime/pprof does for heap profiles, so that the leaf is the site. It
+// returns the stack unchanged when every frame is runtime, and the direct
+// caller either way.
+func UserStack(stack []agent.PCFrames) ([]agent.PCFrames, string) {
+	direct, _ := Sites(stack)
+	for i, pf := range stack {
+		for j, f := range pf.Frames {
+			if !IsRuntime(f.Func) {
+				out := append([]agent.PCFrames{{PC: pf.PC, Frames: pf.Frames[j:]}}, stack[i+1:]...)
+				return out, direct
+			}
+		}
+	}
+	return stack, direct
+}
+
+// Key orders stacks deterministically.
+func Key(stack []agent.PCFrames) string {
+	var b strings.Builder
+	for _, pf := range stack {
+		b.WriteString(hex(pf.PC))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func hex(v uint64) string {
+	const digits = "0123456789abcdef"
+	var buf [16]byte
+	for i := 15; i >= 0; i-- {
+		buf[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(buf[:])
+}
