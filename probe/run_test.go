@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 )
 
@@ -695,5 +696,55 @@ func TestAllocspyCost(t *testing.T) {
 		if ratio < 0.8 {
 			t.Errorf("%s %s: attribution window at %.3f of the timing window's req/s, want >= 0.8", tc.target, tc.path, ratio)
 		}
+	}
+}
+
+// TestHeapProfileSource keeps the MemProfileRate=1 source working: the
+// allocation window at rate 1, copies in a window of their own.
+func TestHeapProfileSource(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-allocs", "heapprofile", "-out", out, "-path", "/alloc", "./testdata/probetarget")
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Sources["allocs"] != SourceAllocsHeap || s.CopiesWindow == nil || s.Sources["copies"] != SourceCopiesOverlay {
+		t.Errorf("sources %v, copies window %v", s.Sources, s.CopiesWindow)
+	}
+	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := siteCount(p, "main.allocK7")
+	if n := requestsComment(t, p); math.Abs(float64(objs)/float64(n)-7) > 7*0.005 {
+		t.Errorf("main.allocK7: %d allocations for %d requests, want 7 per request", objs, n)
+	}
+}
+
+// TestAllocsUnsupported plays a toolchain whose mallocgc has another shape:
+// probe falls back to the heap profile and says why.
+func TestAllocsUnsupported(t *testing.T) {
+	skipShort(t)
+	old := allocspyOverlay
+	allocspyOverlay = func(goroot, goarch, goexp, dir string) (map[string]string, error) {
+		return nil, fmt.Errorf("%w: malloc.go: mallocgc has an unknown return %q (a Go release this overlay does not know)", allocspy.ErrUnsupported, "fast(size)")
+	}
+	defer func() { allocspyOverlay = old }()
+	var logb bytes.Buffer
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/alloc", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out}, &logb)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	checkNoOrphans(t)
+	if src := res.Summary.Sources["allocs"]; !strings.HasPrefix(src, SourceAllocsHeap+" (allocspy unavailable: ") || !strings.Contains(src, "does not know") {
+		t.Errorf("sources.allocs = %q", src)
+	}
+	if res.Summary.PerRequest.Allocs == nil || !strings.Contains(logb.String(), "counting allocations with the heap profile") {
+		t.Errorf("no fallback figures or message:\n%s", logb.String())
 	}
 }

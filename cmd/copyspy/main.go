@@ -9,15 +9,15 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/perfspy/perfspy/cmd/copyspy/internal/bench"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/overhead"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
-		code = bench.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		code = overhead.Main(ctx, "copyspy", "memmove,httpjson", os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

@@ -1,0 +1,7 @@
+//go:build !allocspy
+
+package main
+
+var modes = []string{"plain"}
+
+func enable(bool) {}

@@ -1,0 +1,264 @@
+// Package overhead measures what perfspy's runtime overlays cost, side by
+// side with the plain runtime, in interleaved rounds: nanoseconds added per
+// memmove and per allocation, and the throughput of targets/httpjson with
+// each counter on. It prints medians and ratios; it is not a timed test.
+package overhead
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/probe"
+)
+
+// Main runs 'copyspy bench' or 'allocspy bench' (name); what is the
+// default list of benchmarks. It returns the exit code.
+func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name+" bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rounds := fs.Int("rounds", 5, "interleaved rounds")
+	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs")
+	dur := fs.Duration("duration", 3*time.Second, "httpjson: load per window")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *rounds < 1 || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s bench: -rounds must be at least 1, and no arguments\n", name)
+		return 2
+	}
+	for _, w := range strings.Split(*what, ",") {
+		var err error
+		switch w {
+		case "memmove":
+			err = benchMicro(ctx, stdout, stderr, *rounds, memmoveBench)
+		case "malloc":
+			err = benchMicro(ctx, stdout, stderr, *rounds, mallocBench)
+		case "httpjson":
+			err = benchHTTPJSON(ctx, stdout, stderr, *rounds, *dur)
+		case "httpjson-allocs":
+			err = benchHTTPJSONAllocs(ctx, stdout, stderr, *rounds, *dur)
+		default:
+			fmt.Fprintf(stderr, "%s bench: unknown benchmark %q\n", name, w)
+			return 2
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%s bench: %s: %v\n", name, w, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// micro is a program that times an operation at a few sizes, built plain
+// and with a runtime overlay.
+type micro struct {
+	name, pkg, tag string
+	sizes          []string
+	overlay        func(goroot, goarch, goexperiment, dir string) (map[string]string, error)
+}
+
+var memmoveBench = micro{
+	name: "memmove", pkg: "./copyspy/testdata/memmovebench", tag: "copyspy", sizes: []string{"0", "64", "4096"},
+	overlay: func(goroot, goarch, _, dir string) (map[string]string, error) {
+		return copyspy.Overlay(goroot, goarch, dir)
+	},
+}
+
+var mallocBench = micro{
+	name: "malloc", pkg: "./allocspy/testdata/mallocbench", tag: "allocspy", sizes: []string{"8", "64", "1024"},
+	overlay: allocspy.Overlay,
+}
+
+// benchMicro builds m plain and with its overlay, runs them alternately,
+// and prints the median ns per operation for each size.
+func benchMicro(ctx context.Context, stdout, stderr io.Writer, rounds int, m micro) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "perfspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOARCH", "GOEXPERIMENT").Output()
+	if err != nil {
+		return err
+	}
+	f := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(f) != 3 {
+		return fmt.Errorf("go env: unexpected output %q", out)
+	}
+	ov, err := m.overlay(f[0], f[1], f[2], work)
+	if err != nil {
+		return err
+	}
+	ob, _ := json.Marshal(map[string]any{"Replace": ov})
+	overlay := filepath.Join(work, "overlay.json")
+	if err := os.WriteFile(overlay, ob, 0o644); err != nil {
+		return err
+	}
+	plain, patched := filepath.Join(work, "plain"), filepath.Join(work, "overlay")
+	fmt.Fprintf(stderr, "building %s plain and with the %s overlay\n", m.pkg, m.tag)
+	for _, args := range [][]string{{"build", "-o", plain, m.pkg}, {"build", "-overlay=" + overlay, "-tags", m.tag, "-o", patched, m.pkg}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	samples := map[string][]float64{} // "size mode" -> ns/op
+	for r := 0; r < rounds; r++ {
+		order := []string{plain, patched}
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, bin := range order {
+			b, err := exec.CommandContext(ctx, bin).Output()
+			if err != nil {
+				return fmt.Errorf("%s: %w", bin, err)
+			}
+			sc := bufio.NewScanner(strings.NewReader(string(b)))
+			for sc.Scan() {
+				p := strings.Fields(sc.Text())
+				if len(p) != 3 {
+					continue
+				}
+				v, err := strconv.ParseFloat(p[2], 64)
+				if err != nil {
+					return err
+				}
+				k := p[0] + " " + p[1]
+				samples[k] = append(samples[k], v)
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "%s ns/op, median of %d interleaved rounds\n", m.name, rounds)
+	fmt.Fprintf(stdout, "%8s %10s %12s %12s %14s %14s\n", "size", "plain", "overlay-off", "recorder-on", "added-off(ns)", "added-on(ns)")
+	for _, n := range m.sizes {
+		pl, off, on := median(samples[n+" plain"]), median(samples[n+" off"]), median(samples[n+" on"])
+		fmt.Fprintf(stdout, "%8s %10.2f %12.2f %12.2f %14.2f %14.2f\n", n, pl, off, on, off-pl, on-pl)
+	}
+	return nil
+}
+
+// benchHTTPJSON runs probe on targets/httpjson alternately without and with
+// the overlay, and prints median req/s and ratios to plain.
+func benchHTTPJSON(ctx context.Context, stdout, stderr io.Writer, rounds int, dur time.Duration) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "copyspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var plain, idle, on []float64
+	for r := 0; r < rounds; r++ {
+		modes := []string{"off", "overlay"}
+		if r%2 == 1 {
+			modes[0], modes[1] = modes[1], modes[0]
+		}
+		for _, m := range modes {
+			fmt.Fprintf(stderr, "round %d/%d: httpjson, copies %s\n", r+1, rounds, m)
+			res, err := probe.Run(ctx, probe.Config{
+				Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: m, Allocs: "heapprofile",
+				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
+			}, nil)
+			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+				return err
+			}
+			if m == "off" {
+				plain = append(plain, res.Summary.Window.RPS)
+				continue
+			}
+			idle = append(idle, res.Summary.Window.RPS)
+			if res.Summary.CopiesWindow == nil {
+				return fmt.Errorf("no copies window: %s", res.Summary.Sources["copies"])
+			}
+			on = append(on, res.Summary.CopiesWindow.RPS)
+		}
+	}
+	p := median(plain)
+	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
+	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
+	fmt.Fprintf(stdout, "  overlay, recorder idle  %10.0f  ratio %.3f\n", median(idle), median(idle)/p)
+	fmt.Fprintf(stdout, "  overlay, recorder on    %10.0f  ratio %.3f\n", median(on), median(on)/p)
+	return nil
+}
+
+// benchHTTPJSONAllocs runs probe on targets/httpjson alternately with the
+// heap profile source and with allocspy (copies off), and prints the median
+// req/s of the plain runtime (the heap-profile run's timing window), of
+// allocspy counting, and of MemProfileRate=1, with ratios to plain.
+func benchHTTPJSONAllocs(ctx context.Context, stdout, stderr io.Writer, rounds int, dur time.Duration) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "perfspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var plain, spy, rate1 []float64
+	for r := 0; r < rounds; r++ {
+		modes := []string{"heapprofile", "allocspy"}
+		if r%2 == 1 {
+			modes[0], modes[1] = modes[1], modes[0]
+		}
+		for _, m := range modes {
+			fmt.Fprintf(stderr, "round %d/%d: httpjson, allocs %s\n", r+1, rounds, m)
+			res, err := probe.Run(ctx, probe.Config{
+				Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: "off", Allocs: m,
+				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
+			}, nil)
+			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+				return err
+			}
+			if m == "heapprofile" {
+				plain = append(plain, res.Summary.Window.RPS)
+				rate1 = append(rate1, res.Summary.AttributionWindow.RPS)
+				continue
+			}
+			if res.Summary.Sources["allocs"] != probe.SourceAllocspy {
+				return fmt.Errorf("allocspy not used: %s", res.Summary.Sources["allocs"])
+			}
+			spy = append(spy, res.Summary.AttributionWindow.RPS)
+		}
+	}
+	p := median(plain)
+	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
+	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
+	fmt.Fprintf(stdout, "  allocspy counting       %10.0f  ratio %.3f\n", median(spy), median(spy)/p)
+	fmt.Fprintf(stdout, "  MemProfileRate=1        %10.0f  ratio %.3f\n", median(rate1), median(rate1)/p)
+	return nil
+}
