@@ -162,7 +162,9 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		cp := copyspy.Profile(rep)
 		cp.Comments = comments(copyWin)
 		cw := copyWin.load
-		s.CopiesWindow = &AttributionSummary{Seconds: round(cw.Elapsed.Seconds(), 3), Requests: cw.OK, Errors: cw.Errors + cw.Non2xx, RPS: round(cw.RPS(), 1)}
+		if copyWin != attr {
+			s.CopiesWindow = &AttributionSummary{Seconds: round(cw.Elapsed.Seconds(), 3), Requests: cw.OK, Errors: cw.Errors + cw.Non2xx, RPS: round(cw.RPS(), 1)}
+		}
 		if err := writeProfile(filepath.Join(out, "copies.pb.gz"), cp); err != nil {
 			return nil, err
 		}

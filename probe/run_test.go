@@ -493,8 +493,8 @@ func TestCopiesGroundTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := requestsComment(t, p)
-	if n != res.Summary.CopiesWindow.Requests {
-		t.Fatalf("profile requests %d, copies window %d", n, res.Summary.CopiesWindow.Requests)
+	if res.Summary.CopiesWindow != nil || n != res.Summary.AttributionWindow.Requests {
+		t.Fatalf("profile requests %d, attribution window %d, copies window %v: copies belong to the attribution window", n, res.Summary.AttributionWindow.Requests, res.Summary.CopiesWindow)
 	}
 	for _, tc := range []struct {
 		leaf, under  string
