@@ -1,22 +1,17 @@
 package copyspy
 
 import (
-	"bufio"
 	"debug/buildinfo"
-	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/probe/agent"
 )
 
@@ -73,7 +68,7 @@ type Session struct {
 	stacks *ebpf.Map
 	progs  []*ebpf.Program
 	links  []link.Link
-	sym    *symbolizer
+	sym    *elfsym.Table
 }
 
 // Attach loads the counting programs and attaches them to runtime.memmove
@@ -91,7 +86,7 @@ func Attach(pid int) (*Session, error) {
 	if _, err := buildinfo.ReadFile(exePath); err != nil {
 		return nil, fmt.Errorf("process %d (%s) is not a Go program: %w", pid, exe, err)
 	}
-	sym, err := newSymbolizer(exePath, pid)
+	sym, err := elfsym.Open(exePath, pid)
 	if err != nil {
 		return nil, fmt.Errorf("process %d (%s): %w", pid, exe, err)
 	}
@@ -121,7 +116,7 @@ func Attach(pid int) (*Session, error) {
 			return nil, bpfErr("loading the "+h.label+" program", err)
 		}
 		s.progs = append(s.progs, prog)
-		off, err := sym.fileOffset(h.fn)
+		off, err := sym.FileOffset(h.fn)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -247,7 +242,7 @@ func (s *Session) Report() (*agent.CopyReport, error) {
 				}
 			}
 		}
-		site.Stack = s.sym.frames(pcs)
+		site.Stack = s.sym.Frames(pcs)
 		rep.Sites = append(rep.Sites, site)
 	}
 	if err := it.Err(); err != nil {
@@ -272,103 +267,4 @@ func (s *Session) Close() error {
 	}
 	s.links, s.progs, s.counts, s.stacks = nil, nil, nil, nil
 	return errors.Join(errs...)
-}
-
-// symbolizer maps the process's PCs to functions through .gopclntab,
-// which stripped Go binaries keep.
-type symbolizer struct {
-	f    *elf.File
-	tab  *gosym.Table
-	bias uint64 // load address minus link address (PIE)
-}
-
-func newSymbolizer(path string, pid int) (*symbolizer, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	pcln := f.Section(".gopclntab")
-	text := f.Section(".text")
-	if pcln == nil || text == nil {
-		return nil, errors.New("no .gopclntab or .text section")
-	}
-	data, err := pcln.Data()
-	if err != nil {
-		return nil, fmt.Errorf("reading .gopclntab: %w", err)
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
-	if err != nil {
-		return nil, fmt.Errorf("parsing .gopclntab: %w", err)
-	}
-	s := &symbolizer{tab: tab}
-	// Keep the program headers for file offsets; f is closed.
-	s.f = &elf.File{FileHeader: f.FileHeader, Progs: f.Progs}
-	if f.Type == elf.ET_DYN {
-		if s.bias, err = loadBias(f, pid); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-// loadBias finds where a position-independent executable was mapped.
-func loadBias(f *elf.File, pid int) (uint64, error) {
-	var first uint64 = ^uint64(0)
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Vaddr < first {
-			first = p.Vaddr &^ 0xfff
-		}
-	}
-	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	mf, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer mf.Close()
-	sc := bufio.NewScanner(mf)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 6 || filepath.Clean(fl[5]) != exe || fl[2] != "00000000" {
-			continue
-		}
-		start, err := strconv.ParseUint(strings.SplitN(fl[0], "-", 2)[0], 16, 64)
-		if err != nil {
-			return 0, err
-		}
-		return start - first, nil
-	}
-	return 0, fmt.Errorf("no mapping of %s in /proc/%d/maps", exe, pid)
-}
-
-// fileOffset is the offset in the executable of fn's entry, which is what
-// UprobeOptions.Address wants (a virtual address attaches but never fires).
-func (s *symbolizer) fileOffset(fn string) (uint64, error) {
-	f := s.tab.LookupFunc(fn)
-	if f == nil {
-		return 0, fmt.Errorf("no function %s in .gopclntab", fn)
-	}
-	for _, p := range s.f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && f.Entry >= p.Vaddr && f.Entry < p.Vaddr+p.Filesz {
-			return f.Entry - p.Vaddr + p.Off, nil
-		}
-	}
-	return 0, fmt.Errorf("%s at %#x is in no executable segment", fn, f.Entry)
-}
-
-// frames symbolizes return PCs. debug/gosym names the outermost function
-// of a PC and the file and line of the innermost: inlined frames are not
-// expanded in attach mode.
-func (s *symbolizer) frames(pcs []uint64) []agent.PCFrames {
-	out := make([]agent.PCFrames, 0, len(pcs))
-	for _, pc := range pcs {
-		pf := agent.PCFrames{PC: pc}
-		// A return PC points after the call; pc-1 is inside it.
-		file, line, fn := s.tab.PCToLine(pc - s.bias - 1)
-		if fn != nil {
-			pf.Frames = []agent.Frame{{Func: fn.Name, File: file, Line: line}}
-		}
-		out = append(out, pf)
-	}
-	return out
 }

@@ -8,6 +8,7 @@
 //	            main.makeClosure.func1
 //	/none       no allocation of its own
 //	/write      one extra write(2) to /dev/null
+//	/getppid    one getppid(2)
 //	/spin?us=N  N µs of thread CPU time
 //	/sleep?ms=N N ms of sleep
 //	/copy       memmove: 3000 B in main.copyN (size known only at run time),
@@ -197,6 +198,10 @@ func main() {
 	})
 	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
 		syscall.Write(devnull, []byte("x"))
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/getppid", func(w http.ResponseWriter, r *http.Request) {
+		syscall.Getppid()
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/spin", func(w http.ResponseWriter, r *http.Request) {
