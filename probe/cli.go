@@ -66,6 +66,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
 	fs.Usage = func() {
@@ -106,6 +107,10 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Allocs != "allocspy" && cfg.Allocs != "heapprofile" {
 		fmt.Fprintf(stderr, "probe run: -allocs %q: want allocspy or heapprofile\n", cfg.Allocs)
+		return ExitUsage
+	}
+	if cfg.Syscalls != "bpf" && cfg.Syscalls != "proc-io" {
+		fmt.Fprintf(stderr, "probe run: -syscalls %q: want bpf or proc-io\n", cfg.Syscalls)
 		return ExitUsage
 	}
 	if cfg.Copies != "overlay" && cfg.Copies != "off" {

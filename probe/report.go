@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/perfspy/perfspy/copyspy"
@@ -36,9 +37,13 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| allocations | %s | %s, attribution window (%d requests) |\n", fmtPtr(s.PerRequest.Allocs, 2), s.Sources["allocs"], s.AttributionWindow.Requests)
 	fmt.Fprintf(w, "| allocated bytes | %s | %s |\n", fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "| copies | %s calls, %s B | %s |\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
-	fmt.Fprintf(w, "| syscalls | %s | %s (read/write family only) |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	fmt.Fprintf(w, "| syscalls | %s | %s |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: the heap profile counts heap objects as the runtime made them; several tiny (<16 B, pointer-free) objects packed into one 16-byte block count once. ")
-	fmt.Fprint(w, "syscalls from /proc/PID/io count only the read/write family (not epoll, futex, nanosleep). ")
+	if strings.HasPrefix(s.Sources["syscalls"], SourceSyscallsIO) {
+		fmt.Fprint(w, "Syscalls from /proc/PID/io count only the read/write family (not epoll, futex, nanosleep). ")
+	} else {
+		fmt.Fprint(w, "Syscalls are every sys_enter of the target's threads, counted in the kernel. ")
+	}
 	fmt.Fprint(w, "Copies count calls of memmove and memclrNoHeapPointers; copies the compiler inlines (constant sizes up to 16 B, array and struct assignment, inline zeroing) never reach them. Off-CPU time is not measured by this build.\n\n")
 
 	if requests <= 0 {
@@ -85,6 +90,42 @@ func writeCopyReport(w io.Writer, sites []copyspy.Site, requests int64, tot [2]i
 		fmt.Fprintf(w, "| other %d sites | | | %.2f | %.0f | |\n", len(sites)-TopSites, per(tot[0]-shownC), per(tot[1]-shownB))
 	}
 	fmt.Fprintf(w, "| **total** | | | %.2f | %.0f | |\n", per(tot[0]), per(tot[1]))
+}
+
+// writeSyscallReport lists syscalls per request by name, largest first.
+func writeSyscallReport(w io.Writer, s *Summary) {
+	if len(s.PerRequest.SyscallsByName) == 0 {
+		return
+	}
+	type kv struct {
+		name string
+		v    float64
+	}
+	var rows []kv
+	for k, v := range s.PerRequest.SyscallsByName {
+		rows = append(rows, kv{k, v})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].v != rows[j].v {
+			return rows[i].v > rows[j].v
+		}
+		return rows[i].name < rows[j].name
+	})
+	fmt.Fprintf(w, "\n## Syscalls per request (timing window, %s)\n\n| syscall | per request |\n|---|---:|\n", s.Sources["syscalls"])
+	var rest float64
+	var nrest int
+	for _, r := range rows {
+		if r.v < 0.0001 {
+			rest += r.v
+			nrest++
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.4f |\n", r.name, r.v)
+	}
+	if nrest > 0 {
+		fmt.Fprintf(w, "| other %d names (each < 0.0001) | %.4f |\n", nrest, rest)
+	}
+	fmt.Fprintf(w, "| **total** | %s |\n", fmtPtr(s.PerRequest.Syscalls, 4))
 }
 
 // WriteTerminal prints the short table at the end of a run.

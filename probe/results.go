@@ -14,6 +14,7 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // Sources of each figure, as summary.json names them.
@@ -29,7 +30,10 @@ const (
 // writeResults turns two windows into the results folder.
 // rawFiles are what the agent wrote in the private folder; copies is ""
 // when copies were not counted.
-type rawFiles struct{ cpu, heap, allocs, copies string }
+type rawFiles struct {
+	cpu, heap, allocs, copies string
+	sysNote                   string // why syscalls were not counted with eBPF
+}
 
 func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
 	cl, at := clean.load, attr.load
@@ -67,8 +71,21 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	if cl.OK > 0 {
 		n := float64(cl.OK)
 		s.PerRequest.CPUUS = f64(round(float64(clean.cpu)/1e3/n, 3))
-		sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
-		s.PerRequest.Syscalls = f64(round(sc/n, 4))
+		if clean.sys != nil {
+			var total uint64
+			for id, c := range clean.sys {
+				total += c
+				s.PerRequest.SyscallsByName[syscalls.Name(id)] = round(float64(c)/n, 6)
+			}
+			s.PerRequest.Syscalls = f64(round(float64(total)/n, 4))
+			s.Sources["syscalls"] = syscalls.Source
+		} else {
+			sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
+			s.PerRequest.Syscalls = f64(round(sc/n, 4))
+			if raw.sysNote != "" {
+				s.Sources["syscalls"] = SourceSyscallsIO + " (eBPF unavailable: " + raw.sysNote + ")"
+			}
+		}
 		if clean.m0 != nil && clean.m1 != nil {
 			s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
 		}
@@ -192,6 +209,15 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		s.Verdict = VerdictNotJudged
 	}
 
+	if attr.sysSites != nil {
+		sp := syscalls.Profile(attr.sysSites)
+		sp.Comments = comments(attr)
+		if err := writeProfile(filepath.Join(out, "syscalls.pb.gz"), sp); err != nil {
+			return nil, err
+		}
+		s.Files["syscalls"] = "syscalls.pb.gz"
+	}
+
 	cpuProf, err := profileFromFile(raw.cpu)
 	if err != nil {
 		return nil, err
@@ -222,6 +248,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	buf.Reset()
 	writeReport(&buf, s, sites, at.OK, tot)
 	writeCopyReport(&buf, copySites, copyReqs, copyTotal)
+	writeSyscallReport(&buf, s)
 	files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	files["meta"] = []byte(formatMeta(meta))
 	for name, b := range files {

@@ -17,8 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // DefaultTarget is what probe run measures when no target is named.
@@ -41,6 +43,7 @@ type Config struct {
 	MinRequests  int64  // fewer successes than this in a window: not judged
 	Copies       string // copy counting: overlay (default) or off
 	Allocs       string // allocation source: allocspy (default) or heapprofile
+	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
 	// AttributionCPUProfile keeps the CPU profiler on in the attribution
 	// window too, so that tests have signals arrive while recorders run.
 	AttributionCPUProfile bool
@@ -69,6 +72,19 @@ type windowResult struct {
 	cpuSource string
 	io0, io1  IOReading
 	m0, m1    *agent.Metrics
+	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
+	sysSites  []syscalls.Site
+}
+
+// syscallsOpen is syscalls.Open; tests replace it to play a machine
+// without the capability.
+var syscallsOpen = syscalls.Open
+
+// sysCounter is the eBPF syscall counter of a run and what symbolizes its
+// stacks; nil when not root (then /proc/PID/io is the source).
+type sysCounter struct {
+	c   *syscalls.Counter
+	sym *elfsym.Table
 }
 
 // Run builds the target, measures a clean window and an attribution window,
@@ -179,6 +195,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 
 	var reasons []string
+	var sysNote string
 	allowed, _ := readAllowedCPUs(p.pid)
 	coresHad := float64(hello.GOMAXPROCS)
 	if len(plan.Server) > 0 {
@@ -209,6 +226,21 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	defer drv.Close()
 
+	var sc *sysCounter
+	if cfg.Syscalls != "proc-io" {
+		c, err := syscallsOpen(p.pid)
+		if err == nil {
+			defer c.Close()
+			sym, err2 := elfsym.Open(tgt.Binary, p.pid)
+			if err2 != nil {
+				return nil, fmt.Errorf("symbols of %s: %w", tgt.Binary, err2)
+			}
+			sc = &sysCounter{c: c, sym: sym}
+		} else {
+			sysNote = err.Error()
+			logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
+		}
+	}
 	runWindow := func(name string, req agent.Request) (*windowResult, error) {
 		if cfg.Warmup > 0 {
 			logf("%s: warm-up %v", name, cfg.Warmup)
@@ -220,7 +252,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			}
 		}
 		logf("%s: snapshot 1, load for %v", name, cfg.Duration)
-		return measure(ctx, p, ac, drv, req, cfg.Duration)
+		// Syscall stacks cost more than counts: the attribution window takes them.
+		return measure(ctx, p, ac, drv, req, cfg.Duration, sc, name == "attribution window")
 	}
 
 	cpuRaw := filepath.Join(priv, "cpu.pprof")
@@ -228,7 +261,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := rawFiles{cpu: cpuRaw}
+	raw := rawFiles{cpu: cpuRaw, sysNote: sysNote}
 	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs")
 	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies")
 	attrReq := agent.Request{Cmd: "begin", Counters: map[string]string{}}
@@ -281,16 +314,46 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).
 // Process counters are read after begin returns and before end is sent,
 // so the agent's own work falls outside the window.
-func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin agent.Request, d time.Duration) (*windowResult, error) {
+func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin agent.Request, d time.Duration, sc *sysCounter, stacks bool) (*windowResult, error) {
 	r0, err := ac.call(begin)
 	if err != nil {
 		return nil, err
+	}
+	var sys0 map[int]uint64
+	var st0 map[syscalls.StackKey]uint64
+	if sc != nil {
+		if stacks {
+			if err := sc.c.SetStacks(true); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+			if st0, err = sc.c.StackCounts(); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+		}
+		if sys0, err = sc.c.Counts(); err != nil {
+			return nil, fmt.Errorf("syscalls: %w", err)
+		}
 	}
 	cpu0, err0 := readCPU(p.pid)
 	io0, _ := readIO(p.pid)
 	lr, lerr := drv.Run(ctx, d)
 	cpu1, err1 := readCPU(p.pid)
 	io1, _ := readIO(p.pid)
+	var sys1 map[int]uint64
+	var st1 map[syscalls.StackKey]uint64
+	if sc != nil {
+		if sys1, err = sc.c.Counts(); err != nil {
+			return nil, fmt.Errorf("syscalls: %w", err)
+		}
+		if stacks {
+			if st1, err = sc.c.StackCounts(); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+			if err := sc.c.SetStacks(false); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+		}
+	}
 	if p.exited() {
 		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
 	}
@@ -305,6 +368,12 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 		return nil, fmt.Errorf("reading target cpu time: %w", err)
 	}
 	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source}
+	if sc != nil {
+		w.sys = syscalls.Delta(sys0, sys1)
+		if stacks {
+			w.sysSites = sc.c.Sites(st0, st1, sc.sym)
+		}
+	}
 	if cpu1.Nanos >= cpu0.Nanos && cpu0.Source == cpu1.Source {
 		w.cpu = cpu1.Nanos - cpu0.Nanos
 	}

@@ -29,11 +29,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 const (
@@ -111,10 +113,13 @@ func bufWrites(p []byte) int {
 	return b.Len()
 }
 
+// threadCPU is this thread's CPU time, in nanoseconds of resolution
+// (getrusage counts in scheduler ticks on some kernels).
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	var ts syscall.Timespec
+	const clockThreadCPUTime = 3
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
+	return time.Duration(ts.Nano())
 }
 
 // spin burns d of CPU. Thread CPU time is read rarely, so the loop itself
@@ -132,14 +137,17 @@ func burn(n int) int {
 var burnSink int
 
 func calibrate() {
-	n := 1 << 22
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	burnSink = burn(1 << 20) // warm up
+	n := 1 << 24
 	t0 := threadCPU()
 	burnSink = burn(n)
 	d := threadCPU() - t0
 	if d <= 0 {
 		d = time.Millisecond
 	}
-	spinPerUS = int(float64(n) / float64(d.Microseconds()+1))
+	spinPerUS = int(float64(n) / (float64(d.Nanoseconds()) / 1e3))
 }
 
 func main() {
