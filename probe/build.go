@@ -107,8 +107,9 @@ func modulePathOf(gomod string) (string, error) {
 
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
-	Copies bool // add copyspy's runtime overlay
-	Allocs bool // add allocspy's runtime overlay
+	Copies    bool // add copyspy's runtime overlay
+	Allocs    bool // add allocspy's runtime overlay
+	Wallclock bool // add the fgprof wall-clock profiler to the agent
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -207,6 +208,11 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			t.Copies = true
 		}
 	}
+	if opts.Wallclock {
+		if err := addMainFile(replace, work, t.PkgDir, "zz_perfspy_wallclock.go", wallclockImport); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Allocs {
 		ov, err := allocsOverlay(goenv, work, t.PkgDir)
 		if err != nil {
@@ -235,7 +241,12 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	if err != nil && (t.Copies || t.Allocs) && ctx.Err() == nil {
 		// A plain build tells a broken target from a runtime overlay that
 		// this Go release does not accept.
-		plain := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+		plain := map[string]string{}
+		for k, v := range replace {
+			if strings.HasPrefix(k, t.PkgDir+string(filepath.Separator)) && !strings.Contains(v, "spy") {
+				plain[k] = v // the agent and the wall-clock profiler
+			}
+		}
 		if out2, err2 := build(plain); err2 == nil {
 			why := "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
 			if t.Copies {
@@ -289,6 +300,8 @@ func copiesOverlay(goenv []string, work, pkgDir string) (map[string]string, erro
 }
 
 const allocspyImport = ModulePath + "/allocspy/inproc"
+
+const wallclockImport = ModulePath + "/probe/agent/wallclock"
 
 // allocspyOverlay is allocspy.Overlay; tests replace it.
 var allocspyOverlay = allocspy.Overlay

@@ -66,6 +66,8 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
+	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add an fgprof wall-clock profile to the off-CPU window")
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")

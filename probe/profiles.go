@@ -79,11 +79,9 @@ func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 	if len(before.SampleType) < 2 || before.SampleType[0].Type != "alloc_objects" || before.SampleType[1].Type != "alloc_space" {
 		return nil, fmt.Errorf("not an allocation profile (sample types %v)", sampleTypeNames(before))
 	}
-	neg := before.Copy()
-	neg.Scale(-1)
-	d, err := profile.Merge([]*profile.Profile{after.Copy(), neg})
+	d, err := profileDelta(before, after)
 	if err != nil {
-		return nil, fmt.Errorf("subtracting allocation profiles: %w", err)
+		return nil, err
 	}
 	d.SampleType = d.SampleType[:2]
 	d.DefaultSampleType = "alloc_space"
@@ -100,6 +98,30 @@ func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 			continue
 		}
 		kept = append(kept, s)
+	}
+	d.Sample = kept
+	return d.Compact(), nil
+}
+
+// profileDelta returns after minus before, per stack, for cumulative
+// profiles of one process (allocs, block, mutex): zero samples and samples
+// through the agent are dropped.
+func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
+	neg := before.Copy()
+	neg.Scale(-1)
+	d, err := profile.Merge([]*profile.Profile{after.Copy(), neg})
+	if err != nil {
+		return nil, fmt.Errorf("subtracting profiles: %w", err)
+	}
+	kept := d.Sample[:0]
+	for _, s := range d.Sample {
+		zero := true
+		for _, v := range s.Value {
+			zero = zero && v == 0
+		}
+		if !zero && !throughAgent(s) {
+			kept = append(kept, s)
+		}
 	}
 	d.Sample = kept
 	d.TimeNanos = after.TimeNanos

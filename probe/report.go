@@ -44,7 +44,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	} else {
 		fmt.Fprint(w, "Syscalls are every sys_enter of the target's threads, counted in the kernel. ")
 	}
-	fmt.Fprint(w, "Copies count calls of memmove and memclrNoHeapPointers; copies the compiler inlines (constant sizes up to 16 B, array and struct assignment, inline zeroing) never reach them. Off-CPU time is not measured by this build.\n\n")
+	fmt.Fprint(w, "Copies count calls of memmove and memclrNoHeapPointers; copies the compiler inlines (constant sizes up to 16 B, array and struct assignment, inline zeroing) never reach them. Off-CPU time comes from an execution trace of its own window: the trace sees only syscalls that go through entersyscall.\n\n")
 
 	if requests <= 0 {
 		return

@@ -31,11 +31,12 @@ const (
 // rawFiles are what the agent wrote in the private folder; copies is ""
 // when copies were not counted.
 type rawFiles struct {
-	cpu, heap, allocs, copies string
-	sysNote                   string // why syscalls were not counted with eBPF
+	cpu, heap, allocs, copies  string
+	trace, blocking, wallclock string
+	sysNote                    string // why syscalls were not counted with eBPF
 }
 
-func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
+func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
 	cl, at := clean.load, attr.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
@@ -209,6 +210,12 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		s.Verdict = VerdictNotJudged
 	}
 
+	if offWin != nil {
+		if err := writeOffCPU(out, s, offWin, raw, comments(offWin)); err != nil {
+			return nil, err
+		}
+	}
+
 	if attr.sysSites != nil {
 		sp := syscalls.Profile(attr.sysSites)
 		sp.Comments = comments(attr)
@@ -249,6 +256,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	writeReport(&buf, s, sites, at.OK, tot)
 	writeCopyReport(&buf, copySites, copyReqs, copyTotal)
 	writeSyscallReport(&buf, s)
+	writeOffCPUReport(&buf, s)
 	files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	files["meta"] = []byte(formatMeta(meta))
 	for name, b := range files {

@@ -44,6 +44,13 @@ type Config struct {
 	Copies       string // copy counting: overlay (default) or off
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
+	// OffCPU adds the off-CPU window: an execution trace, block and mutex
+	// profiles, and (with Wallclock) an fgprof wall-clock profile.
+	OffCPU    bool
+	Wallclock bool
+	// noTrace leaves the execution trace out of the off-CPU window, for
+	// the benchmark that sets fgprof alone against the trace.
+	noTrace bool
 	// AttributionCPUProfile keeps the CPU profiler on in the attribution
 	// window too, so that tests have signals arrive while recorders run.
 	AttributionCPUProfile bool
@@ -138,7 +145,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("-allocs %q: want allocspy or heapprofile", cfg.Allocs)
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy"}, logf)
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -298,10 +305,29 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
+	var offWin *windowResult
+	if cfg.OffCPU {
+		req := agent.Request{Cmd: "begin", Blocking: filepath.Join(priv, "blocking"), Counters: map[string]string{}}
+		raw.blocking = req.Blocking
+		if !cfg.noTrace {
+			raw.trace = filepath.Join(priv, "trace.out")
+			req.Trace = raw.trace
+		}
+		if cfg.Wallclock {
+			if !slices.Contains(hello.Counters, "wallclock") {
+				return nil, fmt.Errorf("the wall-clock profiler is not built into the target")
+			}
+			raw.wallclock = filepath.Join(priv, "wallclock.pprof")
+			req.Counters["wallclock"] = raw.wallclock
+		}
+		if offWin, err = runWindow("off-CPU window", req); err != nil {
+			return nil, err
+		}
+	}
 	p.stop()
 
 	logf("writing %s", out)
-	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, raw, reasons)
+	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, offWin, raw, reasons)
 	if err != nil {
 		return nil, err
 	}

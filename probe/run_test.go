@@ -840,3 +840,84 @@ func TestSyscallsFallback(t *testing.T) {
 		t.Errorf("probe did not say it falls back:\n%s", logb.String())
 	}
 }
+
+// TestOffCPUGroundTruth measures handlers that wait for known reasons.
+func TestOffCPUGroundTruth(t *testing.T) {
+	skipShort(t)
+	for _, tc := range []struct {
+		path, reason string
+		minUS        float64
+	}{
+		{"/chanwait?ms=2", "sync", 1800},
+		{"/sysblock?ms=1", "syscall", 900},
+		{"/mutex?us=200", "sync", 100},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Copies: "off",
+				Warmup: 200 * time.Millisecond, Duration: time.Second, Out: out, OffCPU: true, Wallclock: tc.path == "/mutex?us=200"}, nil)
+			if err != nil && !errors.Is(err, ErrNotJudged) {
+				t.Fatal(err)
+			}
+			checkNoOrphans(t)
+			s := res.Summary
+			if s.Sources["offcpu"] != SourceOffCPU || s.OffCPUWindow == nil {
+				t.Fatalf("sources.offcpu %q, window %v", s.Sources["offcpu"], s.OffCPUWindow)
+			}
+			got := s.PerRequest.OffCPUUS[tc.reason]
+			t.Logf("%s: off-CPU µs/req %v", tc.path, s.PerRequest.OffCPUUS)
+			if got < tc.minUS {
+				t.Errorf("%s: %s %.1f µs per request, want at least %.0f", tc.path, tc.reason, got, tc.minUS)
+			}
+			p, err := readProfile(filepath.Join(out, "offcpu.pb.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.CheckValid(); err != nil {
+				t.Fatal(err)
+			}
+			// The handler's waits carry the handler's stack.
+			var under int64
+			for _, smp := range p.Sample {
+				if smp.Label["reason"][0] == tc.reason && stackHasPrefix(smp, "main.main.func") {
+					under += smp.Value[0]
+				}
+			}
+			if float64(under)/1e3/float64(s.OffCPUWindow.Requests) < tc.minUS {
+				t.Errorf("%s: only %d ns of %s under the handler", tc.path, under, tc.reason)
+			}
+			if tc.path != "/mutex?us=200" {
+				return
+			}
+			// The block profile sees the waiters, the mutex profile the
+			// holder that made them wait, the wall-clock profile everyone.
+			for _, name := range []string{"block", "mutex", "wallclock"} {
+				p, err := readProfile(filepath.Join(out, name+".pb.gz"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v int64
+				for _, smp := range p.Sample {
+					if stackHasPrefix(smp, "main.main.func") {
+						v += smp.Value[len(smp.Value)-1]
+					}
+				}
+				t.Logf("%s.pb.gz: %d under the handler", name, v)
+				if v <= 0 {
+					t.Errorf("%s.pb.gz: nothing under the handler", name)
+				}
+			}
+		})
+	}
+}
+
+func stackHasPrefix(s *profile.Sample, prefix string) bool {
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function != nil && strings.HasPrefix(ln.Function.Name, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}

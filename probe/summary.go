@@ -26,8 +26,11 @@ type Summary struct {
 	Go                string             `json:"go"`
 	Window            WindowSummary      `json:"window"`
 	AttributionWindow AttributionSummary `json:"attribution_window"`
-	// CopiesWindow is the window that counted copies, when copies were counted.
-	CopiesWindow   *AttributionSummary `json:"copies_window,omitempty"`
+	// CopiesWindow is the window that counted copies, when they had one of their own.
+	CopiesWindow *AttributionSummary `json:"copies_window,omitempty"`
+	// OffCPUWindow is the window of the execution trace, block, mutex and
+	// wall-clock profiles.
+	OffCPUWindow   *AttributionSummary `json:"offcpu_window,omitempty"`
 	ServerCores    float64             `json:"server_cores"`
 	CoresAvailable float64             `json:"cores_available"`
 	Verdict        string              `json:"verdict"`
@@ -55,6 +58,7 @@ type AttributionSummary struct {
 	Requests int64   `json:"requests"`
 	Errors   int64   `json:"errors"`
 	RPS      float64 `json:"rps"`
+	CPUUS    float64 `json:"cpu_us,omitempty"` // target CPU per request in this window
 }
 
 // PerRequest holds every figure divided by the successful requests of its window.

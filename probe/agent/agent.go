@@ -31,6 +31,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"sync"
 )
@@ -43,6 +44,12 @@ type Request struct {
 	Cmd         string `json:"cmd"`
 	HeapProfile string `json:"heap_profile,omitempty"`
 	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// Trace starts an execution trace into this path at begin; end stops it.
+	Trace string `json:"trace,omitempty"`
+	// Blocking sets the block and mutex profile rates to 1 at begin and
+	// writes both profiles at begin (to Blocking+".block", ".mutex") and at
+	// end (the same plus ".end"); end restores the rates.
+	Blocking string `json:"blocking,omitempty"`
 	// Counters maps a registered counter's name ("copies", "allocs") to the
 	// path of the report it writes at the end of the window.
 	Counters map[string]string `json:"counters,omitempty"`
@@ -188,6 +195,9 @@ type window struct {
 	cpuFile  *os.File
 	active   []string          // counters counting, in the order they began
 	paths    map[string]string // their report paths
+	trace    *os.File
+	blocking string
+	oldMutex int
 }
 
 func (w *window) do(req Request) Response {
@@ -243,6 +253,28 @@ func (w *window) begin(req Request) error {
 		}
 		w.cpuFile = f
 	}
+	if req.Blocking != "" {
+		if err := writeProfiles(req.Blocking, ""); err != nil {
+			w.abort()
+			return err
+		}
+		runtime.SetBlockProfileRate(1)
+		w.oldMutex = runtime.SetMutexProfileFraction(1)
+		w.blocking = req.Blocking
+	}
+	if req.Trace != "" {
+		f, err := os.Create(req.Trace)
+		if err != nil {
+			w.abort()
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			w.abort()
+			return fmt.Errorf("starting the execution trace: %w", err)
+		}
+		w.trace = f
+	}
 	// Counters last, so the heap profile's GC is outside their window.
 	w.active, w.paths = nil, req.Counters
 	names := make([]string, 0, len(req.Counters))
@@ -272,6 +304,8 @@ func (w *window) abort() {
 	}
 	w.active = nil
 	w.stopCPU()
+	w.stopTrace()
+	w.stopBlocking("")
 	if w.heapPath != "" {
 		runtime.MemProfileRate = w.oldRate
 		w.heapPath = ""
@@ -297,7 +331,7 @@ func (w *window) end() error {
 		}
 	}
 	w.active = nil
-	errs = append(errs, w.stopCPU())
+	errs = append(errs, w.stopCPU(), w.stopTrace(), w.stopBlocking(".end"))
 	if w.heapPath != "" {
 		runtime.GC()
 		errs = append(errs, writeHeap(w.heapPath+".end"))
@@ -305,6 +339,51 @@ func (w *window) end() error {
 		w.heapPath = ""
 	}
 	return errors.Join(errs...)
+}
+
+func (w *window) stopTrace() error {
+	if w.trace == nil {
+		return nil
+	}
+	trace.Stop()
+	err := w.trace.Close()
+	w.trace = nil
+	return err
+}
+
+// stopBlocking writes the block and mutex profiles with suffix (none when
+// aborting) and restores the rates.
+func (w *window) stopBlocking(suffix string) error {
+	if w.blocking == "" {
+		return nil
+	}
+	var err error
+	if suffix != "" {
+		err = writeProfiles(w.blocking, suffix)
+	}
+	runtime.SetBlockProfileRate(0)
+	runtime.SetMutexProfileFraction(w.oldMutex)
+	w.blocking = ""
+	return err
+}
+
+// writeProfiles writes the block and mutex profiles to base+".block"+suffix
+// and base+".mutex"+suffix.
+func writeProfiles(base, suffix string) error {
+	for _, name := range []string{"block", "mutex"} {
+		f, err := os.Create(base + "." + name + suffix)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			f.Close()
+			return fmt.Errorf("writing the %s profile: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeHeap(path string) error {

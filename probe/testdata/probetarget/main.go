@@ -9,6 +9,11 @@
 //	/none       no allocation of its own
 //	/write      one extra write(2) to /dev/null
 //	/getppid    one getppid(2)
+//	/chanwait?ms=N  waits on a channel for a worker that answers after N ms
+//	/sysblock?ms=N  blocks N ms in a nanosleep(2) system call
+//	/mutex?us=N     holds a global mutex while it sleeps N µs: concurrent
+//	                requests wait for it
+//	-idle N         starts N goroutines that block forever
 //	/spin?us=N  N µs of thread CPU time
 //	/sleep?ms=N N ms of sleep
 //	/copy       memmove: 3000 B in main.copyN (size known only at run time),
@@ -32,6 +37,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -154,6 +160,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	mode := flag.String("mode", "serve", "serve, exit, nolisten or crash")
 	crashAfter := flag.Int64("crash-after", 1000, "with -mode crash: exit after this many requests")
+	idle := flag.Int("idle", 0, "goroutines that block forever, to load goroutine-walking profilers")
 	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
 	flag.Parse()
 	if *cpuprof {
@@ -175,6 +182,25 @@ func main() {
 		log.Fatal(err)
 	}
 	calibrate()
+
+	block := make(chan struct{})
+	for i := 0; i < *idle; i++ {
+		go func() { <-block }()
+	}
+	type job struct {
+		d    time.Duration
+		done chan struct{}
+	}
+	jobs := make(chan job)
+	go func() {
+		for j := range jobs {
+			go func() {
+				time.Sleep(j.d)
+				close(j.done)
+			}()
+		}
+	}()
+	var mu sync.Mutex
 
 	var served atomic.Int64
 	mux := http.NewServeMux()
@@ -210,6 +236,26 @@ func main() {
 	})
 	mux.HandleFunc("/getppid", func(w http.ResponseWriter, r *http.Request) {
 		syscall.Getppid()
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/chanwait", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		j := job{time.Duration(ms) * time.Millisecond, make(chan struct{})}
+		jobs <- j
+		<-j.done
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/sysblock", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		ts := syscall.NsecToTimespec(int64(ms) * 1e6)
+		syscall.Nanosleep(&ts, nil)
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/mutex", func(w http.ResponseWriter, r *http.Request) {
+		us, _ := strconv.Atoi(r.URL.Query().Get("us"))
+		mu.Lock()
+		time.Sleep(time.Duration(us) * time.Microsecond)
+		mu.Unlock()
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/spin", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,133 @@
+package offcpu
+
+import (
+	"bytes"
+	"os"
+	"runtime/trace"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+//go:noinline
+func waitOnChannel(ch chan struct{}) { <-ch }
+
+//go:noinline
+func sleepInSyscall(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	syscall.Nanosleep(&ts, nil)
+}
+
+var counter int
+
+//go:noinline
+func lockContended(mu *sync.Mutex) {
+	mu.Lock()
+	counter++
+	mu.Unlock()
+}
+
+// traceScenario traces goroutines that wait for known reasons for known
+// times: the trace written by this very runtime is the input.
+func traceScenario(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Skipf("skipped: cannot trace: %v", err)
+	}
+	var wg sync.WaitGroup
+	ch := make(chan struct{})
+	wg.Add(3)
+	go func() { defer wg.Done(); waitOnChannel(ch) }()
+	go func() { defer wg.Done(); sleepInSyscall(20 * time.Millisecond) }()
+	var mu sync.Mutex
+	mu.Lock()
+	go func() { defer wg.Done(); lockContended(&mu) }()
+	time.Sleep(30 * time.Millisecond)
+	close(ch)
+	mu.Unlock()
+	wg.Wait()
+	trace.Stop()
+	return buf.Bytes()
+}
+
+func TestParseKnownWaits(t *testing.T) {
+	data := traceScenario(t)
+	res, err := Parse(bytes.NewReader(data), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFunc := map[string]map[string]int64{}
+	for _, s := range res.Samples {
+		for _, f := range s.Stack {
+			if f.Func == "github.com/perfspy/perfspy/offcpu.waitOnChannel" || f.Func == "github.com/perfspy/perfspy/offcpu.sleepInSyscall" || f.Func == "github.com/perfspy/perfspy/offcpu.lockContended" {
+				if byFunc[f.Func] == nil {
+					byFunc[f.Func] = map[string]int64{}
+				}
+				byFunc[f.Func][s.Reason] += s.Nanos
+				break
+			}
+		}
+	}
+	t.Logf("by function: %v; totals %v", byFunc, res.Nanos)
+	for fn, w := range map[string]struct {
+		reason string
+		min    time.Duration
+	}{
+		"github.com/perfspy/perfspy/offcpu.waitOnChannel":  {"sync", 25 * time.Millisecond},
+		"github.com/perfspy/perfspy/offcpu.sleepInSyscall": {"syscall", 18 * time.Millisecond},
+		"github.com/perfspy/perfspy/offcpu.lockContended":  {"sync", 25 * time.Millisecond},
+	} {
+		if got := time.Duration(byFunc[fn][w.reason]); got < w.min {
+			t.Errorf("%s: %s %v, want at least %v", fn, w.reason, got, w.min)
+		}
+	}
+	p := res.Profile()
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		os.WriteFile("testdata/scenario.trace", data, 0o644)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	if _, err := Parse(bytes.NewReader([]byte("not a trace")), Options{}); err == nil {
+		t.Error("garbage: no error")
+	}
+	if _, err := Parse(bytes.NewReader(nil), Options{}); err == nil {
+		t.Error("empty: no error")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	// The stack is not needed for these reasons.
+	for wait, want := range map[string]string{
+		"chan receive": "sync", "chan send": "sync", "select": "sync", "sync": "sync", "sync.(*Cond).Wait": "sync",
+		"sleep": "sleep", "GC mark assist wait for work": "gc", "preempted": "other", "system goroutine wait": "",
+	} {
+		if got := classify(4 /* GoWaiting */, wait, NoStackForTest); got != want {
+			t.Errorf("classify(%q) = %q, want %q", wait, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("testdata/scenario.trace"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("go 1.26 trace\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res, err := Parse(bytes.NewReader(b), Options{})
+		if err != nil {
+			return
+		}
+		for r, n := range res.Nanos {
+			if n < 0 {
+				t.Fatalf("negative %s time %d", r, n)
+			}
+		}
+		_ = res.Profile()
+	})
+}
