@@ -22,8 +22,9 @@ const (
 const usage = `usage: probe <command> [flags] [target]
 
 commands:
-  run    build the target with the agent, measure a timing window and an
-         attribution window, write a results folder
+  run    build the target with the agent, measure a timing window, an
+         attribution window and an off-CPU window, write a results folder
+  bench  what the off-CPU window costs, against fgprof (-what offcpu)
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `

@@ -32,8 +32,9 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 	fs := flag.NewFlagSet(name+" bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
-	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs")
-	dur := fs.Duration("duration", 3*time.Second, "httpjson: load per window")
+	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs, offcpu")
+	dur := fs.Duration("duration", 3*time.Second, "httpjson, offcpu: load per window")
+	idle := fs.Int("idle", 10000, "offcpu: idle goroutines in the target")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -55,6 +56,8 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 			err = benchHTTPJSON(ctx, stdout, stderr, *rounds, *dur)
 		case "httpjson-allocs":
 			err = benchHTTPJSONAllocs(ctx, stdout, stderr, *rounds, *dur)
+		case "offcpu":
+			err = benchOffCPU(ctx, stdout, stderr, *rounds, *dur, *idle)
 		default:
 			fmt.Fprintf(stderr, "%s bench: unknown benchmark %q\n", name, w)
 			return 2
@@ -260,5 +263,48 @@ func benchHTTPJSONAllocs(ctx context.Context, stdout, stderr io.Writer, rounds i
 	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
 	fmt.Fprintf(stdout, "  allocspy counting       %10.0f  ratio %.3f\n", median(spy), median(spy)/p)
 	fmt.Fprintf(stdout, "  MemProfileRate=1        %10.0f  ratio %.3f\n", median(rate1), median(rate1)/p)
+	return nil
+}
+
+// benchOffCPU measures what the off-CPU window costs a server with many
+// idle goroutines: the execution trace alone, and fgprof alone, each as the
+// ratio of the off-CPU window's CPU per request to the timing window's, in
+// interleaved runs.
+func benchOffCPU(ctx context.Context, stdout, stderr io.Writer, rounds int, dur time.Duration, idle int) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "perfspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	ratios := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		modes := []string{"trace", "fgprof"}
+		if r%2 == 1 {
+			modes[0], modes[1] = modes[1], modes[0]
+		}
+		for _, m := range modes {
+			fmt.Fprintf(stderr, "round %d/%d: %d idle goroutines, %s\n", r+1, rounds, idle, m)
+			res, err := probe.Run(ctx, probe.OffCPUBenchConfig(probe.Config{
+				Target: filepath.Join(root, "probe", "testdata", "probetarget"), Path: "/none",
+				Args:   []string{"-idle", strconv.Itoa(idle)},
+				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
+			}, m), nil)
+			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+				return err
+			}
+			s := res.Summary
+			if s.OffCPUWindow == nil || s.PerRequest.CPUUS == nil || *s.PerRequest.CPUUS == 0 {
+				return fmt.Errorf("%s: no off-CPU window figures", m)
+			}
+			ratios[m] = append(ratios[m], s.OffCPUWindow.CPUUS / *s.PerRequest.CPUUS)
+		}
+	}
+	fmt.Fprintf(stdout, "CPU per request, off-CPU window / timing window, probetarget /none with %d idle goroutines, median of %d interleaved rounds\n", idle, rounds)
+	fmt.Fprintf(stdout, "  execution trace (perfspy off-CPU)  %.3fx\n", median(ratios["trace"]))
+	fmt.Fprintf(stdout, "  fgprof wall-clock at 99 Hz         %.3fx\n", median(ratios["fgprof"]))
 	return nil
 }
