@@ -216,9 +216,13 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		}
 	}
 
-	if attr.sysSites != nil {
-		sp := syscalls.Profile(attr.sysSites)
-		sp.Comments = comments(attr)
+	sysWin := attr
+	if offWin != nil {
+		sysWin = offWin
+	}
+	if sysWin.sysSites != nil {
+		sp := syscalls.Profile(sysWin.sysSites)
+		sp.Comments = comments(sysWin)
 		if err := writeProfile(filepath.Join(out, "syscalls.pb.gz"), sp); err != nil {
 			return nil, err
 		}

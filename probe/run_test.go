@@ -690,7 +690,8 @@ func TestAllocspyCost(t *testing.T) {
 	skipShort(t)
 	for _, tc := range []struct{ target, path string }{{DefaultTarget, "/json"}, {"./testdata/probetarget", "/alloc10?spin=20"}} {
 		out := filepath.Join(t.TempDir(), "out")
-		res, err := Run(context.Background(), Config{Target: tc.target, Path: tc.path, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, Out: out}, nil)
+		// As the command runs it: syscall stacks go to the off-CPU window.
+		res, err := Run(context.Background(), Config{Target: tc.target, Path: tc.path, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, Out: out, OffCPU: true}, nil)
 		if err != nil && !errors.Is(err, ErrNotJudged) {
 			t.Fatal(err)
 		}

@@ -1,0 +1,429 @@
+package diff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/perf/benchmath"
+)
+
+// RequestsComment is the profile comment that carries a window's requests.
+const RequestsComment = "perfspy.requests="
+
+// Side is one build's profiles: one file, or several merged.
+type Side struct {
+	Files    []string
+	Profiles []*profile.Profile
+	Requests []int64 // per file; 0 when a file has no perfspy.requests
+}
+
+// Load reads pprof files (gzipped or not) as one side.
+func Load(paths []string) (*Side, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no profile files")
+	}
+	s := &Side{}
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		p, err := Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		s.Files = append(s.Files, path)
+		s.Profiles = append(s.Profiles, p)
+		s.Requests = append(s.Requests, requests(p))
+	}
+	return s, nil
+}
+
+// Parse decodes one profile and checks it is usable.
+func Parse(b []byte) (*profile.Profile, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty file, not a profile")
+	}
+	p, err := profile.Parse(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
+	}
+	if len(p.SampleType) == 0 {
+		return nil, errors.New("profile has no sample types")
+	}
+	for _, s := range p.Sample {
+		if len(s.Value) != len(p.SampleType) {
+			return nil, errors.New("corrupt profile: a sample's values do not match the sample types")
+		}
+	}
+	return p, nil
+}
+
+func requests(p *profile.Profile) int64 {
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, RequestsComment); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// totalRequests is the side's requests, or 0 when a file has none.
+func (s *Side) totalRequests() int64 {
+	var t int64
+	for _, r := range s.Requests {
+		if r == 0 {
+			return 0
+		}
+		t += r
+	}
+	return t
+}
+
+// Options configure Compare. Zero fields get defaults.
+type Options struct {
+	Sample string // sample type; default alloc_space when all have it, else the last type
+	Folds  Folds
+}
+
+// Row is one key's values.
+type Row struct {
+	Key                  string
+	FlatBefore, FlatAfter int64
+	CumBefore, CumAfter   int64
+	// Per request, when both sides carry perfspy.requests.
+	FlatBeforePR, FlatAfterPR float64
+	// P is the Mann-Whitney U p-value of the flat values per file, when
+	// both sides have at least two files; -1 otherwise.
+	P float64
+}
+
+// FlatDelta is after minus before.
+func (r *Row) FlatDelta() int64 { return r.FlatAfter - r.FlatBefore }
+
+// CumDelta is after minus before.
+func (r *Row) CumDelta() int64 { return r.CumAfter - r.CumBefore }
+
+// Result is a comparison. Rows add up: the sum of every row's flat delta is
+// TotalAfter - TotalBefore.
+type Result struct {
+	Sample, Unit            string
+	PerRequest              bool
+	ReqBefore, ReqAfter     int64
+	TotalBefore, TotalAfter int64
+	Rows                    []Row // sorted by |flat delta|, then |cum delta|, then key
+	before, after           *agg
+	keys                    *interner
+}
+
+// interner gives keys small IDs.
+type interner struct {
+	ids   map[string]int
+	names []string
+}
+
+func (in *interner) id(s string) int {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	id := len(in.names)
+	in.ids[s] = id
+	in.names = append(in.names, s)
+	return id
+}
+
+// agg is one side's values by key, per file.
+type agg struct {
+	flat, cum [][]int64 // [file][key]
+	total     []int64   // per file
+	stacks    map[string]int64
+}
+
+// sampleIndex picks the sample type.
+func sampleIndex(p *profile.Profile, name string) int {
+	for i, st := range p.SampleType {
+		if st.Type == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func chooseSample(before, after *Side, want string) (string, string, error) {
+	all := append(append([]*profile.Profile{}, before.Profiles...), after.Profiles...)
+	files := append(append([]string{}, before.Files...), after.Files...)
+	has := func(name string) error {
+		for i, p := range all {
+			if sampleIndex(p, name) < 0 {
+				return fmt.Errorf("%s has no sample type %q (it has %s)", files[i], name, typeNames(p))
+			}
+		}
+		return nil
+	}
+	if want != "" {
+		if err := has(want); err != nil {
+			return "", "", err
+		}
+	} else if has("alloc_space") == nil {
+		want = "alloc_space"
+	} else {
+		want = all[0].SampleType[len(all[0].SampleType)-1].Type
+		if err := has(want); err != nil {
+			return "", "", fmt.Errorf("no common sample type: %s has %s, %v", files[0], typeNames(all[0]), err)
+		}
+	}
+	unit := all[0].SampleType[sampleIndex(all[0], want)].Unit
+	for i, p := range all {
+		if u := p.SampleType[sampleIndex(p, want)].Unit; u != unit {
+			return "", "", fmt.Errorf("%s measures %s in %s, %s in %s: profiles of different kinds", files[i], want, u, files[0], unit)
+		}
+	}
+	return want, unit, nil
+}
+
+func typeNames(p *profile.Profile) string {
+	var n []string
+	for _, st := range p.SampleType {
+		n = append(n, st.Type+"/"+st.Unit)
+	}
+	return "[" + strings.Join(n, " ") + "]"
+}
+
+// Compare aggregates both sides by key and returns the rows.
+func Compare(before, after *Side, opt Options) (*Result, error) {
+	sample, unit, err := chooseSample(before, after, opt.Sample)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Sample: sample, Unit: unit, keys: &interner{ids: map[string]int{}}}
+	r.before = aggregate(before, sample, opt.Folds, r.keys)
+	r.after = aggregate(after, sample, opt.Folds, r.keys)
+	r.ReqBefore, r.ReqAfter = before.totalRequests(), after.totalRequests()
+	r.PerRequest = r.ReqBefore > 0 && r.ReqAfter > 0
+	nk := len(r.keys.names)
+	sum := func(a *agg, m [][]int64) []int64 {
+		out := make([]int64, nk)
+		for _, f := range m {
+			for k, v := range f {
+				out[k] += v
+			}
+		}
+		return out
+	}
+	fb, fa := sum(r.before, r.before.flat), sum(r.after, r.after.flat)
+	cb, ca := sum(r.before, r.before.cum), sum(r.after, r.after.cum)
+	for _, t := range r.before.total {
+		r.TotalBefore += t
+	}
+	for _, t := range r.after.total {
+		r.TotalAfter += t
+	}
+	pvals := len(before.Files) >= 2 && len(after.Files) >= 2
+	for k := 0; k < nk; k++ {
+		if fb[k] == 0 && fa[k] == 0 && cb[k] == 0 && ca[k] == 0 {
+			continue
+		}
+		row := Row{Key: r.keys.names[k], FlatBefore: fb[k], FlatAfter: fa[k], CumBefore: cb[k], CumAfter: ca[k], P: -1}
+		if r.PerRequest {
+			row.FlatBeforePR = float64(fb[k]) / float64(r.ReqBefore)
+			row.FlatAfterPR = float64(fa[k]) / float64(r.ReqAfter)
+		}
+		if pvals {
+			row.P = pValue(perFile(r.before, before, k), perFile(r.after, after, k))
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	sort.Slice(r.Rows, func(i, j int) bool {
+		a, b := &r.Rows[i], &r.Rows[j]
+		if x, y := abs(a.FlatDelta()), abs(b.FlatDelta()); x != y {
+			return x > y
+		}
+		if x, y := abs(a.CumDelta()), abs(b.CumDelta()); x != y {
+			return x > y
+		}
+		return a.Key < b.Key
+	})
+	return r, nil
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// perFile returns key k's flat value in each file, per request when known.
+func perFile(a *agg, s *Side, k int) []float64 {
+	out := make([]float64, len(a.flat))
+	for f := range a.flat {
+		v := float64(0)
+		if k < len(a.flat[f]) {
+			v = float64(a.flat[f][k])
+		}
+		if s.Requests[f] > 0 {
+			v /= float64(s.Requests[f])
+		}
+		out[f] = v
+	}
+	return out
+}
+
+func pValue(x, y []float64) float64 {
+	th := benchmath.DefaultThresholds
+	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(x, &th), benchmath.NewSample(y, &th))
+	if math.IsNaN(c.P) {
+		return 1
+	}
+	return c.P
+}
+
+// aggregate sums one side's samples by key, file by file.
+func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
+	a := &agg{stacks: map[string]int64{}}
+	for _, p := range s.Profiles {
+		si := sampleIndex(p, sample)
+		// Keys per location, computed once: innermost first.
+		locKeys := map[uint64][]int{}
+		funcKeys := map[uint64]string{}
+		keyOf := func(ln profile.Line) string {
+			if ln.Function == nil {
+				return "(unknown)"
+			}
+			k, ok := funcKeys[ln.Function.ID]
+			if !ok {
+				k = FuncKey(ln.Function.Name, f)
+				funcKeys[ln.Function.ID] = k
+			}
+			if f.Lines {
+				return k + ":" + strconv.FormatInt(ln.Line, 10)
+			}
+			return k
+		}
+		flat := make([]int64, 0, 1024)
+		cum := make([]int64, 0, 1024)
+		seen := make([]int, 0, 1024) // sample number that last counted a key's cum
+		var total int64
+		var sb strings.Builder
+		grow := func() {
+			for len(flat) < len(keys.names) {
+				flat, cum, seen = append(flat, 0), append(cum, 0), append(seen, -1)
+			}
+		}
+		for n, smp := range p.Sample {
+			v := smp.Value[si]
+			total += v
+			var leaf = -1
+			sb.Reset()
+			for _, loc := range smp.Location {
+				ks, ok := locKeys[loc.ID]
+				if !ok {
+					lines := loc.Line
+					if f.Inline && len(lines) > 1 {
+						lines = lines[len(lines)-1:]
+					}
+					if len(lines) == 0 {
+						ks = []int{keys.id(fmt.Sprintf("0x%x", loc.Address))}
+					}
+					for _, ln := range lines {
+						ks = append(ks, keys.id(keyOf(ln)))
+					}
+					locKeys[loc.ID] = ks
+					grow()
+				}
+				for _, k := range ks {
+					if leaf < 0 {
+						leaf = k
+					}
+					if seen[k] != n {
+						seen[k] = n
+						cum[k] += v
+					}
+					sb.WriteString(strconv.Itoa(k))
+					sb.WriteByte(';')
+				}
+			}
+			if leaf < 0 {
+				leaf = keys.id("(no stack)")
+				grow()
+				if seen[leaf] != n {
+					seen[leaf] = n
+					cum[leaf] += v
+				}
+				sb.WriteString(strconv.Itoa(leaf))
+			}
+			flat[leaf] += v
+			a.stacks[sb.String()] += v
+		}
+		grow()
+		a.flat = append(a.flat, flat)
+		a.cum = append(a.cum, cum)
+		a.total = append(a.total, total)
+	}
+	return a
+}
+
+// Remainder is the change that rows[:n] do not account for: the change of
+// the total minus their flat deltas.
+func (r *Result) Remainder(n int) int64 {
+	d := r.TotalAfter - r.TotalBefore
+	for i := 0; i < n && i < len(r.Rows); i++ {
+		d -= r.Rows[i].FlatDelta()
+	}
+	return d
+}
+
+// DiffProfile is a pprof profile of the change: the after side's stacks
+// with positive values, the before side's with negative ones, functions
+// named by their keys, so that go tool pprof shows the delta per key.
+func (r *Result) DiffProfile() *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: r.Sample, Unit: r.Unit}},
+		PeriodType: &profile.ValueType{Type: r.Sample, Unit: r.Unit},
+		Period:     1,
+	}
+	locs := map[int]*profile.Location{}
+	loc := func(k int) *profile.Location {
+		if l := locs[k]; l != nil {
+			return l
+		}
+		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: r.keys.names[k], SystemName: r.keys.names[k]}
+		p.Function = append(p.Function, fn)
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+		p.Location = append(p.Location, l)
+		locs[k] = l
+		return l
+	}
+	add := func(stacks map[string]int64, sign int64) {
+		keys := make([]string, 0, len(stacks))
+		for s := range stacks {
+			keys = append(keys, s)
+		}
+		sort.Strings(keys)
+		for _, s := range keys {
+			v := stacks[s] * sign
+			if v == 0 {
+				continue
+			}
+			smp := &profile.Sample{Value: []int64{v}}
+			for _, f := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
+				k, _ := strconv.Atoi(f)
+				smp.Location = append(smp.Location, loc(k))
+			}
+			p.Sample = append(p.Sample, smp)
+		}
+	}
+	add(r.before.stacks, -1)
+	add(r.after.stacks, 1)
+	p.Comments = []string{fmt.Sprintf("perfspy.diff: after minus before, %s", r.Sample)}
+	return p
+}

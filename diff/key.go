@@ -1,0 +1,102 @@
+// Package diff compares two builds' profiles function by function, on
+// normalized keys, so that what is not a change (a renumbered closure, a
+// generic instantiation spelled another way, a build directory, a module
+// version, an ABI wrapper) does not show as one. It is allocdiff's engine,
+// and probe ab and flame use its keys.
+package diff
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Folds says which differences a key folds away. The zero value folds
+// nothing; DefaultFolds folds everything but inlining.
+type Folds struct {
+	Closures bool // funcN, glob..funcN, gowrapN, deferwrapN -> func*, ...
+	Generics bool // [...], [go.shape.int], [int] -> [...]
+	Wrappers bool // ABI wrappers (.abi0, .abiinternal) and method values (-fm)
+	Versions bool // /vN major-version path elements, vendor/ prefixes
+	Inline   bool // inlined frames charged to their outer function
+	Lines    bool // add the line number to the key
+}
+
+// DefaultFolds are allocdiff's defaults.
+var DefaultFolds = Folds{Closures: true, Generics: true, Wrappers: true, Versions: true}
+
+var (
+	closureRE = regexp.MustCompile(`\.(func|gowrap|deferwrap)\d+`)
+	nestedRE  = regexp.MustCompile(`\.func\*(\.\d+)+`)
+	globRE    = regexp.MustCompile(`glob\.\.func\d+`)
+	versionRE = regexp.MustCompile(`/v\d+(\.|/)`)
+)
+
+// FuncKey normalizes a function name under f.
+func FuncKey(name string, f Folds) string {
+	if f.Versions {
+		if i := strings.LastIndex(name, "/vendor/"); i >= 0 {
+			name = name[i+len("/vendor/"):]
+		} else {
+			name = strings.TrimPrefix(name, "vendor/")
+		}
+		// Only in the package path, before the first dot after the last slash.
+		pkgEnd := pkgPathEnd(name)
+		if pkgEnd > 0 {
+			name = versionRE.ReplaceAllString(name[:pkgEnd], "/vN$1") + name[pkgEnd:]
+		}
+	}
+	if f.Generics {
+		name = foldBrackets(name)
+	}
+	if f.Wrappers {
+		name = strings.TrimSuffix(name, ".abi0")
+		name = strings.TrimSuffix(name, ".abiinternal")
+		name = strings.TrimSuffix(name, "-fm")
+	}
+	if f.Closures {
+		name = globRE.ReplaceAllString(name, "glob..func*")
+		name = closureRE.ReplaceAllString(name, ".$1*")
+		name = nestedRE.ReplaceAllString(name, ".func*")
+	}
+	return name
+}
+
+// pkgPathEnd returns the index just past the package path of a function
+// name ("github.com/a/b/v2.F" -> len("github.com/a/b/v2")), or 0.
+func pkgPathEnd(name string) int {
+	slash := strings.LastIndex(name, "/")
+	dot := strings.Index(name[slash+1:], ".")
+	if dot < 0 {
+		return 0
+	}
+	return slash + 1 + dot
+}
+
+// foldBrackets replaces the contents of every outermost [...] with "...".
+func foldBrackets(name string) string {
+	if !strings.Contains(name, "[") {
+		return name
+	}
+	var b strings.Builder
+	depth := 0
+	for _, r := range name {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[...")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+			if depth == 0 {
+				b.WriteByte(']')
+			}
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	if depth > 0 {
+		b.WriteByte(']')
+	}
+	return b.String()
+}
