@@ -97,7 +97,7 @@ type Options struct {
 
 // Row is one key's values.
 type Row struct {
-	Key                  string
+	Key                   string
 	FlatBefore, FlatAfter int64
 	CumBefore, CumAfter   int64
 	// Per request, when both sides carry perfspy.requests.
@@ -120,7 +120,7 @@ type Result struct {
 	PerRequest              bool
 	ReqBefore, ReqAfter     int64
 	TotalBefore, TotalAfter int64
-	Rows                    []Row // sorted by |flat delta|, then |cum delta|, then key
+	Rows                    []Row // sorted by |flat delta| (per request when known), |cum delta|, key
 	before, after           *agg
 	keys                    *interner
 }
@@ -244,6 +244,13 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 	}
 	sort.Slice(r.Rows, func(i, j int) bool {
 		a, b := &r.Rows[i], &r.Rows[j]
+		// Per request when both sides have requests: the windows differ in length.
+		if r.PerRequest {
+			x, y := math.Abs(a.FlatAfterPR-a.FlatBeforePR), math.Abs(b.FlatAfterPR-b.FlatBeforePR)
+			if x != y {
+				return x > y
+			}
+		}
 		if x, y := abs(a.FlatDelta()), abs(b.FlatDelta()); x != y {
 			return x > y
 		}

@@ -28,7 +28,7 @@ var (
 	closureRE = regexp.MustCompile(`\.(func|gowrap|deferwrap)\d+`)
 	nestedRE  = regexp.MustCompile(`\.func\*(\.\d+)+`)
 	globRE    = regexp.MustCompile(`glob\.\.func\d+`)
-	versionRE = regexp.MustCompile(`/v\d+(\.|/)`)
+	versionRE = regexp.MustCompile(`/v\d+(/|$)`)
 )
 
 // FuncKey normalizes a function name under f.

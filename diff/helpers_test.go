@@ -1,0 +1,15 @@
+package diff
+
+import (
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+func encode(t *testing.T, p *profile.Profile) []byte {
+	t.Helper()
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	return encodeF(p)
+}
