@@ -86,7 +86,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1
 	}
-	res, err := Compare(before, after, Options{Sample: *sample, Folds: f})
+	res, err := Compare(before, after, Options{Sample: *sample, Folds: f, Stacks: *out != ""})
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1

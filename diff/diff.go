@@ -93,6 +93,8 @@ func (s *Side) totalRequests() int64 {
 type Options struct {
 	Sample string // sample type; default alloc_space when all have it, else the last type
 	Folds  Folds
+	// Stacks keeps every stack's values, which DiffProfile needs.
+	Stacks bool
 }
 
 // Row is one key's values.
@@ -205,8 +207,8 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Sample: sample, Unit: unit, keys: &interner{ids: map[string]int{}}}
-	r.before = aggregate(before, sample, opt.Folds, r.keys)
-	r.after = aggregate(after, sample, opt.Folds, r.keys)
+	r.before = aggregate(before, sample, opt.Folds, r.keys, opt.Stacks)
+	r.after = aggregate(after, sample, opt.Folds, r.keys, opt.Stacks)
 	r.ReqBefore, r.ReqAfter = before.totalRequests(), after.totalRequests()
 	r.PerRequest = r.ReqBefore > 0 && r.ReqAfter > 0
 	nk := len(r.keys.names)
@@ -295,12 +297,28 @@ func pValue(x, y []float64) float64 {
 }
 
 // aggregate sums one side's samples by key, file by file.
-func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
+func aggregate(s *Side, sample string, f Folds, keys *interner, keepStacks bool) *agg {
 	a := &agg{stacks: map[string]int64{}}
 	for _, p := range s.Profiles {
 		si := sampleIndex(p, sample)
-		// Keys per location, computed once: innermost first.
-		locKeys := map[uint64][]int{}
+		// Keys per location, computed once: innermost first. Location IDs
+		// are small and dense in practice: a slice, with a map beside it.
+		locKeys := make([][]int, len(p.Location)+1)
+		locKeysMap := map[uint64][]int{}
+		getKeys := func(id uint64) ([]int, bool) {
+			if id < uint64(len(locKeys)) {
+				return locKeys[id], locKeys[id] != nil
+			}
+			ks, ok := locKeysMap[id]
+			return ks, ok
+		}
+		setKeys := func(id uint64, ks []int) {
+			if id < uint64(len(locKeys)) {
+				locKeys[id] = ks
+			} else {
+				locKeysMap[id] = ks
+			}
+		}
 		funcKeys := map[uint64]string{}
 		keyOf := func(ln profile.Line) string {
 			if ln.Function == nil {
@@ -332,7 +350,7 @@ func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
 			var leaf = -1
 			sb.Reset()
 			for _, loc := range smp.Location {
-				ks, ok := locKeys[loc.ID]
+				ks, ok := getKeys(loc.ID)
 				if !ok {
 					lines := loc.Line
 					if f.Inline && len(lines) > 1 {
@@ -344,7 +362,7 @@ func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
 					for _, ln := range lines {
 						ks = append(ks, keys.id(keyOf(ln)))
 					}
-					locKeys[loc.ID] = ks
+					setKeys(loc.ID, ks)
 					grow()
 				}
 				for _, k := range ks {
@@ -355,8 +373,10 @@ func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
 						seen[k] = n
 						cum[k] += v
 					}
-					sb.WriteString(strconv.Itoa(k))
-					sb.WriteByte(';')
+					if keepStacks {
+						sb.WriteString(strconv.Itoa(k))
+						sb.WriteByte(';')
+					}
 				}
 			}
 			if leaf < 0 {
@@ -369,7 +389,9 @@ func aggregate(s *Side, sample string, f Folds, keys *interner) *agg {
 				sb.WriteString(strconv.Itoa(leaf))
 			}
 			flat[leaf] += v
-			a.stacks[sb.String()] += v
+			if keepStacks {
+				a.stacks[sb.String()] += v
+			}
 		}
 		grow()
 		a.flat = append(a.flat, flat)

@@ -201,7 +201,7 @@ func TestRowsAddUp(t *testing.T) {
 		b := &Side{Files: []string{"b"}, Profiles: []*profile.Profile{synthetic(seed, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
 		a := &Side{Files: []string{"a"}, Profiles: []*profile.Profile{synthetic(seed+100, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
 		for _, f := range []Folds{{}, DefaultFolds, {Inline: true, Lines: true}} {
-			r, err := Compare(b, a, Options{Folds: f})
+			r, err := Compare(b, a, Options{Folds: f, Stacks: true})
 			if err != nil {
 				t.Fatal(err)
 			}

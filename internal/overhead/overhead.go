@@ -18,10 +18,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/probe"
 )
@@ -32,7 +34,7 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 	fs := flag.NewFlagSet(name+" bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
-	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs, offcpu")
+	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs, offcpu, allocdiff")
 	dur := fs.Duration("duration", 3*time.Second, "httpjson, offcpu: load per window")
 	idle := fs.Int("idle", 10000, "offcpu: idle goroutines in the target")
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +58,8 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 			err = benchHTTPJSON(ctx, stdout, stderr, *rounds, *dur)
 		case "httpjson-allocs":
 			err = benchHTTPJSONAllocs(ctx, stdout, stderr, *rounds, *dur)
+		case "allocdiff":
+			err = benchAllocdiff(ctx, stdout, stderr, *rounds)
 		case "offcpu":
 			err = benchOffCPU(ctx, stdout, stderr, *rounds, *dur, *idle)
 		default:
@@ -307,4 +311,83 @@ func benchOffCPU(ctx context.Context, stdout, stderr io.Writer, rounds int, dur 
 	fmt.Fprintf(stdout, "  execution trace (perfspy off-CPU)  %.3fx\n", median(ratios["trace"]))
 	fmt.Fprintf(stdout, "  fgprof wall-clock at 99 Hz         %.3fx\n", median(ratios["fgprof"]))
 	return nil
+}
+
+// benchAllocdiff times allocdiff against go tool pprof -top -diff_base on
+// synthetic profile pairs of 50k and 100k samples (diff.Synthetic), run
+// alternately, and compares wall time and peak memory (max RSS).
+func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "perfspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	ad := filepath.Join(work, "allocdiff")
+	build := exec.CommandContext(ctx, "go", "build", "-o", ad, "./cmd/allocdiff")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building allocdiff: %v\n%s", err, b)
+	}
+	fmt.Fprintln(stderr, "finding the pprof tool (the first go tool pprof builds it)")
+	out, err := exec.CommandContext(ctx, "go", "tool", "-n", "pprof").Output()
+	if err != nil {
+		return fmt.Errorf("go tool -n pprof: %w", err)
+	}
+	pprofBin := strings.TrimSpace(string(out))
+	types := []string{"alloc_objects/count", "alloc_space/bytes"}
+	fmt.Fprintf(stdout, "allocdiff vs go tool pprof -top -diff_base, synthetic profiles (stack depth 10-60), median of %d alternating rounds\n", rounds)
+	fmt.Fprintf(stdout, "%9s %12s %12s %8s %12s %12s %8s\n", "samples", "pprof s", "allocdiff s", "speedup", "pprof MB", "allocdiff MB", "mem ratio")
+	for _, n := range []int{50000, 100000} {
+		b, a := filepath.Join(work, fmt.Sprintf("b%d.pb.gz", n)), filepath.Join(work, fmt.Sprintf("a%d.pb.gz", n))
+		for i, path := range []string{b, a} {
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if err := diff.Synthetic(int64(1000+10*n+i), n, types).Write(f); err != nil {
+				f.Close()
+				return err
+			}
+			f.Close()
+		}
+		var pt, pm, at, am []float64
+		for r := 0; r < rounds; r++ {
+			runs := []struct {
+				t, m *[]float64
+				cmd  []string
+			}{
+				{&pt, &pm, []string{pprofBin, "-top", "-diff_base", b, a}},
+				{&at, &am, []string{ad, "-top", "20", b, a}},
+			}
+			if r%2 == 1 {
+				runs[0], runs[1] = runs[1], runs[0]
+			}
+			for _, run := range runs {
+				fmt.Fprintf(stderr, "%d samples, round %d: %s\n", n, r+1, filepath.Base(run.cmd[0]))
+				cmd := exec.CommandContext(ctx, run.cmd[0], run.cmd[1:]...)
+				var errb strings.Builder
+				cmd.Stdout, cmd.Stderr = io.Discard, &errb
+				start := time.Now()
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("%s: %v\n%s", run.cmd[0], err, errb.String())
+				}
+				*run.t = append(*run.t, time.Since(start).Seconds())
+				*run.m = append(*run.m, float64(maxRSSKB(cmd))/1024)
+			}
+		}
+		fmt.Fprintf(stdout, "%9d %12.2f %12.2f %7.1fx %12.0f %12.0f %8.2f\n", n, median(pt), median(at), median(pt)/median(at), median(pm), median(am), median(am)/median(pm))
+	}
+	return nil
+}
+
+// maxRSSKB is the peak resident memory of a finished command, in KiB.
+func maxRSSKB(cmd *exec.Cmd) int64 {
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
 }
