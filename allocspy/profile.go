@@ -1,9 +1,6 @@
 package allocspy
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -24,15 +21,11 @@ var SampleTypes = []*profile.ValueType{
 	{Type: "requested_space", Unit: "bytes"},
 }
 
-// ReadReport reads the JSON file the agent's allocation counter wrote.
+// ReadReport reads the JSON file the agent's counter wrote.
 func ReadReport(path string) (*agent.AllocReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var r agent.AllocReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	if err := agent.ReadJSON(path, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }

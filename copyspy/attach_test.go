@@ -1,13 +1,12 @@
 package copyspy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,35 +21,6 @@ func requireRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: copyspy attach needs root (bpf syscall and uprobes); run the tests as root")
 	}
-}
-
-// startTarget builds and starts probetarget, unmodified, and returns its
-// address.
-func startTarget(t *testing.T, args ...string) (*exec.Cmd, string) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probetarget")
-	if out, err := exec.Command("go", "build", "-o", bin, "../probe/testdata/probetarget").CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "GOGC=1")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return cmd, addr
-		}
-	}
-	t.Fatal("probetarget did not say where it listens")
-	return nil, ""
 }
 
 func directAndStack(s agent.CopySite) (string, []string) {
@@ -73,7 +43,7 @@ func TestAttachGroundTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server; skipped with -short")
 	}
-	cmd, addr := startTarget(t, "-cpuprofile")
+	cmd, addr := testtarget.Start(t, []string{"GOGC=1"}, "-cpuprofile")
 	s, err := Attach(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)

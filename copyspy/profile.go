@@ -1,9 +1,6 @@
 package copyspy
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -15,15 +12,11 @@ import (
 // Buckets names the size buckets, as the sample label "bucket" spells them.
 var Buckets = [4]string{"<64", "<1K", "<16K", ">=16K"}
 
-// ReadReport reads the JSON file the agent's copy counter wrote.
+// ReadReport reads the JSON file the agent's counter wrote.
 func ReadReport(path string) (*agent.CopyReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var r agent.CopyReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	if err := agent.ReadJSON(path, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }

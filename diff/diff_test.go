@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"flag"
+	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,22 +252,7 @@ func TestFormatsGolden(t *testing.T) {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file; see %s.got", name, path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
 func FuzzParse(f *testing.F) {

@@ -3,6 +3,7 @@ package syscalls
 import (
 	"bufio"
 	"context"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,32 +30,6 @@ func TestNames(t *testing.T) {
 			t.Errorf("Name(%d) = %q, want %q", n, got, want)
 		}
 	}
-}
-
-func startTarget(t *testing.T) (*exec.Cmd, string) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probetarget")
-	if out, err := exec.Command("go", "build", "-o", bin, "../probe/testdata/probetarget").CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return cmd, addr
-		}
-	}
-	t.Fatal("probetarget did not say where it listens")
-	return nil, ""
 }
 
 // straceCounts parses the table of strace -c.
@@ -91,7 +66,7 @@ func TestCountsMatchStrace(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("skipped: strace is not installed (apt-get install strace)")
 	}
-	cmd, addr := startTarget(t)
+	cmd, addr := testtarget.Start(t, nil)
 	pid := cmd.Process.Pid
 	exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 	sym, err := elfsym.Open(exe, pid)

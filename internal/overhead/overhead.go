@@ -183,42 +183,58 @@ func benchHTTPJSON(ctx context.Context, stdout, stderr io.Writer, rounds int, du
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "copyspy-bench-")
+	var plain, idle, on []float64
+	err = probeRounds(ctx, stderr, rounds, "httpjson, copies", [2]string{"off", "overlay"}, func(m string) probe.Config {
+		return probe.Config{Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: m, Allocs: "heapprofile", Warmup: time.Second, Duration: dur}
+	}, func(m string, s *probe.Summary) error {
+		if m == "off" {
+			plain = append(plain, s.Window.RPS)
+			return nil
+		}
+		idle = append(idle, s.Window.RPS)
+		if s.CopiesWindow == nil {
+			return fmt.Errorf("no copies window: %s", s.Sources["copies"])
+		}
+		on = append(on, s.CopiesWindow.RPS)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	var plain, idle, on []float64
-	for r := 0; r < rounds; r++ {
-		modes := []string{"off", "overlay"}
-		if r%2 == 1 {
-			modes[0], modes[1] = modes[1], modes[0]
-		}
-		for _, m := range modes {
-			fmt.Fprintf(stderr, "round %d/%d: httpjson, copies %s\n", r+1, rounds, m)
-			res, err := probe.Run(ctx, probe.Config{
-				Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: m, Allocs: "heapprofile",
-				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
-			}, nil)
-			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
-				return err
-			}
-			if m == "off" {
-				plain = append(plain, res.Summary.Window.RPS)
-				continue
-			}
-			idle = append(idle, res.Summary.Window.RPS)
-			if res.Summary.CopiesWindow == nil {
-				return fmt.Errorf("no copies window: %s", res.Summary.Sources["copies"])
-			}
-			on = append(on, res.Summary.CopiesWindow.RPS)
-		}
 	}
 	p := median(plain)
 	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
 	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
 	fmt.Fprintf(stdout, "  overlay, recorder idle  %10.0f  ratio %.3f\n", median(idle), median(idle)/p)
 	fmt.Fprintf(stdout, "  overlay, recorder on    %10.0f  ratio %.3f\n", median(on), median(on)/p)
+	return nil
+}
+
+// probeRounds runs probe in interleaved rounds (AB, BA, ...) over modes:
+// cfg(mode) configures a run, and each result goes to collect(mode, summary).
+func probeRounds(ctx context.Context, stderr io.Writer, rounds int, what string, modes [2]string, cfg func(mode string) probe.Config, collect func(mode string, s *probe.Summary) error) error {
+	tmp, err := os.MkdirTemp("", "perfspy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for r := 0; r < rounds; r++ {
+		order := modes
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, m := range order {
+			fmt.Fprintf(stderr, "round %d/%d: %s, %s\n", r+1, rounds, what, m)
+			c := cfg(m)
+			c.Out = filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m))
+			res, err := probe.Run(ctx, c, nil)
+			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+				return err
+			}
+			if err := collect(m, res.Summary); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -231,36 +247,23 @@ func benchHTTPJSONAllocs(ctx context.Context, stdout, stderr io.Writer, rounds i
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "perfspy-bench-")
+	var plain, spy, rate1 []float64
+	err = probeRounds(ctx, stderr, rounds, "httpjson, allocs", [2]string{"heapprofile", "allocspy"}, func(m string) probe.Config {
+		return probe.Config{Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: "off", Allocs: m, Warmup: time.Second, Duration: dur}
+	}, func(m string, s *probe.Summary) error {
+		if m == "heapprofile" {
+			plain = append(plain, s.Window.RPS)
+			rate1 = append(rate1, s.AttributionWindow.RPS)
+			return nil
+		}
+		if s.Sources["allocs"] != probe.SourceAllocspy {
+			return fmt.Errorf("allocspy not used: %s", s.Sources["allocs"])
+		}
+		spy = append(spy, s.AttributionWindow.RPS)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	var plain, spy, rate1 []float64
-	for r := 0; r < rounds; r++ {
-		modes := []string{"heapprofile", "allocspy"}
-		if r%2 == 1 {
-			modes[0], modes[1] = modes[1], modes[0]
-		}
-		for _, m := range modes {
-			fmt.Fprintf(stderr, "round %d/%d: httpjson, allocs %s\n", r+1, rounds, m)
-			res, err := probe.Run(ctx, probe.Config{
-				Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", Copies: "off", Allocs: m,
-				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
-			}, nil)
-			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
-				return err
-			}
-			if m == "heapprofile" {
-				plain = append(plain, res.Summary.Window.RPS)
-				rate1 = append(rate1, res.Summary.AttributionWindow.RPS)
-				continue
-			}
-			if res.Summary.Sources["allocs"] != probe.SourceAllocspy {
-				return fmt.Errorf("allocspy not used: %s", res.Summary.Sources["allocs"])
-			}
-			spy = append(spy, res.Summary.AttributionWindow.RPS)
-		}
 	}
 	p := median(plain)
 	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
@@ -279,33 +282,21 @@ func benchOffCPU(ctx context.Context, stdout, stderr io.Writer, rounds int, dur 
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "perfspy-bench-")
+	ratios := map[string][]float64{}
+	err = probeRounds(ctx, stderr, rounds, fmt.Sprintf("%d idle goroutines", idle), [2]string{"trace", "fgprof"}, func(m string) probe.Config {
+		return probe.OffCPUBenchConfig(probe.Config{
+			Target: filepath.Join(root, "probe", "testdata", "probetarget"), Path: "/none",
+			Args: []string{"-idle", strconv.Itoa(idle)}, Warmup: time.Second, Duration: dur,
+		}, m)
+	}, func(m string, s *probe.Summary) error {
+		if s.OffCPUWindow == nil || s.PerRequest.CPUUS == nil || *s.PerRequest.CPUUS == 0 {
+			return fmt.Errorf("%s: no off-CPU window figures", m)
+		}
+		ratios[m] = append(ratios[m], s.OffCPUWindow.CPUUS / *s.PerRequest.CPUUS)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	ratios := map[string][]float64{}
-	for r := 0; r < rounds; r++ {
-		modes := []string{"trace", "fgprof"}
-		if r%2 == 1 {
-			modes[0], modes[1] = modes[1], modes[0]
-		}
-		for _, m := range modes {
-			fmt.Fprintf(stderr, "round %d/%d: %d idle goroutines, %s\n", r+1, rounds, idle, m)
-			res, err := probe.Run(ctx, probe.OffCPUBenchConfig(probe.Config{
-				Target: filepath.Join(root, "probe", "testdata", "probetarget"), Path: "/none",
-				Args:   []string{"-idle", strconv.Itoa(idle)},
-				Warmup: time.Second, Duration: dur, Out: filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m)),
-			}, m), nil)
-			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
-				return err
-			}
-			s := res.Summary
-			if s.OffCPUWindow == nil || s.PerRequest.CPUUS == nil || *s.PerRequest.CPUUS == 0 {
-				return fmt.Errorf("%s: no off-CPU window figures", m)
-			}
-			ratios[m] = append(ratios[m], s.OffCPUWindow.CPUUS / *s.PerRequest.CPUUS)
-		}
 	}
 	fmt.Fprintf(stdout, "CPU per request, off-CPU window / timing window, probetarget /none with %d idle goroutines, median of %d interleaved rounds\n", idle, rounds)
 	fmt.Fprintf(stdout, "  execution trace (perfspy off-CPU)  %.3fx\n", median(ratios["trace"]))

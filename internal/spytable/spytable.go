@@ -1,0 +1,90 @@
+// Package spytable reads the call-site tables that perfspy's runtime
+// overlays (copyspy, allocspy) keep, for their in-process readers. Each
+// slot is a fixed number of words: a key, the PCs, then counters. It uses
+// the standard library only: it is linked into targets.
+package spytable
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Table is one runtime table and the window over it.
+type Table struct {
+	Name   string
+	Depth  int // PCs per slot, after the key
+	Words  int // words per slot
+	Read   func(dst []uint64) (n int, dropped uint64, full bool)
+	Layout func() (slots, depth, slotSize int)
+
+	buf     []uint64
+	before  map[uint64][]uint64
+	dropped uint64
+}
+
+// Site is one slot's change over the window.
+type Site struct {
+	PCs   []uintptr // innermost first, zeros trimmed
+	Words []uint64  // the slot after the window (for fields that do not count)
+	Delta []uint64  // after minus before, word by word
+}
+
+// Begin checks the runtime's layout and takes the first snapshot.
+func (t *Table) Begin() error {
+	slots, d, size := t.Layout()
+	if d != t.Depth || size != t.Words*8 {
+		return fmt.Errorf("%s: runtime table layout depth %d size %d, this reader knows depth %d size %d", t.Name, d, size, t.Depth, t.Words*8)
+	}
+	if t.buf == nil {
+		t.buf = make([]uint64, slots*t.Words)
+	}
+	var err error
+	t.before, t.dropped, err = t.snapshot()
+	return err
+}
+
+func (t *Table) snapshot() (map[uint64][]uint64, uint64, error) {
+	n, dropped, full := t.Read(t.buf)
+	if full {
+		return nil, 0, errors.New(t.Name + ": snapshot buffer too small")
+	}
+	m := make(map[uint64][]uint64, n/t.Words)
+	for i := 0; i+t.Words <= n; i += t.Words {
+		m[t.buf[i]] = append([]uint64(nil), t.buf[i:i+t.Words]...)
+	}
+	return m, dropped, nil
+}
+
+// End takes the second snapshot and returns the slots that changed, and
+// the allocations or copies dropped in the window for want of a slot.
+func (t *Table) End() ([]Site, uint64, error) {
+	after, dropped, err := t.snapshot()
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []Site
+	for key, a := range after {
+		b := t.before[key]
+		s := Site{Words: a, Delta: make([]uint64, t.Words)}
+		changed := false
+		for i := 1 + t.Depth; i < t.Words; i++ {
+			if b != nil {
+				s.Delta[i] = a[i] - b[i]
+			} else {
+				s.Delta[i] = a[i]
+			}
+			changed = changed || s.Delta[i] != 0
+		}
+		if !changed {
+			continue
+		}
+		for _, pc := range a[1 : 1+t.Depth] {
+			if pc == 0 {
+				break
+			}
+			s.PCs = append(s.PCs, uintptr(pc))
+		}
+		out = append(out, s)
+	}
+	return out, dropped - t.dropped, nil
+}

@@ -1,0 +1,54 @@
+// Package testtarget builds and starts probe's ground-truth server,
+// probe/testdata/probetarget, unmodified, for the tests of the packages
+// that attach to a running process (copyspy attach, syscalls).
+package testtarget
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/internal/srcroot"
+)
+
+// Start builds probetarget, starts it with args and env added to this
+// process's environment, and returns it and the address it listens on.
+// The process is killed when the test ends.
+func Start(t testing.TB, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	root, err := srcroot.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "probetarget")
+	build := exec.Command("go", "build", "-o", bin, "./probe/testdata/probetarget")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building probetarget: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if addr, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return cmd, addr
+		}
+	}
+	t.Fatal("probetarget did not say where it listens")
+	return nil, ""
+}
