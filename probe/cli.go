@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -61,12 +62,17 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Method, "method", "GET", "request method")
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
 	fs.IntVar(&cfg.Conns, "conns", 8, "keep-alive connections")
+	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, else http), http or framed")
+	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
+	var headers headerFlag
+	fs.Var(&headers, "header", "HTTP request header `K: V` (repeatable)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in each window")
 	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
 	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add an fgprof wall-clock profile to the off-CPU window")
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
@@ -135,6 +141,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 	}
+	cfg.Headers = headers.m
 	fs.Visit(func(f *flag.Flag) { cfg.Flags = append(cfg.Flags, "-"+f.Name+"="+f.Value.String()) })
 	var logw io.Writer = stderr
 	if *quiet {
@@ -156,4 +163,30 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "probe run: %v\n", err)
 	return ExitFailed
+}
+
+// headerFlag collects -header "K: V" flags.
+type headerFlag struct{ m map[string]string }
+
+func (h *headerFlag) String() string {
+	if h == nil || h.m == nil {
+		return ""
+	}
+	var s []string
+	for k, v := range h.m {
+		s = append(s, k+": "+v)
+	}
+	return strings.Join(sortedStrings(s), ", ")
+}
+
+func (h *headerFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want K: V, got %q", v)
+	}
+	if h.m == nil {
+		h.m = map[string]string{}
+	}
+	h.m[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	return nil
 }

@@ -34,6 +34,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "| CPU | %s µs | %s |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if s.Floor != nil {
+		fmt.Fprintf(w, "| CPU vs the floor | %.2fx (floor %.2f µs, %s) | targets/floor, same settings |\n", s.Floor.CPURatio, s.Floor.CPUUS, s.Floor.Verdict)
+	}
 	fmt.Fprintf(w, "| allocations | %s | %s, attribution window (%d requests) |\n", fmtPtr(s.PerRequest.Allocs, 2), s.Sources["allocs"], s.AttributionWindow.Requests)
 	fmt.Fprintf(w, "| allocated bytes | %s | %s |\n", fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "| copies | %s calls, %s B | %s |\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
@@ -46,7 +49,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	}
 	fmt.Fprint(w, "Copies count calls of memmove and memclrNoHeapPointers; copies the compiler inlines (constant sizes up to 16 B, array and struct assignment, inline zeroing) never reach them. Off-CPU time comes from an execution trace of its own window: the trace sees only syscalls that go through entersyscall.\n\n")
 
-	if requests <= 0 {
+	if requests <= 0 || len(tot) < 2 {
 		return
 	}
 	fmt.Fprintf(w, "## Top allocation sites (per request, attribution window)\n\n")
@@ -138,6 +141,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if s.Floor != nil {
+		fmt.Fprintf(w, "  floor         %.2f µs/req (targets/floor): the target costs %.2fx the floor\n", s.Floor.CPUUS, s.Floor.CPURatio)
+	}
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])

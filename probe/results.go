@@ -36,7 +36,7 @@ type rawFiles struct {
 	sysNote                    string // why syscalls were not counted with eBPF
 }
 
-func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string) (*Result, error) {
+func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string, floor *Summary) (*Result, error) {
 	cl, at := clean.load, attr.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
@@ -156,12 +156,15 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	} else if tgt.AllocsOff != "" {
 		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + tgt.AllocsOff + ")"
 	}
-	if err := writeProfile(filepath.Join(out, "allocs.pb.gz"), allocs); err != nil {
-		return nil, err
+	var tot []int64
+	if allocs != nil {
+		if err := writeProfile(filepath.Join(out, "allocs.pb.gz"), allocs); err != nil {
+			return nil, err
+		}
+		s.Files["allocs"] = "allocs.pb.gz"
+		tot = totals(allocs)
 	}
-	s.Files["allocs"] = "allocs.pb.gz"
-	tot := totals(allocs)
-	if at.OK > 0 {
+	if at.OK > 0 && allocs != nil {
 		s.PerRequest.Allocs = f64(round(float64(tot[0])/float64(at.OK), 4))
 		s.PerRequest.AllocBytes = f64(round(float64(tot[1])/float64(at.OK), 2))
 		if attr.m0 != nil && attr.m1 != nil {
@@ -244,7 +247,17 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	s.Files["target_log"] = "target.log"
 
 	meta := collectMeta(cfg, tgt, commit, hello, plan, allowed)
-	sites := topSites(allocs, 0)
+	var sites []Site
+	if allocs != nil {
+		sites = topSites(allocs, 0)
+	}
+	if floor != nil && floor.PerRequest.CPUUS != nil {
+		f := &FloorSummary{Target: "targets/floor", CPUUS: *floor.PerRequest.CPUUS, RPS: floor.Window.RPS, Verdict: floor.Verdict}
+		if s.PerRequest.CPUUS != nil && f.CPUUS > 0 {
+			f.CPURatio = round(*s.PerRequest.CPUUS/f.CPUUS, 3)
+		}
+		s.Floor = f
+	}
 
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, s); err != nil {

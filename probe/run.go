@@ -18,6 +18,7 @@ import (
 
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
 	"github.com/perfspy/perfspy/syscalls"
@@ -34,6 +35,7 @@ type Config struct {
 	Path         string   // request path, default /json for the default target, / otherwise
 	Method       string
 	Body         []byte
+	Headers      map[string]string // HTTP request headers
 	Conns        int
 	Warmup       time.Duration
 	Duration     time.Duration
@@ -44,6 +46,8 @@ type Config struct {
 	Copies       string // copy counting: overlay (default) or off
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
+	Proto        string // load driver: auto (framed for targets/rpcecho, else http), http or framed
+	BodySize     int    // framed: request body size, default 1024
 	// OffCPU adds the off-CPU window: an execution trace, block and mutex
 	// profiles, and (with Wallclock) an fgprof wall-clock profile.
 	OffCPU    bool
@@ -57,6 +61,11 @@ type Config struct {
 	// crossCheck runs the heap profile beside allocspy in the attribution
 	// window and keeps it as allocs-heapprofile.pb.gz: the tests' oracle.
 	crossCheck bool
+	// Floor also measures targets/floor, the minimal server, with the same
+	// settings, and reports the target's CPU per request against it.
+	Floor bool
+	// timingOnly measures the timing window alone (the floor run).
+	timingOnly bool
 	Flags      []string // every flag as given, for meta
 }
 
@@ -156,6 +165,27 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("-allocs %q: want allocspy or heapprofile", cfg.Allocs)
 	}
+	var floor *Summary
+	if cfg.Floor {
+		logf("measuring the floor (targets/floor) with the same settings")
+		root, err := srcroot.Dir()
+		if err != nil {
+			return nil, err
+		}
+		fdir, err := os.MkdirTemp("", "perfspy-floor-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(fdir)
+		fc := Config{Target: filepath.Join(root, "targets", "floor"), Path: "/", Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration,
+			CPUs: cfg.CPUs, Copies: "off", Allocs: "heapprofile", Syscalls: "proc-io", ReadyTimeout: cfg.ReadyTimeout,
+			MinRequests: cfg.MinRequests, Out: filepath.Join(fdir, "out"), timingOnly: true}
+		fr, err := Run(ctx, fc, nil)
+		if err != nil && !errors.Is(err, ErrNotJudged) {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		floor = fr.Summary
+	}
 	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
 	if err != nil {
 		return nil, err
@@ -234,11 +264,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		}
 	}
 
-	u := url.URL{Scheme: "http", Host: addr, Path: cfg.Path}
-	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
-		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
-	}
-	drv, err := load.NewHTTP(load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns})
+	drv, err := newDriver(cfg, tgt, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -283,14 +309,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	raw := rawFiles{cpu: cpuRaw, sysNote: sysNote}
-	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs")
-	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies")
+	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs") && !cfg.timingOnly
+	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies") && !cfg.timingOnly
 	attrReq := agent.Request{Cmd: "begin", Counters: map[string]string{}}
 	if useAllocspy {
 		raw.allocs = filepath.Join(priv, "allocs.json")
 		attrReq.Counters["allocs"] = raw.allocs
 	}
-	if !useAllocspy || cfg.crossCheck {
+	if (!useAllocspy || cfg.crossCheck) && !cfg.timingOnly {
 		raw.heap = filepath.Join(priv, "heap.pprof")
 		attrReq.HeapProfile = raw.heap
 	}
@@ -304,9 +330,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if cfg.AttributionCPUProfile {
 		attrReq.CPUProfile = filepath.Join(priv, "cpu-attribution.pprof")
 	}
-	attr, err := runWindow("attribution window", attrReq)
-	if err != nil {
-		return nil, err
+	attr := clean // a timing-only run (the floor) has no attribution window
+	if !cfg.timingOnly {
+		if attr, err = runWindow("attribution window", attrReq); err != nil {
+			return nil, err
+		}
 	}
 	copyWin := attr
 	if copiesApart {
@@ -320,7 +348,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		}
 	}
 	var offWin *windowResult
-	if cfg.OffCPU {
+	if cfg.OffCPU && !cfg.timingOnly {
 		req := agent.Request{Cmd: "begin", Blocking: filepath.Join(priv, "blocking"), Counters: map[string]string{}}
 		raw.blocking = req.Blocking
 		if !cfg.noTrace {
@@ -341,7 +369,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	p.stop()
 
 	logf("writing %s", out)
-	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, offWin, raw, reasons)
+	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, offWin, raw, reasons, floor)
 	if err != nil {
 		return nil, err
 	}
@@ -349,6 +377,29 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Summary.Reasons, "; "))
 	}
 	return res, nil
+}
+
+// newDriver picks the load driver: the framed-TCP one for targets/rpcecho
+// (or -proto framed), HTTP keep-alive otherwise.
+func newDriver(cfg Config, tgt *Target, addr string) (load.Driver, error) {
+	proto := cfg.Proto
+	if proto == "" || proto == "auto" {
+		proto = "http"
+		if tgt.Name == "rpcecho" {
+			proto = "framed"
+		}
+	}
+	switch proto {
+	case "framed":
+		return load.NewFramed(load.FramedOptions{Addr: addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
+	case "http":
+		u := url.URL{Scheme: "http", Host: addr, Path: cfg.Path}
+		if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
+			u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
+		}
+		return load.NewHTTP(load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers})
+	}
+	return nil, fmt.Errorf("-proto %q: want auto, http or framed", cfg.Proto)
 }
 
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).

@@ -922,3 +922,28 @@ func stackHasPrefix(s *profile.Sample, prefix string) bool {
 	}
 	return false
 }
+
+// TestFloor: -floor measures targets/floor beside the target and reports
+// the target's CPU per request against it.
+func TestFloor(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/spin?us=200", Copies: "off",
+		Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, Floor: true}, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	checkNoOrphans(t)
+	f := res.Summary.Floor
+	if f == nil || f.CPUUS <= 0 {
+		t.Fatalf("no floor figures: %+v", f)
+	}
+	cpu := *res.Summary.PerRequest.CPUUS
+	t.Logf("target %.1f µs/req, floor %.1f µs/req, ratio %.2f", cpu, f.CPUUS, f.CPURatio)
+	if math.Abs(f.CPURatio-cpu/f.CPUUS) > 0.01 || f.CPURatio < 2 {
+		t.Errorf("ratio %.3f for %.1f / %.1f µs; a 200 µs spin is several floors", f.CPURatio, cpu, f.CPUUS)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(out, "report.md")), "CPU vs the floor") {
+		t.Error("report.md lacks the floor row")
+	}
+}

@@ -30,15 +30,17 @@ type Summary struct {
 	CopiesWindow *AttributionSummary `json:"copies_window,omitempty"`
 	// OffCPUWindow is the window of the execution trace, block, mutex and
 	// wall-clock profiles.
-	OffCPUWindow   *AttributionSummary `json:"offcpu_window,omitempty"`
-	ServerCores    float64             `json:"server_cores"`
-	CoresAvailable float64             `json:"cores_available"`
-	Verdict        string              `json:"verdict"`
-	Reasons        []string            `json:"reasons,omitempty"`
-	PerRequest     PerRequest          `json:"per_request"`
-	Sources        map[string]string   `json:"sources"`
-	Files          map[string]string   `json:"files"`
-	Checks         map[string]float64  `json:"checks,omitempty"`
+	OffCPUWindow *AttributionSummary `json:"offcpu_window,omitempty"`
+	// Floor is targets/floor measured with the same settings (-floor).
+	Floor          *FloorSummary      `json:"floor,omitempty"`
+	ServerCores    float64            `json:"server_cores"`
+	CoresAvailable float64            `json:"cores_available"`
+	Verdict        string             `json:"verdict"`
+	Reasons        []string           `json:"reasons,omitempty"`
+	PerRequest     PerRequest         `json:"per_request"`
+	Sources        map[string]string  `json:"sources"`
+	Files          map[string]string  `json:"files"`
+	Checks         map[string]float64 `json:"checks,omitempty"`
 }
 
 // WindowSummary describes the clean timing window.
@@ -59,6 +61,16 @@ type AttributionSummary struct {
 	Errors   int64   `json:"errors"`
 	RPS      float64 `json:"rps"`
 	CPUUS    float64 `json:"cpu_us,omitempty"` // target CPU per request in this window
+}
+
+// FloorSummary is the minimal server's timing window, and the target's CPU
+// per request as a ratio to it.
+type FloorSummary struct {
+	Target   string  `json:"target"`
+	CPUUS    float64 `json:"cpu_us"`
+	RPS      float64 `json:"rps"`
+	Verdict  string  `json:"verdict"`
+	CPURatio float64 `json:"cpu_ratio"`
 }
 
 // PerRequest holds every figure divided by the successful requests of its window.

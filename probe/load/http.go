@@ -19,6 +19,9 @@ type HTTPOptions struct {
 	Method string // default GET
 	Body   []byte // sent with every request
 	Conns  int    // concurrent keep-alive connections, default 8
+	// Headers are added to every request (e.g. Accept-Encoding: gzip;
+	// the driver asks for no compression by itself).
+	Headers map[string]string
 }
 
 // HTTP is a keep-alive HTTP/1.1 driver: Conns workers, each with its own
@@ -114,6 +117,9 @@ func (d *HTTP) one(ctx context.Context, r *Result, buf []byte) {
 	if err != nil {
 		d.fail(r, err)
 		return
+	}
+	for k, v := range d.opt.Headers {
+		req.Header.Set(k, v)
 	}
 	t0 := time.Now()
 	resp, err := d.client.Do(req)

@@ -1,0 +1,25 @@
+// Command floor is the minimal server: every request gets the 2-byte
+// response "ok". probe run -floor measures it beside a target, and reports
+// the target's CPU per request as a ratio to this floor.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "floor: listening on %s\n", ln.Addr())
+	body := []byte("ok")
+	log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })))
+}

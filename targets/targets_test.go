@@ -1,0 +1,167 @@
+// The targets' switches change per-request costs by the amounts that
+// targets/README.md states; these tests drive each switch through probe
+// and hold it to the table.
+package targets_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/probe"
+)
+
+func run(t *testing.T, target string, cfg probe.Config) (*probe.Summary, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and measures a target; skipped with -short")
+	}
+	cfg.Target = target
+	cfg.Out = filepath.Join(t.TempDir(), "out")
+	if cfg.Warmup == 0 {
+		cfg.Warmup = 300 * time.Millisecond
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = time.Second
+	}
+	res, err := probe.Run(context.Background(), cfg, nil)
+	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+		t.Fatal(err)
+	}
+	return res.Summary, cfg.Out
+}
+
+func readProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func leaf(s *profile.Sample) string {
+	if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
+		return ""
+	}
+	return s.Location[0].Line[0].Function.Name
+}
+
+func requireRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: syscall counts by name need eBPF, which needs root")
+	}
+}
+
+// -parse=copy adds exactly the body size in copied bytes per request, in
+// main.decodeCopy; -parse=inplace copies nothing there.
+func TestRPCEchoParse(t *testing.T) {
+	for _, mode := range []string{"copy", "inplace"} {
+		s, out := run(t, "./rpcecho", probe.Config{Args: []string{"-parse=" + mode}, BodySize: 1024})
+		if s.Window.Errors != 0 || s.Window.Requests == 0 {
+			t.Fatalf("%s: window %+v", mode, s.Window)
+		}
+		p := readProfile(t, filepath.Join(out, "copies.pb.gz"))
+		var calls, bytes int64
+		for _, smp := range p.Sample {
+			if leaf(smp) == "main.decodeCopy" && smp.Label["kind"][0] == "memmove" {
+				calls += smp.Value[0]
+				bytes += smp.Value[1]
+			}
+		}
+		n := s.AttributionWindow.Requests
+		t.Logf("-parse=%s: main.decodeCopy %d copies, %d bytes for %d requests", mode, calls, bytes, n)
+		want := int64(0)
+		if mode == "copy" {
+			want = 1
+		}
+		if calls != want*n || bytes != want*1024*n {
+			t.Errorf("-parse=%s: %d copies and %d bytes in main.decodeCopy for %d requests; want %d and %d per request", mode, calls, bytes, n, want, want*1024)
+		}
+	}
+}
+
+// -writes=2 adds exactly one write per request: writev becomes two writes.
+func TestRPCEchoWrites(t *testing.T) {
+	requireRoot(t)
+	writes := map[string]float64{}
+	for _, w := range []string{"1", "2"} {
+		s, _ := run(t, "./rpcecho", probe.Config{Args: []string{"-writes=" + w}, Copies: "off"})
+		by := s.PerRequest.SyscallsByName
+		writes[w] = by["write"] + by["writev"]
+		t.Logf("-writes=%s: write %.4f writev %.4f per request", w, by["write"], by["writev"])
+	}
+	if d := writes["2"] - writes["1"]; math.Abs(d-1) > 0.001 {
+		t.Errorf("-writes=2 adds %.4f write calls per request, want 1", d)
+	}
+}
+
+// -precompressed=1 removes the compression allocations per request.
+func TestStaticPrecompressed(t *testing.T) {
+	compress := map[string]float64{}
+	total := map[string]float64{}
+	for _, pre := range []string{"0", "1"} {
+		s, out := run(t, "./static", probe.Config{Args: []string{"-precompressed=" + pre}, Path: "/data.json",
+			Headers: map[string]string{"Accept-Encoding": "gzip"}, Copies: "off"})
+		p := readProfile(t, filepath.Join(out, "allocs.pb.gz"))
+		var b int64
+		for _, smp := range p.Sample {
+			for _, loc := range smp.Location {
+				if fn := loc.Line[len(loc.Line)-1].Function.Name; strings.HasPrefix(fn, "compress/") || fn == "main.gzipOnTheFly" {
+					b += smp.Value[1]
+					break
+				}
+			}
+		}
+		compress[pre] = float64(b) / float64(s.AttributionWindow.Requests)
+		total[pre] = *s.PerRequest.AllocBytes
+		t.Logf("-precompressed=%s: %.0f B/req allocated, %.0f of them for compression", pre, total[pre], compress[pre])
+	}
+	if compress["1"] != 0 || compress["0"] < 1000 {
+		t.Errorf("compression allocations per request: %.0f B on the fly, %.0f B precompressed; want many, then 0", compress["0"], compress["1"])
+	}
+}
+
+// -encoder=append lowers allocations per request.
+func TestHTTPJSONEncoder(t *testing.T) {
+	allocs := map[string]float64{}
+	for _, enc := range []string{"std", "append"} {
+		s, _ := run(t, "./httpjson", probe.Config{Args: []string{"-encoder=" + enc}, Path: "/json", Copies: "off"})
+		allocs[enc] = *s.PerRequest.Allocs
+		t.Logf("-encoder=%s: %.2f allocs/req, %.0f B/req", enc, allocs[enc], *s.PerRequest.AllocBytes)
+	}
+	if allocs["append"] >= allocs["std"] {
+		t.Errorf("-encoder=append: %.2f allocs/req, std %.2f; want fewer", allocs["append"], allocs["std"])
+	}
+}
+
+// -accesslog adds exactly one write per request (the log line) and the
+// allocations of fmt.
+func TestHTTPJSONAccessLog(t *testing.T) {
+	requireRoot(t)
+	writes := map[bool]float64{}
+	for _, on := range []bool{false, true} {
+		args := []string{}
+		if on {
+			args = append(args, "-accesslog")
+		}
+		s, _ := run(t, "./httpjson", probe.Config{Args: args, Path: "/text", Copies: "off"})
+		writes[on] = s.PerRequest.SyscallsByName["write"]
+		t.Logf("-accesslog=%v: write %.4f per request", on, writes[on])
+	}
+	if d := writes[true] - writes[false]; math.Abs(d-1) > 0.001 {
+		t.Errorf("-accesslog adds %.4f writes per request, want 1", d)
+	}
+}
