@@ -5,13 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# strace is the syscall tests' oracle; the eBPF tests need root, which CI has.
-if ! command -v strace >/dev/null 2>&1; then
+# strace is the syscall tests' oracle (the eBPF tests need root, which CI
+# has); Debian's chromium runs the flame graphs' browser tests.
+missing=""
+command -v strace >/dev/null 2>&1 || missing="$missing strace"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "== installing strace"
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+		echo "== installing$missing"
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 	else
-		echo "strace missing and cannot be installed here: its test will skip"
+		echo "missing and not installable here:$missing; their tests will skip"
 	fi
 fi
 

@@ -1,0 +1,126 @@
+package flame
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/perfspy/perfspy/diff"
+)
+
+const usage = `usage: flame [-o out.svg|out.html] [-sample NAME] INPUT
+       flame -diff [-o out.svg|out.html] [-sample NAME] BEFORE AFTER
+
+INPUT is a pprof profile (gzipped or not) or folded stacks ("a;b;c 10" per
+line). The output format follows -o's extension: .svg (the default, on
+standard output without -o) or .html (a single file with zoom, search, an
+icicle view and a callers/callees sandwich). -diff colors growth red and
+shrinkage blue on the after profile's widths, keeps removed frames
+visible, and keys frames by allocdiff's normalized names.
+
+Exit: 0 done, 1 failed, 2 usage.
+
+flags:
+`
+
+// Command is the flame command. It returns the exit code.
+func Command(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("flame", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	out := fs.String("o", "", "output `file`: .svg or .html (default: SVG on standard output)")
+	sample := fs.String("sample", "", "pprof sample type (default: the profile's default, else the last)")
+	title := fs.String("title", "", "graph title")
+	isDiff := fs.Bool("diff", false, "differential: BEFORE AFTER")
+	icicle := fs.Bool("icicle", false, "SVG: draw the root at the top")
+	fold := fs.Bool("fold", false, "fold names as allocdiff does (closure numbers, generics, wrappers, versions); always on with -diff")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	want := 1
+	if *isDiff {
+		want = 2
+	}
+	if fs.NArg() != want {
+		fmt.Fprintf(stderr, "flame: want %d input file(s), got %d\n", want, fs.NArg())
+		fs.Usage()
+		return 2
+	}
+	format := "svg"
+	switch ext := strings.ToLower(filepath.Ext(*out)); ext {
+	case "", ".svg":
+	case ".html", ".htm":
+		format = "html"
+	default:
+		fmt.Fprintf(stderr, "flame: -o %s: want a .svg or .html file\n", *out)
+		return 2
+	}
+	opt := Options{Sample: *sample}
+	if *fold {
+		opt.Folds = diff.DefaultFolds
+	}
+	t, err := readInputs(fs.Args(), opt, *isDiff)
+	if err != nil {
+		fmt.Fprintf(stderr, "flame: %v\n", err)
+		return 1
+	}
+	var buf bytes.Buffer
+	if format == "html" {
+		err = WriteHTML(&buf, t, *title)
+	} else {
+		err = WriteSVG(&buf, t, SVGOptions{Title: *title, Inverted: *icicle})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flame: %v\n", err)
+		return 1
+	}
+	if *out == "" {
+		stdout.Write(buf.Bytes())
+		return 0
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "flame: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
+	open := func(p string) (*os.File, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
+	f, err := open(paths[0])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !isDiff {
+		t, err := Read(f, opt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", paths[0], err)
+		}
+		return t, nil
+	}
+	g, err := open(paths[1])
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	t, err := ReadDiff(f, g, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s, %s: %w", paths[0], paths[1], err)
+	}
+	return t, nil
+}

@@ -1,0 +1,218 @@
+package flame
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/diff"
+	goldenfile "github.com/perfspy/perfspy/internal/golden"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func readFile(t *testing.T, name string) *Tree {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := Read(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"small.svg", func(b *bytes.Buffer) error { return WriteSVG(b, readFile(t, "small.folded"), SVGOptions{Title: "small"}) }},
+		{"small-icicle.svg", func(b *bytes.Buffer) error {
+			return WriteSVG(b, readFile(t, "small.folded"), SVGOptions{Title: "small", Inverted: true})
+		}},
+		{"small.html", func(b *bytes.Buffer) error { return WriteHTML(b, readFile(t, "small.folded"), "small") }},
+		{"diff.svg", func(b *bytes.Buffer) error { return WriteSVG(b, diffTree(t), SVGOptions{}) }},
+		{"diff.html", func(b *bytes.Buffer) error { return WriteHTML(b, diffTree(t), "") }},
+	} {
+		var a, b bytes.Buffer
+		if err := tc.write(&a); err != nil {
+			t.Fatal(err)
+		}
+		tc.write(&b)
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%s: two runs differ", tc.name)
+		}
+		goldenfile.Check(t, filepath.Join("testdata", "golden", tc.name), a.Bytes(), *update)
+	}
+}
+
+func diffTree(t *testing.T) *Tree {
+	t.Helper()
+	b, _ := os.Open("testdata/before.folded")
+	a, _ := os.Open("testdata/after.folded")
+	defer b.Close()
+	defer a.Close()
+	tr, err := ReadDiff(b, a, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// The SVG keeps flamegraph.pl's shape: a <g> per frame, its <title>
+// starting with the name, then the total and share; widths proportional.
+func TestSVGShape(t *testing.T) {
+	var b bytes.Buffer
+	WriteSVG(&b, readFile(t, "small.folded"), SVGOptions{})
+	s := b.String()
+	for _, want := range []string{
+		`<title>all (100 count, 100.00%)</title><rect x="10.00" y=`,
+		`width="1180.00"`,
+		"function search(", "function zoom(",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	tr := readFile(t, "small.folded")
+	if tr.Root.Total != 100 {
+		t.Fatalf("root total %d, want 100", tr.Root.Total)
+	}
+	// main.handler under main.main: 30+10+25+15 = 80 of 100, so 80% of 1180 px.
+	if !strings.Contains(s, `<title>main.handler (80 count, 80.00%)</title><rect x="10.00" y="`) || !strings.Contains(s, `width="944.00"`) {
+		t.Errorf("main.handler under main.main is not 80%% wide:\n%s", s)
+	}
+}
+
+// Differential: widths from after, red for growth, blue for shrinkage,
+// removed frames still drawn, renumbered closures one frame.
+func TestDiff(t *testing.T) {
+	tr := diffTree(t)
+	var b bytes.Buffer
+	WriteSVG(&b, tr, SVGOptions{})
+	s := b.String()
+	for _, want := range []string{
+		`<g data-name="main.oldSite"><title>main.oldSite (after 0, before 20, -20 count, -100.0%, removed)</title>`,
+		`<g data-name="main.newSite"><title>main.newSite (after 30, before 0, +30 count, new)</title>`,
+		`<g data-name="main.handler.func*"><title>main.handler.func* (after 40, before 40, +0 count, +0.0%)</title>`,
+		`fill="rgb(90,120,255)"`, // removed
+		`fill="rgb(255,55,55)"`,  // new: full red
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("differential SVG lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "func1") || strings.Contains(s, "func2") {
+		t.Error("a renumbered closure shows as two frames")
+	}
+	// Widths: after's 90 plus the 20 of the removed frame.
+	setWidths(tr.Root, true)
+	if tr.Root.w != 110 || tr.Root.Total != 90 || tr.Root.Before != 100 {
+		t.Errorf("root: width %d total %d before %d", tr.Root.w, tr.Root.Total, tr.Root.Before)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{"a;b 10\nthis line has no count\n", "line 2"},
+		{"a;b 10\n\na;;b 5\n", "line 3"},
+		{"a;b -3\n", "line 1"},
+		{"", "empty"},
+		{"\n\n", "no samples"},
+	} {
+		_, err := Read(strings.NewReader(tc.in), Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Read(%q): %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	var fe *FoldedError
+	if _, err := Read(strings.NewReader("x 1\ny\n"), Options{}); !errors.As(err, &fe) || fe.Line != 2 {
+		t.Errorf("FoldedError: %v", err)
+	}
+	p := diff.Synthetic(1, 10, []string{"alloc_objects/count", "alloc_space/bytes"})
+	var pb bytes.Buffer
+	p.Write(&pb)
+	if _, err := Read(bytes.NewReader(pb.Bytes()), Options{Sample: "cpu"}); err == nil || !strings.Contains(err.Error(), `no sample type "cpu"`) {
+		t.Errorf("missing sample type: %v", err)
+	}
+	p.Sample = nil
+	pb.Reset()
+	p.Write(&pb)
+	if _, err := Read(bytes.NewReader(pb.Bytes()), Options{}); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty profile: %v", err)
+	}
+	if _, err := Read(bytes.NewReader([]byte{0x1f, 0x8b, 1, 2, 3}), Options{}); err == nil || !strings.Contains(err.Error(), "not a pprof profile") {
+		t.Errorf("corrupt gzip: %v", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.folded"), []byte("a;b 1\nnope\n"), 0o644)
+	var o, e bytes.Buffer
+	if code := Command([]string{filepath.Join(dir, "bad.folded")}, &o, &e); code != 1 || !strings.Contains(e.String(), "bad.folded: line 2") {
+		t.Errorf("command on bad input: exit %d, %q", code, e.String())
+	}
+	for _, args := range [][]string{{}, {"-diff", "x"}, {"-o", "x.png", "y"}, {"-bogus"}} {
+		if code := Command(args, &o, &e); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// A pprof profile's graph holds every sample's value at the root.
+func TestPprofInput(t *testing.T) {
+	p := diff.Synthetic(3, 500, []string{"samples/count", "cpu/nanoseconds"})
+	p.Comments = []string{"perfspy.requests=100"}
+	var pb bytes.Buffer
+	p.Write(&pb)
+	tr, err := Read(bytes.NewReader(pb.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, s := range p.Sample {
+		sum += s.Value[1]
+	}
+	if tr.Root.Total != sum || tr.Sample != "cpu" || tr.Requests != 100 {
+		t.Errorf("root %d (want %d), sample %s, requests %d", tr.Root.Total, sum, tr.Sample, tr.Requests)
+	}
+	var h bytes.Buffer
+	if err := WriteHTML(&h, tr, ""); err != nil || !strings.Contains(h.String(), `"req":100`) {
+		t.Errorf("HTML: %v", err)
+	}
+	if strings.Contains(h.String(), "http://") || strings.Contains(h.String(), "https://") {
+		t.Error("the page refers to the network")
+	}
+}
+
+func FuzzFolded(f *testing.F) {
+	b, _ := os.ReadFile("testdata/small.folded")
+	f.Add(b)
+	f.Add([]byte("a;b 1\n;c 2\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tr, err := Read(bytes.NewReader(in), Options{})
+		if err != nil {
+			return
+		}
+		var sum int64
+		for _, c := range tr.Root.Children() {
+			sum += c.Total
+		}
+		if sum != tr.Root.Total {
+			t.Fatalf("children %d, root %d", sum, tr.Root.Total)
+		}
+		var w bytes.Buffer
+		if err := WriteSVG(&w, tr, SVGOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
