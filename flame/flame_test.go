@@ -34,7 +34,9 @@ func TestGolden(t *testing.T) {
 		name  string
 		write func(*bytes.Buffer) error
 	}{
-		{"small.svg", func(b *bytes.Buffer) error { return WriteSVG(b, readFile(t, "small.folded"), SVGOptions{Title: "small"}) }},
+		{"small.svg", func(b *bytes.Buffer) error {
+			return WriteSVG(b, readFile(t, "small.folded"), SVGOptions{Title: "small"})
+		}},
 		{"small-icicle.svg", func(b *bytes.Buffer) error {
 			return WriteSVG(b, readFile(t, "small.folded"), SVGOptions{Title: "small", Inverted: true})
 		}},
