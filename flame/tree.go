@@ -23,36 +23,48 @@ import (
 
 // Node is a frame in the merged call tree.
 type Node struct {
-	Name     string
-	Total    int64 // after, for a differential tree
-	Before   int64 // differential trees only
-	w        int64 // the value that sets the frame's width (Layout)
-	children map[string]*Node
-	sorted   []*Node
+	Name   string
+	Total  int64 // after, for a differential tree
+	Before int64 // differential trees only
+	w      int64 // the value that sets the frame's width (Layout)
+	kids   []*Node
+	index  map[string]*Node // for nodes with many children
+	sorted bool
 }
 
 func (n *Node) child(name string) *Node {
-	c := n.children[name]
-	if c == nil {
-		if n.children == nil {
-			n.children = map[string]*Node{}
+	if n.index != nil {
+		if c := n.index[name]; c != nil {
+			return c
 		}
-		c = &Node{Name: name}
-		n.children[name] = c
+	} else {
+		for _, c := range n.kids {
+			if c.Name == name {
+				return c
+			}
+		}
+	}
+	c := &Node{Name: name}
+	n.kids = append(n.kids, c)
+	n.sorted = false
+	if n.index != nil {
+		n.index[name] = c
+	} else if len(n.kids) > 8 {
+		n.index = make(map[string]*Node, len(n.kids))
+		for _, k := range n.kids {
+			n.index[k.Name] = k
+		}
 	}
 	return c
 }
 
 // Children returns the children sorted by name, as flamegraph.pl does.
 func (n *Node) Children() []*Node {
-	if n.sorted == nil && len(n.children) > 0 {
-		n.sorted = make([]*Node, 0, len(n.children))
-		for _, c := range n.children {
-			n.sorted = append(n.sorted, c)
-		}
-		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].Name < n.sorted[j].Name })
+	if !n.sorted {
+		sort.Slice(n.kids, func(i, j int) bool { return n.kids[i].Name < n.kids[j].Name })
+		n.sorted = true
 	}
-	return n.sorted
+	return n.kids
 }
 
 // Tree is a call tree with the facts a graph shows about it.
@@ -238,6 +250,7 @@ func readFolded(t *Tree, br *bufio.Reader, opt Options, before bool) error {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	n, lines := 0, 0
 	var stack []string
+	intern := map[string]string{}
 	for sc.Scan() {
 		n++
 		line := bytes.TrimRight(sc.Bytes(), " \t\r")
@@ -257,7 +270,12 @@ func readFolded(t *Tree, br *bufio.Reader, opt Options, before bool) error {
 			if len(f) == 0 {
 				return &FoldedError{n, truncate(string(line))}
 			}
-			stack = append(stack, diff.FuncKey(string(f), opt.Folds))
+			name, ok := intern[string(f)]
+			if !ok {
+				name = diff.FuncKey(string(f), opt.Folds)
+				intern[string(f)] = name
+			}
+			stack = append(stack, name)
 		}
 		t.add(stack, v, before)
 		lines++

@@ -246,6 +246,10 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	s.Files["meta"] = "meta"
 	s.Files["target_log"] = "target.log"
 
+	if err := writeFlames(out, s); err != nil {
+		return nil, err
+	}
+
 	meta := collectMeta(cfg, tgt, commit, hello, plan, allowed)
 	var sites []Site
 	if allocs != nil {

@@ -430,6 +430,12 @@ func TestDefaultTarget(t *testing.T) {
 	if objs, _ := siteCount(p, "main.buildDocument"); objs != n {
 		t.Errorf("main.buildDocument: %d allocations for %d requests, want one each", objs, n)
 	}
+	for _, name := range []string{"cpu", "allocs"} {
+		fn := s.Files["flame_"+name]
+		if fn == "" || !strings.Contains(readFile(t, filepath.Join(out, fn)), "var DATA = ") {
+			t.Errorf("no flame graph of %s in the run folder (files %v)", name, s.Files)
+		}
+	}
 	for _, want := range []string{"verdict", "allocs", "syscalls", "latency", "main.buildDocument"} {
 		if !strings.Contains(stdout+readFile(t, filepath.Join(out, "report.md")), want) {
 			t.Errorf("output lacks %q", want)
