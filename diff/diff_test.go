@@ -307,3 +307,49 @@ func TestRealVersions(t *testing.T) {
 	}
 	golden(t, "golden/httpbin.md", func() []byte { var buf bytes.Buffer; r.Write(&buf, "markdown", 10); return buf.Bytes() }())
 }
+
+// TestSeveralFilesPerSide merges files per side and gives each row the
+// Mann-Whitney U p-value of its per-file values; the -o profile opens in
+// go tool pprof.
+func TestSeveralFilesPerSide(t *testing.T) {
+	dir := t.TempDir()
+	var bs, as []string
+	for i := 0; i < 4; i++ {
+		b := synthetic(50, 200, []string{"alloc_objects/count", "alloc_space/bytes"})
+		a := b.Copy()
+		// One function grows in every after file: a real, consistent change.
+		for _, s := range a.Sample {
+			if s.Location[0].Line[0].Function.ID == b.Sample[0].Location[0].Line[0].Function.ID {
+				s.Value[1] += 5000
+			}
+		}
+		for j, s := range b.Sample { // noise that differs per file
+			s.Value[1] += int64((i*7 + j) % 3)
+		}
+		bp, ap := filepath.Join(dir, "b"+string(rune('0'+i))+".pb.gz"), filepath.Join(dir, "a"+string(rune('0'+i))+".pb.gz")
+		os.WriteFile(bp, encode(t, b), 0o644)
+		os.WriteFile(ap, encode(t, a), 0o644)
+		bs, as = append(bs, bp), append(as, ap)
+	}
+	out := filepath.Join(dir, "diff.pb.gz")
+	var o, e bytes.Buffer
+	args := append(append(append([]string{"-format", "json", "-top", "3", "-o", out}, bs...), "--"), as...)
+	if code := Command(args, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	if !strings.Contains(o.String(), `"p": 0.0`) {
+		t.Errorf("the growing row has no small p-value:\n%s", o.String())
+	}
+	// The glob form reads the same files.
+	o.Reset()
+	if code := Command([]string{"-format", "csv", filepath.Join(dir, "b*.pb.gz"), filepath.Join(dir, "a*.pb.gz")}, &o, &e); code != 0 || !strings.Contains(o.String(), ",p") {
+		t.Errorf("globs: exit %d, %q", code, o.String()[:min(200, o.Len())])
+	}
+	if testing.Short() {
+		return
+	}
+	pp, err := exec.Command("go", "tool", "pprof", "-top", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(pp), "flat") {
+		t.Errorf("go tool pprof -top on the -o profile: %v\n%s", err, pp)
+	}
+}
