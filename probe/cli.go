@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +27,8 @@ const usage = `usage: probe <command> [flags] [target]
 commands:
   run    build the target with the agent, measure a timing window, an
          attribution window and an off-CPU window, write a results folder
+  ab     build two git revisions, measure them in interleaved rounds, test
+         significance, write the review table (-before REV -after REV)
   bench  what the off-CPU window costs, against fgprof (-what offcpu)
 
 The target is a directory holding a main package (of this module or
@@ -42,6 +46,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return mainRun(ctx, args[1:], stdout, stderr)
+	case "ab":
+		return mainAB(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
@@ -50,12 +56,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return ExitUsage
 }
 
-func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("probe run", flag.ContinueOnError)
+// parseRunFlags reads probe run's flags (and extra ones, for probe ab)
+// and the target. ok is false when the command must exit with code.
+func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg Config, quiet bool, code int, ok bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg Config
 	var targetArgs, bodyFile string
-	quiet := fs.Bool("q", false, "quiet: no progress lines")
+	q := fs.Bool("q", false, "quiet: no progress lines")
+	if extra != nil {
+		extra(fs)
+	}
 	fs.StringVar(&targetArgs, "args", "", "arguments for the target, split as a shell would")
 	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
@@ -79,90 +89,169 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: probe run [flags] [target]\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+			return cfg, false, ExitOK, false
 		}
-		return ExitUsage
+		return cfg, false, ExitUsage, false
 	}
 	// Flags may also follow the target.
 	if fs.NArg() > 0 {
 		cfg.Target = fs.Arg(0)
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return ExitOK
+				return cfg, false, ExitOK, false
 			}
-			return ExitUsage
+			return cfg, false, ExitUsage, false
 		}
 		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "probe run: one target only, got %q and %q\n", cfg.Target, fs.Arg(0))
-			return ExitUsage
+			fmt.Fprintf(stderr, "%s: one target only, got %q and %q\n", name, cfg.Target, fs.Arg(0))
+			return cfg, false, ExitUsage, false
 		}
 	}
 	if cfg.Duration <= 0 {
-		fmt.Fprintf(stderr, "probe run: -duration %v: must be positive\n", cfg.Duration)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -duration %v: must be positive\n", name, cfg.Duration)
+		return cfg, false, ExitUsage, false
 	}
 	if cfg.Warmup < 0 {
-		fmt.Fprintf(stderr, "probe run: -warmup %v: must not be negative\n", cfg.Warmup)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -warmup %v: must not be negative\n", name, cfg.Warmup)
+		return cfg, false, ExitUsage, false
 	}
 	if cfg.Conns <= 0 {
-		fmt.Fprintf(stderr, "probe run: -conns %d: must be positive\n", cfg.Conns)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -conns %d: must be positive\n", name, cfg.Conns)
+		return cfg, false, ExitUsage, false
 	}
 	if cfg.Allocs != "allocspy" && cfg.Allocs != "heapprofile" {
-		fmt.Fprintf(stderr, "probe run: -allocs %q: want allocspy or heapprofile\n", cfg.Allocs)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -allocs %q: want allocspy or heapprofile\n", name, cfg.Allocs)
+		return cfg, false, ExitUsage, false
 	}
 	if cfg.Syscalls != "bpf" && cfg.Syscalls != "proc-io" {
-		fmt.Fprintf(stderr, "probe run: -syscalls %q: want bpf or proc-io\n", cfg.Syscalls)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -syscalls %q: want bpf or proc-io\n", name, cfg.Syscalls)
+		return cfg, false, ExitUsage, false
 	}
 	if cfg.Copies != "overlay" && cfg.Copies != "off" {
-		fmt.Fprintf(stderr, "probe run: -copies %q: want overlay or off\n", cfg.Copies)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -copies %q: want overlay or off\n", name, cfg.Copies)
+		return cfg, false, ExitUsage, false
 	}
 	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {
-		fmt.Fprintf(stderr, "probe run: -cpus: %v\n", err)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -cpus: %v\n", name, err)
+		return cfg, false, ExitUsage, false
 	}
 	var err error
 	if cfg.Args, err = splitArgs(targetArgs); err != nil {
-		fmt.Fprintf(stderr, "probe run: -args: %v\n", err)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
+		return cfg, false, ExitUsage, false
 	}
 	if bodyFile != "" {
 		if cfg.Body, err = os.ReadFile(bodyFile); err != nil {
-			fmt.Fprintf(stderr, "probe run: -body: %v\n", err)
-			return ExitUsage
+			fmt.Fprintf(stderr, "%s: -body: %v\n", name, err)
+			return cfg, false, ExitUsage, false
 		}
 	}
 	cfg.Headers = headers.m
 	fs.Visit(func(f *flag.Flag) { cfg.Flags = append(cfg.Flags, "-"+f.Name+"="+f.Value.String()) })
+	return cfg, *q, 0, true
+}
+
+func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, quiet, code, ok := parseRunFlags("probe run", args, stderr, nil)
+	if !ok {
+		return code
+	}
 	var logw io.Writer = stderr
-	if *quiet {
+	if quiet {
 		logw = nil
 	}
 	res, err := Run(ctx, cfg, logw)
 	if res != nil {
 		WriteTerminal(stdout, res)
 	}
+	return exitCode(stderr, "probe run", err)
+}
+
+// exitCode maps a result to the exit codes and says why.
+func exitCode(stderr io.Writer, name string, err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, ErrNotJudged):
-		fmt.Fprintf(stderr, "probe run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return ExitNotJudged
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "probe run: interrupted; the target was stopped\n")
+		fmt.Fprintf(stderr, "%s: interrupted; the target was stopped\n", name)
 		return ExitFailed
 	}
-	fmt.Fprintf(stderr, "probe run: %v\n", err)
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	return ExitFailed
+}
+
+func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var ab ABConfig
+	var gates gateFlag
+	cfg, quiet, code, ok := parseRunFlags("probe ab", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&ab.Before, "before", "", "the `revision` to compare against")
+		fs.StringVar(&ab.After, "after", "", "the `revision` under review")
+		fs.StringVar(&ab.Repo, "repo", ".", "the git repository")
+		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
+		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
+		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
+		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us) regresses by more than PCT% (repeatable)")
+	})
+	if !ok {
+		return code
+	}
+	ab.Out, cfg.Out = cfg.Out, ""
+	ab.Run, ab.MaxRegress = cfg, gates.m
+	for name := range gates.m {
+		known := false
+		for _, m := range abMetrics {
+			known = known || m.name == name
+		}
+		if !known {
+			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric\n", name)
+			return ExitUsage
+		}
+	}
+	if ab.Before == "" || ab.After == "" {
+		fmt.Fprintln(stderr, "probe ab: -before and -after are required")
+		return ExitUsage
+	}
+	var logw io.Writer = stderr
+	if quiet {
+		logw = nil
+	}
+	res, err := AB(ctx, ab, logw)
+	if res != nil {
+		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
+		stdout.Write(b)
+		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
+	}
+	if errors.Is(err, ErrRegression) {
+		fmt.Fprintf(stderr, "probe ab: %v\n", err)
+		return ExitFailed
+	}
+	return exitCode(stderr, "probe ab", err)
+}
+
+// gateFlag collects -max-regress METRIC=PCT flags.
+type gateFlag struct{ m map[string]float64 }
+
+func (g *gateFlag) String() string { return "" }
+
+func (g *gateFlag) Set(v string) error {
+	name, pct, ok := strings.Cut(v, "=")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
+	if !ok || err != nil || f < 0 {
+		return fmt.Errorf("want METRIC=PCT, e.g. allocs/req=1%%, got %q", v)
+	}
+	if g.m == nil {
+		g.m = map[string]float64{}
+	}
+	g.m[name] = f
+	return nil
 }
 
 // headerFlag collects -header "K: V" flags.

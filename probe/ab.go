@@ -1,0 +1,463 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/flame"
+)
+
+// ABSchema is the schema name of ab.json.
+const ABSchema = "perfspy.ab/v1"
+
+// ErrRegression is returned when a gated metric regressed past its
+// threshold. Commands exit 1 on it.
+var ErrRegression = errors.New("regression")
+
+// ABConfig is one probe ab.
+type ABConfig struct {
+	Repo          string // git repository; default "."
+	Before, After string // revisions
+	Rounds        int    // runs per arm; default 4, the fewest that can reach p < 0.05
+	Run           Config // probe run settings; Run.Target is the target, relative to the working directory
+	Out           string // default results/<UTC>_ab_<before>_<after>
+	MaxRegress    map[string]float64
+	Control       string // an endpoint whose figures must not change
+	Top           int    // function rows per profile; default 10
+}
+
+// Metric names and whether more is worse.
+var abMetrics = []struct {
+	name        string
+	exact       bool
+	higherWorse bool
+}{
+	{"allocs/req", true, true}, {"B/req", true, true}, {"copied-B/req", true, true}, {"syscalls/req", true, true},
+	{"cpu-us/req", false, true}, {"req/s", false, false}, {"p99-us", false, true},
+}
+
+// ABMetric is one metric's comparison.
+type ABMetric struct {
+	Before   float64 `json:"before"`
+	After    float64 `json:"after"`
+	Delta    float64 `json:"delta"`
+	DeltaPct float64 `json:"delta_pct"`
+	P        float64 `json:"p"`
+	Verdict  string  `json:"verdict"`
+	Why      string  `json:"why,omitempty"`
+}
+
+// ABFunction is one function's change per request in one profile.
+type ABFunction struct {
+	Profile string  `json:"profile"`
+	Key     string  `json:"key"`
+	Before  float64 `json:"before"`
+	After   float64 `json:"after"`
+	Delta   float64 `json:"delta"`
+}
+
+// ABResult is ab.json.
+type ABResult struct {
+	Schema    string               `json:"schema"`
+	Before    map[string]string    `json:"before"`
+	After     map[string]string    `json:"after"`
+	Rounds    int                  `json:"rounds"`
+	Order     string               `json:"order"`
+	Metrics   map[string]*ABMetric `json:"metrics"`
+	Functions []ABFunction         `json:"functions"`
+	Control   map[string]*ABMetric `json:"control,omitempty"`
+	Judged    bool                 `json:"judged"`
+	Reasons   []string             `json:"reasons,omitempty"`
+	Gate      []string             `json:"gate_failed,omitempty"`
+	Dir       string               `json:"-"`
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// metricValues reads a run's figures for the metrics; NaN when absent.
+func metricValues(s *Summary) map[string]float64 {
+	v := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	return map[string]float64{
+		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
+		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
+		"p99-us": float64(s.Window.LatencyUS["p99"]),
+	}
+}
+
+func medianOf(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// compareMetric judges one metric. Counts are exact: a change beyond
+// rounding (0.5% and 0.02) is one. Timings need a Mann-Whitney U p < 0.05
+// and a change of more than 2%.
+func compareMetric(b, a []float64, exact, higherWorse bool) *ABMetric {
+	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1}
+	m.Delta = m.After - m.Before
+	if m.Before != 0 {
+		m.DeltaPct = 100 * m.Delta / m.Before
+	}
+	if math.IsNaN(m.Before) || math.IsNaN(m.After) {
+		return &ABMetric{P: 1, Verdict: "not measured"}
+	}
+	th := benchmath.DefaultThresholds
+	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(b, &th), benchmath.NewSample(a, &th))
+	if !math.IsNaN(c.P) {
+		m.P = c.P
+	}
+	changed := false
+	if exact {
+		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
+	} else {
+		if len(b) < 4 || len(a) < 4 {
+			m.Verdict, m.Why = "not judged", "too few rounds for significance (need 4 per arm)"
+			return m
+		}
+		changed = m.P < 0.05 && math.Abs(m.DeltaPct) > 2
+	}
+	switch {
+	case !changed:
+		m.Verdict = "no change"
+	case (m.Delta > 0) == higherWorse:
+		m.Verdict = "regression"
+	default:
+		m.Verdict = "improvement"
+	}
+	return m
+}
+
+// AB builds two revisions from git worktrees, measures them in interleaved
+// rounds (ABBA...) and writes ab.json, bench.txt, report.md and report.html.
+func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
+	logf := func(format string, a ...any) {
+		if logw != nil {
+			fmt.Fprintf(logw, "probe ab: "+format+"\n", a...)
+		}
+	}
+	if cfg.Repo == "" {
+		cfg.Repo = "."
+	}
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = 4
+	}
+	if cfg.Top <= 0 {
+		cfg.Top = 10
+	}
+	if cfg.Before == "" || cfg.After == "" {
+		return nil, errors.New("-before and -after name the two revisions")
+	}
+	root, err := git(ctx, cfg.Repo, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%s is not in a git repository: %w", cfg.Repo, err)
+	}
+	target := cfg.Run.Target
+	if target == "" {
+		target = DefaultTarget
+	}
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return nil, fmt.Errorf("target %s is not inside the repository %s", target, root)
+	}
+	res := &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
+	shas := map[string]string{}
+	for arm, rev := range map[string]string{"before": cfg.Before, "after": cfg.After} {
+		sha, err := git(ctx, root, "rev-parse", "--verify", rev+"^{commit}")
+		if err != nil {
+			return nil, fmt.Errorf("-%s %s: %w", arm, rev, err)
+		}
+		shas[arm] = sha
+	}
+	res.Before = map[string]string{"rev": cfg.Before, "commit": shas["before"]}
+	res.After = map[string]string{"rev": cfg.After, "commit": shas["after"]}
+	out := cfg.Out
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("ab_%s_%s_%s", short(shas["before"]), short(shas["after"]), filepath.Base(rel)))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if out, err = makeOutDir(out, "", ""); err != nil {
+		return nil, err
+	}
+	res.Dir = out
+	if err := os.Mkdir(filepath.Join(out, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	wt, err := os.MkdirTemp("", "perfspy-ab-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(wt)
+	dirs := map[string]string{}
+	for _, arm := range []string{"before", "after"} {
+		d := filepath.Join(wt, arm)
+		if _, err := git(ctx, root, "worktree", "add", "--detach", d, shas[arm]); err != nil {
+			return nil, err
+		}
+		defer git(context.Background(), root, "worktree", "remove", "--force", d)
+		dirs[arm] = d
+	}
+
+	values := map[string]map[string][]float64{"before": {}, "after": {}}
+	control := map[string]map[string][]float64{"before": {}, "after": {}}
+	profiles := map[string]map[string][]string{"before": {}, "after": {}}
+	var order strings.Builder
+	var bench bytes.Buffer
+	for r := 0; r < cfg.Rounds; r++ {
+		arms := []string{"before", "after"}
+		if r%2 == 1 {
+			arms[0], arms[1] = arms[1], arms[0]
+		}
+		for _, arm := range arms {
+			order.WriteByte(map[string]byte{"before": 'A', "after": 'B'}[arm])
+			rc := cfg.Run
+			rc.Target = filepath.Join(dirs[arm], rel)
+			rc.Out = filepath.Join(out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
+			logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(shas[arm]))
+			rr, err := Run(ctx, rc, nil)
+			if err != nil && !errors.Is(err, ErrNotJudged) {
+				return nil, fmt.Errorf("round %d, %s: %w", r+1, arm, err)
+			}
+			s := rr.Summary
+			if s.Verdict != VerdictServerBound {
+				res.Reasons = append(res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
+			}
+			for k, v := range metricValues(s) {
+				values[arm][k] = append(values[arm][k], v)
+			}
+			for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
+				if f, ok := s.Files[p]; ok {
+					profiles[arm][p] = append(profiles[arm][p], filepath.Join(rr.Dir, f))
+				}
+			}
+			fmt.Fprintf(&bench, "arm: %s\ncommit: %s\n", arm, short(shas[arm]))
+			writeBenchLine(&bench, s, filepath.Base(rel))
+			if cfg.Control != "" {
+				cc := rc
+				cc.Path, cc.Out, cc.OffCPU = cfg.Control, rc.Out+"-control", false
+				cr, err := Run(ctx, cc, nil)
+				if err != nil && !errors.Is(err, ErrNotJudged) {
+					return nil, fmt.Errorf("round %d, %s control: %w", r+1, arm, err)
+				}
+				for k, v := range metricValues(cr.Summary) {
+					control[arm][k] = append(control[arm][k], v)
+				}
+			}
+		}
+	}
+	res.Order = order.String()
+	for _, m := range abMetrics {
+		res.Metrics[m.name] = compareMetric(values["before"][m.name], values["after"][m.name], m.exact, m.higherWorse)
+	}
+	if cfg.Control != "" {
+		res.Control = map[string]*ABMetric{}
+		for _, m := range abMetrics {
+			cm := compareMetric(control["before"][m.name], control["after"][m.name], m.exact, m.higherWorse)
+			res.Control[m.name] = cm
+			if cm.Verdict == "regression" || cm.Verdict == "improvement" {
+				res.Reasons = append(res.Reasons, fmt.Sprintf("machine moved: the control %s's %s changed %+.1f%%", cfg.Control, m.name, cm.DeltaPct))
+			}
+		}
+	}
+	if cfg.Rounds < 2 {
+		res.Reasons = append(res.Reasons, "too few rounds: need at least 2 per arm")
+	}
+	res.Judged = len(res.Reasons) == 0
+
+	// Functions: per-request deltas on normalized keys, all rounds merged.
+	for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
+		bf, af := profiles["before"][p], profiles["after"][p]
+		if len(bf) == 0 || len(af) == 0 {
+			continue
+		}
+		b, err := diff.Load(bf)
+		if err != nil {
+			return nil, err
+		}
+		a, err := diff.Load(af)
+		if err != nil {
+			return nil, err
+		}
+		sample := ""
+		if p == "allocs" {
+			sample = "alloc_objects" // allocations per request, as allocs/req counts them
+		}
+		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: diff.DefaultFolds, Stacks: true})
+		if err != nil {
+			return nil, fmt.Errorf("%s profiles: %w", p, err)
+		}
+		for i, row := range c.Rows {
+			if i == cfg.Top {
+				break
+			}
+			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter)}
+			if c.PerRequest {
+				f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
+			}
+			f.Delta = f.After - f.Before
+			// Below a hundredth per request, a row is the rounding of
+			// background work, not the change under review.
+			if math.Abs(f.Delta) >= 0.01 || (!c.PerRequest && f.Delta != 0) {
+				res.Functions = append(res.Functions, f)
+			}
+		}
+		if p == "allocs" {
+			writeDiffFlame(out, bf, af)
+		}
+	}
+
+	for name, pct := range cfg.MaxRegress {
+		m := res.Metrics[name]
+		if m == nil {
+			return nil, fmt.Errorf("-max-regress %s: unknown metric", name)
+		}
+		if m.Verdict == "regression" && math.Abs(m.DeltaPct) > pct {
+			res.Gate = append(res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
+		}
+	}
+	sort.Strings(res.Gate)
+
+	var js bytes.Buffer
+	if err := writeJSON(&js, res); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"ab.json": js.Bytes(), "bench.txt": bench.Bytes()}
+	var md bytes.Buffer
+	writeABReport(&md, res, cfg)
+	files["report.md"] = md.Bytes()
+	files["report.html"] = abHTML(res, md.String(), out)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if len(res.Gate) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrRegression, strings.Join(res.Gate, "; "))
+	}
+	if !res.Judged {
+		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
+	}
+	return res, nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// writeBenchLine writes a run's result line, as bench.txt does.
+func writeBenchLine(w io.Writer, s *Summary, name string) {
+	var b bytes.Buffer
+	writeBench(&b, s, name, nil)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "Unit ") {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// writeDiffFlame draws the allocation profiles' differential flame graph.
+func writeDiffFlame(out string, before, after []string) {
+	// One file per arm is enough to show the shape: the first round's.
+	b, err1 := os.Open(before[0])
+	a, err2 := os.Open(after[0])
+	if err1 != nil || err2 != nil {
+		return
+	}
+	defer b.Close()
+	defer a.Close()
+	t, err := flame.ReadDiff(b, a, flame.Options{})
+	if err != nil {
+		return
+	}
+	var buf bytes.Buffer
+	if flame.WriteSVG(&buf, t, flame.SVGOptions{Title: "allocations: after vs before"}) == nil {
+		os.WriteFile(filepath.Join(out, "flame-allocs-diff.svg"), buf.Bytes(), 0o644)
+	}
+}
+
+// writeABReport writes the table a reviewer pastes.
+func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
+	fmt.Fprintf(w, "# probe ab: %s → %s\n\n", r.Before["rev"], r.After["rev"])
+	fmt.Fprintf(w, "`%s` → `%s`, %d rounds per arm, order %s", short(r.Before["commit"]), short(r.After["commit"]), r.Rounds, r.Order)
+	if !r.Judged {
+		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprint(w, "\n\n| metric | before | after | delta | delta % | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n")
+	for _, m := range abMetrics {
+		x := r.Metrics[m.name]
+		v := x.Verdict
+		if x.Why != "" {
+			v += " (" + x.Why + ")"
+		}
+		fmt.Fprintf(w, "| %s | %.4g | %.4g | %+.4g | %+.2f%% | %.3f | %s |\n", m.name, x.Before, x.After, x.Delta, x.DeltaPct, x.P, v)
+	}
+	if len(r.Gate) > 0 {
+		fmt.Fprintf(w, "\n**Gate failed:** %s\n", strings.Join(r.Gate, "; "))
+	}
+	cur := ""
+	for _, f := range r.Functions {
+		if f.Profile != cur {
+			cur = f.Profile
+			fmt.Fprintf(w, "\n## %s: top function changes per request\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur)
+		}
+		fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
+	}
+	fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, duration %v, warm-up %v, conns %d, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.\n",
+		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, cfg.Run.Conns, cfg.Run.CPUs)
+}
+
+// abHTML is report.html: the same tables, and the differential flame graph.
+func abHTML(r *ABResult, md, out string) []byte {
+	var b bytes.Buffer
+	b.WriteString("<!doctype html><meta charset=\"utf-8\"><title>probe ab</title><style>body{font:14px sans-serif;margin:16px}pre{white-space:pre-wrap}</style>\n<pre>")
+	b.WriteString(htmlEscape(md))
+	b.WriteString("</pre>\n")
+	if svg, err := os.ReadFile(filepath.Join(out, "flame-allocs-diff.svg")); err == nil {
+		if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
+			b.Write(svg[i:])
+		}
+	}
+	return b.Bytes()
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}

@@ -1,0 +1,185 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+const abServer = `package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+)
+
+var sink []byte
+var spinSink int
+
+//go:noinline
+func spin() {
+	x := 1
+	for i := 0; i < 300000; i++ {
+		x = x*1664525 + 1013904223
+	}
+	spinSink = x
+}
+
+//EXTRA
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	http.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
+		spin()
+		//CALL
+		w.Write([]byte("ok"))
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+
+// makeRepo makes a git repository with a server module: commit 1, commit 2
+// adding one 64-byte allocation per request in main.extraAlloc, and commit
+// 3 (from 1) changing only a comment.
+func makeRepo(t *testing.T) (dir, c1, c2, c3 string) {
+	t.Helper()
+	dir = t.TempDir()
+	gitc := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write := func(src string) {
+		os.MkdirAll(filepath.Join(dir, "server"), 0o755)
+		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/abtest\n\ngo 1.26\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "server", "main.go"), []byte(src), 0o644)
+	}
+	gitc("init", "-q", "-b", "main")
+	write(abServer)
+	gitc("add", "-A")
+	gitc("commit", "-q", "-m", "one")
+	c1 = gitc("rev-parse", "HEAD")
+	write(strings.Replace(strings.Replace(abServer, "//EXTRA", "//go:noinline\nfunc extraAlloc() { sink = make([]byte, 64) }", 1), "//CALL", "extraAlloc()", 1))
+	gitc("commit", "-q", "-am", "two: one more allocation per request")
+	c2 = gitc("rev-parse", "HEAD")
+	gitc("checkout", "-q", "-b", "noop", c1)
+	write(strings.Replace(abServer, "//EXTRA", "// A comment changes nothing.", 1))
+	gitc("commit", "-q", "-am", "three: a comment")
+	c3 = gitc("rev-parse", "HEAD")
+	return
+}
+
+func abConfig(dir, before, after string, out string) ABConfig {
+	return ABConfig{Repo: dir, Before: before, After: after, Rounds: 4, Out: out,
+		Run: Config{Target: filepath.Join(dir, "server"), Path: "/work", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 700 * time.Millisecond}}
+}
+
+// TestABRegression: one more allocation per request is +1.00 allocs/req,
+// names main.extraAlloc, and fails the gate.
+func TestABRegression(t *testing.T) {
+	skipShort(t)
+	dir, c1, c2, _ := makeRepo(t)
+	out := filepath.Join(t.TempDir(), "ab")
+	cfg := abConfig(dir, c1, c2, out)
+	cfg.MaxRegress = map[string]float64{"allocs/req": 1}
+	res, err := AB(context.Background(), cfg, nil)
+	checkNoOrphans(t)
+	if !errors.Is(err, ErrRegression) || !strings.Contains(err.Error(), "allocs/req") {
+		t.Fatalf("error %v, want a regression of allocs/req", err)
+	}
+	m := res.Metrics["allocs/req"]
+	t.Logf("allocs/req %.4f -> %.4f (%+.4f), verdict %s; order %s", m.Before, m.After, m.Delta, m.Verdict, res.Order)
+	if math.Abs(m.Delta-1) > 0.01 || m.Verdict != "regression" {
+		t.Errorf("allocs/req delta %.4f (%s), want +1.00 regression", m.Delta, m.Verdict)
+	}
+	if b := res.Metrics["B/req"]; math.Abs(b.Delta-64) > 1 {
+		t.Errorf("B/req delta %.2f, want +64", b.Delta)
+	}
+	found := false
+	for _, f := range res.Functions {
+		if f.Profile == "allocs" && f.Key == "main.extraAlloc" && math.Abs(f.Delta-1) < 0.01 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("main.extraAlloc +1.00 not among the functions: %+v", res.Functions)
+	}
+	if res.Order != "ABBAABBA" {
+		t.Errorf("order %s, want ABBAABBA", res.Order)
+	}
+	for _, f := range []string{"ab.json", "bench.txt", "report.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "main.extraAlloc") || !strings.Contains(rep, "Gate failed") {
+		t.Errorf("report.md:\n%s", rep)
+	}
+	// bench.txt puts the arms in columns for benchstat.
+	r := benchfmt.NewReader(bytes.NewReader([]byte(readFile(t, filepath.Join(out, "bench.txt")))), "bench.txt")
+	arms := map[string]int{}
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			arms[res.GetConfig("arm")]++
+		}
+	}
+	if arms["before"] != 4 || arms["after"] != 4 {
+		t.Errorf("bench.txt arms %v, want 4 results each", arms)
+	}
+	// The command exits 1 and names the metric.
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"ab", "-q", "-before", c1, "-after", c2, "-repo", dir, "-rounds", "2", "-copies", "off", "-offcpu=false",
+		"-warmup", "200ms", "-duration", "500ms", "-path", "/work", "-max-regress", "allocs/req=1%", "-out", filepath.Join(t.TempDir(), "ab2"), filepath.Join(dir, "server")}, &o, &e)
+	if code != ExitFailed || !strings.Contains(e.String(), "allocs/req") {
+		t.Errorf("probe ab: exit %d, stderr %q", code, e.String())
+	}
+}
+
+// TestABNoChange: a commit that changes nothing gives "no change".
+func TestABNoChange(t *testing.T) {
+	skipShort(t)
+	dir, c1, _, c3 := makeRepo(t)
+	res, err := AB(context.Background(), abConfig(dir, c1, c3, filepath.Join(t.TempDir(), "ab")), nil)
+	checkNoOrphans(t)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"allocs/req", "B/req", "syscalls/req"} {
+		if m := res.Metrics[name]; m.Verdict != "no change" {
+			t.Errorf("%s: %s (%+.4f)", name, m.Verdict, m.Delta)
+		}
+	}
+	if err != nil {
+		// A busy machine can leave a window generator-bound: that is the
+		// one reason allowed here, and the tool must say it.
+		for _, r := range res.Reasons {
+			if !strings.Contains(r, "cores") {
+				t.Errorf("not judged for another reason: %s", r)
+			}
+		}
+		t.Logf("not judged on this machine: %v", res.Reasons)
+	}
+}
