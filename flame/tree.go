@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,34 +29,7 @@ type Node struct {
 	Before int64 // differential trees only
 	w      int64 // the value that sets the frame's width (Layout)
 	kids   []*Node
-	index  map[string]*Node // for nodes with many children
 	sorted bool
-}
-
-func (n *Node) child(name string) *Node {
-	if n.index != nil {
-		if c := n.index[name]; c != nil {
-			return c
-		}
-	} else {
-		for _, c := range n.kids {
-			if c.Name == name {
-				return c
-			}
-		}
-	}
-	c := &Node{Name: name}
-	n.kids = append(n.kids, c)
-	n.sorted = false
-	if n.index != nil {
-		n.index[name] = c
-	} else if len(n.kids) > 8 {
-		n.index = make(map[string]*Node, len(n.kids))
-		for _, k := range n.kids {
-			n.index[k.Name] = k
-		}
-	}
-	return c
 }
 
 // Children returns the children sorted by name, as flamegraph.pl does.
@@ -78,22 +52,153 @@ type Tree struct {
 	BeforeRequests int64
 }
 
-// add adds a stack, root first.
-func (t *Tree) add(stack []string, v int64, before bool) {
-	n := t.Root
-	if before {
-		n.Before += v
-	} else {
-		n.Total += v
+// builder holds the call tree while it is read, compactly: a few integers
+// per frame and no pointers, so that inputs of millions of frames fit. The
+// frames a graph can show are then made into Nodes.
+type builder struct {
+	names   []string
+	nameIdx map[string]int32
+	name    []int32
+	total   []int64
+	before  []int64
+	first   []int32 // first child, -1 when none
+	next    []int32 // next sibling, -1 when none
+	nkids   []int32
+	index   map[uint64]int32 // (parent, name) -> child, for parents with many children
+	diff    bool             // keep before-values
+}
+
+func newBuilder(diff bool) *builder {
+	b := &builder{nameIdx: map[string]int32{}, index: map[uint64]int32{}, diff: diff}
+	b.newNode(b.intern("all"))
+	return b
+}
+
+func (b *builder) intern(s string) int32 {
+	if id, ok := b.nameIdx[s]; ok {
+		return id
 	}
-	for _, f := range stack {
-		n = n.child(f)
-		if before {
-			n.Before += v
-		} else {
-			n.Total += v
+	id := int32(len(b.names))
+	b.nameIdx[s] = id
+	b.names = append(b.names, s)
+	return id
+}
+
+func (b *builder) newNode(name int32) int32 {
+	id := int32(len(b.name))
+	b.name = append(b.name, name)
+	b.total = append(b.total, 0)
+	if b.diff {
+		b.before = append(b.before, 0)
+	}
+	b.first = append(b.first, -1)
+	b.next = append(b.next, -1)
+	b.nkids = append(b.nkids, 0)
+	return id
+}
+
+// reserve sizes the arena for n frames at most, so that it does not grow
+// by copies (and leave the old arrays to the collector).
+func (b *builder) reserve(n int) {
+	if n <= len(b.name) {
+		return
+	}
+	grow := func(s []int32) []int32 { return append(make([]int32, 0, n), s...) }
+	b.name, b.first, b.next, b.nkids = grow(b.name), grow(b.first), grow(b.next), grow(b.nkids)
+	b.total = append(make([]int64, 0, n), b.total...)
+}
+
+// frameBound counts the frames of a folded file (semicolons and lines),
+// an upper bound on the tree's nodes, and rewinds it; 0 for other inputs.
+func frameBound(f *os.File) int {
+	head := make([]byte, 2)
+	if n, _ := f.ReadAt(head, 0); n < 2 || head[0] == 0x1f {
+		return 0
+	}
+	buf := make([]byte, 1<<20)
+	n := 1
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{';'}) + bytes.Count(buf[:k], []byte{'\n'})
+		if err != nil {
+			break
 		}
 	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0
+	}
+	return n + 1
+}
+
+const indexAbove = 16 // children searched linearly up to this many
+
+func (b *builder) child(p, name int32) int32 {
+	if b.nkids[p] > indexAbove {
+		if c, ok := b.index[uint64(p)<<32|uint64(uint32(name))]; ok {
+			return c
+		}
+	} else {
+		for c := b.first[p]; c >= 0; c = b.next[c] {
+			if b.name[c] == name {
+				return c
+			}
+		}
+	}
+	c := b.newNode(name)
+	b.next[c] = b.first[p]
+	b.first[p] = c
+	b.nkids[p]++
+	switch {
+	case b.nkids[p] == indexAbove+1:
+		for k := b.first[p]; k >= 0; k = b.next[k] {
+			b.index[uint64(p)<<32|uint64(uint32(b.name[k]))] = k
+		}
+	case b.nkids[p] > indexAbove+1:
+		b.index[uint64(p)<<32|uint64(uint32(name))] = c
+	}
+	return c
+}
+
+// add adds a stack of interned names, root first.
+func (b *builder) add(stack []int32, v int64, before bool) {
+	n := int32(0)
+	if before {
+		b.before[n] += v
+	} else {
+		b.total[n] += v
+	}
+	for _, f := range stack {
+		n = b.child(n, f)
+		if before {
+			b.before[n] += v
+		} else {
+			b.total[n] += v
+		}
+	}
+}
+
+// nodes makes the Nodes of the frames worth drawing: every frame of a
+// differential tree, and in a plain one those holding at least 1/20000 of
+// the total (no graph draws a narrower frame).
+func (b *builder) nodes(diff bool) *Node {
+	min := int64(0)
+	if !diff {
+		min = b.total[0] / 20000
+	}
+	var mk func(i int32) *Node
+	mk = func(i int32) *Node {
+		n := &Node{Name: b.names[b.name[i]], Total: b.total[i]}
+		if diff {
+			n.Before = b.before[i]
+		}
+		for c := b.first[i]; c >= 0; c = b.next[c] {
+			if diff || b.total[c] >= min && b.total[c] > 0 {
+				n.kids = append(n.kids, mk(c))
+			}
+		}
+		return n
+	}
+	return mk(0)
 }
 
 // ErrEmpty is returned for a profile or a folded file with no samples.
@@ -108,10 +213,15 @@ type Options struct {
 // Read reads a pprof profile (gzipped or not) or folded stacks
 // ("a;b;c 10" lines), telling them apart by their first bytes.
 func Read(r io.Reader, opt Options) (*Tree, error) {
-	t := &Tree{Root: &Node{Name: "all"}}
-	if err := readInto(t, r, opt, false); err != nil {
+	t := &Tree{}
+	b := newBuilder(false)
+	if f, ok := r.(*os.File); ok {
+		b.reserve(frameBound(f))
+	}
+	if err := readInto(t, b, r, opt, false); err != nil {
 		return nil, err
 	}
+	t.Root = b.nodes(false)
 	return t, nil
 }
 
@@ -121,14 +231,16 @@ func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {
 	if opt.Folds == (diff.Folds{}) {
 		opt.Folds = diff.DefaultFolds
 	}
-	t := &Tree{Root: &Node{Name: "all"}, Diff: true}
-	if err := readInto(t, before, opt, true); err != nil {
+	t := &Tree{Diff: true}
+	b := newBuilder(true)
+	if err := readInto(t, b, before, opt, true); err != nil {
 		return nil, fmt.Errorf("before: %w", err)
 	}
 	sample, unit, req := t.Sample, t.Unit, t.Requests
-	if err := readInto(t, after, opt, false); err != nil {
+	if err := readInto(t, b, after, opt, false); err != nil {
 		return nil, fmt.Errorf("after: %w", err)
 	}
+	t.Root = b.nodes(true)
 	if sample != t.Sample {
 		return nil, fmt.Errorf("before is %s, after is %s: not the same sample type", sample, t.Sample)
 	}
@@ -139,7 +251,7 @@ func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {
 	return t, nil
 }
 
-func readInto(t *Tree, r io.Reader, opt Options, before bool) error {
+func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	head, _ := br.Peek(2)
 	if len(head) == 0 {
@@ -150,9 +262,9 @@ func readInto(t *Tree, r io.Reader, opt Options, before bool) error {
 		if err != nil {
 			return err
 		}
-		return readProfile(t, b, opt, before)
+		return readProfile(t, bld, b, opt, before)
 	}
-	return readFolded(t, br, opt, before)
+	return readFolded(t, bld, br, opt, before)
 }
 
 // looksLikeText peeks at the start of the input: folded stacks are text.
@@ -166,7 +278,7 @@ func looksLikeText(br *bufio.Reader) bool {
 	return true
 }
 
-func readProfile(t *Tree, b []byte, opt Options, before bool) error {
+func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) error {
 	p, err := profile.Parse(bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("not a pprof profile or folded stacks: %w", err)
@@ -202,8 +314,8 @@ func readProfile(t *Tree, b []byte, opt Options, before bool) error {
 	if len(p.Sample) == 0 {
 		return fmt.Errorf("the profile has %w", ErrEmpty)
 	}
-	names := map[uint64][]string{} // location -> frames, outermost first
-	var stack []string
+	names := map[uint64][]int32{} // location -> frames, outermost first
+	var stack []int32
 	for _, s := range p.Sample {
 		v := s.Value[si]
 		if v == 0 {
@@ -219,16 +331,16 @@ func readProfile(t *Tree, b []byte, opt Options, before bool) error {
 					if fn := loc.Line[j].Function; fn != nil {
 						name = diff.FuncKey(fn.Name, opt.Folds)
 					}
-					fr = append(fr, name)
+					fr = append(fr, bld.intern(name))
 				}
 				if len(loc.Line) == 0 {
-					fr = []string{fmt.Sprintf("0x%x", loc.Address)}
+					fr = []int32{bld.intern(fmt.Sprintf("0x%x", loc.Address))}
 				}
 				names[loc.ID] = fr
 			}
 			stack = append(stack, fr...)
 		}
-		t.add(stack, v, before)
+		bld.add(stack, v, before)
 	}
 	return nil
 }
@@ -244,13 +356,13 @@ func (e *FoldedError) Error() string {
 }
 
 // readFolded streams folded stacks: one "a;b;c count" per line.
-func readFolded(t *Tree, br *bufio.Reader, opt Options, before bool) error {
+func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before bool) error {
 	t.Sample, t.Unit = "samples", "count"
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	n, lines := 0, 0
-	var stack []string
-	intern := map[string]string{}
+	var stack []int32
+	intern := map[string]int32{}
 	for sc.Scan() {
 		n++
 		line := bytes.TrimRight(sc.Bytes(), " \t\r")
@@ -266,18 +378,26 @@ func readFolded(t *Tree, br *bufio.Reader, opt Options, before bool) error {
 			return &FoldedError{n, truncate(string(line))}
 		}
 		stack = stack[:0]
-		for _, f := range bytes.Split(line[:sp], []byte{';'}) {
+		for rest := line[:sp]; ; {
+			f := rest
+			semi := bytes.IndexByte(rest, ';')
+			if semi >= 0 {
+				f, rest = rest[:semi], rest[semi+1:]
+			}
 			if len(f) == 0 {
 				return &FoldedError{n, truncate(string(line))}
 			}
-			name, ok := intern[string(f)]
+			id, ok := intern[string(f)]
 			if !ok {
-				name = diff.FuncKey(string(f), opt.Folds)
-				intern[string(f)] = name
+				id = bld.intern(diff.FuncKey(string(f), opt.Folds))
+				intern[string(f)] = id
 			}
-			stack = append(stack, name)
+			stack = append(stack, id)
+			if semi < 0 {
+				break
+			}
 		}
-		t.add(stack, v, before)
+		bld.add(stack, v, before)
 		lines++
 	}
 	if err := sc.Err(); err != nil {
