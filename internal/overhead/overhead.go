@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/perfspy/perfspy/allocspy"
@@ -319,6 +318,10 @@ func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) e
 		return err
 	}
 	defer os.RemoveAll(work)
+	wrap, err := buildRSSWrap(ctx, root, work)
+	if err != nil {
+		return err
+	}
 	ad := filepath.Join(work, "allocdiff")
 	build := exec.CommandContext(ctx, "go", "build", "-o", ad, "./cmd/allocdiff")
 	build.Dir = root
@@ -361,15 +364,13 @@ func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) e
 			}
 			for _, run := range runs {
 				fmt.Fprintf(stderr, "%d samples, round %d: %s\n", n, r+1, filepath.Base(run.cmd[0]))
-				cmd := exec.CommandContext(ctx, run.cmd[0], run.cmd[1:]...)
-				var errb strings.Builder
-				cmd.Stdout, cmd.Stderr = io.Discard, &errb
-				start := time.Now()
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("%s: %v\n%s", run.cmd[0], err, errb.String())
+				// rsswrap discards the command's output and prints its memory.
+				t, m, err := measure(ctx, wrap, run.cmd...)
+				if err != nil {
+					return err
 				}
-				*run.t = append(*run.t, time.Since(start).Seconds())
-				*run.m = append(*run.m, float64(maxRSSKB(cmd))/1024)
+				*run.t = append(*run.t, t)
+				*run.m = append(*run.m, m)
 			}
 		}
 		fmt.Fprintf(stdout, "%9d %12.2f %12.2f %7.1fx %12.0f %12.0f %8.2f\n", n, median(pt), median(at), median(pt)/median(at), median(pm), median(am), median(am)/median(pm))
@@ -377,12 +378,35 @@ func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) e
 	return nil
 }
 
-// maxRSSKB is the peak resident memory of a finished command, in KiB.
-func maxRSSKB(cmd *exec.Cmd) int64 {
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
+// buildRSSWrap builds rsswrap into dir: the measured commands run under it,
+// so that their peak memory is theirs alone.
+func buildRSSWrap(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "rsswrap")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/overhead/rsswrap")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building rsswrap: %v\n%s", err, b)
 	}
-	return 0
+	return bin, nil
+}
+
+// measure runs args under rsswrap and returns the wall time in seconds
+// and the peak resident memory in MiB.
+func measure(ctx context.Context, wrap string, args ...string) (float64, float64, error) {
+	cmd := exec.CommandContext(ctx, wrap, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %v\n%s", args[0], err, errb.String())
+	}
+	secs := time.Since(start).Seconds()
+	kb, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rsswrap said %q", out)
+	}
+	return secs, kb / 1024, nil
 }
 
 // benchFlame times flame on a 100k-sample pprof profile against go tool
@@ -400,6 +424,10 @@ func benchFlame(ctx context.Context, stdout, stderr io.Writer, rounds int) error
 		return err
 	}
 	defer os.RemoveAll(work)
+	wrap, err := buildRSSWrap(ctx, root, work)
+	if err != nil {
+		return err
+	}
 	fl := filepath.Join(work, "flame")
 	build := exec.CommandContext(ctx, "go", "build", "-o", fl, "./cmd/flame")
 	build.Dir = root
@@ -427,15 +455,11 @@ func benchFlame(ctx context.Context, stdout, stderr io.Writer, rounds int) error
 	}
 	type res struct{ t, m []float64 }
 	timeCmd := func(r *res, args ...string) error {
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		var errb strings.Builder
-		cmd.Stdout, cmd.Stderr = io.Discard, &errb
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", args[0], err, errb.String())
+		t, m, err := measure(ctx, wrap, args...)
+		if err != nil {
+			return err
 		}
-		r.t = append(r.t, time.Since(start).Seconds())
-		r.m = append(r.m, float64(maxRSSKB(cmd))/1024)
+		r.t, r.m = append(r.t, t), append(r.m, m)
 		return nil
 	}
 	var fp, pp, ff, fpl res
