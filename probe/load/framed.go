@@ -142,52 +142,29 @@ func (d *Framed) one(fc *framedConn) error {
 
 // Run implements Driver.
 func (d *Framed) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	if dur <= 0 {
-		return nil, fmt.Errorf("load: duration %v must be positive", dur)
-	}
 	dials0 := d.dials.Load()
-	res := &Result{Latency: newHistogram()}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(dur)
-	for i := 0; i < d.opt.Conns; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := &Result{Latency: newHistogram()}
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				fc, err := d.conn(ctx, i)
-				if err == nil {
-					t0 := time.Now()
-					if err = d.one(fc); err == nil {
-						local.OK++
-						local.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
-						continue
-					}
-					d.drop(i) // a broken stream cannot be resynchronized
-				}
-				if ctx.Err() != nil {
-					break
-				}
-				local.Errors++
-				if local.FirstErr == "" {
-					local.FirstErr = err.Error()
-				}
-				time.Sleep(time.Millisecond)
+	res, err := phase(ctx, dur, d.opt.Conns, func(i int, r *Result) {
+		fc, err := d.conn(ctx, i)
+		if err == nil {
+			t0 := time.Now()
+			if err = d.one(fc); err == nil {
+				r.OK++
+				r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
+				return
 			}
-			mu.Lock()
-			res.OK += local.OK
-			res.Errors += local.Errors
-			if res.FirstErr == "" {
-				res.FirstErr = local.FirstErr
-			}
-			res.Latency.Merge(local.Latency)
-			mu.Unlock()
-		}()
+			d.drop(i) // a broken stream cannot be resynchronized
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.Errors++
+		if r.FirstErr == "" {
+			r.FirstErr = err.Error()
+		}
+		time.Sleep(time.Millisecond)
+	})
+	if res != nil {
+		res.Dials = d.dials.Load() - dials0
 	}
-	wg.Wait()
-	res.Elapsed = time.Since(start)
-	res.Dials = d.dials.Load() - dials0
-	return res, ctx.Err()
+	return res, err
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -70,42 +68,18 @@ func (d *HTTP) Close() error {
 
 // Run implements Driver.
 func (d *HTTP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	if dur <= 0 {
-		return nil, fmt.Errorf("load: duration %v must be positive", dur)
-	}
 	dials0 := d.dials.Load()
-	res := &Result{Latency: newHistogram()}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(dur)
-	for i := 0; i < d.opt.Conns; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := &Result{Latency: newHistogram()}
-			buf := make([]byte, 32<<10)
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				d.one(ctx, local, buf)
-			}
-			mu.Lock()
-			res.OK += local.OK
-			res.Non2xx += local.Non2xx
-			res.Errors += local.Errors
-			if res.FirstErr == "" {
-				res.FirstErr = local.FirstErr
-			}
-			res.Latency.Merge(local.Latency)
-			mu.Unlock()
-		}()
+	bufs := make([][]byte, d.opt.Conns)
+	res, err := phase(ctx, dur, d.opt.Conns, func(i int, r *Result) {
+		if bufs[i] == nil {
+			bufs[i] = make([]byte, 32<<10)
+		}
+		d.one(ctx, r, bufs[i])
+	})
+	if res != nil {
+		res.Dials = d.dials.Load() - dials0
 	}
-	wg.Wait()
-	res.Elapsed = time.Since(start)
-	res.Dials = d.dials.Load() - dials0
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, err
 }
 
 func (d *HTTP) one(ctx context.Context, r *Result, buf []byte) {

@@ -9,6 +9,8 @@ package load
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -52,4 +54,41 @@ func (r *Result) RPS() float64 {
 		return 0
 	}
 	return float64(r.OK) / r.Elapsed.Seconds()
+}
+
+// phase runs conns workers until the deadline d from now (or ctx ends);
+// worker i calls step(i, r) for each request, counting into its own r,
+// and the counts are merged at the end. No request starts after the
+// deadline; those in flight finish.
+func phase(ctx context.Context, d time.Duration, conns int, step func(i int, r *Result)) (*Result, error) {
+	if d <= 0 {
+		return nil, fmt.Errorf("load: duration %v must be positive", d)
+	}
+	res := &Result{Latency: newHistogram()}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := &Result{Latency: newHistogram()}
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				step(i, local)
+			}
+			mu.Lock()
+			res.OK += local.OK
+			res.Non2xx += local.Non2xx
+			res.Errors += local.Errors
+			if res.FirstErr == "" {
+				res.FirstErr = local.FirstErr
+			}
+			res.Latency.Merge(local.Latency)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	return res, ctx.Err()
 }
