@@ -44,7 +44,9 @@ var abMetrics = []struct {
 	exact       bool
 	higherWorse bool
 }{
-	{"allocs/req", true, true}, {"B/req", true, true}, {"copied-B/req", true, true}, {"syscalls/req", true, true},
+	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
+	// which move with timing: it is judged as timings are.
+	{"allocs/req", true, true}, {"B/req", true, true}, {"copied-B/req", true, true}, {"syscalls/req", false, true},
 	{"cpu-us/req", false, true}, {"req/s", false, false}, {"p99-us", false, true},
 }
 
