@@ -1,0 +1,232 @@
+// Package callgrind reads valgrind --tool=callgrind output files, part by
+// part, into exclusive costs by function and inclusive costs by call edge.
+//
+// Pitfalls it handles, each of which produced wrong numbers in the rig it
+// replaces: a "totals:" (or "summary:") line is not a cost line; parts are
+// separated by "part:" with the colon; "fn=" and "cfn=" may define a name
+// on the same line as its "(id)"; the cost line after "calls=" is the
+// call's inclusive cost, not the caller's own; positions may be relative
+// ("+N", "-N", "*").
+package callgrind
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Part is one dump: the costs since the previous one.
+type Part struct {
+	Number  int
+	Trigger string           // desc: Trigger, e.g. "Client Request" or "Program termination"
+	Self    map[string]int64 // exclusive cost (first event) by function
+	Calls   map[[2]string]int64
+	Total   int64 // the sum of Self
+	Totals  int64 // what the file's totals: line says, when it has one
+}
+
+// ParseError is a line the parser cannot read.
+type ParseError struct {
+	Line int
+	Text string
+	Why  string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("callgrind line %d: %s: %q", e.Line, e.Why, e.Text)
+}
+
+// Parse reads every part of a callgrind file.
+func Parse(r io.Reader) ([]*Part, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	names := map[string]map[string]string{"fn": {}, "fl": {}, "ob": {}}
+	var parts []*Part
+	var cur *Part
+	newPart := func(n int) {
+		cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}}
+		parts = append(parts, cur)
+	}
+	fn, cfn := "", ""
+	inCall := false // the next cost line is a call's inclusive cost
+	lastPos := int64(0)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		t := strings.TrimSpace(text)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if cur == nil {
+			newPart(1)
+		}
+		key, val, isKV := strings.Cut(t, "=")
+		if isKV && !strings.ContainsAny(key, " \t") {
+			switch key {
+			case "fn", "cfn", "fl", "fi", "fe", "cfl", "cfi", "ob", "cob":
+				kind := key
+				switch key {
+				case "cfn":
+					kind = "fn"
+				case "fi", "fe", "cfl", "cfi":
+					kind = "fl"
+				case "cob":
+					kind = "ob"
+				}
+				name, err := compressed(names[kind], val)
+				if err != nil {
+					return nil, &ParseError{line, text, err.Error()}
+				}
+				switch key {
+				case "fn":
+					fn = name
+				case "cfn":
+					cfn = name
+				}
+			case "calls":
+				inCall = true
+			}
+			continue // jump=, jcnd= and the rest carry no cost
+		}
+		if k, v, ok := strings.Cut(t, ":"); ok && !startsCost(t) {
+			switch strings.TrimSpace(k) {
+			case "part":
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return nil, &ParseError{line, text, "bad part number"}
+				}
+				if cur.Number != n || len(cur.Self) > 0 || len(cur.Calls) > 0 {
+					newPart(n)
+				}
+				fn, cfn, inCall = "", "", false
+			case "totals", "summary":
+				if f := strings.Fields(v); len(f) > 0 {
+					cur.Totals, _ = strconv.ParseInt(f[0], 10, 64)
+				}
+			case "desc":
+				if d, ok := strings.CutPrefix(strings.TrimSpace(v), "Trigger:"); ok {
+					cur.Trigger = strings.TrimSpace(d)
+				}
+			}
+			continue
+		}
+		// A cost line: position, then events (the first is Ir).
+		f := strings.Fields(t)
+		if len(f) < 1 {
+			continue
+		}
+		if _, err := position(f[0], &lastPos); err != nil {
+			return nil, &ParseError{line, text, err.Error()}
+		}
+		var cost int64
+		if len(f) > 1 {
+			c, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return nil, &ParseError{line, text, "bad cost"}
+			}
+			cost = c
+		}
+		if inCall {
+			cur.Calls[[2]string{fn, cfn}] += cost
+			inCall = false
+			continue
+		}
+		if fn == "" {
+			return nil, &ParseError{line, text, "cost line before any fn="}
+		}
+		cur.Self[fn] += cost
+		cur.Total += cost
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("callgrind line %d: %w", line+1, err)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("no callgrind parts")
+	}
+	return parts, nil
+}
+
+// startsCost says whether a line is a cost line (position first).
+func startsCost(t string) bool {
+	c := t[0]
+	return c >= '0' && c <= '9' || c == '+' || c == '-' || c == '*'
+}
+
+// compressed resolves name compression: "(id) name" defines, "(id)"
+// refers, a bare name is itself.
+func compressed(table map[string]string, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "(") {
+		return v, nil
+	}
+	end := strings.IndexByte(v, ')')
+	if end < 0 {
+		return "", fmt.Errorf("unclosed name id")
+	}
+	id, name := v[1:end], strings.TrimSpace(v[end+1:])
+	if name != "" {
+		table[id] = name
+		return name, nil
+	}
+	n, ok := table[id]
+	if !ok {
+		return "", fmt.Errorf("name id (%s) used before it is defined", id)
+	}
+	return n, nil
+}
+
+// position reads an absolute or relative position.
+func position(p string, last *int64) (int64, error) {
+	switch {
+	case p == "*":
+		return *last, nil
+	case p[0] == '+' || p[0] == '-':
+		d, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad position")
+		}
+		*last += d
+	default:
+		v, err := strconv.ParseInt(p, 0, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad position")
+		}
+		*last = v
+	}
+	return *last, nil
+}
+
+// Row is one function's exclusive cost.
+type Row struct {
+	Func string
+	Cost int64
+}
+
+// Top returns the part's functions by exclusive cost, largest first.
+func (p *Part) Top() []Row {
+	out := make([]Row, 0, len(p.Self))
+	for f, c := range p.Self {
+		out = append(out, Row{f, c})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Cost != out[j].Cost {
+			return out[i].Cost > out[j].Cost
+		}
+		return out[i].Func < out[j].Func
+	})
+	return out
+}
+
+// MemmoveClass reports functions whose instruction count under callgrind
+// is really a byte count: rep movsb/stosb are charged one per byte.
+func MemmoveClass(fn string) bool {
+	switch fn {
+	case "runtime.memmove", "runtime.memclrNoHeapPointers", "memcpy", "memmove", "memset":
+		return true
+	}
+	return false
+}
