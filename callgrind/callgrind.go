@@ -230,3 +230,14 @@ func MemmoveClass(fn string) bool {
 	}
 	return false
 }
+
+// Inclusive is fn's own cost plus the inclusive cost of the calls it makes.
+func (p *Part) Inclusive(fn string) int64 {
+	c := p.Self[fn]
+	for edge, v := range p.Calls {
+		if edge[0] == fn && edge[1] != fn {
+			c += v
+		}
+	}
+	return c
+}

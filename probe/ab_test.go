@@ -115,7 +115,7 @@ func TestABRegression(t *testing.T) {
 	if math.Abs(m.Delta-1) > 0.01 || m.Verdict != "regression" {
 		t.Errorf("allocs/req delta %.4f (%s), want +1.00 regression", m.Delta, m.Verdict)
 	}
-	if b := res.Metrics["B/req"]; math.Abs(b.Delta-64) > 1 {
+	if b := res.Metrics["B/req"]; math.Abs(b.Delta-64) > 3 { // the total, with background noise of a byte or two
 		t.Errorf("B/req delta %.2f, want +64", b.Delta)
 	}
 	found := false

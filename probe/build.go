@@ -107,9 +107,10 @@ func modulePathOf(gomod string) (string, error) {
 
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
-	Copies    bool // add copyspy's runtime overlay
-	Allocs    bool // add allocspy's runtime overlay
-	Wallclock bool // add the fgprof wall-clock profiler to the agent
+	Copies    bool     // add copyspy's runtime overlay
+	Allocs    bool     // add allocspy's runtime overlay
+	Wallclock bool     // add the fgprof wall-clock profiler to the agent
+	Tags      []string // build tags, e.g. valgrind
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -230,6 +231,9 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			return "", err
 		}
 		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
+		if len(opts.Tags) > 0 {
+			args = append(args, "-tags="+strings.Join(opts.Tags, ","))
+		}
 		return goCmd(ctx, buildDir, append(args, pkgArg)...)
 	}
 	if t.Copies || t.Allocs {

@@ -82,6 +82,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
+	fs.IntVar(&cfg.Requests, "requests", 2000, "with -instructions: requests in the window (the load is bounded by count)")
 	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
 	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add an fgprof wall-clock profile to the off-CPU window")
@@ -166,7 +168,10 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logw = nil
 	}
 	res, err := Run(ctx, cfg, logw)
-	if res != nil {
+	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
+		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
+			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
+	} else if res != nil {
 		WriteTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)

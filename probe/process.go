@@ -23,6 +23,7 @@ type proc struct {
 	done    chan struct{}
 	waitErr error
 	logPath string
+	grace   time.Duration // between SIGTERM and SIGKILL; default 2s
 }
 
 // startTarget starts bin in a new process group. When cpus is not empty the
@@ -106,9 +107,13 @@ func (p *proc) logTail() string {
 // period. It is safe to call more than once.
 func (p *proc) stop() {
 	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	grace := p.grace
+	if grace == 0 {
+		grace = 2 * time.Second
+	}
 	select {
 	case <-p.done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(grace):
 	}
 	// Children may outlive the leader; the group is killed either way.
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)

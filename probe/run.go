@@ -61,6 +61,10 @@ type Config struct {
 	// crossCheck runs the heap profile beside allocspy in the attribution
 	// window and keeps it as allocs-heapprofile.pb.gz: the tests' oracle.
 	crossCheck bool
+	// Instructions measures instructions per request under callgrind
+	// instead of the usual windows; Requests bounds its load (default 2000).
+	Instructions bool
+	Requests     int
 	// Floor also measures targets/floor, the minimal server, with the same
 	// settings, and reports the target's CPU per request against it.
 	Floor bool
@@ -122,7 +126,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
 		}
 	}
-	if cfg.Duration <= 0 {
+	if cfg.Duration <= 0 && !cfg.Instructions {
 		return nil, fmt.Errorf("-duration %v: must be positive", cfg.Duration)
 	}
 	if cfg.Warmup < 0 {
@@ -185,6 +189,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
 		floor = fr.Summary
+	}
+	if cfg.Instructions {
+		return runInstructions(ctx, cfg, logf)
 	}
 	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
 	if err != nil {

@@ -87,6 +87,8 @@ type PerRequest struct {
 	SyscallsByName      map[string]float64 `json:"syscalls_by_name"`
 	CPUUS               *float64           `json:"cpu_us"`
 	OffCPUUS            map[string]float64 `json:"offcpu_us"`
+	// Instructions per request, from callgrind (probe run -instructions).
+	Instructions *float64 `json:"instructions,omitempty"`
 }
 
 func f64(v float64) *float64 { return &v }

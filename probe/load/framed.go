@@ -143,7 +143,26 @@ func (d *Framed) one(fc *framedConn) error {
 // Run implements Driver.
 func (d *Framed) Run(ctx context.Context, dur time.Duration) (*Result, error) {
 	dials0 := d.dials.Load()
-	res, err := phase(ctx, dur, d.opt.Conns, func(i int, r *Result) {
+	res, err := phase(ctx, dur, d.opt.Conns, d.step(ctx))
+	if res != nil {
+		res.Dials = d.dials.Load() - dials0
+	}
+	return res, err
+}
+
+// RunN implements Driver.
+func (d *Framed) RunN(ctx context.Context, n int) (*Result, error) {
+	dials0 := d.dials.Load()
+	res, err := phaseN(ctx, n, d.opt.Conns, d.step(ctx))
+	if res != nil {
+		res.Dials = d.dials.Load() - dials0
+	}
+	return res, err
+}
+
+// step sends one request on worker i's connection.
+func (d *Framed) step(ctx context.Context) func(i int, r *Result) {
+	return func(i int, r *Result) {
 		fc, err := d.conn(ctx, i)
 		if err == nil {
 			t0 := time.Now()
@@ -162,9 +181,5 @@ func (d *Framed) Run(ctx context.Context, dur time.Duration) (*Result, error) {
 			r.FirstErr = err.Error()
 		}
 		time.Sleep(time.Millisecond)
-	})
-	if res != nil {
-		res.Dials = d.dials.Load() - dials0
 	}
-	return res, err
 }

@@ -68,9 +68,18 @@ func (d *HTTP) Close() error {
 
 // Run implements Driver.
 func (d *HTTP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
+	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phase(ctx, dur, d.opt.Conns, step) }, ctx)
+}
+
+// RunN implements Driver.
+func (d *HTTP) RunN(ctx context.Context, n int) (*Result, error) {
+	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phaseN(ctx, n, d.opt.Conns, step) }, ctx)
+}
+
+func (d *HTTP) runWith(ph func(step func(int, *Result)) (*Result, error), ctx context.Context) (*Result, error) {
 	dials0 := d.dials.Load()
 	bufs := make([][]byte, d.opt.Conns)
-	res, err := phase(ctx, dur, d.opt.Conns, func(i int, r *Result) {
+	res, err := ph(func(i int, r *Result) {
 		if bufs[i] == nil {
 			bufs[i] = make([]byte, 32<<10)
 		}

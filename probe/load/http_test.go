@@ -109,3 +109,22 @@ func TestHTTPStopsOnCancel(t *testing.T) {
 		t.Errorf("run took %v after cancel", time.Since(start))
 	}
 }
+
+// RunN sends exactly n requests.
+func TestHTTPRunN(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) }))
+	defer srv.Close()
+	d, _ := NewHTTP(HTTPOptions{URL: srv.URL, Conns: 3})
+	defer d.Close()
+	r, err := d.RunN(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK != 1000 || served.Load() != 1000 {
+		t.Errorf("RunN(1000): %d OK, server saw %d", r.OK, served.Load())
+	}
+	if _, err := d.RunN(context.Background(), 0); err == nil {
+		t.Error("RunN(0): no error")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -20,6 +21,9 @@ import (
 type Driver interface {
 	// Run sends requests for d, or until ctx is done, and returns the counts.
 	Run(ctx context.Context, d time.Duration) (*Result, error)
+	// RunN sends n requests (or stops when ctx is done): the load for a
+	// target running many times slower than usual, under valgrind.
+	RunN(ctx context.Context, n int) (*Result, error)
 	// Close releases the driver's connections.
 	Close() error
 }
@@ -64,17 +68,31 @@ func phase(ctx context.Context, d time.Duration, conns int, step func(i int, r *
 	if d <= 0 {
 		return nil, fmt.Errorf("load: duration %v must be positive", d)
 	}
+	deadline := time.Now().Add(d)
+	return run(ctx, conns, func() bool { return time.Now().Before(deadline) }, step)
+}
+
+// phaseN is phase bounded by a count of requests: exactly n are started.
+func phaseN(ctx context.Context, n, conns int, step func(i int, r *Result)) (*Result, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("load: request count %d must be positive", n)
+	}
+	var left atomic.Int64
+	left.Store(int64(n))
+	return run(ctx, conns, func() bool { return left.Add(-1) >= 0 }, step)
+}
+
+func run(ctx context.Context, conns int, more func() bool, step func(i int, r *Result)) (*Result, error) {
 	res := &Result{Latency: newHistogram()}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
-	deadline := start.Add(d)
 	for i := 0; i < conns; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			local := &Result{Latency: newHistogram()}
-			for ctx.Err() == nil && time.Now().Before(deadline) {
+			for ctx.Err() == nil && more() {
 				step(i, local)
 			}
 			mu.Lock()

@@ -9,6 +9,7 @@
 //	/none       no allocation of its own
 //	/write      one extra write(2) to /dev/null
 //	/getppid    one getppid(2)
+//	/loop?n=N   exactly N iterations of a fixed loop (for instruction counts)
 //	/chanwait?ms=N  waits on a channel for a worker that answers after N ms
 //	/sysblock?ms=N  blocks N ms in a nanosleep(2) system call
 //	/mutex?us=N     holds a global mutex while it sleeps N µs: concurrent
@@ -132,6 +133,10 @@ func threadCPU() time.Duration {
 // is the cost, calibrated once at start.
 var spinPerUS int
 
+// burn runs a fixed loop n times: instruction counts can be checked
+// against its disassembly.
+//
+//go:noinline
 func burn(n int) int {
 	x := 1
 	for i := 0; i < n; i++ {
@@ -232,6 +237,11 @@ func main() {
 	})
 	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
 		syscall.Write(devnull, []byte("x"))
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		burnSink = burn(n)
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/getppid", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,233 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/callgrind"
+	"github.com/perfspy/perfspy/probe/agent"
+)
+
+// SourceInstructions names the instruction counts' source.
+const SourceInstructions = "callgrind"
+
+// VerdictCountsOnly is the verdict of an instructions run: it measures no
+// timing, and its counts do not depend on speed.
+const VerdictCountsOnly = "counts-only"
+
+// ErrNoValgrind is returned when valgrind is not installed.
+var ErrNoValgrind = errors.New("probe run -instructions needs valgrind and callgrind_control (Debian package valgrind: apt-get install valgrind)")
+
+// runInstructions runs the target under callgrind: the target is built
+// with -tags valgrind, warmed up, dumped, loaded with a count of requests,
+// dumped again; the part between the two dumps is the window.
+func runInstructions(ctx context.Context, cfg Config, logf func(string, ...any)) (*Result, error) {
+	vg, err1 := exec.LookPath("valgrind")
+	ctl, err2 := exec.LookPath("callgrind_control")
+	if err1 != nil || err2 != nil {
+		return nil, ErrNoValgrind
+	}
+	if cfg.Requests <= 0 {
+		cfg.Requests = 2000
+	}
+	if cfg.ReadyTimeout < 2*time.Minute {
+		cfg.ReadyTimeout = 2 * time.Minute // valgrind starts slowly
+	}
+	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
+	if err != nil {
+		return nil, fmt.Errorf("-cpus: %w", err)
+	}
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Tags: []string{"valgrind"}}, logf)
+	if err != nil {
+		return nil, err
+	}
+	commit := tgt.Commit
+	if commit == "" {
+		commit = "nocommit"
+	} else if tgt.Dirty {
+		commit += "-dirty"
+	}
+	out, err := makeOutDir(cfg.Out, commit, tgt.Name)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := os.MkdirTemp("", "perfspy-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(priv)
+	sock := filepath.Join(priv, "agent.sock")
+	cgOut := filepath.Join(priv, "callgrind.out")
+	// Callgrind asserts on the signals of Go's asynchronous preemption.
+	// GC cycles start at points that vary from run to run; without them,
+	// one binary's count repeats (GC cost is the timing windows' business).
+	env := append(os.Environ(), agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	if len(plan.Load) > 0 {
+		if err := pinSelf(plan.Load); err != nil {
+			return nil, fmt.Errorf("pinning the load driver: %w", err)
+		}
+		defer unpinSelf()
+	}
+	args := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cgOut, tgt.Binary}, cfg.Args...)
+	logf("starting %s under callgrind (about 50 times slower)", tgt.Binary)
+	p, err := startTarget(vg, args, env, filepath.Join(out, "target.log"), plan.Server)
+	if err != nil {
+		return nil, err
+	}
+	// Killing valgrind before its last dump loses the symbol table.
+	p.grace = time.Minute
+	defer p.stop()
+	addr, err := waitReady(ctx, p, cfg.Addr, sock, cfg.ReadyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	// One connection: requests are served one after another, the same
+	// path every time.
+	cfg.Conns = 1
+	tgtInfo := &Target{Name: tgt.Name}
+	drv, err := newDriver(cfg, tgtInfo, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer drv.Close()
+	dump := func() error {
+		c := exec.CommandContext(ctx, ctl, "-d", strconv.Itoa(p.pid))
+		if b, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("callgrind_control -d %d: %v: %s", p.pid, err, b)
+		}
+		return nil
+	}
+	warm := max(cfg.Requests/10, 50)
+	logf("warm-up: %d requests", warm)
+	if _, err := drv.RunN(ctx, warm); err != nil {
+		return nil, err
+	}
+	if err := dump(); err != nil {
+		return nil, err
+	}
+	logf("window: %d requests", cfg.Requests)
+	lr, err := drv.RunN(ctx, cfg.Requests)
+	if err != nil {
+		return nil, err
+	}
+	if p.exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
+	}
+	if err := dump(); err != nil {
+		return nil, err
+	}
+	p.stop()
+	f, err := os.Open(cgOut)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind output: %w", err)
+	}
+	parts, err := callgrind.Parse(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	// The second dump's part holds the costs since the first: the window.
+	var win *callgrind.Part
+	dumps := 0
+	for _, pt := range parts {
+		// Dumps asked for by callgrind_control say "dump" (older
+		// releases "Client Request"); the last part is the exit's.
+		if pt.Trigger != "" && !strings.HasPrefix(pt.Trigger, "Program termination") {
+			dumps++
+			if dumps == 2 {
+				win = pt
+			}
+		}
+	}
+	if win == nil {
+		return nil, fmt.Errorf("callgrind output has %d parts and %d client dumps; want the window's", len(parts), dumps)
+	}
+	n := lr.OK
+	if n == 0 || lr.Errors+lr.Non2xx > 0 {
+		return nil, fmt.Errorf("the window had %d successes and %d failures (first: %s)", n, lr.Errors+lr.Non2xx, lr.FirstErr)
+	}
+	// The scheduler's search for work (runtime.findRunnable with all it
+	// calls: netpoll, work stealing) depends on timing more than on the
+	// code: reported apart, as a check.
+	idle := win.Inclusive("runtime.findRunnable")
+	s := &Summary{
+		Schema: SummarySchema, Target: cfg.Target, Commit: commit, Go: tgt.GoVersion,
+		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
+		Verdict: VerdictCountsOnly,
+		Reasons: []string{fmt.Sprintf("instructions under callgrind: the window is %d requests, not seconds; no timing is measured", cfg.Requests)},
+		PerRequest: PerRequest{
+			Instructions:   f64(round(float64(win.Total)/float64(n), 2)),
+			SyscallsByName: map[string]float64{},
+		},
+		Checks: map[string]float64{
+			"instructions_total_per_req":          round(float64(win.Total)/float64(n), 2),
+			"instructions_scheduler_idle_per_req": round(float64(idle)/float64(n), 2),
+		},
+		Sources: map[string]string{"instructions": SourceInstructions, "allocs": SourceNone, "copies": SourceNone, "syscalls": SourceNone, "offcpu": SourceNone, "cpu": SourceNone},
+		Files:   map[string]string{"instructions": "instructions.pb.gz", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
+	}
+	pp := instructionsProfile(win)
+	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, commit)
+	if err := writeProfile(filepath.Join(out, "instructions.pb.gz"), pp); err != nil {
+		return nil, err
+	}
+	var js, bench, rep bytes.Buffer
+	if err := writeJSON(&js, s); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&bench, "Unit instructions/req assume=exact\nBenchmark%s %d %s instructions/req\n", benchName(tgt.Name), n, formatFloat(*s.PerRequest.Instructions))
+	writeInstructionsReport(&rep, s, win, n)
+	for name, b := range map[string][]byte{"summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()} {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Dir: out, Summary: s}, nil
+}
+
+// instructionsProfile writes the window's exclusive costs by function.
+func instructionsProfile(p *callgrind.Part) *profile.Profile {
+	prof := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "instructions", Unit: "count"}},
+		PeriodType: &profile.ValueType{Type: "instructions", Unit: "count"},
+		Period:     1,
+	}
+	for i, row := range p.Top() {
+		fn := &profile.Function{ID: uint64(i + 1), Name: row.Func, SystemName: row.Func}
+		loc := &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: fn}}}
+		prof.Function = append(prof.Function, fn)
+		prof.Location = append(prof.Location, loc)
+		prof.Sample = append(prof.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{row.Cost}})
+	}
+	return prof
+}
+
+func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n int64) {
+	fmt.Fprintf(w, "# perfspy: %s, instructions\n\n", s.Target)
+	fmt.Fprintf(w, "%.2f instructions per request (callgrind, %d requests between two dumps; the load is bounded by a count, not by seconds, since the target runs about 50 times slower).\n\n", *s.PerRequest.Instructions, n)
+	fmt.Fprint(w, "| function | instructions per request |\n|---|---:|\n")
+	var shown int64
+	for i, row := range win.Top() {
+		if i == TopSites {
+			break
+		}
+		shown += row.Cost
+		note := ""
+		if callgrind.MemmoveClass(row.Func) {
+			note = " (bytes, not time: rep movsb counts one per byte)"
+		}
+		fmt.Fprintf(w, "| `%s`%s | %.2f |\n", row.Func, note, float64(row.Cost)/float64(n))
+	}
+	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
+}
