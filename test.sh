@@ -6,10 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # strace is the syscall tests' oracle (the eBPF tests need root, which CI
-# has); Debian's chromium runs the flame graphs' browser tests.
+# has); Debian's chromium runs the flame graphs' browser tests; valgrind
+# runs the instruction counts.
 missing=""
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "== installing$missing"
