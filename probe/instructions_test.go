@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,9 +89,13 @@ func TestInstructions(t *testing.T) {
 	for k := 0; k < 3; k++ {
 		i0 = append(i0, instructionsPerRequest(t, "/loop?n=0"))
 	}
-	iN := instructionsPerRequest(t, "/loop?n=100000")
-	per := (iN - i0[0]) / 100000
-	t.Logf("instructions/req: n=0 %v, n=100000 %.2f; %.4f per iteration, the disassembly's loop has %d", i0, iN, per, body)
+	// The baseline's run-to-run noise, divided by many iterations, is small.
+	const n = 200000
+	iN := instructionsPerRequest(t, "/loop?n=200000")
+	base := append([]float64(nil), i0...)
+	sort.Float64s(base)
+	per := (iN - base[1]) / n
+	t.Logf("instructions/req: n=0 %v, n=%d %.2f; %.4f per iteration, the disassembly's loop has %d", i0, n, iN, per, body)
 	if math.Abs(per-float64(body)) > 0.01*float64(body) {
 		t.Errorf("%.4f instructions per loop iteration, the loop has %d", per, body)
 	}
