@@ -690,30 +690,6 @@ func TestAllocspyAgreesWithHeapProfile(t *testing.T) {
 	t.Logf("%d sites, %d heap objects compared", len(h), total[0])
 }
 
-// TestAllocspyCost checks the goal of allocspy: the attribution window runs
-// at no less than 0.8 of the timing window's req/s.
-func TestAllocspyCost(t *testing.T) {
-	skipShort(t)
-	for _, tc := range []struct{ target, path string }{{DefaultTarget, "/json"}, {"./testdata/probetarget", "/alloc10?spin=20"}} {
-		out := filepath.Join(t.TempDir(), "out")
-		// As the command runs it: syscall stacks go to the off-CPU window.
-		res, err := Run(context.Background(), Config{Target: tc.target, Path: tc.path, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, Out: out, OffCPU: true}, nil)
-		if err != nil && !errors.Is(err, ErrNotJudged) {
-			t.Fatal(err)
-		}
-		s := res.Summary
-		ratio := s.AttributionWindow.RPS / s.Window.RPS
-		t.Logf("%s %s: timing %.0f req/s, attribution (allocspy+copyspy) %.0f req/s, ratio %.3f, verdict %s", tc.target, tc.path, s.Window.RPS, s.AttributionWindow.RPS, ratio, s.Verdict)
-		if s.Verdict != VerdictServerBound {
-			t.Logf("not judged (%v): the ratio is not asserted", s.Reasons)
-			continue
-		}
-		if ratio < 0.8 {
-			t.Errorf("%s %s: attribution window at %.3f of the timing window's req/s, want >= 0.8", tc.target, tc.path, ratio)
-		}
-	}
-}
-
 // TestHeapProfileSource keeps the MemProfileRate=1 source working: the
 // allocation window at rate 1, copies in a window of their own.
 func TestHeapProfileSource(t *testing.T) {

@@ -33,7 +33,7 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 	fs := flag.NewFlagSet(name+" bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
-	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs, offcpu, allocdiff, flame")
+	what := fs.String("what", what0, "benchmarks to run: memmove, httpjson (copies), malloc, httpjson-allocs, offcpu, allocdiff, flame, attribution")
 	dur := fs.Duration("duration", 3*time.Second, "httpjson, offcpu: load per window")
 	idle := fs.Int("idle", 10000, "offcpu: idle goroutines in the target")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +59,8 @@ func Main(ctx context.Context, name, what0 string, args []string, stdout, stderr
 			err = benchHTTPJSONAllocs(ctx, stdout, stderr, *rounds, *dur)
 		case "allocdiff":
 			err = benchAllocdiff(ctx, stdout, stderr, *rounds)
+		case "attribution":
+			err = benchAttribution(ctx, stdout, stderr, *rounds, *dur)
 		case "flame":
 			err = benchFlame(ctx, stdout, stderr, *rounds)
 		case "offcpu":
@@ -226,7 +228,7 @@ func probeRounds(ctx context.Context, stderr io.Writer, rounds int, what string,
 		for _, m := range order {
 			fmt.Fprintf(stderr, "round %d/%d: %s, %s\n", r+1, rounds, what, m)
 			c := cfg(m)
-			c.Out = filepath.Join(tmp, fmt.Sprintf("%d-%s", r, m))
+			c.Out = filepath.Join(tmp, fmt.Sprintf("%d-%d", r, strings.Index(modes[0]+"|"+modes[1], m)))
 			res, err := probe.Run(ctx, c, nil)
 			if err != nil && !errors.Is(err, probe.ErrNotJudged) {
 				return err
@@ -532,4 +534,37 @@ func writeFolded(path string, n int) (int64, error) {
 		w.WriteString(b.String())
 	}
 	return size, w.Flush()
+}
+
+// benchAttribution reports what summary.attribution_window.rps is as a
+// share of the timing window's, with allocspy and copyspy counting, as the
+// median of several runs: on httpjson and on a handler making 10
+// allocations per request.
+func benchAttribution(ctx context.Context, stdout, stderr io.Writer, rounds int, dur time.Duration) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	targets := [2]string{"httpjson /json", "probetarget /alloc10?spin=20"}
+	ratios := map[string][]float64{}
+	err = probeRounds(ctx, stderr, rounds, "attribution window", targets, func(m string) probe.Config {
+		c := probe.Config{Target: filepath.Join(root, "targets", "httpjson"), Path: "/json", OffCPU: true, Warmup: time.Second, Duration: dur}
+		if m == targets[1] {
+			c.Target, c.Path = filepath.Join(root, "probe", "testdata", "probetarget"), "/alloc10?spin=20"
+		}
+		return c
+	}, func(m string, s *probe.Summary) error {
+		if s.Window.RPS > 0 {
+			ratios[m] = append(ratios[m], s.AttributionWindow.RPS/s.Window.RPS)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "attribution window (allocspy + copyspy) req/s / timing window req/s, median of %d runs\n", rounds)
+	for _, t := range targets {
+		fmt.Fprintf(stdout, "  %-30s %.3f  (runs: %.3f)\n", t, median(ratios[t]), ratios[t])
+	}
+	return nil
 }
