@@ -52,17 +52,7 @@ func runInstructions(ctx context.Context, cfg Config, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	commit := tgt.Commit
-	if commit == "" {
-		commit = "nocommit"
-	} else if tgt.Dirty {
-		commit += "-dirty"
-	}
-	out, err := makeOutDir(cfg.Out, commit, tgt.Name)
-	if err != nil {
-		return nil, err
-	}
-	priv, err := os.MkdirTemp("", "perfspy-")
+	commit, out, priv, err := prepareRun(cfg, tgt)
 	if err != nil {
 		return nil, err
 	}

@@ -197,25 +197,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	commit := tgt.Commit
-	if commit == "" {
-		commit = "nocommit"
-	} else if tgt.Dirty {
-		commit += "-dirty"
-	}
-	out, err := makeOutDir(cfg.Out, commit, tgt.Name)
-	if err != nil {
-		return nil, err
-	}
-
-	priv, err := os.MkdirTemp("", "perfspy-")
+	commit, out, priv, err := prepareRun(cfg, tgt)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(priv)
-	if err := os.Chmod(priv, 0o700); err != nil {
-		return nil, err
-	}
 	sock := filepath.Join(priv, "agent.sock")
 	env := append(os.Environ(), agent.SocketEnv+"="+sock)
 
@@ -476,6 +462,28 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 		w.cpu = cpu1.Nanos - cpu0.Nanos
 	}
 	return w, nil
+}
+
+// prepareRun names the commit of a built target, creates the results
+// folder, and a private (0700) folder for the agent's socket and files.
+func prepareRun(cfg Config, tgt *Target) (commit, out, priv string, err error) {
+	commit = tgt.Commit
+	if commit == "" {
+		commit = "nocommit"
+	} else if tgt.Dirty {
+		commit += "-dirty"
+	}
+	if out, err = makeOutDir(cfg.Out, commit, tgt.Name); err != nil {
+		return "", "", "", err
+	}
+	if priv, err = os.MkdirTemp("", "perfspy-"); err != nil {
+		return "", "", "", err
+	}
+	if err = os.Chmod(priv, 0o700); err != nil {
+		os.RemoveAll(priv)
+		return "", "", "", err
+	}
+	return commit, out, priv, nil
 }
 
 // makeOutDir creates the results folder. It never reuses an existing one:

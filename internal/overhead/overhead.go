@@ -311,31 +311,16 @@ func benchOffCPU(ctx context.Context, stdout, stderr io.Writer, rounds int, dur 
 // synthetic profile pairs of 50k and 100k samples (diff.Synthetic), run
 // alternately, and compares wall time and peak memory (max RSS).
 func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) error {
-	root, err := srcroot.Dir()
-	if err != nil {
-		return err
-	}
 	work, err := os.MkdirTemp("", "perfspy-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	wrap, err := buildRSSWrap(ctx, root, work)
+	tools, err := buildTools(ctx, stderr, work, "rsswrap", "allocdiff")
 	if err != nil {
 		return err
 	}
-	ad := filepath.Join(work, "allocdiff")
-	build := exec.CommandContext(ctx, "go", "build", "-o", ad, "./cmd/allocdiff")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building allocdiff: %v\n%s", err, b)
-	}
-	fmt.Fprintln(stderr, "finding the pprof tool (the first go tool pprof builds it)")
-	out, err := exec.CommandContext(ctx, "go", "tool", "-n", "pprof").Output()
-	if err != nil {
-		return fmt.Errorf("go tool -n pprof: %w", err)
-	}
-	pprofBin := strings.TrimSpace(string(out))
+	wrap, ad, pprofBin := tools[0], tools[1], tools[2]
 	types := []string{"alloc_objects/count", "alloc_space/bytes"}
 	fmt.Fprintf(stdout, "allocdiff vs go tool pprof -top -diff_base, synthetic profiles (stack depth 10-60), median of %d alternating rounds\n", rounds)
 	fmt.Fprintf(stdout, "%9s %12s %12s %8s %12s %12s %8s\n", "samples", "pprof s", "allocdiff s", "speedup", "pprof MB", "allocdiff MB", "mem ratio")
@@ -380,16 +365,31 @@ func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) e
 	return nil
 }
 
-// buildRSSWrap builds rsswrap into dir: the measured commands run under it,
-// so that their peak memory is theirs alone.
-func buildRSSWrap(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "rsswrap")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/overhead/rsswrap")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building rsswrap: %v\n%s", err, b)
+// buildTools builds the named commands (rsswrap, under which the measured
+// commands run so that their peak memory is theirs alone; allocdiff;
+// flame) into dir, and returns their paths followed by the pprof tool's.
+func buildTools(ctx context.Context, stderr io.Writer, dir string, names ...string) ([]string, error) {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return nil, err
 	}
-	return bin, nil
+	pkgs := map[string]string{"rsswrap": "./internal/overhead/rsswrap", "allocdiff": "./cmd/allocdiff", "flame": "./cmd/flame"}
+	var out []string
+	for _, n := range names {
+		bin := filepath.Join(dir, n)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkgs[n])
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building %s: %v\n%s", n, err, b)
+		}
+		out = append(out, bin)
+	}
+	fmt.Fprintln(stderr, "finding the pprof tool (the first go tool pprof builds it)")
+	b, err := exec.CommandContext(ctx, "go", "tool", "-n", "pprof").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go tool -n pprof: %w", err)
+	}
+	return append(out, strings.TrimSpace(string(b))), nil
 }
 
 // measure runs args under rsswrap and returns the wall time in seconds
@@ -417,30 +417,16 @@ func measure(ctx context.Context, wrap string, args ...string) (float64, float64
 // peak memory, and the reference measured on this kind of machine when
 // flamegraph.pl is not there.
 func benchFlame(ctx context.Context, stdout, stderr io.Writer, rounds int) error {
-	root, err := srcroot.Dir()
-	if err != nil {
-		return err
-	}
 	work, err := os.MkdirTemp("", "perfspy-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	wrap, err := buildRSSWrap(ctx, root, work)
+	tools, err := buildTools(ctx, stderr, work, "rsswrap", "flame")
 	if err != nil {
 		return err
 	}
-	fl := filepath.Join(work, "flame")
-	build := exec.CommandContext(ctx, "go", "build", "-o", fl, "./cmd/flame")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building flame: %v\n%s", err, b)
-	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "-n", "pprof").Output()
-	if err != nil {
-		return fmt.Errorf("go tool -n pprof: %w", err)
-	}
-	pprofBin := strings.TrimSpace(string(out))
+	wrap, fl, pprofBin := tools[0], tools[1], tools[2]
 	prof := filepath.Join(work, "p.pb.gz")
 	f, err := os.Create(prof)
 	if err != nil {
