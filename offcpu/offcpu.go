@@ -59,9 +59,9 @@ type Sample struct {
 
 // Options tune Parse. Zero fields get defaults.
 type Options struct {
-	// Exclude drops waits whose stack has a function with this prefix
-	// (probe's agent).
-	Exclude string
+	// Exclude drops waits whose stack has a function with one of these
+	// prefixes (probe's agent and the tracer's and profilers' goroutines).
+	Exclude []string
 }
 
 type gstate struct {
@@ -100,13 +100,12 @@ func classify(from trace.GoState, wait string, stack trace.Stack) string {
 	return "other"
 }
 
-func hasPrefixFrame(stack trace.Stack, prefix string) bool {
-	if prefix == "" {
-		return false
-	}
+func hasPrefixFrame(stack trace.Stack, prefixes []string) bool {
 	for f := range stack.Frames() {
-		if strings.HasPrefix(f.Func, prefix) {
-			return true
+		for _, p := range prefixes {
+			if strings.HasPrefix(f.Func, p) {
+				return true
+			}
 		}
 	}
 	return false

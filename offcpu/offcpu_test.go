@@ -92,6 +92,25 @@ func TestParseKnownWaits(t *testing.T) {
 	}
 }
 
+// Exclude drops the waits of the excluded functions' goroutines.
+func TestParseExclude(t *testing.T) {
+	data := traceScenario(t)
+	res, err := Parse(bytes.NewReader(data), Options{Exclude: []string{"github.com/perfspy/perfspy/offcpu.waitOnChannel", "github.com/perfspy/perfspy/offcpu.lockContended"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Samples {
+		for _, f := range s.Stack {
+			if f.Func == "github.com/perfspy/perfspy/offcpu.waitOnChannel" || f.Func == "github.com/perfspy/perfspy/offcpu.lockContended" {
+				t.Fatalf("excluded wait kept: %s %s", s.Reason, f.Func)
+			}
+		}
+	}
+	if time.Duration(res.Nanos["syscall"]) < 18*time.Millisecond {
+		t.Errorf("the other waits went too: %v", res.Nanos)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	if _, err := Parse(bytes.NewReader([]byte("not a trace")), Options{}); err == nil {
 		t.Error("garbage: no error")

@@ -34,7 +34,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		if err != nil {
 			return err
 		}
-		res, err := offcpu.Parse(f, offcpu.Options{Exclude: agentPrefix})
+		res, err := offcpu.Parse(f, offcpu.Options{Exclude: instrumentPrefixes})
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("off-CPU: %w", err)
@@ -77,7 +77,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		if err != nil {
 			return fmt.Errorf("wall-clock profile: %w", err)
 		}
-		p = dropAgent(p)
+		p = dropInstruments(p)
 		p.Comments = comments
 		if err := writeProfile(filepath.Join(out, "wallclock.pb.gz"), p); err != nil {
 			return err
@@ -87,11 +87,12 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 	return nil
 }
 
-// dropAgent removes the samples whose stack passes through the agent.
-func dropAgent(p *profile.Profile) *profile.Profile {
+// dropInstruments removes the samples whose stack passes through
+// perfspy's instruments (fgprof samples its own goroutine too).
+func dropInstruments(p *profile.Profile) *profile.Profile {
 	kept := p.Sample[:0]
 	for _, s := range p.Sample {
-		if !throughAgent(s) {
+		if !throughInstruments(s) {
 			kept = append(kept, s)
 		}
 	}

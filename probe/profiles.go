@@ -9,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // Comments that every profile of a window carries, so that later tools can
@@ -69,12 +70,31 @@ func heapProfileDelta(path string) (*profile.Profile, error) {
 	return heapDelta(before, after)
 }
 
-// agentPrefix marks frames of the agent; samples through them are dropped.
-const agentPrefix = ModulePath + "/probe/agent."
+// instrumentPrefixes mark the frames of perfspy's own instruments in the
+// target: the agent, the wall-clock profiler and the execution tracer's
+// goroutines. Samples, waits and syscalls through them are not the
+// target's and are dropped.
+var instrumentPrefixes = []string{
+	ModulePath + "/probe/agent.",
+	"github.com/felixge/fgprof.",
+	"runtime/trace.",
+	"runtime.traceAdvance",
+	"runtime.(*traceAdvancerState)",
+}
+
+// isInstrument reports whether fn belongs to one of perfspy's instruments.
+func isInstrument(fn string) bool {
+	for _, p := range instrumentPrefixes {
+		if strings.HasPrefix(fn, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // heapDelta returns the allocations made between two allocation profiles of
 // one process: after minus before, per stack, keeping alloc_objects and
-// alloc_space and dropping samples whose stack passes through the agent.
+// alloc_space; profileDelta drops the samples through perfspy's instruments.
 func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 	if len(before.SampleType) < 2 || before.SampleType[0].Type != "alloc_objects" || before.SampleType[1].Type != "alloc_space" {
 		return nil, fmt.Errorf("not an allocation profile (sample types %v)", sampleTypeNames(before))
@@ -94,9 +114,6 @@ func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 		if s.Value[0] < 0 || s.Value[1] < 0 {
 			return nil, fmt.Errorf("allocation counts went down between snapshots at %s", leafName(s))
 		}
-		if throughAgent(s) {
-			continue
-		}
 		kept = append(kept, s)
 	}
 	d.Sample = kept
@@ -105,7 +122,7 @@ func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 
 // profileDelta returns after minus before, per stack, for cumulative
 // profiles of one process (allocs, block, mutex): zero samples and samples
-// through the agent are dropped.
+// through perfspy's instruments are dropped.
 func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
 	neg := before.Copy()
 	neg.Scale(-1)
@@ -119,7 +136,7 @@ func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
 		for _, v := range s.Value {
 			zero = zero && v == 0
 		}
-		if !zero && !throughAgent(s) {
+		if !zero && !throughInstruments(s) {
 			kept = append(kept, s)
 		}
 	}
@@ -137,10 +154,12 @@ func sampleTypeNames(p *profile.Profile) []string {
 	return n
 }
 
-func throughAgent(s *profile.Sample) bool {
+// throughInstruments reports whether a sample's stack passes through one
+// of perfspy's instruments.
+func throughInstruments(s *profile.Sample) bool {
 	for _, loc := range s.Location {
 		for _, ln := range loc.Line {
-			if ln.Function != nil && strings.HasPrefix(ln.Function.Name, agentPrefix) {
+			if ln.Function != nil && isInstrument(ln.Function.Name) {
 				return true
 			}
 		}
@@ -213,4 +232,22 @@ func totals(p *profile.Profile) []int64 {
 		}
 	}
 	return t
+}
+
+// targetSites drops the syscalls made through perfspy's instruments (the
+// tracer's and profilers' goroutines run in the off-CPU window).
+func targetSites(sites []syscalls.Site) []syscalls.Site {
+	var out []syscalls.Site
+	for _, s := range sites {
+		mine := false
+		for _, pf := range s.Stack {
+			for _, f := range pf.Frames {
+				mine = mine || isInstrument(f.Func)
+			}
+		}
+		if !mine {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // allocProfile makes an allocation profile with one sample per stack; each
@@ -40,11 +43,12 @@ func allocProfile(stacks [][]string, values [][2]int64) *profile.Profile {
 func TestHeapDelta(t *testing.T) {
 	stacks := [][]string{
 		{"main.allocK", "main.handler", "net/http.(*conn).serve"},
-		{"encoding/json.Marshal", agentPrefix + "(*window).do", agentPrefix + "serve"},
+		{"encoding/json.Marshal", ModulePath + "/probe/agent.(*window).do", ModulePath + "/probe/agent.serve"},
 		{"main.idle", "main.main"},
+		{"runtime.selectgo", "github.com/felixge/fgprof.Start.func1"},
 	}
-	before := allocProfile(stacks, [][2]int64{{100, 6400}, {5, 500}, {3, 30}})
-	after := allocProfile(stacks, [][2]int64{{170, 10880}, {9, 900}, {3, 30}})
+	before := allocProfile(stacks, [][2]int64{{100, 6400}, {5, 500}, {3, 30}, {1, 8}})
+	after := allocProfile(stacks, [][2]int64{{170, 10880}, {9, 900}, {3, 30}, {4, 32}})
 	d, err := heapDelta(before, after)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +60,7 @@ func TestHeapDelta(t *testing.T) {
 		t.Fatalf("sample types %v", sampleTypeNames(d))
 	}
 	if len(d.Sample) != 1 {
-		t.Fatalf("got %d samples, want 1 (agent and unchanged stacks dropped)", len(d.Sample))
+		t.Fatalf("got %d samples, want 1 (agent, profiler and unchanged stacks dropped)", len(d.Sample))
 	}
 	s := d.Sample[0]
 	if leafName(s) != "main.allocK" || s.Value[0] != 70 || s.Value[1] != 4480 {
@@ -91,5 +95,25 @@ func TestTopSitesOrder(t *testing.T) {
 	}
 	if strings.Join(names, " ") != "c.f a.f b.f" {
 		t.Errorf("order = %v, want c.f (6) then a.f, b.f (5, by name)", names)
+	}
+}
+
+// The syscalls of perfspy's own goroutines (the tracer writing its
+// buffers) are not the target's.
+func TestTargetSites(t *testing.T) {
+	fr := func(fns ...string) []agent.PCFrames {
+		var out []agent.PCFrames
+		for i, f := range fns {
+			out = append(out, agent.PCFrames{PC: uint64(i + 1), Frames: []agent.Frame{{Func: f}}})
+		}
+		return out
+	}
+	sites := []syscalls.Site{
+		{Name: "write", Stack: fr("syscall.write", "os.(*File).Write", "runtime/trace.(*traceMultiplexer).startLocked.func1"), Count: 9},
+		{Name: "getppid", Stack: fr("syscall.rawSyscallNoError", "main.main.func7"), Count: 5},
+	}
+	got := targetSites(sites)
+	if len(got) != 1 || got[0].Name != "getppid" {
+		t.Errorf("targetSites = %+v", got)
 	}
 }

@@ -224,7 +224,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		sysWin = offWin
 	}
 	if sysWin.sysSites != nil {
-		sp := syscalls.Profile(sysWin.sysSites)
+		sp := syscalls.Profile(targetSites(sysWin.sysSites))
 		sp.Comments = comments(sysWin)
 		if err := writeProfile(filepath.Join(out, "syscalls.pb.gz"), sp); err != nil {
 			return nil, err

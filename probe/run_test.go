@@ -190,7 +190,7 @@ func TestGroundTruth(t *testing.T) {
 
 	t.Run("agent excluded", func(t *testing.T) {
 		for _, s := range alloc.allocs.Sample {
-			if throughAgent(s) {
+			if throughInstruments(s) {
 				t.Fatalf("sample through the agent: %s", leafName(s))
 			}
 		}
@@ -859,9 +859,13 @@ func TestOffCPUGroundTruth(t *testing.T) {
 			if err := p.CheckValid(); err != nil {
 				t.Fatal(err)
 			}
-			// The handler's waits carry the handler's stack.
+			// The handler's waits carry the handler's stack; the tracer's
+			// and profilers' own goroutines are not the target's.
 			var under int64
 			for _, smp := range p.Sample {
+				if throughInstruments(smp) {
+					t.Errorf("offcpu.pb.gz holds a wait of perfspy's own: %s", leafName(smp))
+				}
 				if smp.Label["reason"][0] == tc.reason && stackHasPrefix(smp, "main.main.func") {
 					under += smp.Value[0]
 				}
@@ -881,6 +885,9 @@ func TestOffCPUGroundTruth(t *testing.T) {
 				}
 				var v int64
 				for _, smp := range p.Sample {
+					if throughInstruments(smp) {
+						t.Errorf("%s.pb.gz holds a sample of perfspy's own: %s", name, leafName(smp))
+					}
 					if stackHasPrefix(smp, "main.main.func") {
 						v += smp.Value[len(smp.Value)-1]
 					}

@@ -8,9 +8,10 @@
 //
 // Protocol: one JSON Request per line, one JSON Response per line.
 //
-//	{"cmd":"hello"}                                    process facts
-//	{"cmd":"begin","heap_profile":P,"cpu_profile":C}   snapshot 1
-//	{"cmd":"end"}                                      snapshot 2
+//	{"cmd":"hello"}   process facts and the counters built in
+//	{"cmd":"begin", "heap_profile":P, "cpu_profile":C, "trace":T,
+//	 "blocking":B, "counters":{"allocs":A, "copies":K}}   snapshot 1
+//	{"cmd":"end"}     snapshot 2: profiles, trace and reports written
 //
 // begin with heap_profile set makes the heap profile exact for the window:
 // it sets runtime.MemProfileRate=1, runs runtime.GC() so the profile is
@@ -18,11 +19,15 @@
 // again, writes the profile to P+".end" and restores the rate. The window is
 // the difference of the two files; probe computes it and drops samples whose
 // stack passes through this package, so the agent's own allocations never
-// count. cpu_profile starts a CPU profile into C at begin and stops it at end.
+// count. cpu_profile and trace record into memory and are written to C and
+// T at end, so that no write of theirs falls in the window. Counters
+// (copyspy, allocspy, the wall-clock profiler) never count the agent's
+// own goroutine.
 package agent
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,10 +62,7 @@ type Request struct {
 
 // Metrics are the runtime's cumulative counters at a snapshot.
 type Metrics struct {
-	AllocObjects uint64 `json:"alloc_objects"`
-	AllocBytes   uint64 `json:"alloc_bytes"`
-	TinyAllocs   uint64 `json:"tiny_allocs"`
-	GCCycles     uint64 `json:"gc_cycles"`
+	AllocObjects uint64 `json:"alloc_objects"` // /gc/heap/allocs:objects: heap blocks
 }
 
 // Response answers a Request. Error is empty on success.
@@ -192,12 +194,17 @@ type window struct {
 	open     bool
 	heapPath string
 	oldRate  int
-	cpuFile  *os.File
-	active   []string          // counters counting, in the order they began
-	paths    map[string]string // their report paths
-	trace    *os.File
-	blocking string
-	oldMutex int
+	// The CPU profile and the trace are kept in memory until the window
+	// ends: written to files as they go, their writes would be counted as
+	// the target's syscalls.
+	cpuPath   string
+	cpuBuf    bytes.Buffer
+	active    []string          // counters counting, in the order they began
+	paths     map[string]string // their report paths
+	tracePath string
+	traceBuf  bytes.Buffer
+	blocking  string
+	oldMutex  int
 }
 
 func (w *window) do(req Request) Response {
@@ -237,21 +244,17 @@ func (w *window) begin(req Request) error {
 		w.heapPath = req.HeapProfile
 		// The heap profile reflects allocations up to the last completed GC.
 		runtime.GC()
-		if err := writeHeap(req.HeapProfile); err != nil {
+		if err := writeProfile("allocs", req.HeapProfile); err != nil {
 			runtime.MemProfileRate = w.oldRate
 			return err
 		}
 	}
 	if req.CPUProfile != "" {
-		f, err := os.Create(req.CPUProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
+		w.cpuBuf.Reset()
+		if err := pprof.StartCPUProfile(&w.cpuBuf); err != nil {
 			return fmt.Errorf("starting cpu profile: %w", err)
 		}
-		w.cpuFile = f
+		w.cpuPath = req.CPUProfile
 	}
 	if req.Blocking != "" {
 		if err := writeProfiles(req.Blocking, ""); err != nil {
@@ -263,17 +266,12 @@ func (w *window) begin(req Request) error {
 		w.blocking = req.Blocking
 	}
 	if req.Trace != "" {
-		f, err := os.Create(req.Trace)
-		if err != nil {
-			w.abort()
-			return err
-		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
+		w.traceBuf.Reset()
+		if err := trace.Start(&w.traceBuf); err != nil {
 			w.abort()
 			return fmt.Errorf("starting the execution trace: %w", err)
 		}
-		w.trace = f
+		w.tracePath = req.Trace
 	}
 	// Counters last, so the heap profile's GC is outside their window.
 	w.active, w.paths = nil, req.Counters
@@ -313,12 +311,13 @@ func (w *window) abort() {
 }
 
 func (w *window) stopCPU() error {
-	if w.cpuFile == nil {
+	if w.cpuPath == "" {
 		return nil
 	}
 	pprof.StopCPUProfile()
-	err := w.cpuFile.Close()
-	w.cpuFile = nil
+	err := os.WriteFile(w.cpuPath, w.cpuBuf.Bytes(), 0o644)
+	w.cpuPath = ""
+	w.cpuBuf.Reset()
 	return err
 }
 
@@ -334,7 +333,7 @@ func (w *window) end() error {
 	errs = append(errs, w.stopCPU(), w.stopTrace(), w.stopBlocking(".end"))
 	if w.heapPath != "" {
 		runtime.GC()
-		errs = append(errs, writeHeap(w.heapPath+".end"))
+		errs = append(errs, writeProfile("allocs", w.heapPath+".end"))
 		runtime.MemProfileRate = w.oldRate
 		w.heapPath = ""
 	}
@@ -342,12 +341,13 @@ func (w *window) end() error {
 }
 
 func (w *window) stopTrace() error {
-	if w.trace == nil {
+	if w.tracePath == "" {
 		return nil
 	}
 	trace.Stop()
-	err := w.trace.Close()
-	w.trace = nil
+	err := os.WriteFile(w.tracePath, w.traceBuf.Bytes(), 0o644)
+	w.tracePath = ""
+	w.traceBuf.Reset()
 	return err
 }
 
@@ -371,57 +371,38 @@ func (w *window) stopBlocking(suffix string) error {
 // and base+".mutex"+suffix.
 func writeProfiles(base, suffix string) error {
 	for _, name := range []string{"block", "mutex"} {
-		f, err := os.Create(base + "." + name + suffix)
-		if err != nil {
-			return err
-		}
-		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
-			f.Close()
-			return fmt.Errorf("writing the %s profile: %w", name, err)
-		}
-		if err := f.Close(); err != nil {
+		if err := writeProfile(name, base+"."+name+suffix); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeHeap(path string) error {
+// writeProfile writes the named runtime/pprof profile to path.
+func writeProfile(name, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
-		return fmt.Errorf("writing heap profile: %w", err)
+		return fmt.Errorf("writing the %s profile: %w", name, err)
 	}
 	return f.Close()
 }
 
-var metricNames = []string{
-	"/gc/heap/allocs:objects",
-	"/gc/heap/allocs:bytes",
-	"/gc/heap/tiny/allocs:objects",
-	"/gc/cycles/total:gc-cycles",
-}
-
-// readMetrics reads the cumulative allocation counters. ReadMemStats first
-// flushes the per-P caches, so the totals are current.
+// readMetrics reads the cumulative allocation counter. ReadMemStats first
+// flushes the per-P caches, so the total is current.
 func readMetrics() *Metrics {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	s := make([]metrics.Sample, len(metricNames))
-	for i, n := range metricNames {
-		s[i].Name = n
-	}
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
-	v := func(i int) uint64 {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			return s[i].Value.Uint64()
-		}
-		return 0
+	m := &Metrics{}
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		m.AllocObjects = s[0].Value.Uint64()
 	}
-	return &Metrics{AllocObjects: v(0), AllocBytes: v(1), TinyAllocs: v(2), GCCycles: v(3)}
+	return m
 }
 
 // Symbolize expands return PCs into their frames, inlined ones included,
