@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -114,32 +113,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 			return cfg, false, ExitUsage, false
 		}
 	}
-	if cfg.Duration <= 0 {
-		fmt.Fprintf(stderr, "%s: -duration %v: must be positive\n", name, cfg.Duration)
-		return cfg, false, ExitUsage, false
-	}
-	if cfg.Warmup < 0 {
-		fmt.Fprintf(stderr, "%s: -warmup %v: must not be negative\n", name, cfg.Warmup)
-		return cfg, false, ExitUsage, false
-	}
-	if cfg.Conns <= 0 {
-		fmt.Fprintf(stderr, "%s: -conns %d: must be positive\n", name, cfg.Conns)
-		return cfg, false, ExitUsage, false
-	}
-	if cfg.Allocs != "allocspy" && cfg.Allocs != "heapprofile" {
-		fmt.Fprintf(stderr, "%s: -allocs %q: want allocspy or heapprofile\n", name, cfg.Allocs)
-		return cfg, false, ExitUsage, false
-	}
-	if cfg.Syscalls != "bpf" && cfg.Syscalls != "proc-io" {
-		fmt.Fprintf(stderr, "%s: -syscalls %q: want bpf or proc-io\n", name, cfg.Syscalls)
-		return cfg, false, ExitUsage, false
-	}
-	if cfg.Copies != "overlay" && cfg.Copies != "off" {
-		fmt.Fprintf(stderr, "%s: -copies %q: want overlay or off\n", name, cfg.Copies)
-		return cfg, false, ExitUsage, false
-	}
-	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {
-		fmt.Fprintf(stderr, "%s: -cpus: %v\n", name, err)
+	if err := cfg.check(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
 	var err error

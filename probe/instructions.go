@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +31,7 @@ var ErrNoValgrind = errors.New("probe run -instructions needs valgrind and callg
 // runInstructions runs the target under callgrind: the target is built
 // with -tags valgrind, warmed up, dumped, loaded with a count of requests,
 // dumped again; the part between the two dumps is the window.
-func runInstructions(ctx context.Context, cfg Config, logf func(string, ...any)) (*Result, error) {
+func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(string, ...any)) (*Result, error) {
 	vg, err1 := exec.LookPath("valgrind")
 	ctl, err2 := exec.LookPath("callgrind_control")
 	if err1 != nil || err2 != nil {
@@ -43,10 +42,6 @@ func runInstructions(ctx context.Context, cfg Config, logf func(string, ...any))
 	}
 	if cfg.ReadyTimeout < 2*time.Minute {
 		cfg.ReadyTimeout = 2 * time.Minute // valgrind starts slowly
-	}
-	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
-	if err != nil {
-		return nil, fmt.Errorf("-cpus: %w", err)
 	}
 	tgt, err := Build(ctx, cfg.Target, BuildOptions{Tags: []string{"valgrind"}}, logf)
 	if err != nil {

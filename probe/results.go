@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,15 +28,15 @@ const (
 	minServerCoreFrac   = 0.9
 )
 
-// writeResults turns two windows into the results folder.
-// rawFiles are what the agent wrote in the private folder; copies is ""
-// when copies were not counted.
+// rawFiles are what the agent wrote in the private folder; a path is ""
+// when that figure was not measured.
 type rawFiles struct {
 	cpu, heap, allocs, copies  string
 	trace, blocking, wallclock string
 	sysNote                    string // why syscalls were not counted with eBPF
 }
 
+// writeResults turns the windows into the results folder.
 func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string, floor *Summary) (*Result, error) {
 	cl, at := clean.load, attr.load
 	secs := cl.Elapsed.Seconds()
@@ -51,10 +52,8 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 				"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9),
 			},
 		},
-		AttributionWindow: AttributionSummary{
-			Seconds: round(at.Elapsed.Seconds(), 3), Requests: at.OK, Errors: at.Errors + at.Non2xx, RPS: round(at.RPS(), 1),
-		},
-		CoresAvailable: coresHad,
+		AttributionWindow: *windowSummary(attr),
+		CoresAvailable:    coresHad,
 		PerRequest: PerRequest{
 			SyscallsByName: map[string]float64{},
 			OffCPUUS:       nil,
@@ -106,12 +105,6 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	if cl.Errors+cl.Non2xx > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d failed requests in the timing window (first: %s)", cl.Errors+cl.Non2xx, cl.FirstErr))
 	}
-	s.Reasons = reasons
-	s.Verdict = VerdictServerBound
-	if len(reasons) > 0 {
-		s.Verdict = VerdictNotJudged
-	}
-
 	comments := func(w *windowResult) []string {
 		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
 	}
@@ -184,7 +177,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		cp.Comments = comments(copyWin)
 		cw := copyWin.load
 		if copyWin != attr {
-			s.CopiesWindow = &AttributionSummary{Seconds: round(cw.Elapsed.Seconds(), 3), Requests: cw.OK, Errors: cw.Errors + cw.Non2xx, RPS: round(cw.RPS(), 1)}
+			s.CopiesWindow = windowSummary(copyWin)
 		}
 		if err := writeProfile(filepath.Join(out, "copies.pb.gz"), cp); err != nil {
 			return nil, err
@@ -209,6 +202,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		s.Sources["copies"] = SourceNone + ": " + tgt.CopiesOff
 	}
 	s.Reasons = reasons
+	s.Verdict = VerdictServerBound
 	if len(reasons) > 0 {
 		s.Verdict = VerdictNotJudged
 	}
@@ -289,14 +283,8 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 }
 
 func round(v float64, digits int) float64 {
-	p := 1.0
-	for i := 0; i < digits; i++ {
-		p *= 10
-	}
-	if v < 0 {
-		return -float64(int64(-v*p+0.5)) / p
-	}
-	return float64(int64(v*p+0.5)) / p
+	p := math.Pow10(digits)
+	return math.Round(v*p) / p
 }
 
 // collectMeta gathers the configuration a figure needs to be believed.

@@ -73,6 +73,58 @@ type Config struct {
 	Flags      []string // every flag as given, for meta
 }
 
+// check validates cfg and fills the defaults of its zero fields; the
+// command reports its errors as usage errors.
+func (cfg *Config) check() error {
+	if cfg.Duration <= 0 && !cfg.Instructions {
+		return fmt.Errorf("-duration %v: must be positive", cfg.Duration)
+	}
+	if cfg.Warmup < 0 {
+		return fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
+	}
+	if cfg.Conns < 0 {
+		return fmt.Errorf("-conns %d: must be positive", cfg.Conns)
+	}
+	if cfg.Target == "" {
+		cfg.Target = DefaultTarget
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/"
+		if cfg.Target == DefaultTarget {
+			cfg.Path = "/json"
+		}
+	}
+	if !strings.HasPrefix(cfg.Path, "/") {
+		return fmt.Errorf("-path %q: must start with /", cfg.Path)
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	defaults := []struct {
+		flag  string
+		v     *string
+		valid []string
+	}{
+		{"cpus", &cfg.CPUs, nil},
+		{"copies", &cfg.Copies, []string{"overlay", "off"}},
+		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
+		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
+		{"proto", &cfg.Proto, []string{"auto", "http", "framed"}},
+	}
+	for _, d := range defaults {
+		if *d.v == "" {
+			*d.v = map[string]string{"cpus": "auto", "copies": "overlay", "allocs": "allocspy", "syscalls": "bpf", "proto": "auto"}[d.flag]
+		}
+		if d.valid != nil && !slices.Contains(d.valid, *d.v) {
+			return fmt.Errorf("-%s %q: want %s", d.flag, *d.v, strings.Join(d.valid, " or "))
+		}
+	}
+	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {
+		return fmt.Errorf("-cpus: %w", err)
+	}
+	return nil
+}
+
 // OffCPUBenchConfig returns cfg set for the off-CPU cost benchmark: only
 // the off-CPU window's instrument under test, mode "trace" (the execution
 // trace, block and mutex profiles) or "fgprof" (the wall-clock profile
@@ -126,48 +178,15 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
 		}
 	}
-	if cfg.Duration <= 0 && !cfg.Instructions {
-		return nil, fmt.Errorf("-duration %v: must be positive", cfg.Duration)
-	}
-	if cfg.Warmup < 0 {
-		return nil, fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
-	}
-	if cfg.Target == "" {
-		cfg.Target = DefaultTarget
-	}
-	if cfg.Path == "" {
-		cfg.Path = "/"
-		if cfg.Target == DefaultTarget {
-			cfg.Path = "/json"
-		}
-	}
-	if !strings.HasPrefix(cfg.Path, "/") {
-		return nil, fmt.Errorf("-path %q: must start with /", cfg.Path)
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 60 * time.Second
-	}
-	if cfg.CPUs == "" {
-		cfg.CPUs = "auto"
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
 	if err != nil {
-		return nil, fmt.Errorf("-cpus: %w", err)
+		return nil, err
 	}
-
-	switch cfg.Copies {
-	case "":
-		cfg.Copies = "overlay"
-	case "overlay", "off":
-	default:
-		return nil, fmt.Errorf("-copies %q: want overlay or off", cfg.Copies)
-	}
-	switch cfg.Allocs {
-	case "":
-		cfg.Allocs = "allocspy"
-	case "allocspy", "heapprofile":
-	default:
-		return nil, fmt.Errorf("-allocs %q: want allocspy or heapprofile", cfg.Allocs)
+	if cfg.Instructions {
+		return runInstructions(ctx, cfg, plan, logf)
 	}
 	var floor *Summary
 	if cfg.Floor {
@@ -189,9 +208,6 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
 		floor = fr.Summary
-	}
-	if cfg.Instructions {
-		return runInstructions(ctx, cfg, logf)
 	}
 	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
 	if err != nil {
