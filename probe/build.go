@@ -188,17 +188,17 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
 	replace := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
-	var goenv []string
-	if opts.Copies || opts.Allocs {
-		out, err := goCmd(ctx, buildDir, "env", "GOROOT", "GOARCH", "GOEXPERIMENT")
-		if err != nil {
-			return nil, fmt.Errorf("go env: %v: %s", err, out)
-		}
-		goenv = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-		if len(goenv) != 3 {
-			return nil, fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT: unexpected output %q", out)
-		}
+	// The toolchain that builds in buildDir (after any GOTOOLCHAIN switch):
+	// its runtime is the one the overlays patch.
+	envOut, err := goCmd(ctx, buildDir, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
+	if err != nil {
+		return nil, fmt.Errorf("go env: %v: %s", err, envOut)
 	}
+	goenv := strings.Split(strings.TrimSuffix(envOut, "\n"), "\n")
+	if len(goenv) != 4 {
+		return nil, fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT GOVERSION: unexpected output %q", envOut)
+	}
+	t.GoVersion = goenv[3]
 	if opts.Copies {
 		ov, err := copiesOverlay(goenv, work, t.PkgDir)
 		if err != nil {
@@ -269,9 +269,6 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			return nil, ctx.Err()
 		}
 		return nil, &BuildError{Spec: spec, Output: out, Err: err}
-	}
-	if out, err := goCmd(ctx, buildDir, "env", "GOVERSION"); err == nil {
-		t.GoVersion = strings.TrimSpace(out)
 	}
 	if _, version, ok := strings.Cut(spec, "@"); ok {
 		t.Commit = version
