@@ -36,6 +36,9 @@ import (
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/exp/trace"
+
+	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // Reasons in the order summary.json and the report list them.
@@ -256,49 +259,28 @@ func (r *Result) Profile() *profile.Profile {
 		PeriodType:        &profile.ValueType{Type: "delay", Unit: "nanoseconds"},
 		Period:            1,
 	}
-	funcs := map[[2]string]*profile.Function{}
-	type lk struct {
-		pc    uint64
-		funcs string
-	}
-	locs := map[lk]*profile.Location{}
+	b := stacks.NewBuilder(p)
 	for _, s := range r.Samples {
-		var stack []*profile.Location
-		// Frames that share a PC are one call site with inlined calls.
-		for i := 0; i < len(s.Stack); {
-			j := i + 1
-			for j < len(s.Stack) && s.Stack[j].PC == s.Stack[i].PC {
-				j++
-			}
-			var names []string
-			for _, f := range s.Stack[i:j] {
-				names = append(names, f.Func)
-			}
-			k := lk{s.Stack[i].PC, strings.Join(names, ";")}
-			loc := locs[k]
-			if loc == nil {
-				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: s.Stack[i].PC}
-				for _, f := range s.Stack[i:j] {
-					fk := [2]string{f.Func, f.File}
-					fn := funcs[fk]
-					if fn == nil {
-						fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
-						funcs[fk] = fn
-						p.Function = append(p.Function, fn)
-					}
-					loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(f.Line)})
-				}
-				locs[k] = loc
-				p.Location = append(p.Location, loc)
-			}
-			stack = append(stack, loc)
-			i = j
-		}
 		p.Sample = append(p.Sample, &profile.Sample{
-			Location: stack,
+			Location: b.Locations(pcFrames(s.Stack)),
 			Value:    []int64{s.Nanos, s.Count},
 			Label:    map[string][]string{"reason": {s.Reason}, "wait": {s.Wait}},
 		})
 	}
 	return p
+}
+
+// pcFrames groups a trace stack's frames by PC: frames that share a PC
+// are one call site with inlined calls, innermost first.
+func pcFrames(st []trace.StackFrame) []agent.PCFrames {
+	var out []agent.PCFrames
+	for _, f := range st {
+		fr := agent.Frame{Func: f.Func, File: f.File, Line: int(f.Line)}
+		if n := len(out); n > 0 && out[n-1].PC == f.PC {
+			out[n-1].Frames = append(out[n-1].Frames, fr)
+			continue
+		}
+		out = append(out, agent.PCFrames{PC: f.PC, Frames: []agent.Frame{fr}})
+	}
+	return out
 }
