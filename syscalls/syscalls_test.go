@@ -129,16 +129,24 @@ func TestCountsMatchStrace(t *testing.T) {
 	}
 	after, _ := c.Counts()
 	safter, _ := c.StackCounts()
+	// strace counts a call when it returns, the BPF counter when it
+	// enters: one runtime write (the netpoller's wake-up) stopped at entry
+	// when strace detaches is counted by BPF alone, and one entered after
+	// the counter was read is counted by strace alone. So strace's count
+	// lies between one below the counter read before it stops and the
+	// counter read after.
 	st.Process.Signal(syscall.SIGINT)
 	st.Wait()
+	late, _ := c.Counts()
 	sc2 := straceCounts(t, straceOut)
 	d := Delta(before, after)
-	t.Logf("bpf: getppid %d; strace: getppid %d, write %d; requests %d", d[110], sc2["getppid"], sc2["write"], total)
+	dl := Delta(before, late)
+	t.Logf("bpf: getppid %d; strace: getppid %d, write %d (bpf %d..%d); requests %d", d[110], sc2["getppid"], sc2["write"], d[1], dl[1], total)
 	if sc2["getppid"] != d[110] {
 		t.Errorf("getppid: strace %d, bpf %d", sc2["getppid"], d[110])
 	}
-	if sc2["write"] != d[1] {
-		t.Errorf("write: strace %d, bpf %d", sc2["write"], d[1])
+	if sc2["write"] < d[1]-1 || sc2["write"] > dl[1] {
+		t.Errorf("write: strace %d, bpf %d before strace stopped and %d after", sc2["write"], d[1], dl[1])
 	}
 	// Per stack: every getppid, and one write per /write request, under
 	// the handler's closure in package main.
