@@ -111,6 +111,7 @@ type BuildOptions struct {
 	Allocs    bool     // add allocspy's runtime overlay
 	Wallclock bool     // add the fgprof wall-clock profiler to the agent
 	Tags      []string // build tags, e.g. valgrind
+	FixedSeed bool     // seed the runtime's random generator with a constant
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -224,6 +225,11 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			t.Allocs = true
 		}
 	}
+	if opts.FixedSeed {
+		if err := seedOverlay(replace, goenv[0], work); err != nil {
+			return nil, err
+		}
+	}
 	build := func(replace map[string]string) (string, error) {
 		ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
 		overlayPath := filepath.Join(work, "overlay.json")
@@ -319,6 +325,32 @@ func allocsOverlay(goenv []string, work, pkgDir string) (map[string]string, erro
 		return nil, err
 	}
 	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_allocspy.go", allocspyImport)
+}
+
+// seedLine is where runtime/rand.go seeds the generator behind every
+// random choice of the runtime: map hash seeds, the per-M generators, the
+// sampling of the heap profile and of the type-assertion caches.
+const seedLine = "\tglobalRand.state.Init(*seed)\n"
+
+// seedOverlay adds to the overlay a runtime/rand.go whose seed is a
+// constant, on the same line, so that line numbers do not move: runs of
+// one binary under callgrind then take the same random choices.
+func seedOverlay(ov map[string]string, goroot, work string) error {
+	path := filepath.Join(goroot, "src", "runtime", "rand.go")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("fixed seed: %w", err)
+	}
+	if strings.Count(string(src), seedLine) != 1 {
+		return fmt.Errorf("fixed seed: %s does not seed the runtime's generator as Go 1.26 does", path)
+	}
+	patched := strings.Replace(string(src), seedLine, "\tfor i := range seed { seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n", 1)
+	dst := filepath.Join(work, "rand.go")
+	if err := os.WriteFile(dst, []byte(patched), 0o644); err != nil {
+		return err
+	}
+	ov[path] = dst
+	return nil
 }
 
 // addMainFile adds to the overlay a file of package main that imports pkg.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/probe/load"
 )
 
 // SourceInstructions names the instruction counts' source.
@@ -24,6 +25,14 @@ const SourceInstructions = "callgrind"
 // VerdictCountsOnly is the verdict of an instructions run: it measures no
 // timing, and its counts do not depend on speed.
 const VerdictCountsOnly = "counts-only"
+
+// instructionsGap is the pause before each request of an instructions
+// window. Under callgrind a request that arrives while the server is still
+// finishing the last one takes another path through the scheduler (no
+// park in the netpoller) than one that finds it idle; which of the two a
+// request takes depended on timing and moved the count by up to 3% per run.
+// With the pause every request finds the server parked.
+const instructionsGap = 3 * time.Millisecond
 
 // ErrNoValgrind is returned when valgrind is not installed.
 var ErrNoValgrind = errors.New("probe run -instructions needs valgrind and callgrind_control (Debian package valgrind: apt-get install valgrind)")
@@ -43,7 +52,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if cfg.ReadyTimeout < 2*time.Minute {
 		cfg.ReadyTimeout = 2 * time.Minute // valgrind starts slowly
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Tags: []string{"valgrind"}}, logf)
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Tags: []string{"valgrind"}, FixedSeed: true}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// Callgrind asserts on the signals of Go's asynchronous preemption.
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
-	env := append(os.Environ(), agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	env := append(os.Environ(), agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
 	if len(plan.Load) > 0 {
 		if err := pinSelf(plan.Load); err != nil {
 			return nil, fmt.Errorf("pinning the load driver: %w", err)
@@ -102,7 +111,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		return nil, err
 	}
 	logf("window: %d requests", cfg.Requests)
-	lr, err := drv.RunN(ctx, cfg.Requests)
+	lr, err := load.Paced(ctx, drv, cfg.Requests, instructionsGap)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +155,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// calls: netpoll, work stealing) depends on timing more than on the
 	// code: reported apart, as a check.
 	idle := win.Inclusive("runtime.findRunnable")
+	sysmon := win.Inclusive("runtime.sysmon")
 	s := &Summary{
 		Schema: SummarySchema, Target: cfg.Target, Commit: commit, Go: tgt.GoVersion,
 		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
@@ -158,6 +168,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		Checks: map[string]float64{
 			"instructions_total_per_req":          round(float64(win.Total)/float64(n), 2),
 			"instructions_scheduler_idle_per_req": round(float64(idle)/float64(n), 2),
+			"instructions_sysmon_per_req":         round(float64(sysmon)/float64(n), 2),
 		},
 		Sources: map[string]string{"instructions": SourceInstructions, "allocs": SourceNone, "copies": SourceNone, "syscalls": SourceNone, "offcpu": SourceNone, "cpu": SourceNone},
 		Files:   map[string]string{"instructions": "instructions.pb.gz", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
@@ -216,3 +227,4 @@ func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n
 	}
 	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
 }
+

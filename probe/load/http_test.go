@@ -128,3 +128,40 @@ func TestHTTPRunN(t *testing.T) {
 		t.Error("RunN(0): no error")
 	}
 }
+
+// Paced sends n requests, one at a time, gap apart.
+func TestHTTPPaced(t *testing.T) {
+	var served, inFlight, overlap atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight.Add(1) > 1 {
+			overlap.Add(1)
+		}
+		served.Add(1)
+		inFlight.Add(-1)
+	}))
+	defer srv.Close()
+	d, _ := NewHTTP(HTTPOptions{URL: srv.URL, Conns: 3})
+	defer d.Close()
+	const gap = 2 * time.Millisecond
+	r, err := Paced(context.Background(), d, 50, gap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK != 50 || served.Load() != 50 || r.Latency.TotalCount() != 50 {
+		t.Errorf("Paced(50): %d OK, %d latencies, server saw %d", r.OK, r.Latency.TotalCount(), served.Load())
+	}
+	if overlap.Load() != 0 {
+		t.Errorf("%d requests overlapped another", overlap.Load())
+	}
+	if r.Elapsed < 50*gap {
+		t.Errorf("50 requests %v apart took %v", gap, r.Elapsed)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Paced(ctx, d, 10, gap); err == nil {
+		t.Error("Paced with a cancelled context: no error")
+	}
+	if _, err := Paced(context.Background(), d, 0, gap); err == nil {
+		t.Error("Paced(0): no error")
+	}
+}

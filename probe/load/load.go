@@ -60,6 +60,46 @@ func (r *Result) RPS() float64 {
 	return float64(r.OK) / r.Elapsed.Seconds()
 }
 
+// Paced sends n requests one at a time through d, pausing gap before each,
+// so that each finds the target idle: the load of an instructions window,
+// where whether a request waits for the server changes the path it takes.
+// Elapsed includes the pauses.
+func Paced(ctx context.Context, d Driver, n int, gap time.Duration) (*Result, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("load: request count %d must be positive", n)
+	}
+	total := &Result{Latency: newHistogram()}
+	start := time.Now()
+	t := time.NewTimer(gap)
+	defer t.Stop()
+	for i := 0; i < n; i++ {
+		t.Reset(gap)
+		select {
+		case <-ctx.Done():
+			total.Elapsed = time.Since(start)
+			return total, ctx.Err()
+		case <-t.C:
+		}
+		r, err := d.RunN(ctx, 1)
+		if r != nil {
+			total.OK += r.OK
+			total.Non2xx += r.Non2xx
+			total.Errors += r.Errors
+			total.Dials += r.Dials
+			if total.FirstErr == "" {
+				total.FirstErr = r.FirstErr
+			}
+			total.Latency.Merge(r.Latency)
+		}
+		if err != nil {
+			total.Elapsed = time.Since(start)
+			return total, err
+		}
+	}
+	total.Elapsed = time.Since(start)
+	return total, nil
+}
+
 // phase runs conns workers until the deadline d from now (or ctx ends);
 // worker i calls step(i, r) for each request, counting into its own r,
 // and the counts are merged at the end. No request starts after the
