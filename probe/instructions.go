@@ -227,4 +227,3 @@ func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n
 	}
 	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
 }
-
