@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,17 +39,43 @@ type ABConfig struct {
 	Top           int    // function rows per profile; default 10
 }
 
-// Metric names and whether more is worse.
-var abMetrics = []struct {
+// How a metric is judged.
+type judgement int
+
+const (
+	judgeExact        judgement = iota // counts: any change beyond rounding is real
+	judgeTiming                        // timings: Mann-Whitney U and a 2% change
+	judgeInstructions                  // callgrind counts: beyond the runs' own spread
+)
+
+type abMetric struct {
 	name        string
-	exact       bool
+	judge       judgement
 	higherWorse bool
-}{
+}
+
+// Metric names, how each is judged, and whether more is worse.
+var abMetrics = []abMetric{
 	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
 	// which move with timing: it is judged as timings are.
-	{"allocs/req", true, true}, {"B/req", true, true}, {"copied-B/req", true, true}, {"syscalls/req", false, true},
-	{"cpu-us/req", false, true}, {"req/s", false, false}, {"p99-us", false, true},
+	{"allocs/req", judgeExact, true}, {"B/req", judgeExact, true}, {"copied-B/req", judgeExact, true}, {"syscalls/req", judgeTiming, true},
+	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
 }
+
+// instructionMetrics are what an instructions run measures.
+var instructionMetrics = []abMetric{{"instructions/req", judgeInstructions, true}}
+
+// metricsFor returns the metrics a configuration measures.
+func metricsFor(c Config) []abMetric {
+	if c.Instructions {
+		return instructionMetrics
+	}
+	return abMetrics
+}
+
+// abProfiles are the profiles whose functions ab compares, when a run
+// wrote them.
+var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions"}
 
 // ABMetric is one metric's comparison.
 type ABMetric struct {
@@ -105,7 +132,7 @@ func metricValues(s *Summary) map[string]float64 {
 	return map[string]float64{
 		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
 		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
-		"p99-us": float64(s.Window.LatencyUS["p99"]),
+		"p99-us": float64(s.Window.LatencyUS["p99"]), "instructions/req": v(s.PerRequest.Instructions),
 	}
 }
 
@@ -123,8 +150,11 @@ func medianOf(x []float64) float64 {
 
 // compareMetric judges one metric. Counts are exact: a change beyond
 // rounding (0.5% and 0.02) is one. Timings need a Mann-Whitney U p < 0.05
-// and a change of more than 2%.
-func compareMetric(b, a []float64, exact, higherWorse bool) *ABMetric {
+// and a change of more than 2%. Instruction counts repeat to a fraction of
+// a percent but not exactly: a change is one when no run of one arm falls
+// within the other's range and the medians differ by more than 0.1% and
+// by more than twice the wider arm's spread.
+func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric {
 	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1}
 	m.Delta = m.After - m.Before
 	if m.Before != 0 {
@@ -139,9 +169,18 @@ func compareMetric(b, a []float64, exact, higherWorse bool) *ABMetric {
 		m.P = c.P
 	}
 	changed := false
-	if exact {
+	switch judge {
+	case judgeExact:
 		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
-	} else {
+	case judgeInstructions:
+		if len(b) < 2 || len(a) < 2 {
+			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"
+			return m
+		}
+		spread := math.Max(slices.Max(b)-slices.Min(b), slices.Max(a)-slices.Min(a))
+		apart := slices.Min(a) > slices.Max(b) || slices.Max(a) < slices.Min(b)
+		changed = apart && math.Abs(m.Delta) > math.Max(0.001*math.Abs(m.Before), 2*spread)
+	default:
 		if len(b) < 4 || len(a) < 4 {
 			m.Verdict, m.Why = "not judged", "too few rounds for significance (need 4 per arm)"
 			return m
@@ -256,13 +295,13 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, arm, err)
 			}
 			s := rr.Summary
-			if s.Verdict != VerdictServerBound {
+			if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
 				res.Reasons = append(res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
 			}
 			for k, v := range metricValues(s) {
 				values[arm][k] = append(values[arm][k], v)
 			}
-			for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
+			for _, p := range abProfiles {
 				if f, ok := s.Files[p]; ok {
 					profiles[arm][p] = append(profiles[arm][p], filepath.Join(rr.Dir, f))
 				}
@@ -283,13 +322,14 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		}
 	}
 	res.Order = order.String()
-	for _, m := range abMetrics {
-		res.Metrics[m.name] = compareMetric(values["before"][m.name], values["after"][m.name], m.exact, m.higherWorse)
+	metrics := metricsFor(cfg.Run)
+	for _, m := range metrics {
+		res.Metrics[m.name] = compareMetric(values["before"][m.name], values["after"][m.name], m.judge, m.higherWorse)
 	}
 	if cfg.Control != "" {
 		res.Control = map[string]*ABMetric{}
-		for _, m := range abMetrics {
-			cm := compareMetric(control["before"][m.name], control["after"][m.name], m.exact, m.higherWorse)
+		for _, m := range metrics {
+			cm := compareMetric(control["before"][m.name], control["after"][m.name], m.judge, m.higherWorse)
 			res.Control[m.name] = cm
 			if cm.Verdict == "regression" || cm.Verdict == "improvement" {
 				res.Reasons = append(res.Reasons, fmt.Sprintf("machine moved: the control %s's %s changed %+.1f%%", cfg.Control, m.name, cm.DeltaPct))
@@ -302,7 +342,7 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	res.Judged = len(res.Reasons) == 0
 
 	// Functions: per-request deltas on normalized keys, all rounds merged.
-	for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
+	for _, p := range abProfiles {
 		bf, af := profiles["before"][p], profiles["after"][p]
 		if len(bf) == 0 || len(af) == 0 {
 			continue
@@ -423,7 +463,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
 	}
 	fmt.Fprint(w, "\n\n| metric | before | after | delta | delta % | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n")
-	for _, m := range abMetrics {
+	for _, m := range metricsFor(cfg.Run) {
 		x := r.Metrics[m.name]
 		v := x.Verdict
 		if x.Why != "" {
@@ -441,6 +481,11 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 			fmt.Fprintf(w, "\n## %s: top function changes per request\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur)
 		}
 		fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
+	}
+	if cfg.Run.Instructions {
+		fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.\n",
+			cfg.Run.Target, cfg.Run.Requests, cfg.Run.CPUs)
+		return
 	}
 	fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, duration %v, warm-up %v, conns %d, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.\n",
 		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, cfg.Run.Conns, cfg.Run.CPUs)

@@ -183,3 +183,136 @@ func TestABNoChange(t *testing.T) {
 		t.Logf("not judged on this machine: %v", res.Reasons)
 	}
 }
+
+const loopServer = `package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+)
+
+const iterations = 1000
+
+var sink int
+
+//go:noinline
+func burn(n int) int {
+	x := 0
+	for i := 0; i < n; i++ {
+		x += i ^ x
+	}
+	return x
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	http.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
+		sink = burn(iterations)
+		w.Write([]byte("ok"))
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+
+// makeLoopRepo makes a repository whose server runs a loop per request:
+// commit 1 with 1,000 iterations, commit 2 with 11,000, commit 3 (from 1)
+// changing only a comment.
+func makeLoopRepo(t *testing.T) (dir, c1, c2, c3 string) {
+	t.Helper()
+	dir = t.TempDir()
+	gitc := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write := func(src string) {
+		os.MkdirAll(filepath.Join(dir, "server"), 0o755)
+		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/abloop\n\ngo 1.26\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "server", "main.go"), []byte(src), 0o644)
+	}
+	gitc("init", "-q", "-b", "main")
+	write(loopServer)
+	gitc("add", "-A")
+	gitc("commit", "-q", "-m", "one")
+	c1 = gitc("rev-parse", "HEAD")
+	write(strings.Replace(loopServer, "iterations = 1000", "iterations = 11000", 1))
+	gitc("commit", "-q", "-am", "two: 10,000 more iterations per request")
+	c2 = gitc("rev-parse", "HEAD")
+	gitc("checkout", "-q", "-b", "noop", c1)
+	write(strings.Replace(loopServer, "var sink int", "// A comment changes nothing.\nvar sink int", 1))
+	gitc("commit", "-q", "-am", "three: a comment")
+	c3 = gitc("rev-parse", "HEAD")
+	gitc("checkout", "-q", "main")
+	return
+}
+
+// TestABInstructions: 10,000 more iterations of a loop the disassembly
+// says is L instructions long are +10,000 L instructions per request, a
+// regression named in main.burn; a comment is no change.
+func TestABInstructions(t *testing.T) {
+	skipShort(t)
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("skipped: valgrind is not installed (Debian package valgrind)")
+	}
+	dir, c1, c2, c3 := makeLoopRepo(t)
+	body := loopLengthIn(t, dir, "./server", "main.burn")
+	want := float64(10000 * body)
+	cfg := func(after string) ABConfig {
+		return ABConfig{Repo: dir, Before: c1, After: after, Rounds: 2, Out: filepath.Join(t.TempDir(), "ab"),
+			MaxRegress: map[string]float64{"instructions/req": 1},
+			Run:        Config{Target: filepath.Join(dir, "server"), Path: "/work", Instructions: true, Requests: 200}}
+	}
+	res, err := AB(context.Background(), cfg(c2), nil)
+	checkNoOrphans(t)
+	if !errors.Is(err, ErrRegression) || !strings.Contains(err.Error(), "instructions/req") {
+		t.Fatalf("error %v, want a regression of instructions/req", err)
+	}
+	m := res.Metrics["instructions/req"]
+	t.Logf("instructions/req %.1f -> %.1f (%+.1f), verdict %s; the loop has %d instructions: want %+.0f", m.Before, m.After, m.Delta, m.Verdict, body, want)
+	if math.Abs(m.Delta-want) > 0.01*want || m.Verdict != "regression" {
+		t.Errorf("instructions/req delta %.1f (%s), want %+.0f regression", m.Delta, m.Verdict, want)
+	}
+	if len(res.Metrics) != 1 {
+		t.Errorf("metrics %v, want instructions/req alone", res.Metrics)
+	}
+	found := false
+	for _, f := range res.Functions {
+		if f.Profile == "instructions" && f.Key == "main.burn" && math.Abs(f.Delta-want) < 0.01*want {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("main.burn %+.0f not among the functions: %+v", want, res.Functions)
+	}
+	rep := readFile(t, filepath.Join(res.Dir, "report.md"))
+	if !strings.Contains(rep, "instructions/req") || !strings.Contains(rep, "main.burn") || !strings.Contains(rep, "callgrind") {
+		t.Errorf("report.md:\n%s", rep)
+	}
+	bench := readFile(t, filepath.Join(res.Dir, "bench.txt"))
+	if strings.Count(bench, "instructions/req\n") != 4 || strings.Contains(bench, "req/s") {
+		t.Errorf("bench.txt:\n%s", bench)
+	}
+
+	res, err = AB(context.Background(), cfg(c3), nil)
+	checkNoOrphans(t)
+	if err != nil {
+		t.Fatalf("a comment: %v", err)
+	}
+	if m := res.Metrics["instructions/req"]; m.Verdict != "no change" {
+		t.Errorf("a comment: %s (%+.1f)", m.Verdict, m.Delta)
+	}
+}

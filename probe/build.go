@@ -111,7 +111,7 @@ type BuildOptions struct {
 	Allocs    bool     // add allocspy's runtime overlay
 	Wallclock bool     // add the fgprof wall-clock profiler to the agent
 	Tags      []string // build tags, e.g. valgrind
-	FixedSeed bool     // seed the runtime's random generator with a constant
+	Repeatable bool    // take out the runtime's random choices (instructions runs)
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -225,8 +225,8 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			t.Allocs = true
 		}
 	}
-	if opts.FixedSeed {
-		if err := seedOverlay(replace, goenv[0], work); err != nil {
+	if opts.Repeatable {
+		if err := repeatableOverlay(replace, goenv[0], work); err != nil {
 			return nil, err
 		}
 	}
@@ -327,29 +327,51 @@ func allocsOverlay(goenv []string, work, pkgDir string) (map[string]string, erro
 	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_allocspy.go", allocspyImport)
 }
 
-// seedLine is where runtime/rand.go seeds the generator behind every
-// random choice of the runtime: map hash seeds, the per-M generators, the
-// sampling of the heap profile and of the type-assertion caches.
-const seedLine = "\tglobalRand.state.Init(*seed)\n"
+// repeatablePatches are the runtime's random choices that change the
+// instructions a request runs, and what they become. Each replacement
+// stays on its line, so that line numbers do not move.
+var repeatablePatches = []struct {
+	file     string
+	old, new string
+	count    int
+}{
+	// The seed of the generator behind every other: map hash seeds, the
+	// per-thread generators, the heap profile's sampling.
+	{"rand.go", "\tglobalRand.state.Init(*seed)\n", "\tfor i := range seed { seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n", 1},
+	// The type-assertion and type-switch caches are filled on about one
+	// miss in 1024, drawn from the generator of whichever thread runs the
+	// code: filled on the first miss instead, during the warm-up.
+	{"iface.go", "\tif cheaprand()&1023 != 0 {\n", "\tif cheaprand()&0 != 0 {\n", 2},
+	{"iface.go", "\tif cheaprand()&uint32(oldC.Mask) != 0 {\n", "\tif cheaprand()&0 != 0 {\n", 2},
+}
 
-// seedOverlay adds to the overlay a runtime/rand.go whose seed is a
-// constant, on the same line, so that line numbers do not move: runs of
-// one binary under callgrind then take the same random choices.
-func seedOverlay(ov map[string]string, goroot, work string) error {
-	path := filepath.Join(goroot, "src", "runtime", "rand.go")
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("fixed seed: %w", err)
+// repeatableOverlay adds to the overlay the runtime files of
+// repeatablePatches, patched, so that runs of one binary under callgrind
+// take the same choices.
+func repeatableOverlay(ov map[string]string, goroot, work string) error {
+	files := map[string]string{}
+	for _, p := range repeatablePatches {
+		path := filepath.Join(goroot, "src", "runtime", p.file)
+		src, ok := files[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("repeatable runtime: %w", err)
+			}
+			src = string(b)
+		}
+		if n := strings.Count(src, p.old); n != p.count {
+			return fmt.Errorf("repeatable runtime: %s has %d of %q, want %d: not the Go 1.26 runtime", path, n, strings.TrimSpace(p.old), p.count)
+		}
+		files[path] = strings.ReplaceAll(src, p.old, p.new)
 	}
-	if strings.Count(string(src), seedLine) != 1 {
-		return fmt.Errorf("fixed seed: %s does not seed the runtime's generator as Go 1.26 does", path)
+	for path, src := range files {
+		dst := filepath.Join(work, "repeatable_"+filepath.Base(path))
+		if err := os.WriteFile(dst, []byte(src), 0o644); err != nil {
+			return err
+		}
+		ov[path] = dst
 	}
-	patched := strings.Replace(string(src), seedLine, "\tfor i := range seed { seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n", 1)
-	dst := filepath.Join(work, "rand.go")
-	if err := os.WriteFile(dst, []byte(patched), 0o644); err != nil {
-		return err
-	}
-	ov[path] = dst
 	return nil
 }
 

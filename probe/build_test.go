@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// The fixed-seed overlay patches the seed line of this Go's runtime/rand.go
-// in place, and refuses a rand.go that seeds another way.
-func TestSeedOverlay(t *testing.T) {
+// The repeatable overlay patches the seed line of this Go's runtime/rand.go
+// and the cache fills of iface.go in place, and refuses a runtime of
+// another shape.
+func TestRepeatableOverlay(t *testing.T) {
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +23,7 @@ func TestSeedOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ov := map[string]string{}
-	if err := seedOverlay(ov, goroot, t.TempDir()); err != nil {
+	if err := repeatableOverlay(ov, goroot, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(ov[randGo])
@@ -33,6 +34,19 @@ func TestSeedOverlay(t *testing.T) {
 		!strings.Contains(string(got), "seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n") {
 		t.Errorf("the patched rand.go moves lines or lacks the constant seed")
 	}
+	iface := filepath.Join(goroot, "src", "runtime", "iface.go")
+	origIface, err := os.ReadFile(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotIface, err := os.ReadFile(ov[iface])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(gotIface), "\n") != strings.Count(string(origIface), "\n") ||
+		strings.Count(string(gotIface), "cheaprand()&0 != 0") != 4 || len(ov) != 2 {
+		t.Errorf("the patched iface.go moves lines or keeps a random cache fill; overlay %v", ov)
+	}
 	fake := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(fake, "src", "runtime"), 0o755); err != nil {
 		t.Fatal(err)
@@ -40,7 +54,7 @@ func TestSeedOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fake, "src", "runtime", "rand.go"), []byte("package runtime\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := seedOverlay(map[string]string{}, fake, t.TempDir()); err == nil || !strings.Contains(err.Error(), "rand.go") {
+	if err := repeatableOverlay(map[string]string{}, fake, t.TempDir()); err == nil || !strings.Contains(err.Error(), "rand.go") {
 		t.Errorf("a rand.go of another shape: %v", err)
 	}
 }

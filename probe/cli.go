@@ -178,7 +178,7 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
 		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
-		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us) regresses by more than PCT% (repeatable)")
+		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us; with -instructions, instructions/req) regresses by more than PCT% (repeatable)")
 	})
 	if !ok {
 		return code
@@ -187,11 +187,11 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ab.Run, ab.MaxRegress = cfg, gates.m
 	for name := range gates.m {
 		known := false
-		for _, m := range abMetrics {
+		for _, m := range metricsFor(cfg) {
 			known = known || m.name == name
 		}
 		if !known {
-			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric\n", name)
+			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for this run (-instructions measures instructions/req only)\n", name)
 			return ExitUsage
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,19 @@ func instructionsPerRequest(t *testing.T, target, path string, requests int) flo
 	if !strings.Contains(readFile(t, filepath.Join(res.Dir, "bench.txt")), "Unit instructions/req assume=exact") {
 		t.Error("bench.txt does not declare instructions/req exact")
 	}
+	// The profile holds the whole window; the figure is the window less
+	// sysmon, both shown in the checks.
+	var sum int64
+	for _, s := range p.Sample {
+		sum += s.Value[0]
+	}
+	c := res.Summary.Checks
+	n := float64(res.Summary.Window.Requests)
+	if math.Abs(float64(sum)/n-c["instructions_total_per_req"]) > 0.01 ||
+		math.Abs(c["instructions_total_per_req"]-c["instructions_sysmon_per_req"]-*res.Summary.PerRequest.Instructions) > 0.02 ||
+		c["instructions_sysmon_per_req"] <= 0 {
+		t.Errorf("profile %d over %v requests; checks %v; figure %v", sum, n, c, *res.Summary.PerRequest.Instructions)
+	}
 	return *res.Summary.PerRequest.Instructions
 }
 
@@ -42,11 +56,20 @@ func instructionsPerRequest(t *testing.T, target, path string, requests int) flo
 // the jump. It is the oracle of the instruction counts.
 func loopLength(t *testing.T) int {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probetarget")
-	if out, err := exec.Command("go", "build", "-tags", "valgrind", "-o", bin, "./testdata/probetarget").CombinedOutput(); err != nil {
+	return loopLengthIn(t, ".", "./testdata/probetarget", "main.burn")
+}
+
+// loopLengthIn builds pkg in dir with -tags valgrind and counts the
+// instructions of fn's loop in its disassembly.
+func loopLengthIn(t *testing.T, dir, pkg, fn string) int {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "target")
+	build := exec.Command("go", "build", "-tags", "valgrind", "-o", bin, pkg)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building: %v\n%s", err, out)
 	}
-	out, err := exec.Command("go", "tool", "objdump", "-s", "^main.burn$", bin).Output()
+	out, err := exec.Command("go", "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +95,7 @@ func loopLength(t *testing.T) int {
 		}
 	}
 	if jump == 0 || n == 0 {
-		t.Fatalf("no loop in main.burn:\n%s", out)
+		t.Fatalf("no loop in %s:\n%s", fn, out)
 	}
 	return n
 }

@@ -130,15 +130,21 @@ func writeBench(w io.Writer, s *Summary, name string, config map[string]string) 
 			ms = append(ms, benchMetric{*v, unit, exact})
 		}
 	}
-	ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
-	add(s.PerRequest.CPUUS, "cpu-us/req", false)
-	add(s.PerRequest.Allocs, "allocs/req", true)
-	add(s.PerRequest.AllocBytes, "B/req", true)
-	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
-	add(s.PerRequest.Syscalls, "syscalls/req", true)
-	for _, q := range []string{"p50", "p99", "p999"} {
-		if v, ok := s.Window.LatencyUS[q]; ok {
-			ms = append(ms, benchMetric{float64(v), q + "-us", false})
+	if s.PerRequest.Instructions != nil {
+		// An instructions window is paced and slowed by callgrind: its
+		// rate and latencies say nothing of the target.
+		add(s.PerRequest.Instructions, "instructions/req", true)
+	} else {
+		ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
+		add(s.PerRequest.CPUUS, "cpu-us/req", false)
+		add(s.PerRequest.Allocs, "allocs/req", true)
+		add(s.PerRequest.AllocBytes, "B/req", true)
+		add(s.PerRequest.CopiedBytes, "copied-B/req", true)
+		add(s.PerRequest.Syscalls, "syscalls/req", true)
+		for _, q := range []string{"p50", "p99", "p999"} {
+			if v, ok := s.Window.LatencyUS[q]; ok {
+				ms = append(ms, benchMetric{float64(v), q + "-us", false})
+			}
 		}
 	}
 	for _, m := range ms {
