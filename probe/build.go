@@ -107,11 +107,11 @@ func modulePathOf(gomod string) (string, error) {
 
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
-	Copies    bool     // add copyspy's runtime overlay
-	Allocs    bool     // add allocspy's runtime overlay
-	Wallclock bool     // add the fgprof wall-clock profiler to the agent
-	Tags      []string // build tags, e.g. valgrind
-	Repeatable bool    // take out the runtime's random choices (instructions runs)
+	Copies     bool     // add copyspy's runtime overlay
+	Allocs     bool     // add allocspy's runtime overlay
+	Wallclock  bool     // add the fgprof wall-clock profiler to the agent
+	Tags       []string // build tags, e.g. valgrind
+	Repeatable bool     // take out the runtime's random choices (instructions runs)
 }
 
 // Build builds spec with the agent added to its package main. spec is a
