@@ -37,6 +37,9 @@ type Result struct {
 	Elapsed  time.Duration // from the first request to the last response
 	Latency  *hdrhistogram.Histogram
 	FirstErr string // the first error seen, for the report
+	// Datagrams the driver sent and received during the phase, and their
+	// bytes: the bulk drivers (QUIC, UDP) count them; the others leave 0.
+	Datagrams, DatagramBytes int64
 }
 
 // Latency is recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
@@ -86,6 +89,8 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration) (*Result, er
 			total.Non2xx += r.Non2xx
 			total.Errors += r.Errors
 			total.Dials += r.Dials
+			total.Datagrams += r.Datagrams
+			total.DatagramBytes += r.DatagramBytes
 			if total.FirstErr == "" {
 				total.FirstErr = r.FirstErr
 			}

@@ -1,0 +1,173 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/perfspy/perfspy/probe/load/bulk"
+)
+
+// UDPOptions configures the driver of targets/udpfloor. Zero fields get
+// defaults.
+type UDPOptions struct {
+	Addr  string
+	Conns int   // sockets, one transfer at a time each; default 1
+	Size  int64 // bytes per transfer; default 1 MiB
+	Pkt   int   // datagram size; default 1252
+}
+
+// UDP drives targets/udpfloor: a request is one transfer of Size bytes in
+// datagrams of Pkt bytes, each headed by a bulk.Header. A push succeeds
+// when the server's one-datagram reply says every datagram arrived with
+// the pattern; an echo when every datagram comes back with it. A lost
+// datagram fails its transfer after a second. Every datagram sent and
+// received is counted.
+type UDP struct {
+	opt    UDPOptions
+	mu     sync.Mutex
+	socks  []*udpSock
+	counts bulkCounts
+	id     atomic.Uint32
+}
+
+type udpSock struct {
+	c   *net.UDPConn
+	out []byte
+	in  []byte
+}
+
+// NewUDP returns a driver for opt.
+func NewUDP(opt UDPOptions) (*UDP, error) {
+	if opt.Addr == "" {
+		return nil, errors.New("load: no address")
+	}
+	if opt.Conns <= 0 {
+		opt.Conns = 1
+	}
+	if opt.Size == 0 {
+		opt.Size = 1 << 20
+	}
+	if opt.Pkt == 0 {
+		opt.Pkt = 1252
+	}
+	if err := checkSize(opt.Size); err != nil {
+		return nil, err
+	}
+	if opt.Pkt <= bulk.HeaderSize || opt.Pkt > 65507 {
+		return nil, fmt.Errorf("load: datagram size %d: want %d to 65507", opt.Pkt, bulk.HeaderSize+1)
+	}
+	return &UDP{opt: opt, socks: make([]*udpSock, opt.Conns)}, nil
+}
+
+// Close closes the sockets.
+func (d *UDP) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, s := range d.socks {
+		if s != nil {
+			s.c.Close()
+			d.socks[i] = nil
+		}
+	}
+	return nil
+}
+
+func (d *UDP) sock(i int) (*udpSock, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.socks[i]; s != nil {
+		return s, nil
+	}
+	ra, err := net.ResolveUDPAddr("udp", d.opt.Addr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialUDP("udp", nil, ra)
+	if err != nil {
+		return nil, err
+	}
+	// A whole transfer's echo waits in the receive buffer.
+	if err := bulk.SetBuffers(c, max(7<<20, 2*int(d.opt.Size))); err != nil {
+		c.Close()
+		return nil, err
+	}
+	d.counts.dials.Add(1)
+	s := &udpSock{c: c, out: make([]byte, d.opt.Pkt), in: make([]byte, 64<<10)}
+	d.socks[i] = s
+	return s, nil
+}
+
+// transfer sends one transfer from worker i's socket and checks the
+// reply or the echo.
+func (d *UDP) transfer(ctx context.Context, i int) error {
+	s, err := d.sock(i)
+	if err != nil {
+		return err
+	}
+	count := bulk.Datagrams(d.opt.Size, d.opt.Pkt)
+	id := d.id.Add(1)
+	per := int64(d.opt.Pkt - bulk.HeaderSize)
+	for seq := uint32(0); seq < count; seq++ {
+		h := bulk.Header{Transfer: id, Pkt: uint32(d.opt.Pkt), Seq: seq, Count: count}
+		n := bulk.HeaderSize + int(min(per, d.opt.Size-h.Offset()))
+		h.Put(s.out)
+		bulk.Fill(s.out[bulk.HeaderSize:n], h.Offset())
+		if _, err := s.c.Write(s.out[:n]); err != nil {
+			return err
+		}
+		d.counts.count(n)
+	}
+	got := make(map[uint32]bool, count)
+	deadline := time.Now().Add(time.Second)
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.c.SetReadDeadline(deadline)
+		n, err := s.c.Read(s.in)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				return fmt.Errorf("udp transfer %d: %d of %d datagrams back within a second (lost)", id, len(got), count)
+			}
+			return err
+		}
+		d.counts.count(n)
+		h, err := bulk.ParseHeader(s.in[:n])
+		if err != nil || h.Transfer != id {
+			continue // a late datagram of a transfer that failed
+		}
+		if n == bulk.HeaderSize { // a push's reply
+			if h.Count != 0 || h.Seq != count {
+				return fmt.Errorf("%w: the server read %d of %d datagrams, status %d", ErrBadTransfer, h.Seq, count, h.Count)
+			}
+			return nil
+		}
+		if h.Seq >= count || h.Pkt != uint32(d.opt.Pkt) || int64(n-bulk.HeaderSize) != min(per, d.opt.Size-h.Offset()) ||
+			bulk.Check(s.in[bulk.HeaderSize:n], h.Offset()) >= 0 {
+			return fmt.Errorf("%w: echoed datagram %d of transfer %d is not what was sent", ErrBadTransfer, h.Seq, id)
+		}
+		got[h.Seq] = true
+		if uint32(len(got)) == count {
+			return nil
+		}
+	}
+}
+
+// Run implements Driver.
+func (d *UDP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
+	return d.counts.phaseCounts(func() (*Result, error) {
+		return phase(ctx, dur, d.opt.Conns, bulkStep(ctx, d.transfer))
+	})
+}
+
+// RunN implements Driver.
+func (d *UDP) RunN(ctx context.Context, n int) (*Result, error) {
+	return d.counts.phaseCounts(func() (*Result, error) {
+		return phaseN(ctx, n, d.opt.Conns, bulkStep(ctx, d.transfer))
+	})
+}
