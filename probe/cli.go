@@ -70,9 +70,14 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
 	fs.StringVar(&cfg.Method, "method", "GET", "request method")
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
-	fs.IntVar(&cfg.Conns, "conns", 8, "keep-alive connections")
-	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, else http), http or framed")
+	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
+	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, else http), http, framed, quic or udp")
 	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
+	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
+	fs.IntVar(&cfg.Streams, "streams", 1, "quic: concurrent streams per connection")
+	fs.IntVar(&cfg.Pkt, "pkt", 1252, "udp: datagram size in bytes")
+	var env envFlag
+	fs.Var(&env, "env", "`KEY=VALUE` added to the target's environment (repeatable)")
 	var headers headerFlag
 	fs.Var(&headers, "header", "HTTP request header `K: V` (repeatable)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
@@ -113,6 +118,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 			return cfg, false, ExitUsage, false
 		}
 	}
+	cfg.Env = env.kv
 	if err := cfg.check(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
@@ -231,6 +237,19 @@ func (g *gateFlag) Set(v string) error {
 		g.m = map[string]float64{}
 	}
 	g.m[name] = f
+	return nil
+}
+
+// envFlag collects -env KEY=VALUE flags.
+type envFlag struct{ kv []string }
+
+func (e *envFlag) String() string { return strings.Join(e.kv, " ") }
+
+func (e *envFlag) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	e.kv = append(e.kv, v)
 	return nil
 }
 

@@ -66,7 +66,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// Callgrind asserts on the signals of Go's asynchronous preemption.
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
-	env := append(os.Environ(), agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
+	env := targetEnv(cfg, agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
 	if len(plan.Load) > 0 {
 		if err := pinSelf(plan.Load); err != nil {
 			return nil, fmt.Errorf("pinning the load driver: %w", err)

@@ -126,18 +126,25 @@ func (p *proc) stop() {
 // ErrNotReady is returned when the target never listened in time.
 var ErrNotReady = errors.New("target did not become ready")
 
+// endpoint is where the target listens.
+type endpoint struct {
+	addr string
+	udp  bool // a UDP socket: a QUIC or plain-UDP target
+}
+
 // waitReady waits until the target's process group listens on exactly one
-// TCP address (or on addr, when given) and its agent socket exists. It refuses
-// a port that another process holds or that several processes listen on.
-func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Duration) (string, error) {
+// TCP or UDP address (or on addr, when given) and its agent socket exists.
+// It refuses a port that another process holds or that several processes
+// listen on.
+func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Duration) (endpoint, error) {
 	wantPort := 0
 	if addr != "" {
 		_, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return "", fmt.Errorf("-addr %q: %w", addr, err)
+			return endpoint{}, fmt.Errorf("-addr %q: %w", addr, err)
 		}
 		if wantPort, err = strconv.Atoi(port); err != nil || wantPort <= 0 {
-			return "", fmt.Errorf("-addr %q: bad port", addr)
+			return endpoint{}, fmt.Errorf("-addr %q: bad port", addr)
 		}
 	}
 	deadline := time.Now().Add(timeout)
@@ -145,66 +152,80 @@ func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Dur
 	defer tick.Stop()
 	for {
 		if p.exited() {
-			return "", fmt.Errorf("target exited before it listened: %s", p.exitStatus())
+			return endpoint{}, fmt.Errorf("target exited before it listened: %s", p.exitStatus())
 		}
 		got, err := readyAddr(p.pid, addr, wantPort, sock)
-		if err != nil || got != "" {
+		if err != nil || got.addr != "" {
 			return got, err
 		}
 		if time.Now().After(deadline) {
-			what := "listened on a TCP port"
+			what := "listened on a TCP or UDP port"
 			if addr != "" {
 				what = "listened on " + addr
 			}
-			return "", fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
+			return endpoint{}, fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return endpoint{}, ctx.Err()
 		case <-tick.C:
 		}
 	}
 }
 
 // readyAddr checks once; "" with a nil error means not ready yet.
-func readyAddr(pgid int, addr string, wantPort int, sock string) (string, error) {
+func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, error) {
 	if _, err := os.Stat(sock); err != nil {
-		return "", nil
+		return endpoint{}, nil
 	}
 	pids := groupPIDs(pgid)
 	byPID, err := processListeners(pids)
 	if err != nil {
-		return "", err
+		return endpoint{}, err
 	}
 	if wantPort != 0 {
 		owners, err := portOwners(wantPort, pgid)
 		if err != nil {
-			return "", err
+			return endpoint{}, err
 		}
 		if len(owners) == 0 {
-			return "", nil
+			return endpoint{}, nil
 		}
 		if err := checkOwners(wantPort, owners, pids); err != nil {
-			return "", err
+			return endpoint{}, err
 		}
-		return addr, nil
+		udp := false
+		for _, ls := range byPID {
+			for _, l := range ls {
+				udp = udp || l.Port == wantPort && l.UDP
+			}
+		}
+		return endpoint{addr: addr, udp: udp}, nil
 	}
-	ports := map[int]Listener{}
+	type key struct {
+		port int
+		udp  bool
+	}
+	ports := map[key]Listener{}
 	for _, ls := range byPID {
 		for _, l := range ls {
-			ports[l.Port] = l
+			ports[key{l.Port, l.UDP}] = l
 		}
 	}
 	switch len(ports) {
 	case 0:
-		return "", nil
+		return endpoint{}, nil
 	case 1:
 	default:
 		var list []string
 		for _, l := range ports {
-			list = append(list, l.Addr())
+			a := l.Addr()
+			if l.UDP {
+				a = "udp " + a
+			}
+			list = append(list, a)
 		}
-		return "", fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+		return endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
 	}
 	var l Listener
 	for _, v := range ports {
@@ -212,12 +233,12 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (string, error)
 	}
 	owners, err := portOwners(l.Port, pgid)
 	if err != nil {
-		return "", err
+		return endpoint{}, err
 	}
 	if err := checkOwners(l.Port, owners, pids); err != nil {
-		return "", err
+		return endpoint{}, err
 	}
-	return l.Addr(), nil
+	return endpoint{addr: l.Addr(), udp: l.UDP}, nil
 }
 
 // checkOwners refuses a port held by a process outside the target's group,

@@ -17,11 +17,13 @@ import (
 // procRoot is /proc; tests may point it elsewhere.
 var procRoot = "/proc"
 
-// Listener is a TCP socket in the LISTEN state.
+// Listener is a TCP socket in the LISTEN state, or a UDP socket bound to
+// a port and connected to no peer (a server's).
 type Listener struct {
 	IP    net.IP
 	Port  int
 	Inode uint64
+	UDP   bool
 }
 
 // Addr is the address a client on this machine dials to reach l.
@@ -38,8 +40,14 @@ func (l Listener) Addr() string {
 }
 
 // parseProcNetTCP reads /proc/net/tcp or tcp6 and returns the sockets in
-// the LISTEN state (st 0A).
-func parseProcNetTCP(r io.Reader) ([]Listener, error) {
+// the LISTEN state.
+func parseProcNetTCP(r io.Reader) ([]Listener, error) { return parseProcNet(r, false) }
+
+// parseProcNetUDP reads /proc/net/udp or udp6 and returns the sockets
+// bound to a port with no peer.
+func parseProcNetUDP(r io.Reader) ([]Listener, error) { return parseProcNet(r, true) }
+
+func parseProcNet(r io.Reader, udp bool) ([]Listener, error) {
 	var out []Listener
 	sc := bufio.NewScanner(r)
 	first := true
@@ -52,18 +60,26 @@ func parseProcNetTCP(r io.Reader) ([]Listener, error) {
 		if len(f) < 10 {
 			return nil, fmt.Errorf("short line %q", sc.Text())
 		}
-		if f[3] != "0A" {
+		if udp {
+			// 07 is TCP_CLOSE, the state of every unconnected UDP socket.
+			if f[3] != "07" || strings.Trim(f[2], "0:") != "" {
+				continue
+			}
+		} else if f[3] != "0A" {
 			continue
 		}
 		ip, port, err := parseHexAddr(f[1])
 		if err != nil {
 			return nil, err
 		}
+		if port == 0 {
+			continue
+		}
 		ino, err := strconv.ParseUint(f[9], 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("bad inode %q: %w", f[9], err)
 		}
-		out = append(out, Listener{IP: ip, Port: port, Inode: ino})
+		out = append(out, Listener{IP: ip, Port: port, Inode: ino, UDP: udp})
 	}
 	return out, sc.Err()
 }
@@ -113,7 +129,7 @@ func socketInodes(pid int) map[uint64]bool {
 // netListeners returns the listening TCP sockets of pid's network namespace.
 func netListeners(pid int) ([]Listener, error) {
 	var all []Listener
-	for _, name := range []string{"tcp", "tcp6"} {
+	for _, name := range []string{"tcp", "tcp6", "udp", "udp6"} {
 		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "net", name))
 		if err != nil {
 			if os.IsNotExist(err) {
@@ -121,7 +137,7 @@ func netListeners(pid int) ([]Listener, error) {
 			}
 			return nil, err
 		}
-		ls, err := parseProcNetTCP(f)
+		ls, err := parseProcNet(f, strings.HasPrefix(name, "udp"))
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("reading /proc/%d/net/%s: %w", pid, name, err)

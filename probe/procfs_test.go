@@ -48,6 +48,25 @@ func TestParseProcNetTCP(t *testing.T) {
 	}
 }
 
+// A bound UDP socket with no peer is a listener; a connected one is not.
+func TestParseProcNetUDP(t *testing.T) {
+	const sample = `   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  123: 0100007F:A1B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 5555 2 0000000000000000 0
+  124: 0100007F:C001 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 6666 2 0000000000000000 0
+`
+	ls, err := parseProcNetUDP(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].Addr() != "127.0.0.1:41394" || !ls[0].UDP || ls[0].Inode != 5555 {
+		t.Errorf("udp listeners = %+v", ls)
+	}
+	tcp, _ := parseProcNetTCP(strings.NewReader(sampleTCP))
+	if len(tcp) == 0 || tcp[0].UDP {
+		t.Errorf("tcp listeners = %+v", tcp)
+	}
+}
+
 func TestParseProcNetTCPErrors(t *testing.T) {
 	for _, in := range []string{
 		"header\n 0: zz:1F90 0:0 0A a b c d e 1\n",

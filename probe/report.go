@@ -3,6 +3,8 @@ package probe
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,7 +37,16 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s, timing window |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
 	if s.Floor != nil {
-		fmt.Fprintf(w, "| CPU vs the floor | %.2fx (floor %.2f µs, %s) | targets/floor, same settings |\n", s.Floor.CPURatio, s.Floor.CPUUS, s.Floor.Verdict)
+		fmt.Fprintf(w, "| CPU vs the floor | %.2fx (floor %.2f µs, %s) | %s, same settings |\n", s.Floor.CPURatio, s.Floor.CPUUS, s.Floor.Verdict, s.Floor.Target)
+	}
+	if t := s.Transfer; t != nil {
+		fmt.Fprintf(w, "| datagrams per transfer (%d B) | %.3f, %.0f B each, largest %d | load driver (%s), timing window |\n", t.Bytes, *s.DatagramsPerRequest, t.BytesPerDatagram, t.LargestDatagram, t.DatagramSource)
+		fmt.Fprintf(w, "| CPU per MB | %.2f µs | %s, timing window |\n", t.CPUUSPerMB, s.Sources["cpu"])
+		fmt.Fprintf(w, "| bytes per syscall | %.0f | datagram bytes over the server's syscalls |\n", t.BytesPerSyscall)
+		fmt.Fprintf(w, "| per datagram | %.4f syscalls, %.4f µs CPU | per-transfer figures over datagrams |\n", s.PerDatagram.Syscalls, s.PerDatagram.CPUUS)
+		for _, k := range slices.Sorted(maps.Keys(s.FloorRatio)) {
+			fmt.Fprintf(w, "| %s vs the UDP floor | %.2fx | targets/udpfloor, same transfers |\n", k, s.FloorRatio[k])
+		}
 	}
 	attr := fmt.Sprintf("attribution window, %d requests", s.AttributionWindow.Requests)
 	fmt.Fprintf(w, "| allocations | %s | %s, %s |\n", fmtPtr(s.PerRequest.Allocs, 2), s.Sources["allocs"], attr)
@@ -152,7 +163,12 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
 	if s.Floor != nil {
-		fmt.Fprintf(w, "  floor         %.2f µs/req (targets/floor): the target costs %.2fx the floor\n", s.Floor.CPUUS, s.Floor.CPURatio)
+		fmt.Fprintf(w, "  floor         %.2f µs/req (%s): the target costs %.2fx the floor\n", s.Floor.CPUUS, s.Floor.Target, s.Floor.CPURatio)
+	}
+	if t := s.Transfer; t != nil {
+		fmt.Fprintf(w, "  transfer      %d B: %.2f datagrams (%.0f B each), %.2f µs CPU per MB, %.0f B per syscall  [%s]\n",
+			t.Bytes, *s.DatagramsPerRequest, t.BytesPerDatagram, t.CPUUSPerMB, t.BytesPerSyscall, t.DatagramSource)
+		fmt.Fprintf(w, "  per datagram  %.4f syscalls, %.4f µs CPU\n", s.PerDatagram.Syscalls, s.PerDatagram.CPUUS)
 	}
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])

@@ -15,6 +15,7 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/probe/load"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -88,6 +89,9 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		}
 		if clean.m0 != nil && clean.m1 != nil {
 			s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
+		}
+		if cl.Datagrams > 0 {
+			bulkFigures(s, cl, cfg.Size)
 		}
 	}
 
@@ -250,11 +254,12 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		sites = topSites(allocs, 0)
 	}
 	if floor != nil && floor.PerRequest.CPUUS != nil {
-		f := &FloorSummary{Target: "targets/floor", CPUUS: *floor.PerRequest.CPUUS, RPS: floor.Window.RPS, Verdict: floor.Verdict}
+		f := &FloorSummary{Target: "targets/" + filepath.Base(floor.Target), CPUUS: *floor.PerRequest.CPUUS, RPS: floor.Window.RPS, Verdict: floor.Verdict}
 		if s.PerRequest.CPUUS != nil && f.CPUUS > 0 {
 			f.CPURatio = round(*s.PerRequest.CPUUS/f.CPUUS, 3)
 		}
 		s.Floor = f
+		s.FloorRatio = floorRatios(s, floor)
 	}
 
 	var buf bytes.Buffer
@@ -365,4 +370,51 @@ func governor() string {
 		return "unknown (no cpufreq)"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// bulkFigures divides a bulk window's figures by its transfers and by
+// their datagrams.
+func bulkFigures(s *Summary, cl *load.Result, size int64) {
+	n := float64(cl.OK)
+	dpr := float64(cl.Datagrams) / n
+	s.DatagramsPerRequest = f64(round(dpr, 3))
+	t := &TransferSummary{Bytes: size, BytesPerDatagram: round(float64(cl.DatagramBytes)/float64(cl.Datagrams), 1),
+		LargestDatagram: cl.MaxDatagram, DatagramSource: cl.DatagramSource}
+	pd := &PerDatagram{SyscallsByName: map[string]float64{}}
+	if s.PerRequest.CPUUS != nil {
+		t.CPUUSPerMB = round(*s.PerRequest.CPUUS/(float64(size)/1e6), 3)
+		pd.CPUUS = round(*s.PerRequest.CPUUS/dpr, 4)
+	}
+	if s.PerRequest.Syscalls != nil && *s.PerRequest.Syscalls > 0 {
+		t.BytesPerSyscall = round(float64(cl.DatagramBytes)/n / *s.PerRequest.Syscalls, 1)
+		pd.Syscalls = round(*s.PerRequest.Syscalls/dpr, 4)
+	}
+	for name, v := range s.PerRequest.SyscallsByName {
+		pd.SyscallsByName[name] = round(v/dpr, 6)
+	}
+	s.Transfer, s.PerDatagram = t, pd
+}
+
+// floorRatios sets the target's bulk figures against the UDP floor's.
+func floorRatios(s, floor *Summary) map[string]float64 {
+	if s.DatagramsPerRequest == nil || floor.DatagramsPerRequest == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	ratio := func(name string, a, b float64) {
+		if b > 0 {
+			out[name] = round(a/b, 3)
+		}
+	}
+	if s.PerRequest.CPUUS != nil && floor.PerRequest.CPUUS != nil {
+		ratio("cpu_us", *s.PerRequest.CPUUS, *floor.PerRequest.CPUUS)
+	}
+	if s.PerRequest.Syscalls != nil && floor.PerRequest.Syscalls != nil {
+		ratio("syscalls", *s.PerRequest.Syscalls, *floor.PerRequest.Syscalls)
+	}
+	ratio("datagrams", *s.DatagramsPerRequest, *floor.DatagramsPerRequest)
+	if s.PerDatagram != nil && floor.PerDatagram != nil {
+		ratio("cpu_us_per_datagram", s.PerDatagram.CPUUS, floor.PerDatagram.CPUUS)
+	}
+	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/probe/load/bulk"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -46,8 +47,16 @@ type Config struct {
 	Copies       string // copy counting: overlay (default) or off
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
-	Proto        string // load driver: auto (framed for targets/rpcecho, else http), http or framed
+	Proto        string // load driver: auto, http, framed, quic or udp (see newDriver)
 	BodySize     int    // framed: request body size, default 1024
+	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
+	// default 1 MiB; Streams the concurrent streams per QUIC connection,
+	// default 1; Pkt the datagram size of the udp driver, default 1252.
+	Size    int64
+	Streams int
+	Pkt     int
+	// Env is added to the target's environment, KEY=VALUE each.
+	Env []string
 	// OffCPU adds the off-CPU window: an execution trace, block and mutex
 	// profiles, and (with Wallclock) an fgprof wall-clock profile.
 	OffCPU    bool
@@ -97,6 +106,23 @@ func (cfg *Config) check() error {
 	if !strings.HasPrefix(cfg.Path, "/") {
 		return fmt.Errorf("-path %q: must start with /", cfg.Path)
 	}
+	if cfg.Size == 0 {
+		cfg.Size = 1 << 20
+	}
+	if cfg.Size < 0 || cfg.Size > 1<<30 {
+		return fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
+	}
+	if cfg.Streams < 0 {
+		return fmt.Errorf("-streams %d: must be positive", cfg.Streams)
+	}
+	if cfg.Pkt != 0 && (cfg.Pkt <= bulk.HeaderSize || cfg.Pkt > 65507) {
+		return fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
+	}
+	for _, kv := range cfg.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return fmt.Errorf("-env %q: want KEY=VALUE", kv)
+		}
+	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 60 * time.Second
 	}
@@ -109,7 +135,7 @@ func (cfg *Config) check() error {
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
-		{"proto", &cfg.Proto, []string{"auto", "http", "framed"}},
+		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
 	}
 	for _, d := range defaults {
 		if *d.v == "" {
@@ -189,7 +215,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return runInstructions(ctx, cfg, plan, logf)
 	}
 	var floor *Summary
-	if cfg.Floor {
+	if cfg.Floor && !looksBulk(cfg) {
 		logf("measuring the floor (targets/floor) with the same settings")
 		root, err := srcroot.Dir()
 		if err != nil {
@@ -219,7 +245,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	defer os.RemoveAll(priv)
 	sock := filepath.Join(priv, "agent.sock")
-	env := append(os.Environ(), agent.SocketEnv+"="+sock)
+	env := targetEnv(cfg, agent.SocketEnv+"="+sock)
 
 	if len(plan.Load) > 0 {
 		if err := pinSelf(plan.Load); err != nil {
@@ -239,7 +265,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("target pid %d listens on %s", p.pid, addr)
+	logf("target pid %d listens on %s", p.pid, addr.addr)
 
 	ac, err := dialAgent(ctx, sock)
 	if err != nil {
@@ -376,6 +402,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		}
 	}
 	p.stop()
+	if cfg.Floor && addr.udp && driverProto(cfg, tgt, addr) == "quic" {
+		if floor, err = runUDPFloor(ctx, cfg, clean.load, logf); err != nil {
+			return nil, err
+		}
+	}
 
 	logf("writing %s", out)
 	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, offWin, raw, reasons, floor)
@@ -388,27 +419,106 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	return res, nil
 }
 
-// newDriver picks the load driver: the framed-TCP one for targets/rpcecho
-// (or -proto framed), HTTP keep-alive otherwise.
-func newDriver(cfg Config, tgt *Target, addr string) (load.Driver, error) {
-	proto := cfg.Proto
-	if proto == "" || proto == "auto" {
-		proto = "http"
-		if tgt.Name == "rpcecho" {
-			proto = "framed"
-		}
-	}
-	switch proto {
+// newDriver picks the load driver. -proto auto takes the framed-TCP one
+// for targets/rpcecho and HTTP keep-alive for other TCP targets; for a
+// target that listens on UDP, the plain-UDP one for targets/udpfloor and
+// QUIC bulk transfers otherwise.
+func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
+	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":
-		return load.NewFramed(load.FramedOptions{Addr: addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
+		return load.NewFramed(load.FramedOptions{Addr: ep.addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
+	case "quic":
+		return load.NewQUIC(load.QUICOptions{Addr: ep.addr, Conns: cfg.Conns, Streams: cfg.Streams, Size: cfg.Size})
+	case "udp":
+		return load.NewUDP(load.UDPOptions{Addr: ep.addr, Conns: cfg.Conns, Size: cfg.Size, Pkt: cfg.Pkt})
 	case "http":
-		u := url.URL{Scheme: "http", Host: addr, Path: cfg.Path}
+		u := url.URL{Scheme: "http", Host: ep.addr, Path: cfg.Path}
 		if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 			u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 		}
 		return load.NewHTTP(load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers})
+	default:
+		return nil, fmt.Errorf("-proto %q: want auto, http, framed, quic or udp", cfg.Proto)
 	}
-	return nil, fmt.Errorf("-proto %q: want auto, http or framed", cfg.Proto)
+}
+
+// driverProto resolves -proto auto.
+func driverProto(cfg Config, tgt *Target, ep endpoint) string {
+	if cfg.Proto != "" && cfg.Proto != "auto" {
+		return cfg.Proto
+	}
+	switch {
+	case ep.udp && tgt.Name == "udpfloor":
+		return "udp"
+	case ep.udp:
+		return "quic"
+	case tgt.Name == "rpcecho":
+		return "framed"
+	}
+	return "http"
+}
+
+// looksBulk tells, before the build, a target whose floor is
+// targets/udpfloor: one of the bulk targets, or a bulk -proto.
+func looksBulk(cfg Config) bool {
+	switch filepath.Base(cfg.Target) {
+	case "quicecho", "udpfloor":
+		return true
+	}
+	return cfg.Proto == "quic" || cfg.Proto == "udp"
+}
+
+// runUDPFloor measures targets/udpfloor with the QUIC run's transfer size
+// and mode, in datagrams of the largest size the QUIC connection sent: the
+// kernel's floor under the same transfers.
+func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(string, ...any)) (*Summary, error) {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return nil, err
+	}
+	pkt := int(quic.MaxDatagram)
+	if pkt <= bulk.HeaderSize {
+		return nil, fmt.Errorf("floor: the QUIC window counted no datagrams")
+	}
+	logf("measuring the UDP floor (targets/udpfloor): transfers of %d bytes in datagrams of %d", cfg.Size, pkt)
+	fdir, err := os.MkdirTemp("", "perfspy-floor-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(fdir)
+	fc := Config{Target: filepath.Join(root, "targets", "udpfloor"), Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration,
+		CPUs: cfg.CPUs, Copies: "off", Allocs: "heapprofile", Syscalls: cfg.Syscalls, ReadyTimeout: cfg.ReadyTimeout,
+		MinRequests: cfg.MinRequests, Out: filepath.Join(fdir, "out"), timingOnly: true,
+		Proto: "udp", Size: cfg.Size, Pkt: pkt, Args: modeArgs(cfg.Args)}
+	fr, err := Run(ctx, fc, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		return nil, fmt.Errorf("floor: %w", err)
+	}
+	return fr.Summary, nil
+}
+
+// modeArgs returns the -mode flag among a bulk target's arguments.
+func modeArgs(args []string) []string {
+	for i, a := range args {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "mode" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if hasValue {
+			return []string{a}
+		}
+		if i+1 < len(args) {
+			return []string{a, args[i+1]}
+		}
+	}
+	return nil
+}
+
+// targetEnv is the target's environment: probe's, the agent's socket, and
+// -env last, so that it wins.
+func targetEnv(cfg Config, extra ...string) []string {
+	env := append(os.Environ(), extra...)
+	return append(env, cfg.Env...)
 }
 
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).

@@ -41,6 +41,34 @@ type Summary struct {
 	Sources        map[string]string  `json:"sources"`
 	Files          map[string]string  `json:"files"`
 	Checks         map[string]float64 `json:"checks,omitempty"`
+	// The bulk drivers' figures (quic, udp): a request is one transfer.
+	Transfer            *TransferSummary `json:"transfer,omitempty"`
+	DatagramsPerRequest *float64         `json:"datagrams_per_request,omitempty"`
+	PerDatagram         *PerDatagram     `json:"per_datagram,omitempty"`
+	// FloorRatio is the target's figure over targets/udpfloor's, measured
+	// in the same run with the same transfers (-floor): cpu_us,
+	// syscalls and datagrams per transfer, and cpu_us per datagram.
+	FloorRatio map[string]float64 `json:"floor_ratio,omitempty"`
+}
+
+// TransferSummary describes a bulk window's transfers.
+type TransferSummary struct {
+	Bytes           int64   `json:"bytes"`             // per transfer, one way
+	CPUUSPerMB      float64 `json:"cpu_us_per_mb"`     // server CPU per 10^6 transfer bytes
+	BytesPerSyscall float64 `json:"bytes_per_syscall"` // datagram bytes (both ways) per server syscall
+	// BytesPerDatagram is the mean datagram; LargestDatagram the size the
+	// connection settled on.
+	BytesPerDatagram float64 `json:"bytes_per_datagram"`
+	LargestDatagram  int64   `json:"largest_datagram"`
+	DatagramSource   string  `json:"datagram_source"`
+}
+
+// PerDatagram divides the per-transfer figures by the datagrams of a
+// transfer, both ways.
+type PerDatagram struct {
+	Syscalls       float64            `json:"syscalls"`
+	SyscallsByName map[string]float64 `json:"syscalls_by_name"`
+	CPUUS          float64            `json:"cpu_us"`
 }
 
 // WindowSummary describes the clean timing window.

@@ -13,11 +13,19 @@ import (
 // bulkCounts are a bulk driver's datagram counters, read around a phase.
 type bulkCounts struct {
 	dials, datagrams, bytes atomic.Int64
+	largest                 atomic.Int64 // since the driver started
+	source                  string       // how datagrams are counted
 }
 
 func (c *bulkCounts) count(n int) {
 	c.datagrams.Add(1)
 	c.bytes.Add(int64(n))
+	for {
+		m := c.largest.Load()
+		if int64(n) <= m || c.largest.CompareAndSwap(m, int64(n)) {
+			return
+		}
+	}
 }
 
 // phaseCounts runs a phase and sets the result's dials and datagrams to
@@ -29,6 +37,8 @@ func (c *bulkCounts) phaseCounts(run func() (*Result, error)) (*Result, error) {
 		res.Dials = c.dials.Load() - d0
 		res.Datagrams = c.datagrams.Load() - g0
 		res.DatagramBytes = c.bytes.Load() - b0
+		res.MaxDatagram = c.largest.Load()
+		res.DatagramSource = c.source
 	}
 	return res, err
 }

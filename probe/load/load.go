@@ -40,6 +40,8 @@ type Result struct {
 	// Datagrams the driver sent and received during the phase, and their
 	// bytes: the bulk drivers (QUIC, UDP) count them; the others leave 0.
 	Datagrams, DatagramBytes int64
+	MaxDatagram              int64  // the largest datagram's bytes
+	DatagramSource           string // how the driver counts them
 }
 
 // Latency is recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
@@ -91,6 +93,8 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration) (*Result, er
 			total.Dials += r.Dials
 			total.Datagrams += r.Datagrams
 			total.DatagramBytes += r.DatagramBytes
+			total.MaxDatagram = max(total.MaxDatagram, r.MaxDatagram)
+			total.DatagramSource = r.DatagramSource
 			if total.FirstErr == "" {
 				total.FirstErr = r.FirstErr
 			}

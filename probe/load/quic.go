@@ -57,6 +57,7 @@ func NewQUIC(opt QUICOptions) (*QUIC, error) {
 		return nil, err
 	}
 	d := &QUIC{opt: opt, conns: make([]*quic.Conn, opt.Conns)}
+	d.counts.source = "client-qlog-1rtt-packets"
 	d.bufs.New = func() any { b := make([]byte, 64<<10); return &b }
 	return d, nil
 }

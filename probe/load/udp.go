@@ -61,7 +61,9 @@ func NewUDP(opt UDPOptions) (*UDP, error) {
 	if opt.Pkt <= bulk.HeaderSize || opt.Pkt > 65507 {
 		return nil, fmt.Errorf("load: datagram size %d: want %d to 65507", opt.Pkt, bulk.HeaderSize+1)
 	}
-	return &UDP{opt: opt, socks: make([]*udpSock, opt.Conns)}, nil
+	d := &UDP{opt: opt, socks: make([]*udpSock, opt.Conns)}
+	d.counts.source = "client-socket"
+	return d, nil
 }
 
 // Close closes the sockets.
