@@ -26,13 +26,14 @@ const SourceInstructions = "callgrind"
 // timing, and its counts do not depend on speed.
 const VerdictCountsOnly = "counts-only"
 
-// instructionsGap is the pause before each request of an instructions
-// window. Under callgrind a request that arrives while the server is still
-// finishing the last one takes another path through the scheduler (no
-// park in the netpoller) than one that finds it idle; which of the two a
-// request takes depended on timing and moved the count by up to 3% per run.
-// With the pause every request finds the server parked.
-const instructionsGap = 3 * time.Millisecond
+// instructionsGap is the least pause before each request of an
+// instructions window; the load then waits for every thread of the target
+// to sleep. Under callgrind a request that arrives while the server is
+// still finishing the last one takes another path through the scheduler
+// (no park in the netpoller) than one that finds it idle; which of the two
+// a request took depended on timing and moved the count by up to 3% per
+// run, and a fixed pause was not enough on a loaded machine.
+const instructionsGap = 2 * time.Millisecond
 
 // ErrNoValgrind is returned when valgrind is not installed.
 var ErrNoValgrind = errors.New("probe run -instructions needs valgrind and callgrind_control (Debian package valgrind: apt-get install valgrind)")
@@ -111,7 +112,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		return nil, err
 	}
 	logf("window: %d requests", cfg.Requests)
-	lr, err := load.Paced(ctx, drv, cfg.Requests, instructionsGap)
+	lr, err := load.Paced(ctx, drv, cfg.Requests, instructionsGap, func() bool { return threadsIdle(p.pid) })
 	if err != nil {
 		return nil, err
 	}

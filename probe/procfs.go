@@ -236,6 +236,28 @@ func readStat(pid int) (procStat, error) {
 	return parseStat(b)
 }
 
+// threadsIdle tells whether every thread of pid sleeps: none runs or waits
+// to run. Under callgrind, whose threads take turns, the target is then
+// parked with no work left.
+func threadsIdle(pid int) bool {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		st, err := parseStat(b)
+		if err != nil || st.state == 'R' {
+			return false
+		}
+	}
+	return true
+}
+
 func parseStat(b []byte) (procStat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {

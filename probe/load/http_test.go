@@ -143,7 +143,8 @@ func TestHTTPPaced(t *testing.T) {
 	d, _ := NewHTTP(HTTPOptions{URL: srv.URL, Conns: 3})
 	defer d.Close()
 	const gap = 2 * time.Millisecond
-	r, err := Paced(context.Background(), d, 50, gap)
+	var polls atomic.Int64
+	r, err := Paced(context.Background(), d, 50, gap, func() bool { return polls.Add(1)%3 == 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +157,15 @@ func TestHTTPPaced(t *testing.T) {
 	if r.Elapsed < 50*gap {
 		t.Errorf("50 requests %v apart took %v", gap, r.Elapsed)
 	}
+	if polls.Load() != 150 {
+		t.Errorf("idle polled %d times for 50 requests, want 3 each", polls.Load())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Paced(ctx, d, 10, gap); err == nil {
+	if _, err := Paced(ctx, d, 10, gap, nil); err == nil {
 		t.Error("Paced with a cancelled context: no error")
 	}
-	if _, err := Paced(context.Background(), d, 0, gap); err == nil {
+	if _, err := Paced(context.Background(), d, 0, gap, nil); err == nil {
 		t.Error("Paced(0): no error")
 	}
 }

@@ -65,11 +65,12 @@ func (r *Result) RPS() float64 {
 	return float64(r.OK) / r.Elapsed.Seconds()
 }
 
-// Paced sends n requests one at a time through d, pausing gap before each,
-// so that each finds the target idle: the load of an instructions window,
-// where whether a request waits for the server changes the path it takes.
-// Elapsed includes the pauses.
-func Paced(ctx context.Context, d Driver, n int, gap time.Duration) (*Result, error) {
+// Paced sends n requests one at a time through d, each after a pause of
+// gap and, when idle is not nil, once idle reports true (polled every
+// 100 µs, for up to a second), so that each finds the target idle: the
+// load of an instructions window, where whether a request waits for the
+// server changes the path it takes. Elapsed includes the pauses.
+func Paced(ctx context.Context, d Driver, n int, gap time.Duration, idle func() bool) (*Result, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("load: request count %d must be positive", n)
 	}
@@ -84,6 +85,11 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration) (*Result, er
 			total.Elapsed = time.Since(start)
 			return total, ctx.Err()
 		case <-t.C:
+		}
+		if idle != nil {
+			for deadline := time.Now().Add(time.Second); !idle() && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Microsecond)
+			}
 		}
 		r, err := d.RunN(ctx, 1)
 		if r != nil {
