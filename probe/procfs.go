@@ -398,3 +398,61 @@ func readAllowedCPUs(pid int) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// readUDPCounters reads the UDP line pair of /proc/net/snmp: the
+// machine's (the network namespace's) datagrams and drops, every socket's.
+func readUDPCounters() (map[string]int64, error) {
+	f, err := os.Open(filepath.Join(procRoot, "net", "snmp"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseSNMP(f, "Udp")
+}
+
+// parseSNMP reads the counters of proto from /proc/net/snmp: a line of
+// names and a line of values, each starting "Proto:".
+func parseSNMP(r io.Reader, proto string) (map[string]int64, error) {
+	sc := bufio.NewScanner(r)
+	var names []string
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != proto+":" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		if len(f)-1 != len(names) {
+			return nil, fmt.Errorf("/proc/net/snmp: %d %s values for %d names", len(f)-1, proto, len(names))
+		}
+		out := make(map[string]int64, len(names))
+		for i, n := range names {
+			v, err := strconv.ParseInt(f[i+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("/proc/net/snmp: %s %s: %w", proto, n, err)
+			}
+			out[n] = v
+		}
+		return out, nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("/proc/net/snmp: no %s counters", proto)
+}
+
+// counterDelta is b - a for the counters in both; nil when either is.
+func counterDelta(a, b map[string]int64) map[string]int64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for k, v := range b {
+		if v0, ok := a[k]; ok {
+			out[k] = v - v0
+		}
+	}
+	return out
+}

@@ -186,3 +186,35 @@ func TestLiveProc(t *testing.T) {
 		t.Errorf("groupPIDs(%d) = %v lacks %d", st.pgrp, pids, self)
 	}
 }
+
+func TestParseSNMP(t *testing.T) {
+	const sample = `Ip: Forwarding DefaultTTL
+Ip: 1 64
+Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+Udp: 9301417 14 8718 2028850 8718 0 0 0 0
+UdpLite: InDatagrams NoPorts
+UdpLite: 0 0
+`
+	m, err := parseSNMP(strings.NewReader(sample), "Udp")
+	if err != nil || m["InDatagrams"] != 9301417 || m["RcvbufErrors"] != 8718 || len(m) != 9 {
+		t.Errorf("Udp counters %v, %v", m, err)
+	}
+	for _, bad := range []string{"Udp: A B\nUdp: 1\n", "Udp: A\nUdp: x\n", "Ip: 1\n"} {
+		if _, err := parseSNMP(strings.NewReader(bad), "Udp"); err == nil {
+			t.Errorf("parseSNMP(%q): no error", bad)
+		}
+	}
+	if d := counterDelta(map[string]int64{"a": 1, "b": 2}, map[string]int64{"a": 5}); len(d) != 1 || d["a"] != 4 {
+		t.Errorf("delta %v", d)
+	}
+}
+
+func FuzzParseSNMP(f *testing.F) {
+	f.Add("Udp: InDatagrams NoPorts\nUdp: 1 2\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseSNMP(strings.NewReader(s), "Udp")
+		if err == nil && m == nil {
+			t.Error("no error and no counters")
+		}
+	})
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/probe/agent"
-	"github.com/perfspy/perfspy/probe/load"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -91,7 +90,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 			s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
 		}
 		if cl.Datagrams > 0 {
-			bulkFigures(s, cl, cfg.Size)
+			bulkFigures(s, clean, cfg.Size)
 		}
 	}
 
@@ -374,7 +373,8 @@ func governor() string {
 
 // bulkFigures divides a bulk window's figures by its transfers and by
 // their datagrams.
-func bulkFigures(s *Summary, cl *load.Result, size int64) {
+func bulkFigures(s *Summary, w *windowResult, size int64) {
+	cl := w.load
 	n := float64(cl.OK)
 	dpr := float64(cl.Datagrams) / n
 	s.DatagramsPerRequest = f64(round(dpr, 3))
@@ -391,6 +391,12 @@ func bulkFigures(s *Summary, cl *load.Result, size int64) {
 	}
 	for name, v := range s.PerRequest.SyscallsByName {
 		pd.SyscallsByName[name] = round(v/dpr, 6)
+	}
+	if w.udp != nil {
+		t.KernelUDP = map[string]float64{}
+		for _, k := range []string{"InDatagrams", "OutDatagrams", "RcvbufErrors", "SndbufErrors", "InErrors"} {
+			t.KernelUDP[k] = round(float64(w.udp[k])/n, 3)
+		}
 	}
 	s.Transfer, s.PerDatagram = t, pd
 }

@@ -180,6 +180,7 @@ type windowResult struct {
 	cpu       uint64 // target CPU ns inside the window
 	cpuSource string
 	io0, io1  IOReading
+	udp       map[string]int64 // the machine's UDP counters' change (/proc/net/snmp)
 	m0, m1    *agent.Metrics
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
 	sysSites  []syscalls.Site
@@ -546,9 +547,11 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 	}
 	cpu0, err0 := readCPU(p.pid)
 	io0, _ := readIO(p.pid)
+	udp0, _ := readUDPCounters()
 	lr, lerr := drv.Run(ctx, d)
 	cpu1, err1 := readCPU(p.pid)
 	io1, _ := readIO(p.pid)
+	udp1, _ := readUDPCounters()
 	var sys1 map[int]uint64
 	var st1 map[syscalls.StackKey]uint64
 	if sc != nil {
@@ -577,7 +580,7 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 	if err := errors.Join(err0, err1); err != nil {
 		return nil, fmt.Errorf("reading target cpu time: %w", err)
 	}
-	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source}
+	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: counterDelta(udp0, udp1)}
 	if sc != nil {
 		w.sys = syscalls.Delta(sys0, sys1)
 		if stacks {

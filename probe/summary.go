@@ -61,6 +61,11 @@ type TransferSummary struct {
 	BytesPerDatagram float64 `json:"bytes_per_datagram"`
 	LargestDatagram  int64   `json:"largest_datagram"`
 	DatagramSource   string  `json:"datagram_source"`
+	// KernelUDP is the machine's UDP counters (/proc/net/snmp) per
+	// transfer: every socket's, the driver's and the target's alike, so
+	// datagrams count twice on loopback; RcvbufErrors are the datagrams
+	// the kernel dropped for a full receive buffer.
+	KernelUDP map[string]float64 `json:"kernel_udp_per_transfer,omitempty"`
 }
 
 // PerDatagram divides the per-transfer figures by the datagrams of a

@@ -165,3 +165,90 @@ func TestHTTPJSONAccessLog(t *testing.T) {
 		t.Errorf("-accesslog adds %.4f writes per request, want 1", d)
 	}
 }
+
+// bulk measures targets/quicecho with 256 KiB transfers unless cfg says
+// otherwise.
+func bulk(t *testing.T, cfg probe.Config) *probe.Summary {
+	t.Helper()
+	requireRoot(t)
+	cfg.Copies = "off"
+	s, _ := run(t, "./quicecho", cfg)
+	if s.Window.Errors != 0 || s.Window.Requests < 20 || s.Transfer == nil || s.DatagramsPerRequest == nil || s.PerDatagram == nil {
+		t.Fatalf("quicecho %v: window %+v, transfer %+v", cfg.Args, s.Window, s.Transfer)
+	}
+	return s
+}
+
+func sends(s *probe.Summary) float64 {
+	by := s.PerRequest.SyscallsByName
+	return by["sendmsg"] + by["sendmmsg"] + by["sendto"] + by["write"]
+}
+
+// A push transfer of 1 MiB (probe run's default for quicecho): every
+// datagram the driver counts is one the kernel delivered (the machine's
+// InDatagrams, every socket's, agree), at least the transfer's bytes over
+// the largest datagram go to the server, and the per-datagram figures are
+// the per-transfer ones over the datagrams. An echo brings as many back.
+// -floor measures targets/udpfloor with the same transfers.
+func TestQUICEchoTransfers(t *testing.T) {
+	push := bulk(t, probe.Config{Floor: true})
+	tr := push.Transfer
+	dpr := *push.DatagramsPerRequest
+	t.Logf("push: %.2f datagrams per transfer of %d B (kernel InDatagrams %.2f), largest %d B, %.4f syscalls and %.3f µs per datagram; floor ratios %v",
+		dpr, tr.Bytes, tr.KernelUDP["InDatagrams"], tr.LargestDatagram, push.PerDatagram.Syscalls, push.PerDatagram.CPUUS, push.FloorRatio)
+	if tr.Bytes != 1<<20 {
+		t.Errorf("default transfer %d B, want 1 MiB", tr.Bytes)
+	}
+	if in := tr.KernelUDP["InDatagrams"]; math.Abs(in-dpr) > 0.005*dpr {
+		t.Errorf("driver counts %.2f datagrams per transfer, the kernel delivered %.2f", dpr, in)
+	}
+	if minData := float64(tr.Bytes) / float64(tr.LargestDatagram); dpr < minData || tr.LargestDatagram > 1500 {
+		t.Errorf("%.2f datagrams per transfer of %d B, largest %d B: fewer than the data needs (%.1f)", dpr, tr.Bytes, tr.LargestDatagram, minData)
+	}
+	if got := *push.PerRequest.Syscalls / dpr; math.Abs(got-push.PerDatagram.Syscalls) > 0.0002 {
+		t.Errorf("per-datagram syscalls %.4f, per transfer over datagrams %.4f", push.PerDatagram.Syscalls, got)
+	}
+	if push.Floor == nil || push.Floor.Target != "targets/udpfloor" || push.FloorRatio["datagrams"] <= 0 || push.FloorRatio["cpu_us"] <= 0 {
+		t.Errorf("floor %+v, ratios %v", push.Floor, push.FloorRatio)
+	}
+
+	echo := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10})
+	t.Logf("echo: %.2f datagrams per transfer of %d B", *echo.DatagramsPerRequest, echo.Transfer.Bytes)
+	if e, p := *echo.DatagramsPerRequest/float64(echo.Transfer.Bytes), dpr/float64(tr.Bytes); e < 1.8*p {
+		t.Errorf("echo: %.5f datagrams per transfer byte, push %.5f: want about twice", e, p)
+	}
+}
+
+// Without UDP segmentation offload (quic-go's QUIC_GO_DISABLE_GSO) the
+// server sends each datagram with a syscall of its own: an echo's
+// send-class syscalls per transfer rise several times.
+func TestQUICEchoGSO(t *testing.T) {
+	on := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10})
+	off := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10, Env: []string{"QUIC_GO_DISABLE_GSO=1"}})
+	t.Logf("send syscalls per transfer: GSO %.2f, no GSO %.2f; datagrams %.1f and %.1f", sends(on), sends(off), *on.DatagramsPerRequest, *off.DatagramsPerRequest)
+	if sends(off) < 3*sends(on) {
+		t.Errorf("without GSO %.2f send syscalls per transfer, with %.2f: want several times more", sends(off), sends(on))
+	}
+	// Without GSO, about one send per datagram the server sends (half an
+	// echo's datagrams).
+	if half := *off.DatagramsPerRequest / 2; sends(off) < 0.8*half {
+		t.Errorf("without GSO %.2f sends for about %.0f datagrams sent", sends(off), half)
+	}
+}
+
+// A small socket receive buffer (-sockbuf) makes the kernel drop
+// datagrams (the machine's RcvbufErrors), and the retransmissions raise
+// datagrams per transfer.
+func TestQUICEchoSockbuf(t *testing.T) {
+	big := bulk(t, probe.Config{})
+	small := bulk(t, probe.Config{Args: []string{"-sockbuf=16384"}})
+	t.Logf("kernel drops per transfer: quic-go's buffer %.2f, 16 KiB %.2f; datagrams %.2f and %.2f",
+		big.Transfer.KernelUDP["RcvbufErrors"], small.Transfer.KernelUDP["RcvbufErrors"], *big.DatagramsPerRequest, *small.DatagramsPerRequest)
+	if big.Transfer.KernelUDP["RcvbufErrors"] > 0.5 || small.Transfer.KernelUDP["RcvbufErrors"] < 1 {
+		t.Errorf("drops per transfer: %.2f with quic-go's buffer, %.2f with 16 KiB; want none, then some",
+			big.Transfer.KernelUDP["RcvbufErrors"], small.Transfer.KernelUDP["RcvbufErrors"])
+	}
+	if *small.DatagramsPerRequest <= *big.DatagramsPerRequest {
+		t.Errorf("datagrams per transfer: %.2f with 16 KiB, %.2f with quic-go's buffer; want more", *small.DatagramsPerRequest, *big.DatagramsPerRequest)
+	}
+}
