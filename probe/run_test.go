@@ -332,6 +332,10 @@ func TestBadInput(t *testing.T) {
 		{"bad args", []string{"-args", "'open", "./testdata/probetarget"}, ExitUsage, []string{"-args", "quote"}},
 		{"unknown flag", []string{"-bogus", "./testdata/probetarget"}, ExitUsage, []string{"-bogus"}},
 		{"two targets", []string{"./a", "./b"}, ExitUsage, []string{"one target"}},
+		{"bad env", []string{"-env", "NOVALUE", "./testdata/probetarget"}, ExitUsage, []string{"-env", "KEY=VALUE"}},
+		{"bad size", []string{"-size", "-5", "./targets/quicecho"}, ExitUsage, []string{"-size -5"}},
+		{"bad pkt", []string{"-pkt", "8", "./targets/udpfloor"}, ExitUsage, []string{"-pkt 8"}},
+		{"bad proto", []string{"-proto", "smtp", "./testdata/probetarget"}, ExitUsage, []string{"-proto", "quic"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := probeRun(t, tc.args...)
