@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,8 @@ commands:
          attribution window and an off-CPU window, write a results folder
   ab     build two git revisions, measure them in interleaved rounds, test
          significance, write the review table (-before REV -after REV)
+  bulk   QUIC push and echo against the UDP floor, one row per transfer
+         size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   bench  what the off-CPU window costs, against fgprof (-what offcpu)
 
 The target is a directory holding a main package (of this module or
@@ -47,6 +50,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainRun(ctx, args[1:], stdout, stderr)
 	case "ab":
 		return mainAB(ctx, args[1:], stdout, stderr)
+	case "bulk":
+		return mainBulk(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
@@ -220,6 +225,47 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitFailed
 	}
 	return exitCode(stderr, "probe ab", err)
+}
+
+func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var sizes string
+	var sw SweepConfig
+	cfg, quiet, code, ok := parseRunFlags("probe bulk", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&sizes, "sizes", "1K,64K,1M,2M", "transfer `sizes`, bytes or K or M, comma-separated")
+		fs.IntVar(&sw.Rounds, "rounds", 3, "rounds per size and mode; the first is dropped")
+	})
+	if !ok {
+		return code
+	}
+	var err error
+	if sw.Sizes, err = parseSizes(sizes); err != nil {
+		fmt.Fprintf(stderr, "probe bulk: -sizes: %v\n", err)
+		return ExitUsage
+	}
+	if sw.Rounds < 2 {
+		fmt.Fprintf(stderr, "probe bulk: -rounds %d: the first round is dropped, so at least 2\n", sw.Rounds)
+		return ExitUsage
+	}
+	if !slices.Contains(cfg.Flags, "-duration="+cfg.Duration.String()) {
+		cfg.Duration = 2 * time.Second // many runs: shorter windows unless asked
+	}
+	if cfg.Target == DefaultTarget {
+		cfg.Target = "./targets/quicecho"
+	}
+	sw.Out, cfg.Out = cfg.Out, ""
+	sw.Run = cfg
+	logf := func(format string, a ...any) {
+		if !quiet {
+			fmt.Fprintf(stderr, "probe bulk: "+format+"\n", a...)
+		}
+	}
+	res, err := Sweep(ctx, sw, logf)
+	if res != nil {
+		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
+		stdout.Write(b)
+		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
+	}
+	return exitCode(stderr, "probe bulk", err)
 }
 
 // gateFlag collects -max-regress METRIC=PCT flags.

@@ -1,0 +1,224 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/perfspy/perfspy/internal/srcroot"
+)
+
+// SweepSchema is the schema name of sweep.json.
+const SweepSchema = "perfspy.bulk-sweep/v1"
+
+// DefaultSweepSizes are probe bulk's transfer sizes: 1 KiB to 2 MiB.
+var DefaultSweepSizes = []int64{1 << 10, 64 << 10, 1 << 20, 2 << 20}
+
+// SweepConfig is one probe bulk: for each size, rounds of push, echo and
+// the UDP floor, each a fresh target and fresh connections (the congestion
+// window belongs to the connection).
+type SweepConfig struct {
+	Run    Config  // the QUIC target and the run settings; Args gets -mode
+	Sizes  []int64 // default DefaultSweepSizes
+	Rounds int     // per size and mode, the first dropped; default 3
+	Out    string  // default results/bulk_<target>
+}
+
+// SweepCell is one mode at one size: the minimum over the kept rounds.
+type SweepCell struct {
+	CPUUSPerMB          float64   `json:"cpu_us_per_mb"`
+	DatagramsPerRequest float64   `json:"datagrams_per_request"`
+	SyscallsPerDatagram float64   `json:"syscalls_per_datagram"`
+	Rounds              []float64 `json:"rounds_cpu_us_per_mb"` // the kept rounds
+}
+
+// SweepRow is one size.
+type SweepRow struct {
+	Size      int64     `json:"size"`
+	Push      SweepCell `json:"push"`
+	Echo      SweepCell `json:"echo"`
+	Floor     SweepCell `json:"floor"` // targets/udpfloor, push, datagrams of push's largest size
+	PushRatio float64   `json:"push_floor_ratio"`
+	EchoRatio float64   `json:"echo_floor_ratio"`
+}
+
+// SweepResult is sweep.json.
+type SweepResult struct {
+	Schema  string     `json:"schema"`
+	Target  string     `json:"target"`
+	Rounds  int        `json:"rounds"`
+	Rows    []SweepRow `json:"rows"`
+	Judged  bool       `json:"judged"`
+	Reasons []string   `json:"reasons,omitempty"`
+	Dir     string     `json:"-"`
+}
+
+// Sweep measures push, echo and the UDP floor at each size and writes
+// sweep.json and report.md.
+func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*SweepResult, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = DefaultSweepSizes
+	}
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = 3
+	}
+	if cfg.Rounds < 2 {
+		return nil, fmt.Errorf("-rounds %d: the first round is dropped, so at least 2", cfg.Rounds)
+	}
+	if cfg.Run.Target == "" {
+		cfg.Run.Target = "./targets/quicecho"
+	}
+	root, err := srcroot.Dir()
+	if err != nil {
+		return nil, err
+	}
+	out := cfg.Out
+	if out == "" {
+		out = filepath.Join("results", "bulk_"+filepath.Base(cfg.Run.Target))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if out, err = makeOutDir(out, "", ""); err != nil {
+		return nil, err
+	}
+	res := &SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds, Dir: out}
+	one := func(target, mode string, size int64, pkt, round int) (*Summary, error) {
+		rc := cfg.Run
+		rc.Target, rc.Size, rc.Pkt = target, size, pkt
+		rc.Args = append(append([]string(nil), cfg.Run.Args...), "-mode="+mode)
+		rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor, rc.timingOnly = "off", "heapprofile", false, false, true
+		name := filepath.Base(target)
+		rc.Out = filepath.Join(out, "runs", fmt.Sprintf("%s-%s-%s-%d", sizeName(size), name, mode, round))
+		logf("%s, %s %s, round %d/%d", sizeName(size), name, mode, round, cfg.Rounds)
+		r, err := Run(ctx, rc, nil)
+		if err != nil && !errors.Is(err, ErrNotJudged) {
+			return nil, fmt.Errorf("%s %s %s round %d: %w", sizeName(size), name, mode, round, err)
+		}
+		if r.Summary.Transfer == nil || r.Summary.PerRequest.CPUUS == nil {
+			return nil, fmt.Errorf("%s %s %s round %d: no transfer figures (is %s a bulk target?)", sizeName(size), name, mode, round, target)
+		}
+		if round > 1 && r.Summary.Verdict != VerdictServerBound {
+			res.Reasons = append(res.Reasons, fmt.Sprintf("%s %s %s round %d not judged: %s", sizeName(size), name, mode, round, strings.Join(r.Summary.Reasons, "; ")))
+		}
+		return r.Summary, nil
+	}
+	floorTarget := filepath.Join(root, "targets", "udpfloor")
+	for _, size := range cfg.Sizes {
+		row := SweepRow{Size: size}
+		pkt := 0
+		for r := 1; r <= cfg.Rounds; r++ {
+			// Interleaved, so that drift on the machine falls on all three.
+			p, err := one(cfg.Run.Target, "push", size, 0, r)
+			if err != nil {
+				return nil, err
+			}
+			if pkt == 0 || int(p.Transfer.LargestDatagram) > pkt {
+				pkt = int(p.Transfer.LargestDatagram)
+			}
+			e, err := one(cfg.Run.Target, "echo", size, 0, r)
+			if err != nil {
+				return nil, err
+			}
+			f, err := one(floorTarget, "push", size, pkt, r)
+			if err != nil {
+				return nil, err
+			}
+			if r == 1 {
+				continue // the first round is dropped
+			}
+			row.Push.add(p)
+			row.Echo.add(e)
+			row.Floor.add(f)
+		}
+		if row.Floor.CPUUSPerMB > 0 {
+			row.PushRatio = round(row.Push.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
+			row.EchoRatio = round(row.Echo.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	res.Judged = len(res.Reasons) == 0
+	var js, md bytes.Buffer
+	if err := writeJSON(&js, res); err != nil {
+		return nil, err
+	}
+	writeSweepReport(&md, res)
+	for name, b := range map[string][]byte{"sweep.json": js.Bytes(), "report.md": md.Bytes()} {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if !res.Judged {
+		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
+	}
+	return res, nil
+}
+
+// add keeps a round: the cell is the round with the least CPU per MB.
+func (c *SweepCell) add(s *Summary) {
+	v := s.Transfer.CPUUSPerMB
+	c.Rounds = append(c.Rounds, v)
+	if len(c.Rounds) == 1 || v < c.CPUUSPerMB {
+		c.CPUUSPerMB = v
+		c.DatagramsPerRequest = *s.DatagramsPerRequest
+		c.SyscallsPerDatagram = s.PerDatagram.Syscalls
+	}
+}
+
+func writeSweepReport(w *bytes.Buffer, r *SweepResult) {
+	fmt.Fprintf(w, "# probe bulk: %s\n\n", r.Target)
+	fmt.Fprintf(w, "Server CPU µs per MB of transfer, the least of %d rounds (the first of %d dropped); a fresh target and connection for each round. The floor is targets/udpfloor (push, plain UDP, one syscall per datagram) with the same transfers.", r.Rounds-1, r.Rounds)
+	if !r.Judged {
+		fmt.Fprintf(w, " **Not judged**: %s.", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprint(w, "\n\n| size | push min | echo min | floor | push/floor | echo/floor | push datagrams | echo datagrams | floor datagrams | push syscalls/datagram | floor syscalls/datagram |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.1f | %.1f | %.1f | %.3f | %.3f |\n", sizeName(row.Size),
+			row.Push.CPUUSPerMB, row.Echo.CPUUSPerMB, row.Floor.CPUUSPerMB, row.PushRatio, row.EchoRatio,
+			row.Push.DatagramsPerRequest, row.Echo.DatagramsPerRequest, row.Floor.DatagramsPerRequest,
+			row.Push.SyscallsPerDatagram, row.Floor.SyscallsPerDatagram)
+	}
+}
+
+// sizeName writes a size as 1K, 64K, 1M or in bytes.
+func sizeName(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "M"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "K"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// parseSizes reads "1K,64K,1M,2M": bytes, or K and M (1024, 1048576).
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mult := int64(1)
+		switch {
+		case strings.HasSuffix(f, "K"), strings.HasSuffix(f, "k"):
+			mult, f = 1<<10, f[:len(f)-1]
+		case strings.HasSuffix(f, "M"), strings.HasSuffix(f, "m"):
+			mult, f = 1<<20, f[:len(f)-1]
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n <= 0 || n > math.MaxInt64/mult || n*mult > 1<<30 {
+			return nil, fmt.Errorf("size %q: want bytes, or a count of K or M, up to 1 GiB", f)
+		}
+		out = append(out, n*mult)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
