@@ -249,9 +249,6 @@ func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !slices.Contains(cfg.Flags, "-duration="+cfg.Duration.String()) {
 		cfg.Duration = 2 * time.Second // many runs: shorter windows unless asked
 	}
-	if cfg.Target == DefaultTarget {
-		cfg.Target = "./targets/quicecho"
-	}
 	sw.Out, cfg.Out = cfg.Out, ""
 	sw.Run = cfg
 	logf := func(format string, a ...any) {

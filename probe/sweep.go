@@ -75,12 +75,13 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 	if cfg.Rounds < 2 {
 		return nil, fmt.Errorf("-rounds %d: the first round is dropped, so at least 2", cfg.Rounds)
 	}
-	if cfg.Run.Target == "" {
-		cfg.Run.Target = "./targets/quicecho"
-	}
 	root, err := srcroot.Dir()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Run.Target == "" || cfg.Run.Target == DefaultTarget {
+		// perfspy's own QUIC target, from any directory.
+		cfg.Run.Target = filepath.Join(root, "targets", "quicecho")
 	}
 	out := cfg.Out
 	if out == "" {
@@ -90,6 +91,9 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 		}
 	}
 	if out, err = makeOutDir(out, "", ""); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Join(out, "runs"), 0o755); err != nil {
 		return nil, err
 	}
 	res := &SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds, Dir: out}
