@@ -15,7 +15,10 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-const abServer = `package main
+// serverSource is the source of a test server whose /work handler runs
+// handler, with decls beside main.
+func serverSource(decls, handler string) string {
+	return `package main
 
 import (
 	"flag"
@@ -26,7 +29,26 @@ import (
 	"os"
 )
 
-var sink []byte
+` + decls + `
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	http.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
+		` + handler + `
+		w.Write([]byte("ok"))
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+}
+
+var abServer = serverSource(`var sink []byte
 var spinSink int
 
 //go:noinline
@@ -38,58 +60,53 @@ func spin() {
 	spinSink = x
 }
 
-//EXTRA
+//EXTRA`, "spin()\n\t\t//CALL")
 
-func main() {
-	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	flag.Parse()
-	http.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
-		spin()
-		//CALL
-		w.Write([]byte("ok"))
-	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
-	log.Fatal(http.Serve(ln, nil))
+// testRepo is a git repository holding one server module, for probe ab.
+type testRepo struct {
+	t      *testing.T
+	dir    string
+	module string
 }
-`
+
+func newTestRepo(t *testing.T, module string) *testRepo {
+	r := &testRepo{t: t, dir: t.TempDir(), module: module}
+	r.git("init", "-q", "-b", "main")
+	return r
+}
+
+// git runs a git command in the repository and returns its output.
+func (r *testRepo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", r.dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes src as server/main.go and commits it; it returns the commit.
+func (r *testRepo) commit(src, msg string) string {
+	os.MkdirAll(filepath.Join(r.dir, "server"), 0o755)
+	os.WriteFile(filepath.Join(r.dir, "go.mod"), []byte("module "+r.module+"\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(r.dir, "server", "main.go"), []byte(src), 0o644)
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", msg)
+	return r.git("rev-parse", "HEAD")
+}
 
 // makeRepo makes a git repository with a server module: commit 1, commit 2
 // adding one 64-byte allocation per request in main.extraAlloc, and commit
 // 3 (from 1) changing only a comment.
 func makeRepo(t *testing.T) (dir, c1, c2, c3 string) {
 	t.Helper()
-	dir = t.TempDir()
-	gitc := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	write := func(src string) {
-		os.MkdirAll(filepath.Join(dir, "server"), 0o755)
-		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/abtest\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "server", "main.go"), []byte(src), 0o644)
-	}
-	gitc("init", "-q", "-b", "main")
-	write(abServer)
-	gitc("add", "-A")
-	gitc("commit", "-q", "-m", "one")
-	c1 = gitc("rev-parse", "HEAD")
-	write(strings.Replace(strings.Replace(abServer, "//EXTRA", "//go:noinline\nfunc extraAlloc() { sink = make([]byte, 64) }", 1), "//CALL", "extraAlloc()", 1))
-	gitc("commit", "-q", "-am", "two: one more allocation per request")
-	c2 = gitc("rev-parse", "HEAD")
-	gitc("checkout", "-q", "-b", "noop", c1)
-	write(strings.Replace(abServer, "//EXTRA", "// A comment changes nothing.", 1))
-	gitc("commit", "-q", "-am", "three: a comment")
-	c3 = gitc("rev-parse", "HEAD")
-	return
+	r := newTestRepo(t, "example.com/abtest")
+	c1 = r.commit(abServer, "one")
+	c2 = r.commit(strings.Replace(strings.Replace(abServer, "//EXTRA", "//go:noinline\nfunc extraAlloc() { sink = make([]byte, 64) }", 1), "//CALL", "extraAlloc()", 1), "two: one more allocation per request")
+	r.git("checkout", "-q", "-b", "noop", c1)
+	c3 = r.commit(strings.Replace(abServer, "//EXTRA", "// A comment changes nothing.", 1), "three: a comment")
+	return r.dir, c1, c2, c3
 }
 
 func abConfig(dir, before, after string, out string) ABConfig {
@@ -184,18 +201,7 @@ func TestABNoChange(t *testing.T) {
 	}
 }
 
-const loopServer = `package main
-
-import (
-	"flag"
-	"fmt"
-	"log"
-	"net"
-	"net/http"
-	"os"
-)
-
-const iterations = 1000
+var loopServer = serverSource(`const iterations = 1000
 
 var sink int
 
@@ -206,58 +212,20 @@ func burn(n int) int {
 		x += i ^ x
 	}
 	return x
-}
-
-func main() {
-	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	flag.Parse()
-	http.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
-		sink = burn(iterations)
-		w.Write([]byte("ok"))
-	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
-	log.Fatal(http.Serve(ln, nil))
-}
-`
+}`, "sink = burn(iterations)")
 
 // makeLoopRepo makes a repository whose server runs a loop per request:
 // commit 1 with 1,000 iterations, commit 2 with 11,000, commit 3 (from 1)
 // changing only a comment.
 func makeLoopRepo(t *testing.T) (dir, c1, c2, c3 string) {
 	t.Helper()
-	dir = t.TempDir()
-	gitc := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	write := func(src string) {
-		os.MkdirAll(filepath.Join(dir, "server"), 0o755)
-		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/abloop\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "server", "main.go"), []byte(src), 0o644)
-	}
-	gitc("init", "-q", "-b", "main")
-	write(loopServer)
-	gitc("add", "-A")
-	gitc("commit", "-q", "-m", "one")
-	c1 = gitc("rev-parse", "HEAD")
-	write(strings.Replace(loopServer, "iterations = 1000", "iterations = 11000", 1))
-	gitc("commit", "-q", "-am", "two: 10,000 more iterations per request")
-	c2 = gitc("rev-parse", "HEAD")
-	gitc("checkout", "-q", "-b", "noop", c1)
-	write(strings.Replace(loopServer, "var sink int", "// A comment changes nothing.\nvar sink int", 1))
-	gitc("commit", "-q", "-am", "three: a comment")
-	c3 = gitc("rev-parse", "HEAD")
-	gitc("checkout", "-q", "main")
-	return
+	r := newTestRepo(t, "example.com/abloop")
+	c1 = r.commit(loopServer, "one")
+	c2 = r.commit(strings.Replace(loopServer, "iterations = 1000", "iterations = 11000", 1), "two: 10,000 more iterations per request")
+	r.git("checkout", "-q", "-b", "noop", c1)
+	c3 = r.commit(strings.Replace(loopServer, "var sink int", "// A comment changes nothing.\nvar sink int", 1), "three: a comment")
+	r.git("checkout", "-q", "main")
+	return r.dir, c1, c2, c3
 }
 
 // TestABInstructions: 10,000 more iterations of a loop the disassembly

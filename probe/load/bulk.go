@@ -1,11 +1,9 @@
 package load
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/perfspy/perfspy/probe/load/bulk"
 )
@@ -41,28 +39,6 @@ func (c *bulkCounts) phaseCounts(run func() (*Result, error)) (*Result, error) {
 		res.DatagramSource = c.source
 	}
 	return res, err
-}
-
-// bulkStep is the step of a bulk driver: one transfer by worker i, timed
-// and counted.
-func bulkStep(ctx context.Context, transfer func(ctx context.Context, i int) error) func(i int, r *Result) {
-	return func(i int, r *Result) {
-		t0 := time.Now()
-		err := transfer(ctx, i)
-		if err == nil {
-			r.OK++
-			r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		r.Errors++
-		if r.FirstErr == "" {
-			r.FirstErr = err.Error()
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // ErrBadTransfer is returned for a transfer whose bytes came back wrong.

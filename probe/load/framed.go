@@ -162,24 +162,15 @@ func (d *Framed) RunN(ctx context.Context, n int) (*Result, error) {
 
 // step sends one request on worker i's connection.
 func (d *Framed) step(ctx context.Context) func(i int, r *Result) {
-	return func(i int, r *Result) {
+	return countedStep(ctx, func(ctx context.Context, i int) error {
 		fc, err := d.conn(ctx, i)
-		if err == nil {
-			t0 := time.Now()
-			if err = d.one(fc); err == nil {
-				r.OK++
-				r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
-				return
-			}
+		if err != nil {
+			return err
+		}
+		if err := d.one(fc); err != nil {
 			d.drop(i) // a broken stream cannot be resynchronized
+			return err
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		r.Errors++
-		if r.FirstErr == "" {
-			r.FirstErr = err.Error()
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -115,6 +115,29 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration, idle func() 
 	return total, nil
 }
 
+// countedStep makes a phase's step of one request by worker i: timed and
+// counted on success, counted as an error otherwise (not when the phase
+// was cancelled mid-request).
+func countedStep(ctx context.Context, transfer func(ctx context.Context, i int) error) func(i int, r *Result) {
+	return func(i int, r *Result) {
+		t0 := time.Now()
+		err := transfer(ctx, i)
+		if err == nil {
+			r.OK++
+			r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.Errors++
+		if r.FirstErr == "" {
+			r.FirstErr = err.Error()
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // phase runs conns workers until the deadline d from now (or ctx ends);
 // worker i calls step(i, r) for each request, counting into its own r,
 // and the counts are merged at the end. No request starts after the

@@ -178,13 +178,13 @@ func (d *QUIC) transfer(ctx context.Context, i int) error {
 // Run implements Driver.
 func (d *QUIC) Run(ctx context.Context, dur time.Duration) (*Result, error) {
 	return d.counts.phaseCounts(func() (*Result, error) {
-		return phase(ctx, dur, d.opt.Conns*d.opt.Streams, bulkStep(ctx, d.transfer))
+		return phase(ctx, dur, d.opt.Conns*d.opt.Streams, countedStep(ctx, d.transfer))
 	})
 }
 
 // RunN implements Driver.
 func (d *QUIC) RunN(ctx context.Context, n int) (*Result, error) {
 	return d.counts.phaseCounts(func() (*Result, error) {
-		return phaseN(ctx, n, d.opt.Conns*d.opt.Streams, bulkStep(ctx, d.transfer))
+		return phaseN(ctx, n, d.opt.Conns*d.opt.Streams, countedStep(ctx, d.transfer))
 	})
 }

@@ -163,13 +163,13 @@ func (d *UDP) transfer(ctx context.Context, i int) error {
 // Run implements Driver.
 func (d *UDP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
 	return d.counts.phaseCounts(func() (*Result, error) {
-		return phase(ctx, dur, d.opt.Conns, bulkStep(ctx, d.transfer))
+		return phase(ctx, dur, d.opt.Conns, countedStep(ctx, d.transfer))
 	})
 }
 
 // RunN implements Driver.
 func (d *UDP) RunN(ctx context.Context, n int) (*Result, error) {
 	return d.counts.phaseCounts(func() (*Result, error) {
-		return phaseN(ctx, n, d.opt.Conns, bulkStep(ctx, d.transfer))
+		return phaseN(ctx, n, d.opt.Conns, countedStep(ctx, d.transfer))
 	})
 }
