@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchmath"
@@ -487,8 +488,8 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 			cfg.Run.Target, cfg.Run.Requests, cfg.Run.CPUs)
 		return
 	}
-	fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, duration %v, warm-up %v, conns %d, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.\n",
-		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, cfg.Run.Conns, cfg.Run.CPUs)
+	fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.\n",
+		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, connsName(cfg.Run.Conns), cfg.Run.CPUs)
 }
 
 // abHTML is report.html: the same tables, and the differential flame graph.
@@ -507,4 +508,12 @@ func abHTML(r *ABResult, md, out string) []byte {
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// connsName is -conns as the report says it: 0 is the driver's default.
+func connsName(n int) string {
+	if n == 0 {
+		return "the driver's default"
+	}
+	return strconv.Itoa(n)
 }
