@@ -83,9 +83,9 @@ func Parse(r io.Reader) ([]*Part, error) {
 				}
 				switch key {
 				case "fn":
-					fn = name
+					fn = baseName(name)
 				case "cfn":
-					cfn = name
+					cfn = baseName(name)
 				}
 			case "calls":
 				inCall = true
@@ -158,6 +158,22 @@ func startsCost(t string) bool {
 
 // compressed resolves name compression: "(id) name" defines, "(id)"
 // refers, a bare name is itself.
+// baseName drops the recursion level callgrind appends to a function
+// that calls itself ("main.walk'2"): the levels are one function, and
+// rows of their own would show one change as several.
+func baseName(fn string) string {
+	i := strings.LastIndexByte(fn, '\'')
+	if i <= 0 || i == len(fn)-1 {
+		return fn
+	}
+	for _, c := range fn[i+1:] {
+		if c < '0' || c > '9' {
+			return fn
+		}
+	}
+	return fn[:i]
+}
+
 func compressed(table map[string]string, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if !strings.HasPrefix(v, "(") {

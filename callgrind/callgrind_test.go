@@ -88,3 +88,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A recursive function's levels (main.walk, main.walk'2) are one function:
+// its own cost is both levels', and its inclusive cost counts the
+// recursion once.
+func TestRecursionLevels(t *testing.T) {
+	f, err := os.Open("testdata/recursion.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parts, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parts[0]
+	if p.Self["main.walk"] != 160 || len(p.Self) != 2 || p.Self["main.main"] != 1 {
+		t.Errorf("self %v, want main.walk 160 and main.main 1", p.Self)
+	}
+	if got := p.Inclusive("main.walk"); got != 160 {
+		t.Errorf("inclusive main.walk %d, want 160", got)
+	}
+	if got := p.Inclusive("main.main"); got != 161 {
+		t.Errorf("inclusive main.main %d, want 161", got)
+	}
+	for _, n := range []string{"main.walk'2", "f'x", "'3", "g'"} {
+		want := n
+		if n == "main.walk'2" {
+			want = "main.walk"
+		}
+		if baseName(n) != want {
+			t.Errorf("baseName(%q) = %q", n, baseName(n))
+		}
+	}
+}
