@@ -174,6 +174,8 @@ func writeBench(w io.Writer, s *Summary, name string, config map[string]string) 
 		add(s.PerRequest.AllocBytes, "B/req", true)
 		add(s.PerRequest.CopiedBytes, "copied-B/req", true)
 		add(s.PerRequest.Syscalls, "syscalls/req", true)
+		// Datagrams per transfer move with ACK timing: not exact.
+		add(s.DatagramsPerRequest, "datagrams/req", false)
 		for _, q := range []string{"p50", "p99", "p999"} {
 			if v, ok := s.Window.LatencyUS[q]; ok {
 				ms = append(ms, benchMetric{float64(v), q + "-us", false})

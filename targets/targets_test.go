@@ -172,7 +172,10 @@ func bulk(t *testing.T, cfg probe.Config) *probe.Summary {
 	t.Helper()
 	requireRoot(t)
 	cfg.Copies = "off"
-	s, _ := run(t, "./quicecho", cfg)
+	s, out := run(t, "./quicecho", cfg)
+	if b, err := os.ReadFile(filepath.Join(out, "bench.txt")); err != nil || !strings.Contains(string(b), " datagrams/req") {
+		t.Errorf("bench.txt lacks datagrams/req: %s %v", b, err)
+	}
 	if s.Window.Errors != 0 || s.Window.Requests < 20 || s.Transfer == nil || s.DatagramsPerRequest == nil || s.PerDatagram == nil {
 		t.Fatalf("quicecho %v: window %+v, transfer %+v", cfg.Args, s.Window, s.Transfer)
 	}
