@@ -12,15 +12,7 @@ import (
 // (* repeats the position), runtime.memmove 1200, main.main 300; the totals:
 // lines are not costs; part 3 is the exit dump.
 func TestPitfalls(t *testing.T) {
-	f, err := os.Open("testdata/pitfalls.out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	parts, err := Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := parseFile(t, "testdata/pitfalls.out")
 	if len(parts) != 3 {
 		t.Fatalf("%d parts, want 3", len(parts))
 	}
@@ -93,16 +85,7 @@ func FuzzParse(f *testing.F) {
 // its own cost is both levels', and its inclusive cost counts the
 // recursion once.
 func TestRecursionLevels(t *testing.T) {
-	f, err := os.Open("testdata/recursion.out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	parts, err := Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := parts[0]
+	p := parseFile(t, "testdata/recursion.out")[0]
 	if p.Self["main.walk"] != 160 || len(p.Self) != 2 || p.Self["main.main"] != 1 {
 		t.Errorf("self %v, want main.walk 160 and main.main 1", p.Self)
 	}
@@ -121,4 +104,18 @@ func TestRecursionLevels(t *testing.T) {
 			t.Errorf("baseName(%q) = %q", n, baseName(n))
 		}
 	}
+}
+
+func parseFile(t *testing.T, path string) []*Part {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parts, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
 }
