@@ -237,7 +237,8 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	}
 	res := &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
 	shas := map[string]string{}
-	for arm, rev := range map[string]string{"before": cfg.Before, "after": cfg.After} {
+	for _, arm := range []string{"before", "after"} {
+		rev := map[string]string{"before": cfg.Before, "after": cfg.After}[arm]
 		sha, err := git(ctx, root, "rev-parse", "--verify", rev+"^{commit}")
 		if err != nil {
 			return nil, fmt.Errorf("-%s %s: %w", arm, rev, err)
@@ -404,10 +405,8 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	writeABReport(&md, res, cfg)
 	files["report.md"] = md.Bytes()
 	files["report.html"] = abHTML(res, md.String(), out)
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeFiles(out, files); err != nil {
+		return nil, err
 	}
 	if len(res.Gate) > 0 {
 		return res, fmt.Errorf("%w: %s", ErrRegression, strings.Join(res.Gate, "; "))

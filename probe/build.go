@@ -189,6 +189,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
 	replace := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+	spies := map[string]string{} // the runtime spies' entries, left out of a plain build
 	// The toolchain that builds in buildDir (after any GOTOOLCHAIN switch):
 	// its runtime is the one the overlays patch.
 	envOut, err := goCmd(ctx, buildDir, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
@@ -201,12 +202,14 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	t.GoVersion = goenv[3]
 	if opts.Copies {
-		ov, err := copiesOverlay(goenv, work, t.PkgDir)
+		ov, err := spyOverlay(work, t.PkgDir, "copyspy", func(dir string) (map[string]string, error) {
+			return copyspyOverlay(goenv[0], goenv[1], dir)
+		})
 		if err != nil {
 			t.CopiesOff = err.Error()
 			logf("copies: %v; measuring without copy figures", err)
 		} else {
-			maps.Copy(replace, ov)
+			maps.Copy(spies, ov)
 			t.Copies = true
 		}
 	}
@@ -216,12 +219,14 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		}
 	}
 	if opts.Allocs {
-		ov, err := allocsOverlay(goenv, work, t.PkgDir)
+		ov, err := spyOverlay(work, t.PkgDir, "allocspy", func(dir string) (map[string]string, error) {
+			return allocspyOverlay(goenv[0], goenv[1], goenv[2], dir)
+		})
 		if err != nil {
 			t.AllocsOff = err.Error()
 			logf("allocs: %v; counting allocations with the heap profile at MemProfileRate=1", err)
 		} else {
-			maps.Copy(replace, ov)
+			maps.Copy(spies, ov)
 			t.Allocs = true
 		}
 	}
@@ -247,17 +252,12 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	} else {
 		logf("building %s", spec)
 	}
-	out, err := build(replace)
+	out, err := build(mergeOverlays(replace, spies))
 	if err != nil && (t.Copies || t.Allocs) && ctx.Err() == nil {
-		// A plain build tells a broken target from a runtime overlay that
-		// this Go release does not accept.
-		plain := map[string]string{}
-		for k, v := range replace {
-			if strings.HasPrefix(k, t.PkgDir+string(filepath.Separator)) && !strings.Contains(v, "spy") {
-				plain[k] = v // the agent and the wall-clock profiler
-			}
-		}
-		if out2, err2 := build(plain); err2 == nil {
+		// A plain build (the agent and the wall-clock profiler, no runtime
+		// spy) tells a broken target from a runtime overlay that this Go
+		// release does not accept.
+		if out2, err2 := build(replace); err2 == nil {
 			why := "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
 			if t.Copies {
 				t.Copies, t.CopiesOff = false, why
@@ -284,47 +284,34 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	return t, nil
 }
 
-const copyspyImport = ModulePath + "/copyspy/inproc"
-
 // copyspyOverlay is copyspy.Overlay; tests replace it to play a Go release
 // the patch does not know.
 var copyspyOverlay = copyspy.Overlay
 
-// copiesOverlay returns the overlay entries of copyspy: the patched runtime
-// files of the toolchain described by goenv (GOROOT, GOARCH, GOEXPERIMENT),
-// and a second file for package
-// main that links the table reader.
-func copiesOverlay(goenv []string, work, pkgDir string) (map[string]string, error) {
-	rtDir := filepath.Join(work, "copyspy")
-	if err := os.Mkdir(rtDir, 0o755); err != nil {
-		return nil, err
-	}
-	ov, err := copyspyOverlay(goenv[0], goenv[1], rtDir)
-	if err != nil {
-		return nil, err
-	}
-	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_copyspy.go", copyspyImport)
-}
-
-const allocspyImport = ModulePath + "/allocspy/inproc"
-
-const wallclockImport = ModulePath + "/probe/agent/wallclock"
-
 // allocspyOverlay is allocspy.Overlay; tests replace it.
 var allocspyOverlay = allocspy.Overlay
 
-// allocsOverlay returns allocspy's overlay entries: the patched malloc.go,
-// the recorder, and a file for package main that links the table reader.
-func allocsOverlay(goenv []string, work, pkgDir string) (map[string]string, error) {
-	rtDir := filepath.Join(work, "allocspy")
+const wallclockImport = ModulePath + "/probe/agent/wallclock"
+
+func mergeOverlays(a, b map[string]string) map[string]string {
+	m := maps.Clone(a)
+	maps.Copy(m, b)
+	return m
+}
+
+// spyOverlay returns the overlay entries of the runtime spy name (copyspy,
+// allocspy): the runtime files patch writes into a folder of its own, and a
+// file for package main that links name/inproc, the table reader.
+func spyOverlay(work, pkgDir, name string, patch func(dir string) (map[string]string, error)) (map[string]string, error) {
+	rtDir := filepath.Join(work, name)
 	if err := os.Mkdir(rtDir, 0o755); err != nil {
 		return nil, err
 	}
-	ov, err := allocspyOverlay(goenv[0], goenv[1], goenv[2], rtDir)
+	ov, err := patch(rtDir)
 	if err != nil {
 		return nil, err
 	}
-	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_allocspy.go", allocspyImport)
+	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_"+name+".go", ModulePath+"/"+name+"/inproc")
 }
 
 // repeatablePatches are the runtime's random choices that change the

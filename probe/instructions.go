@@ -68,12 +68,11 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
 	env := targetEnv(cfg, agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
-	if len(plan.Load) > 0 {
-		if err := pinSelf(plan.Load); err != nil {
-			return nil, fmt.Errorf("pinning the load driver: %w", err)
-		}
-		defer unpinSelf()
+	unpin, err := pinLoad(plan)
+	if err != nil {
+		return nil, err
 	}
+	defer unpin()
 	args := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cgOut, tgt.Binary}, cfg.Args...)
 	logf("starting %s under callgrind (about 50 times slower)", tgt.Binary)
 	p, err := startTarget(vg, args, env, filepath.Join(out, "target.log"), plan.Server)
@@ -190,10 +189,8 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		return nil, err
 	}
 	writeInstructionsReport(&rep, s, win, n)
-	for name, b := range map[string][]byte{"summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()} {
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeFiles(out, map[string][]byte{"summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}); err != nil {
+		return nil, err
 	}
 	return &Result{Dir: out, Summary: s}, nil
 }

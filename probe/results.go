@@ -3,10 +3,12 @@ package probe
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -278,10 +280,8 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	writeOffCPUReport(&buf, s)
 	files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	files["meta"] = []byte(formatMeta(meta))
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeFiles(out, files); err != nil {
+		return nil, err
 	}
 	return &Result{Dir: out, Summary: s, Sites: sites, CopySites: copySites}, nil
 }
@@ -423,4 +423,14 @@ func floorRatios(s, floor *Summary) map[string]float64 {
 		ratio("cpu_us_per_datagram", s.PerDatagram.CPUUS, floor.PerDatagram.CPUUS)
 	}
 	return out
+}
+
+// writeFiles writes each file into dir, in name order.
+func writeFiles(dir string, files map[string][]byte) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -218,23 +218,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	var floor *Summary
 	if cfg.Floor && !looksBulk(cfg) {
 		logf("measuring the floor (targets/floor) with the same settings")
-		root, err := srcroot.Dir()
-		if err != nil {
+		if floor, err = runFloor(ctx, cfg, "floor", Config{Path: "/", Syscalls: "proc-io"}); err != nil {
 			return nil, err
 		}
-		fdir, err := os.MkdirTemp("", "perfspy-floor-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(fdir)
-		fc := Config{Target: filepath.Join(root, "targets", "floor"), Path: "/", Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration,
-			CPUs: cfg.CPUs, Copies: "off", Allocs: "heapprofile", Syscalls: "proc-io", ReadyTimeout: cfg.ReadyTimeout,
-			MinRequests: cfg.MinRequests, Out: filepath.Join(fdir, "out"), timingOnly: true}
-		fr, err := Run(ctx, fc, nil)
-		if err != nil && !errors.Is(err, ErrNotJudged) {
-			return nil, fmt.Errorf("floor: %w", err)
-		}
-		floor = fr.Summary
 	}
 	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
 	if err != nil {
@@ -248,12 +234,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	sock := filepath.Join(priv, "agent.sock")
 	env := targetEnv(cfg, agent.SocketEnv+"="+sock)
 
-	if len(plan.Load) > 0 {
-		if err := pinSelf(plan.Load); err != nil {
-			return nil, fmt.Errorf("pinning the load driver: %w", err)
-		}
-		defer unpinSelf()
+	unpin, err := pinLoad(plan)
+	if err != nil {
+		return nil, err
 	}
+	defer unpin()
 
 	logf("starting %s", tgt.Binary)
 	p, err := startTarget(tgt.Binary, cfg.Args, env, filepath.Join(out, "target.log"), plan.Server)
@@ -459,6 +444,18 @@ func driverProto(cfg Config, tgt *Target, ep endpoint) string {
 	return "http"
 }
 
+// pinLoad pins this process, the load driver, to the plan's load CPUs
+// (when it has them) and returns what undoes it.
+func pinLoad(plan CPUPlan) (func(), error) {
+	if len(plan.Load) == 0 {
+		return func() {}, nil
+	}
+	if err := pinSelf(plan.Load); err != nil {
+		return nil, fmt.Errorf("pinning the load driver: %w", err)
+	}
+	return unpinSelf, nil
+}
+
 // looksBulk tells, before the build, a target whose floor is
 // targets/udpfloor: one of the bulk targets, or a bulk -proto.
 func looksBulk(cfg Config) bool {
@@ -473,27 +470,33 @@ func looksBulk(cfg Config) bool {
 // and mode, in datagrams of the largest size the QUIC connection sent: the
 // kernel's floor under the same transfers.
 func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(string, ...any)) (*Summary, error) {
-	root, err := srcroot.Dir()
-	if err != nil {
-		return nil, err
-	}
 	pkt := int(quic.MaxDatagram)
 	if pkt <= bulk.HeaderSize {
 		return nil, fmt.Errorf("floor: the QUIC window counted no datagrams")
 	}
 	logf("measuring the UDP floor (targets/udpfloor): transfers of %d bytes in datagrams of %d", cfg.Size, pkt)
+	return runFloor(ctx, cfg, "udpfloor", Config{Syscalls: cfg.Syscalls, Proto: "udp", Size: cfg.Size, Pkt: pkt, Args: modeArgs(cfg.Args)})
+}
+
+// runFloor measures perfspy's targets/<name> with cfg's load settings and
+// what fc adds: its timing window only, its results in a folder removed
+// afterwards.
+func runFloor(ctx context.Context, cfg Config, name string, fc Config) (*Summary, error) {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return nil, err
+	}
 	fdir, err := os.MkdirTemp("", "perfspy-floor-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(fdir)
-	fc := Config{Target: filepath.Join(root, "targets", "udpfloor"), Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration,
-		CPUs: cfg.CPUs, Copies: "off", Allocs: "heapprofile", Syscalls: cfg.Syscalls, ReadyTimeout: cfg.ReadyTimeout,
-		MinRequests: cfg.MinRequests, Out: filepath.Join(fdir, "out"), timingOnly: true,
-		Proto: "udp", Size: cfg.Size, Pkt: pkt, Args: modeArgs(cfg.Args)}
+	fc.Target, fc.Out, fc.timingOnly = filepath.Join(root, "targets", name), filepath.Join(fdir, "out"), true
+	fc.Conns, fc.Warmup, fc.Duration, fc.CPUs = cfg.Conns, cfg.Warmup, cfg.Duration, cfg.CPUs
+	fc.Copies, fc.Allocs, fc.ReadyTimeout, fc.MinRequests = "off", "heapprofile", cfg.ReadyTimeout, cfg.MinRequests
 	fr, err := Run(ctx, fc, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
-		return nil, fmt.Errorf("floor: %w", err)
+		return nil, fmt.Errorf("floor (targets/%s): %w", name, err)
 	}
 	return fr.Summary, nil
 }

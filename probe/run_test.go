@@ -584,6 +584,34 @@ func TestCopiesUnsupported(t *testing.T) {
 	}
 }
 
+// TestCopiesOverlayDoesNotBuild plays a runtime overlay that this Go
+// release does not compile: probe builds again without it, keeping the
+// agent, measures without copy figures and says why.
+func TestCopiesOverlayDoesNotBuild(t *testing.T) {
+	skipShort(t)
+	old := copyspyOverlay
+	copyspyOverlay = func(goroot, goarch, dir string) (map[string]string, error) {
+		broken := filepath.Join(dir, "zz_broken.go")
+		if err := os.WriteFile(broken, []byte("package runtime\n\nfunc perfspyBroken( {\n"), 0o644); err != nil {
+			return nil, err
+		}
+		return map[string]string{filepath.Join(goroot, "src", "runtime", "zz_broken.go"): broken}, nil
+	}
+	defer func() { copyspyOverlay = old }()
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
+		Allocs: "heapprofile", Out: filepath.Join(t.TempDir(), "out")}, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	checkNoOrphans(t)
+	if src := res.Summary.Sources["copies"]; !strings.Contains(src, "did not build") || res.Summary.PerRequest.CopyCalls != nil {
+		t.Errorf("sources.copies = %q, copy calls %v", src, res.Summary.PerRequest.CopyCalls)
+	}
+	if res.Summary.Window.Requests == 0 {
+		t.Error("no requests measured: the plain build lost the agent or the target")
+	}
+}
+
 // siteTotals sums a profile's first two values by leaf function.
 func siteTotals(p *profile.Profile, vi ...int) map[string][2]int64 {
 	m := map[string][2]int64{}

@@ -157,10 +157,8 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 		return nil, err
 	}
 	writeSweepReport(&md, res)
-	for name, b := range map[string][]byte{"sweep.json": js.Bytes(), "report.md": md.Bytes()} {
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeFiles(out, map[string][]byte{"sweep.json": js.Bytes(), "report.md": md.Bytes()}); err != nil {
+		return nil, err
 	}
 	if !res.Judged {
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
