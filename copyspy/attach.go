@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/perfspy/perfspy/internal/bpfasm"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/probe/agent"
 )
@@ -23,13 +25,9 @@ var ErrNeedRoot = errors.New("copyspy attach needs root (the bpf syscall and upr
 const (
 	ptRegsBX = 40
 	ptRegsCX = 88
-	ptRegsSP = 152
 )
 
 const (
-	stackDepth    = 127 // PERF_MAX_STACK_DEPTH
-	bpfUserStack  = 1 << 8
-	bpfNoExist    = 1
 	countsEntries = 1 << 16
 	stackEntries  = 1 << 14
 )
@@ -96,7 +94,7 @@ func Attach(pid int) (*Session, error) {
 	if err != nil {
 		return nil, bpfErr("creating the counts map", err)
 	}
-	s.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "copyspy_stacks", Type: ebpf.StackTrace, KeySize: 4, ValueSize: stackDepth * 8, MaxEntries: stackEntries})
+	s.stacks, err = ebpf.NewMap(bpfasm.StackMap("copyspy_stacks", stackEntries))
 	if err != nil {
 		s.Close()
 		return nil, bpfErr("creating the stack map", err)
@@ -146,69 +144,58 @@ func countProgram(h hook, tgid uint32, counts, stacks int) asm.Instructions {
 		keyOff = -16 // attachKey: caller -16, stackid -8, kindBucket -4
 		valOff = -32 // attachValue: calls -32, bytes -24
 	)
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.JNE.Imm(asm.R0, int32(tgid), "exit"),
-		asm.LoadMem(asm.R7, asm.R6, h.nReg, asm.DWord),
+	return slices.Concat(
+		bpfasm.OwnProcess(tgid, "exit"),
+		asm.Instructions{
+			asm.LoadMem(asm.R7, asm.R6, h.nReg, asm.DWord),
 
-		// key.caller = *(u64 *)regs->sp
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, keyOff),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.LoadMem(asm.R3, asm.R6, ptRegsSP, asm.DWord),
-		asm.FnProbeReadUser.Call(),
+			// key.caller = *(u64 *)regs->sp
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, keyOff),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, asm.R6, bpfasm.PtRegsSP, asm.DWord),
+			asm.FnProbeReadUser.Call(),
 
-		// key.stackid = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK)
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.LoadMapPtr(asm.R2, stacks),
-		asm.Mov.Imm(asm.R3, bpfUserStack),
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(asm.R10, keyOff+8, asm.R0, asm.Word),
+			// key.stackid = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK)
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.LoadMapPtr(asm.R2, stacks),
+			asm.Mov.Imm(asm.R3, bpfasm.UserStack),
+			asm.FnGetStackid.Call(),
+			asm.StoreMem(asm.R10, keyOff+8, asm.R0, asm.Word),
 
-		// key.kindBucket
-		asm.Mov.Imm(asm.R8, int32(h.kind<<8)),
-		asm.JLT.Imm(asm.R7, 64, "bucket"),
-		asm.Add.Imm(asm.R8, 1),
-		asm.JLT.Imm(asm.R7, 1024, "bucket"),
-		asm.Add.Imm(asm.R8, 1),
-		asm.JLT.Imm(asm.R7, 16384, "bucket"),
-		asm.Add.Imm(asm.R8, 1),
-		asm.StoreMem(asm.R10, keyOff+12, asm.R8, asm.Word).WithSymbol("bucket"),
+			// key.kindBucket
+			asm.Mov.Imm(asm.R8, int32(h.kind<<8)),
+			asm.JLT.Imm(asm.R7, 64, "bucket"),
+			asm.Add.Imm(asm.R8, 1),
+			asm.JLT.Imm(asm.R7, 1024, "bucket"),
+			asm.Add.Imm(asm.R8, 1),
+			asm.JLT.Imm(asm.R7, 16384, "bucket"),
+			asm.Add.Imm(asm.R8, 1),
+			asm.StoreMem(asm.R10, keyOff+12, asm.R8, asm.Word).WithSymbol("bucket"),
+		},
+		bpfasm.Lookup(counts, keyOff),
+		asm.Instructions{
+			asm.JNE.Imm(asm.R0, 0, "add"),
+			// First hit of this key: insert zeros, then look it up again.
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R10, valOff, asm.R1, asm.DWord),
+			asm.StoreMem(asm.R10, valOff+8, asm.R1, asm.DWord),
+		},
+		bpfasm.InsertNew(counts, keyOff, valOff),
+		bpfasm.Lookup(counts, keyOff),
+		asm.Instructions{
+			asm.JEq.Imm(asm.R0, 0, "exit"),
 
-		asm.LoadMapPtr(asm.R1, counts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, "add"),
+			asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.Add.Imm(asm.R2, 8),
+			asm.StoreXAdd(asm.R2, asm.R7, asm.DWord),
 
-		// First hit of this key: insert zeros, then look it up again.
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.R10, valOff, asm.R1, asm.DWord),
-		asm.StoreMem(asm.R10, valOff+8, asm.R1, asm.DWord),
-		asm.LoadMapPtr(asm.R1, counts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, valOff),
-		asm.Mov.Imm(asm.R4, bpfNoExist),
-		asm.FnMapUpdateElem.Call(),
-		asm.LoadMapPtr(asm.R1, counts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-
-		asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R2, asm.R0),
-		asm.Add.Imm(asm.R2, 8),
-		asm.StoreXAdd(asm.R2, asm.R7, asm.DWord),
-
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-		asm.Return(),
-	}
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+			asm.Return(),
+		},
+	)
 }
 
 // Report reads the counts so far and symbolizes them against the binary.
@@ -230,7 +217,7 @@ func (s *Session) Report() (*agent.CopyReport, error) {
 		site.Bytes[b] = v.Bytes
 		pcs := []uint64{k.Caller}
 		if k.StackID >= 0 {
-			var stack [stackDepth]uint64
+			var stack [bpfasm.StackDepth]uint64
 			if err := s.stacks.Lookup(uint32(k.StackID), &stack); err == nil {
 				// stack[0] is the probed function itself; its caller is
 				// missing from the frame-pointer walk and comes from *(SP).

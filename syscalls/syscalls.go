@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -18,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/perfspy/perfspy/internal/bpfasm"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/probe/agent"
 )
@@ -31,13 +33,6 @@ const Source = "bpf-tracepoint"
 // MaxSyscall bounds the syscall numbers counted one by one; larger ones
 // (none on x86_64 today) count as MaxSyscall.
 const MaxSyscall = 1023
-
-const (
-	bpfUserStack = 1 << 8
-	bpfNoExist   = 1
-	stackDepth   = 127
-	ptRegsSP     = 152 // offset of sp in struct pt_regs, x86_64
-)
 
 // Name returns the name of syscall number n on x86_64.
 func Name(n int) string {
@@ -81,7 +76,7 @@ func Open(pid int) (*Counter, error) {
 		c.Close()
 		return nil, fmt.Errorf("creating the control map: %w", err)
 	}
-	if c.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "sys_stacks", Type: ebpf.StackTrace, KeySize: 4, ValueSize: stackDepth * 8, MaxEntries: 1 << 14}); err != nil {
+	if c.stacks, err = ebpf.NewMap(bpfasm.StackMap("sys_stacks", 1<<14)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("creating the stack map: %w", err)
 	}
@@ -116,86 +111,73 @@ func program(tgid uint32, counts, ctl, stacks, stackCnts int) asm.Instructions {
 		oneOff = -40 // the value 1, for a first insert
 		zeroOf = -44 // u32 0, the ctl key
 	)
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.JNE.Imm(asm.R0, int32(tgid), "exit"),
+	return slices.Concat(
+		bpfasm.OwnProcess(tgid, "exit"),
+		asm.Instructions{
+			asm.LoadMem(asm.R7, asm.R6, 8, asm.DWord), // id
+			asm.JLE.Imm(asm.R7, MaxSyscall, "inrange"),
+			asm.Mov.Imm(asm.R7, MaxSyscall),
+			asm.StoreMem(asm.R10, idOff, asm.R7, asm.Word).WithSymbol("inrange"),
+		},
+		bpfasm.Lookup(counts, idOff),
+		asm.Instructions{
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 
-		asm.LoadMem(asm.R7, asm.R6, 8, asm.DWord), // id
-		asm.JLE.Imm(asm.R7, MaxSyscall, "inrange"),
-		asm.Mov.Imm(asm.R7, MaxSyscall),
-		asm.StoreMem(asm.R10, idOff, asm.R7, asm.Word).WithSymbol("inrange"),
-		asm.LoadMapPtr(asm.R1, counts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, idOff),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			// Stacks only while ctl[0] != 0.
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R10, zeroOf, asm.R1, asm.Word),
+		},
+		bpfasm.Lookup(ctl, zeroOf),
+		asm.Instructions{
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, "exit"),
 
-		// Stacks only while ctl[0] != 0.
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.R10, zeroOf, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, ctl),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, zeroOf),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.JEq.Imm(asm.R1, 0, "exit"),
+			asm.StoreMem(asm.R10, keyOff, asm.R7, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.LoadMapPtr(asm.R2, stacks),
+			asm.Mov.Imm(asm.R3, bpfasm.UserStack),
+			asm.FnGetStackid.Call(),
+			asm.StoreMem(asm.R10, keyOff+4, asm.R0, asm.Word),
 
-		asm.StoreMem(asm.R10, keyOff, asm.R7, asm.Word),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.LoadMapPtr(asm.R2, stacks),
-		asm.Mov.Imm(asm.R3, bpfUserStack),
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(asm.R10, keyOff+4, asm.R0, asm.Word),
-
-		// spword = *(u64 *)regs->sp
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
-		asm.StoreMem(asm.R10, keyOff+8, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
-		asm.Add.Imm(asm.R3, ptRegsSP),
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, spOff),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, keyOff+8),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadUser.Call(),
-
-		asm.LoadMapPtr(asm.R1, stackCnts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, "add"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R10, oneOff, asm.R1, asm.DWord),
-		asm.LoadMapPtr(asm.R1, stackCnts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, oneOff),
-		asm.Mov.Imm(asm.R4, bpfNoExist),
-		asm.FnMapUpdateElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
+			// spword = *(u64 *)regs->sp
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
+			asm.StoreMem(asm.R10, keyOff+8, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
+			asm.Add.Imm(asm.R3, bpfasm.PtRegsSP),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, spOff),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, keyOff+8),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadUser.Call(),
+		},
+		bpfasm.Lookup(stackCnts, keyOff),
+		asm.Instructions{
+			asm.JNE.Imm(asm.R0, 0, "add"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R10, oneOff, asm.R1, asm.DWord),
+		},
+		bpfasm.InsertNew(stackCnts, keyOff, oneOff),
+		asm.Instructions{asm.JEq.Imm(asm.R0, 0, "exit")},
 		// Another CPU inserted it first: look it up again and add.
-		asm.LoadMapPtr(asm.R1, stackCnts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keyOff),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-		asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		bpfasm.Lookup(stackCnts, keyOff),
+		asm.Instructions{
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-		asm.Return(),
-	}
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+			asm.Return(),
+		},
+	)
 }
 
 // Counts returns the syscalls counted so far, by number.
@@ -240,7 +222,7 @@ func (c *Counter) StackCounts() (map[StackKey]uint64, error) {
 
 // Stack returns the user stack of id, innermost first.
 func (c *Counter) Stack(id int32) ([]uint64, error) {
-	var st [stackDepth]uint64
+	var st [bpfasm.StackDepth]uint64
 	if err := c.stacks.Lookup(uint32(id), &st); err != nil {
 		return nil, err
 	}

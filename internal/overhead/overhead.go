@@ -204,12 +204,26 @@ func benchHTTPJSON(ctx context.Context, stdout, stderr io.Writer, rounds int, du
 	if err != nil {
 		return err
 	}
-	p := median(plain)
-	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
-	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
-	fmt.Fprintf(stdout, "  overlay, recorder idle  %10.0f  ratio %.3f\n", median(idle), median(idle)/p)
-	fmt.Fprintf(stdout, "  overlay, recorder on    %10.0f  ratio %.3f\n", median(on), median(on)/p)
+	writeRPSRatios(stdout, rounds, plain, []rpsRow{{"overlay, recorder idle", idle}, {"overlay, recorder on", on}})
 	return nil
+}
+
+// rpsRow is one arm of an httpjson req/s table.
+type rpsRow struct {
+	label string
+	rps   []float64
+}
+
+// writeRPSRatios prints the median req/s of the plain runtime and of each
+// row, with its ratio to plain.
+func writeRPSRatios(w io.Writer, rounds int, plain []float64, rows []rpsRow) {
+	p := median(plain)
+	fmt.Fprintf(w, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
+	fmt.Fprintf(w, "  %-22s  %10.0f\n", "plain runtime", p)
+	for _, r := range rows {
+		m := median(r.rps)
+		fmt.Fprintf(w, "  %-22s  %10.0f  ratio %.3f\n", r.label, m, m/p)
+	}
 }
 
 // probeRounds runs probe in interleaved rounds (AB, BA, ...) over modes:
@@ -268,11 +282,7 @@ func benchHTTPJSONAllocs(ctx context.Context, stdout, stderr io.Writer, rounds i
 	if err != nil {
 		return err
 	}
-	p := median(plain)
-	fmt.Fprintf(stdout, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
-	fmt.Fprintf(stdout, "  plain runtime           %10.0f\n", p)
-	fmt.Fprintf(stdout, "  allocspy counting       %10.0f  ratio %.3f\n", median(spy), median(spy)/p)
-	fmt.Fprintf(stdout, "  MemProfileRate=1        %10.0f  ratio %.3f\n", median(rate1), median(rate1)/p)
+	writeRPSRatios(stdout, rounds, plain, []rpsRow{{"allocspy counting", spy}, {"MemProfileRate=1", rate1}})
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -190,21 +191,44 @@ func handleConn(c net.Conn, w *window) {
 
 // window holds the state between begin and end.
 type window struct {
-	mu       sync.Mutex
-	open     bool
-	heapPath string
-	oldRate  int
-	// The CPU profile and the trace are kept in memory until the window
-	// ends: written to files as they go, their writes would be counted as
-	// the target's syscalls.
-	cpuPath   string
-	cpuBuf    bytes.Buffer
-	active    []string          // counters counting, in the order they began
-	paths     map[string]string // their report paths
-	tracePath string
-	traceBuf  bytes.Buffer
-	blocking  string
-	oldMutex  int
+	mu         sync.Mutex
+	open       bool
+	heapPath   string
+	oldRate    int
+	cpu, trace recording
+	active     []string          // counters counting, in the order they began
+	paths      map[string]string // their report paths
+	blocking   string
+	oldMutex   int
+}
+
+// recording is the CPU profile or the execution trace of a window. It is
+// kept in memory until the window ends: written to its file as it goes,
+// its writes would be counted as the target's syscalls.
+type recording struct {
+	path string // "" when not recording
+	buf  bytes.Buffer
+}
+
+func (r *recording) start(path string, start func(io.Writer) error) error {
+	r.buf.Reset()
+	if err := start(&r.buf); err != nil {
+		return err
+	}
+	r.path = path
+	return nil
+}
+
+// stop stops the recording and writes it to its file.
+func (r *recording) stop(stop func()) error {
+	if r.path == "" {
+		return nil
+	}
+	stop()
+	err := os.WriteFile(r.path, r.buf.Bytes(), 0o644)
+	r.path = ""
+	r.buf.Reset()
+	return err
 }
 
 func (w *window) do(req Request) Response {
@@ -250,11 +274,9 @@ func (w *window) begin(req Request) error {
 		}
 	}
 	if req.CPUProfile != "" {
-		w.cpuBuf.Reset()
-		if err := pprof.StartCPUProfile(&w.cpuBuf); err != nil {
+		if err := w.cpu.start(req.CPUProfile, pprof.StartCPUProfile); err != nil {
 			return fmt.Errorf("starting cpu profile: %w", err)
 		}
-		w.cpuPath = req.CPUProfile
 	}
 	if req.Blocking != "" {
 		if err := writeProfiles(req.Blocking, ""); err != nil {
@@ -266,12 +288,10 @@ func (w *window) begin(req Request) error {
 		w.blocking = req.Blocking
 	}
 	if req.Trace != "" {
-		w.traceBuf.Reset()
-		if err := trace.Start(&w.traceBuf); err != nil {
+		if err := w.trace.start(req.Trace, trace.Start); err != nil {
 			w.abort()
 			return fmt.Errorf("starting the execution trace: %w", err)
 		}
-		w.tracePath = req.Trace
 	}
 	// Counters last, so the heap profile's GC is outside their window.
 	w.active, w.paths = nil, req.Counters
@@ -310,16 +330,8 @@ func (w *window) abort() {
 	}
 }
 
-func (w *window) stopCPU() error {
-	if w.cpuPath == "" {
-		return nil
-	}
-	pprof.StopCPUProfile()
-	err := os.WriteFile(w.cpuPath, w.cpuBuf.Bytes(), 0o644)
-	w.cpuPath = ""
-	w.cpuBuf.Reset()
-	return err
-}
+func (w *window) stopCPU() error   { return w.cpu.stop(pprof.StopCPUProfile) }
+func (w *window) stopTrace() error { return w.trace.stop(trace.Stop) }
 
 func (w *window) end() error {
 	var errs []error
@@ -338,17 +350,6 @@ func (w *window) end() error {
 		w.heapPath = ""
 	}
 	return errors.Join(errs...)
-}
-
-func (w *window) stopTrace() error {
-	if w.tracePath == "" {
-		return nil
-	}
-	trace.Stop()
-	err := os.WriteFile(w.tracePath, w.traceBuf.Bytes(), 0o644)
-	w.tracePath = ""
-	w.traceBuf.Reset()
-	return err
 }
 
 // stopBlocking writes the block and mutex profiles with suffix (none when
