@@ -388,8 +388,10 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		}
 	}
 	p.stop()
-	if cfg.Floor && addr.udp && driverProto(cfg, tgt, addr) == "quic" {
-		if floor, err = runUDPFloor(ctx, cfg, clean.load, logf); err != nil {
+	if cfg.Floor && addr.udp {
+		if driverProto(cfg, tgt, addr) != "quic" {
+			logf("-floor: no floor under a plain-UDP target; it is one")
+		} else if floor, err = runUDPFloor(ctx, cfg, clean.load, logf); err != nil {
 			return nil, err
 		}
 	}

@@ -40,7 +40,7 @@ type Result struct {
 	// Datagrams the driver sent and received during the phase, and their
 	// bytes: the bulk drivers (QUIC, UDP) count them; the others leave 0.
 	Datagrams, DatagramBytes int64
-	MaxDatagram              int64  // the largest datagram's bytes
+	MaxDatagram              int64  // the largest datagram's bytes since the driver started
 	DatagramSource           string // how the driver counts them
 }
 
