@@ -28,11 +28,12 @@ const VerdictCountsOnly = "counts-only"
 
 // instructionsGap is the least pause before each request of an
 // instructions window; the load then waits for every thread of the target
-// to sleep. Under callgrind a request that arrives while the server is
-// still finishing the last one takes another path through the scheduler
-// (no park in the netpoller) than one that finds it idle; which of the two
-// a request took depended on timing and moved the count by up to 3% per
-// run, and a fixed pause was not enough on a loaded machine.
+// to sleep and for sysmon to park (threadsIdle). Under callgrind a request
+// that arrives while the server is still finishing the last one takes
+// another path through the scheduler (no park in the netpoller) than one
+// that finds it idle; which of the two a request took depended on timing
+// and moved the count by up to 3% per run, and a fixed pause was not
+// enough on a loaded machine.
 const instructionsGap = 2 * time.Millisecond
 
 // ErrNoValgrind is returned when valgrind is not installed.
@@ -63,7 +64,8 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	}
 	defer os.RemoveAll(priv)
 	sock := filepath.Join(priv, "agent.sock")
-	cgOut := filepath.Join(priv, "callgrind.out")
+	// Kept in the results: kcachegrind and callgrind_annotate read it.
+	cgOut := filepath.Join(out, "callgrind.out")
 	// Callgrind asserts on the signals of Go's asynchronous preemption.
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
@@ -122,6 +124,9 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		return nil, err
 	}
 	p.stop()
+	if err := os.Chmod(cgOut, 0o644); err != nil { // callgrind makes it 0600
+		return nil, fmt.Errorf("callgrind output: %w", err)
+	}
 	f, err := os.Open(cgOut)
 	if err != nil {
 		return nil, fmt.Errorf("callgrind output: %w", err)
@@ -174,7 +179,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 			"instructions_sysmon_per_req":         round(float64(sysmon)/float64(n), 2),
 		},
 		Sources: map[string]string{"instructions": SourceInstructions, "allocs": SourceNone, "copies": SourceNone, "syscalls": SourceNone, "offcpu": SourceNone, "cpu": SourceNone},
-		Files:   map[string]string{"instructions": "instructions.pb.gz", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
+		Files:   map[string]string{"instructions": "instructions.pb.gz", "callgrind": "callgrind.out", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
 	}
 	pp := instructionsProfile(win)
 	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, commit)
