@@ -330,6 +330,12 @@ var repeatablePatches = []struct {
 	// code: filled on the first miss instead, during the warm-up.
 	{"iface.go", "\tif cheaprand()&1023 != 0 {\n", "\tif cheaprand()&0 != 0 {\n", 2},
 	{"iface.go", "\tif cheaprand()&uint32(oldC.Mask) != 0 {\n", "\tif cheaprand()&0 != 0 {\n", 2},
+	// A goroutine entering a system call wakes sysmon from its deep sleep,
+	// and sysmon then runs on a wall clock: under callgrind it took locks
+	// the request's thread held, or took the P from a system call, at
+	// points that moved from run to run. It stays asleep until a timer
+	// is due instead.
+	{"proc.go", "\tif sched.sysmonwait.Load() {\n\t\tsystemstack(entersyscallWakeSysmon)\n", "\tif false && sched.sysmonwait.Load() {\n\t\tsystemstack(entersyscallWakeSysmon)\n", 1},
 }
 
 // repeatableOverlay adds to the overlay the runtime files of

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// The repeatable overlay patches the seed line of this Go's runtime/rand.go
-// and the cache fills of iface.go in place, and refuses a runtime of
-// another shape.
+// The repeatable overlay patches the seed line of this Go's runtime/rand.go,
+// the cache fills of iface.go and sysmon's wake-up on entering a system
+// call in proc.go in place, and refuses a runtime of another shape.
 func TestRepeatableOverlay(t *testing.T) {
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
@@ -44,8 +44,25 @@ func TestRepeatableOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Count(string(gotIface), "\n") != strings.Count(string(origIface), "\n") ||
-		strings.Count(string(gotIface), "cheaprand()&0 != 0") != 4 || len(ov) != 2 {
-		t.Errorf("the patched iface.go moves lines or keeps a random cache fill; overlay %v", ov)
+		strings.Count(string(gotIface), "cheaprand()&0 != 0") != 4 {
+		t.Errorf("the patched iface.go moves lines or keeps a random cache fill")
+	}
+	procGo := filepath.Join(goroot, "src", "runtime", "proc.go")
+	origProc, err := os.ReadFile(procGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotProc, err := os.ReadFile(ov[procGo])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(gotProc), "\n") != strings.Count(string(origProc), "\n") ||
+		!strings.Contains(string(gotProc), "if false && sched.sysmonwait.Load() {\n\t\tsystemstack(entersyscallWakeSysmon)") ||
+		strings.Count(string(gotProc), "sysmonwait.Load()") != strings.Count(string(origProc), "sysmonwait.Load()") {
+		t.Errorf("the patched proc.go moves lines or still wakes sysmon on entering a system call")
+	}
+	if len(ov) != 3 {
+		t.Errorf("overlay %v: want rand.go, iface.go and proc.go", ov)
 	}
 	fake := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(fake, "src", "runtime"), 0o755); err != nil {

@@ -156,10 +156,10 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if n == 0 || lr.Errors+lr.Non2xx > 0 {
 		return nil, fmt.Errorf("the window had %d successes and %d failures (first: %s)", n, lr.Errors+lr.Non2xx, lr.FirstErr)
 	}
-	// sysmon, the runtime's monitor thread, wakes on a clock, not on
-	// requests: under callgrind its cost follows the wall time of the
-	// window, which follows the machine's load. It is left out of the
-	// figure (it made the runs of one binary differ by 0.4%) and shown
+	// sysmon, the runtime's monitor thread, runs on a clock, not on
+	// requests. The repeatable build keeps it asleep through the window,
+	// but a timer that falls due wakes it: what it then costs follows the
+	// wall time of the window, so it is left out of the figure and shown
 	// apart, as is the scheduler's search for work (runtime.findRunnable
 	// with what it calls), which stays in.
 	idle := win.Inclusive("runtime.findRunnable")
@@ -234,6 +234,6 @@ func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n
 		fmt.Fprintf(w, "| `%s`%s | %.2f |\n", row.Func, note, float64(row.Cost)/float64(n))
 	}
 	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
-	fmt.Fprintf(w, "\nThe figure is the total less `runtime.sysmon` (%.2f per request): the runtime's monitor thread wakes on a clock, and under callgrind its cost follows the window's wall time, not the requests.\n",
+	fmt.Fprintf(w, "\nThe figure is the total less `runtime.sysmon` (%.2f per request): the runtime's monitor thread runs on a clock, and under callgrind its cost follows the window's wall time, not the requests. The build keeps it asleep unless a timer falls due.\n",
 		s.Checks["instructions_sysmon_per_req"])
 }

@@ -36,7 +36,8 @@ func instructionsPerRequest(t *testing.T, target, path string, requests int) flo
 		t.Error("bench.txt does not declare instructions/req exact")
 	}
 	// The profile holds the whole window; the figure is the window less
-	// sysmon, both shown in the checks.
+	// sysmon, both shown in the checks. sysmon sleeps through the window
+	// (it cost 0.3% of httpjson's count when a system call woke it).
 	var sum int64
 	for _, s := range p.Sample {
 		sum += s.Value[0]
@@ -45,7 +46,7 @@ func instructionsPerRequest(t *testing.T, target, path string, requests int) flo
 	n := float64(res.Summary.Window.Requests)
 	if math.Abs(float64(sum)/n-c["instructions_total_per_req"]) > 0.01 ||
 		math.Abs(c["instructions_total_per_req"]-c["instructions_sysmon_per_req"]-*res.Summary.PerRequest.Instructions) > 0.02 ||
-		c["instructions_sysmon_per_req"] <= 0 {
+		c["instructions_sysmon_per_req"] > 0.001*c["instructions_total_per_req"] {
 		t.Errorf("profile %d over %v requests; checks %v; figure %v", sum, n, c, *res.Summary.PerRequest.Instructions)
 	}
 	return *res.Summary.PerRequest.Instructions
@@ -108,7 +109,7 @@ func TestInstructions(t *testing.T) {
 		t.Skip("skipped: valgrind is not installed (Debian package valgrind)")
 	}
 	body := loopLength(t)
-	// The baseline's run-to-run noise (0.5% of about 38,000 here), divided
+	// The baseline's run-to-run noise (0.05% of about 37,000 here), divided
 	// by many iterations, is small.
 	const n = 200000
 	i0 := instructionsPerRequest(t, "./testdata/probetarget", "/loop?n=0", 300)
@@ -120,11 +121,8 @@ func TestInstructions(t *testing.T) {
 	}
 }
 
-// TestInstructionsRepeat: runs of the default target's binary agree within
-// 0.1% per request, but for a second state of the runtime's scheduler that
-// some runs fall into (lock contention made by callgrind's own switching
-// between threads, about 450 instructions per request): two of three runs
-// agree within 0.1%, and all three within 0.25%.
+// TestInstructionsRepeat: three runs of the default target's binary agree
+// within 0.1% per request.
 func TestInstructionsRepeat(t *testing.T) {
 	skipShort(t)
 	if _, err := exec.LookPath("valgrind"); err != nil {
@@ -135,13 +133,10 @@ func TestInstructionsRepeat(t *testing.T) {
 		runs = append(runs, instructionsPerRequest(t, "../"+DefaultTarget, "/json", 1000))
 	}
 	sorted := slices.Sorted(slices.Values(runs))
-	lo, mid, hi := sorted[0], sorted[1], sorted[2]
+	lo, hi := sorted[0], sorted[2]
 	t.Logf("instructions/req of three runs: %.2f; spread %.3f%%", runs, 100*(hi-lo)/lo)
-	if min(mid-lo, hi-mid) > 0.001*lo {
-		t.Errorf("no two runs of one binary agree within 0.1%%: %.2f", runs)
-	}
-	if hi-lo > 0.0025*lo {
-		t.Errorf("runs of one binary differ by more than 0.25%%: %.2f", runs)
+	if hi-lo > 0.001*lo {
+		t.Errorf("runs of one binary differ by more than 0.1%%: %.2f", runs)
 	}
 }
 
