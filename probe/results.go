@@ -107,9 +107,9 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	if coresHad > 0 && s.ServerCores < minServerCoreFrac*coresHad {
 		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", s.ServerCores, coresHad, minServerCoreFrac*100))
 	}
-	if cl.Errors+cl.Non2xx > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d failed requests in the timing window (first: %s)", cl.Errors+cl.Non2xx, cl.FirstErr))
-	}
+	reasons = append(reasons, failedReasons([]namedWindow{
+		{"timing window", clean}, {"attribution window", attr}, {"copy window", copyWin}, {"off-CPU window", offWin},
+	})...)
 	comments := func(w *windowResult) []string {
 		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
 	}
@@ -433,4 +433,28 @@ func writeFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+type namedWindow struct {
+	name string
+	w    *windowResult
+}
+
+// failedReasons names each window that had failed requests: a failed
+// request's work is in its window's counts but not in the denominator,
+// which counts successes only. A window listed twice (the attribution
+// window of a timing-only run is the timing window) is named once.
+func failedReasons(windows []namedWindow) []string {
+	var out []string
+	seen := map[*windowResult]bool{}
+	for _, nw := range windows {
+		if nw.w == nil || seen[nw.w] {
+			continue
+		}
+		seen[nw.w] = true
+		if l := nw.w.load; l.Errors+l.Non2xx > 0 {
+			out = append(out, fmt.Sprintf("%d failed requests in the %s (first: %s)", l.Errors+l.Non2xx, nw.name, l.FirstErr))
+		}
+	}
+	return out
 }

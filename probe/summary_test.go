@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+
+	goldenfile "github.com/perfspy/perfspy/internal/golden"
+	"github.com/perfspy/perfspy/probe/load"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -115,5 +118,20 @@ func TestSummaryJSON(t *testing.T) {
 		if _, ok := w[k]; !ok {
 			t.Errorf("window lacks %q", k)
 		}
+	}
+}
+
+// Failed requests in any window make the run not judged, each window named
+// once.
+func TestFailedReasons(t *testing.T) {
+	ok := &windowResult{load: &load.Result{OK: 100}}
+	bad := &windowResult{load: &load.Result{OK: 90, Errors: 2, Non2xx: 1, FirstErr: "connection reset"}}
+	got := failedReasons([]namedWindow{{"timing window", ok}, {"attribution window", bad}, {"copy window", nil}, {"off-CPU window", bad}})
+	want := []string{"3 failed requests in the attribution window (first: connection reset)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := failedReasons([]namedWindow{{"timing window", ok}, {"attribution window", ok}}); got != nil {
+		t.Errorf("no failures: %q", got)
 	}
 }
