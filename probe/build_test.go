@@ -17,49 +17,34 @@ func TestRepeatableOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	goroot := strings.TrimSpace(string(out))
-	randGo := filepath.Join(goroot, "src", "runtime", "rand.go")
-	orig, err := os.ReadFile(randGo)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ov := map[string]string{}
 	if err := repeatableOverlay(ov, goroot, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(ov[randGo])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(string(got), "\n") != strings.Count(string(orig), "\n") ||
-		!strings.Contains(string(got), "seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n") {
-		t.Errorf("the patched rand.go moves lines or lacks the constant seed")
-	}
-	iface := filepath.Join(goroot, "src", "runtime", "iface.go")
-	origIface, err := os.ReadFile(iface)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotIface, err := os.ReadFile(ov[iface])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(string(gotIface), "\n") != strings.Count(string(origIface), "\n") ||
-		strings.Count(string(gotIface), "cheaprand()&0 != 0") != 4 {
-		t.Errorf("the patched iface.go moves lines or keeps a random cache fill")
-	}
-	procGo := filepath.Join(goroot, "src", "runtime", "proc.go")
-	origProc, err := os.ReadFile(procGo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotProc, err := os.ReadFile(ov[procGo])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(string(gotProc), "\n") != strings.Count(string(origProc), "\n") ||
-		!strings.Contains(string(gotProc), "if false && sched.sysmonwait.Load() {\n\t\tsystemstack(entersyscallWakeSysmon)") ||
-		strings.Count(string(gotProc), "sysmonwait.Load()") != strings.Count(string(origProc), "sysmonwait.Load()") {
-		t.Errorf("the patched proc.go moves lines or still wakes sysmon on entering a system call")
+	for _, tc := range []struct {
+		file, want string
+		count      int // of want in the patched file
+		why        string
+	}{
+		{"rand.go", "seed[i] = byte(i + 1) }; globalRand.state.Init(*seed)\n", 1, "lacks the constant seed"},
+		{"iface.go", "cheaprand()&0 != 0", 4, "keeps a random cache fill"},
+		{"proc.go", "if false && sched.sysmonwait.Load() {\n\t\tsystemstack(entersyscallWakeSysmon)", 1, "still wakes sysmon on entering a system call"},
+	} {
+		path := filepath.Join(goroot, "src", "runtime", tc.file)
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(ov[path])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(got), "\n") != strings.Count(string(orig), "\n") {
+			t.Errorf("the patched %s moves lines", tc.file)
+		}
+		if strings.Count(string(got), tc.want) != tc.count {
+			t.Errorf("the patched %s %s", tc.file, tc.why)
+		}
 	}
 	if len(ov) != 3 {
 		t.Errorf("overlay %v: want rand.go, iface.go and proc.go", ov)
