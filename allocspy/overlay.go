@@ -24,8 +24,10 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -160,8 +162,8 @@ func checkMallocgc(src string) error {
 	if !hasElemsize {
 		return errors.New("mallocgc declares no elemsize")
 	}
-	for s, n := range seen {
-		if n > knownReturns[s] {
+	for _, s := range slices.Sorted(maps.Keys(seen)) {
+		if n := seen[s]; n > knownReturns[s] {
 			return fmt.Errorf("mallocgc returns %q %d times, expected at most %d", s, n, knownReturns[s])
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -385,7 +386,8 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		}
 	}
 
-	for name, pct := range cfg.MaxRegress {
+	for _, name := range slices.Sorted(maps.Keys(cfg.MaxRegress)) {
+		pct := cfg.MaxRegress[name]
 		m := res.Metrics[name]
 		if m == nil {
 			return nil, fmt.Errorf("-max-regress %s: unknown metric", name)
@@ -394,7 +396,6 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 			res.Gate = append(res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
 		}
 	}
-	sort.Strings(res.Gate)
 
 	var js bytes.Buffer
 	if err := writeJSON(&js, res); err != nil {

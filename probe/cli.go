@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,7 +197,7 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ab.Out, cfg.Out = cfg.Out, ""
 	ab.Run, ab.MaxRegress = cfg, gates.m
-	for name := range gates.m {
+	for _, name := range slices.Sorted(maps.Keys(gates.m)) {
 		known := false
 		for _, m := range metricsFor(cfg) {
 			known = known || m.name == name

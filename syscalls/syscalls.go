@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -276,6 +275,7 @@ type Site struct {
 // The stack starts at the function that made the syscall, then the word at
 // the user SP when it is a text address (the caller that the frame-pointer
 // walk skips when that function is frameless), then the rest of the walk.
+// The sites come in no set order; Profile orders them.
 func (c *Counter) Sites(before, after map[StackKey]uint64, sym *elfsym.Table) []Site {
 	var out []Site
 	for k, a := range after {
@@ -296,11 +296,5 @@ func (c *Counter) Sites(before, after map[StackKey]uint64, sym *elfsym.Table) []
 		}
 		out = append(out, Site{Name: Name(int(k.ID)), Stack: sym.Frames(pcs), Count: n})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Name < out[j].Name
-	})
 	return out
 }
