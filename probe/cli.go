@@ -125,7 +125,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		}
 	}
 	cfg.Env = env.kv
-	if err := cfg.check(); err != nil {
+	if _, err := cfg.check(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}

@@ -82,17 +82,17 @@ type Config struct {
 	Flags      []string // every flag as given, for meta
 }
 
-// check validates cfg and fills the defaults of its zero fields; the
-// command reports its errors as usage errors.
-func (cfg *Config) check() error {
+// check validates cfg, fills the defaults of its zero fields and returns
+// the CPU plan of -cpus; the command reports its errors as usage errors.
+func (cfg *Config) check() (CPUPlan, error) {
 	if cfg.Duration <= 0 && !cfg.Instructions {
-		return fmt.Errorf("-duration %v: must be positive", cfg.Duration)
+		return CPUPlan{}, fmt.Errorf("-duration %v: must be positive", cfg.Duration)
 	}
 	if cfg.Warmup < 0 {
-		return fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
+		return CPUPlan{}, fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
 	}
 	if cfg.Conns < 0 {
-		return fmt.Errorf("-conns %d: must be positive", cfg.Conns)
+		return CPUPlan{}, fmt.Errorf("-conns %d: must be positive", cfg.Conns)
 	}
 	if cfg.Target == "" {
 		cfg.Target = DefaultTarget
@@ -104,34 +104,37 @@ func (cfg *Config) check() error {
 		}
 	}
 	if !strings.HasPrefix(cfg.Path, "/") {
-		return fmt.Errorf("-path %q: must start with /", cfg.Path)
+		return CPUPlan{}, fmt.Errorf("-path %q: must start with /", cfg.Path)
 	}
 	if cfg.Size == 0 {
 		cfg.Size = 1 << 20
 	}
 	if cfg.Size < 0 || cfg.Size > 1<<30 {
-		return fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
+		return CPUPlan{}, fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
 	}
 	if cfg.Streams < 0 {
-		return fmt.Errorf("-streams %d: must be positive", cfg.Streams)
+		return CPUPlan{}, fmt.Errorf("-streams %d: must be positive", cfg.Streams)
 	}
 	if cfg.Pkt != 0 && (cfg.Pkt <= bulk.HeaderSize || cfg.Pkt > 65507) {
-		return fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
+		return CPUPlan{}, fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
 	}
 	for _, kv := range cfg.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return fmt.Errorf("-env %q: want KEY=VALUE", kv)
+			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
 		}
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 60 * time.Second
 	}
+	if cfg.CPUs == "" {
+		cfg.CPUs = "auto"
+	}
+	// The first valid value is the default.
 	defaults := []struct {
 		flag  string
 		v     *string
 		valid []string
 	}{
-		{"cpus", &cfg.CPUs, nil},
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
@@ -139,16 +142,17 @@ func (cfg *Config) check() error {
 	}
 	for _, d := range defaults {
 		if *d.v == "" {
-			*d.v = map[string]string{"cpus": "auto", "copies": "overlay", "allocs": "allocspy", "syscalls": "bpf", "proto": "auto"}[d.flag]
+			*d.v = d.valid[0]
 		}
-		if d.valid != nil && !slices.Contains(d.valid, *d.v) {
-			return fmt.Errorf("-%s %q: want %s", d.flag, *d.v, strings.Join(d.valid, " or "))
+		if !slices.Contains(d.valid, *d.v) {
+			return CPUPlan{}, fmt.Errorf("-%s %q: want %s", d.flag, *d.v, strings.Join(d.valid, " or "))
 		}
 	}
-	if _, err := parseCPUs(cfg.CPUs, runtime.NumCPU()); err != nil {
-		return fmt.Errorf("-cpus: %w", err)
+	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
+	if err != nil {
+		return CPUPlan{}, fmt.Errorf("-cpus: %w", err)
 	}
-	return nil
+	return plan, nil
 }
 
 // OffCPUBenchConfig returns cfg set for the off-CPU cost benchmark: only
@@ -205,10 +209,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
 		}
 	}
-	if err := cfg.check(); err != nil {
-		return nil, err
-	}
-	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
+	plan, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
