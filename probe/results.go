@@ -101,15 +101,11 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 	if min <= 0 {
 		min = 100
 	}
-	if cl.OK < min || at.OK < min {
-		reasons = append(reasons, fmt.Sprintf("too few successful requests (%d in the timing window, %d in the attribution window; need %d)", cl.OK, at.OK, min))
-	}
+	windows := []namedWindow{{"timing window", clean}, {"attribution window", attr}, {"copy window", copyWin}, {"off-CPU window", offWin}}
+	reasons = append(reasons, windowReasons(windows, min)...)
 	if coresHad > 0 && s.ServerCores < minServerCoreFrac*coresHad {
 		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", s.ServerCores, coresHad, minServerCoreFrac*100))
 	}
-	reasons = append(reasons, failedReasons([]namedWindow{
-		{"timing window", clean}, {"attribution window", attr}, {"copy window", copyWin}, {"off-CPU window", offWin},
-	})...)
 	comments := func(w *windowResult) []string {
 		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
 	}
@@ -440,21 +436,30 @@ type namedWindow struct {
 	w    *windowResult
 }
 
-// failedReasons names each window that had failed requests: a failed
-// request's work is in its window's counts but not in the denominator,
-// which counts successes only. A window listed twice (the attribution
-// window of a timing-only run is the timing window) is named once.
-func failedReasons(windows []namedWindow) []string {
-	var out []string
+// windowReasons says why the windows cannot be judged: fewer than min
+// successes in any of them (every window's count is then listed), or
+// failed requests in one (a failed request's work is in its window's
+// counts but not in the denominator, which counts successes only). A
+// window listed twice (the attribution window of a timing-only run is the
+// timing window) is named once; absent windows are nil.
+func windowReasons(windows []namedWindow, min int64) []string {
+	var out, counts []string
+	few := false
 	seen := map[*windowResult]bool{}
 	for _, nw := range windows {
 		if nw.w == nil || seen[nw.w] {
 			continue
 		}
 		seen[nw.w] = true
-		if l := nw.w.load; l.Errors+l.Non2xx > 0 {
+		l := nw.w.load
+		counts = append(counts, fmt.Sprintf("%d in the %s", l.OK, nw.name))
+		few = few || l.OK < min
+		if l.Errors+l.Non2xx > 0 {
 			out = append(out, fmt.Sprintf("%d failed requests in the %s (first: %s)", l.Errors+l.Non2xx, nw.name, l.FirstErr))
 		}
+	}
+	if few {
+		out = append([]string{fmt.Sprintf("too few successful requests (%s; need %d)", strings.Join(counts, ", "), min)}, out...)
 	}
 	return out
 }
