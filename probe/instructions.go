@@ -91,8 +91,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// One connection: requests are served one after another, the same
 	// path every time.
 	cfg.Conns = 1
-	tgtInfo := &Target{Name: tgt.Name}
-	drv, err := newDriver(cfg, tgtInfo, addr)
+	drv, err := newDriver(cfg, tgt, addr)
 	if err != nil {
 		return nil, err
 	}
