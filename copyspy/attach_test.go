@@ -18,9 +18,7 @@ import (
 // requireRoot skips, saying why, where uprobes cannot be attached.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: copyspy attach needs root (bpf syscall and uprobes); run the tests as root")
-	}
+	testtarget.RequireRoot(t, "copyspy attach (bpf syscall and uprobes)")
 }
 
 func directAndStack(s agent.CopySite) (string, []string) {

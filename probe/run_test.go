@@ -23,6 +23,7 @@ import (
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -776,9 +777,7 @@ func TestAllocsUnsupported(t *testing.T) {
 // per request, and the syscall profile puts all of them under the handler.
 func TestSyscallsByName(t *testing.T) {
 	skipShort(t)
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: counting syscalls with eBPF needs root; run the tests as root")
-	}
+	testtarget.RequireRoot(t, "counting syscalls with eBPF")
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := probeRun(t, "-out", out, "-path", "/getppid", "./testdata/probetarget")
 	if code != ExitOK && code != ExitNotJudged {

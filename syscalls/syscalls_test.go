@@ -19,9 +19,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: counting syscalls with eBPF needs root; run the tests as root")
-	}
+	testtarget.RequireRoot(t, "counting syscalls with eBPF")
 }
 
 func TestNames(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/probe"
 )
 
@@ -60,9 +61,8 @@ func leaf(s *profile.Sample) string {
 }
 
 func requireRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: syscall counts by name need eBPF, which needs root")
-	}
+	t.Helper()
+	testtarget.RequireRoot(t, "counting syscalls by name with eBPF")
 }
 
 // -parse=copy adds exactly the body size in copied bytes per request, in

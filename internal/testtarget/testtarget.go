@@ -52,3 +52,12 @@ func Start(t testing.TB, env []string, args ...string) (*exec.Cmd, string) {
 	t.Fatal("probetarget did not say where it listens")
 	return nil, ""
 }
+
+// RequireRoot skips the test, saying that what needs root, when the tests
+// do not run as root (eBPF: the bpf syscall, tracepoints and uprobes).
+func RequireRoot(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: " + what + " needs root; run the tests as root")
+	}
+}
