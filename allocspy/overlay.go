@@ -5,7 +5,7 @@
 // through which every heap allocation passes in Go 1.26 (newobject,
 // makeslice, growslice, the string conversions), calls allocspyRecord on its
 // way out, and adds the recorder: a lock-free table keyed by a hash of
-// mallocgc's caller and the frame-pointer chain above it. allocspy/inproc,
+// mallocgc's caller and the frame-pointer chain above it. agent/alloctable,
 // added to the target's package main, reads the table for the probe agent.
 //
 // What is counted, per site: objects as the program asked for them (every

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 func goEnv(t *testing.T, keys ...string) []string {
@@ -117,7 +117,7 @@ func FuzzPatchMalloc(f *testing.F) {
 	})
 }
 
-// TestSlotLayout checks that the runtime file and allocspy/inproc agree on
+// TestSlotLayout checks that the runtime file and agent/alloctable agree on
 // the table's layout: 16 words a slot.
 func TestSlotLayout(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "zz_allocspy.go", runtimeGo, 0)
@@ -157,7 +157,7 @@ func TestSlotLayout(t *testing.T) {
 	if !strings.Contains(runtimeGo, "allocspyDepth  = 6 ") {
 		t.Error("allocspyDepth is not 6, as inproc assumes")
 	}
-	src, err := os.ReadFile("inproc/inproc.go")
+	src, err := os.ReadFile("../agent/alloctable/alloctable.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,16 +170,16 @@ func TestSlotLayout(t *testing.T) {
 }
 
 func TestProfile(t *testing.T) {
-	fr := func(pc uint64, fns ...string) agent.PCFrames {
-		pf := agent.PCFrames{PC: pc}
+	fr := func(pc uint64, fns ...string) wire.PCFrames {
+		pf := wire.PCFrames{PC: pc}
 		for _, f := range fns {
-			pf.Frames = append(pf.Frames, agent.Frame{Func: f, File: "x.go", Line: 1})
+			pf.Frames = append(pf.Frames, wire.Frame{Func: f, File: "x.go", Line: 1})
 		}
 		return pf
 	}
-	rep := &agent.AllocReport{Sites: []agent.AllocSite{
-		{Stack: []agent.PCFrames{fr(1, "runtime.makeslice"), fr(2, "main.allocK7"), fr(3, "main.handler")}, Objects: 70, Blocks: 70, ReqBytes: 4480, AllocBytes: 4480},
-		{Stack: []agent.PCFrames{fr(4, "runtime.newobject"), fr(5, "strconv.small", "main.tiny")}, Objects: 10, Blocks: 5, ReqBytes: 80, AllocBytes: 80},
+	rep := &wire.AllocReport{Sites: []wire.AllocSite{
+		{Stack: []wire.PCFrames{fr(1, "runtime.makeslice"), fr(2, "main.allocK7"), fr(3, "main.handler")}, Objects: 70, Blocks: 70, ReqBytes: 4480, AllocBytes: 4480},
+		{Stack: []wire.PCFrames{fr(4, "runtime.newobject"), fr(5, "strconv.small", "main.tiny")}, Objects: 10, Blocks: 5, ReqBytes: 80, AllocBytes: 80},
 	}}
 	p := Profile(rep)
 	if err := p.CheckValid(); err != nil {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
-	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // Sample types of allocs.pb.gz written from allocspy, in this order.
@@ -22,9 +22,9 @@ var SampleTypes = []*profile.ValueType{
 }
 
 // ReadReport reads the JSON file the agent's counter wrote.
-func ReadReport(path string) (*agent.AllocReport, error) {
-	var r agent.AllocReport
-	if err := agent.ReadJSON(path, &r); err != nil {
+func ReadReport(path string) (*wire.AllocReport, error) {
+	var r wire.AllocReport
+	if err := wire.ReadJSON(path, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -34,7 +34,7 @@ func ReadReport(path string) (*agent.AllocReport, error) {
 // per stack. As in runtime/pprof's heap profile, the runtime frames above
 // the first frame outside the runtime are dropped, so the leaf is the site;
 // the function that called mallocgc is the sample label "via".
-func Profile(r *agent.AllocReport) *profile.Profile {
+func Profile(r *wire.AllocReport) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        SampleTypes,
 		DefaultSampleType: "alloc_space",
@@ -42,7 +42,7 @@ func Profile(r *agent.AllocReport) *profile.Profile {
 		Period:            1,
 	}
 	b := stacks.NewBuilder(p)
-	sites := append([]agent.AllocSite(nil), r.Sites...)
+	sites := append([]wire.AllocSite(nil), r.Sites...)
 	sort.Slice(sites, func(i, j int) bool { return stacks.Key(sites[i].Stack) < stacks.Key(sites[j].Stack) })
 	for _, s := range sites {
 		stack, via := stacks.UserStack(s.Stack)
@@ -56,7 +56,7 @@ func Profile(r *agent.AllocReport) *profile.Profile {
 }
 
 // Totals sums a report: objects, bytes taken, blocks, bytes asked for.
-func Totals(r *agent.AllocReport) (objects, allocBytes, blocks, reqBytes uint64) {
+func Totals(r *wire.AllocReport) (objects, allocBytes, blocks, reqBytes uint64) {
 	for _, s := range r.Sites {
 		objects += s.Objects
 		allocBytes += s.AllocBytes

@@ -12,9 +12,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/bpfasm"
 	"github.com/perfspy/perfspy/internal/elfsym"
-	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // ErrNeedRoot is returned by Attach when the process may not load BPF
@@ -199,13 +199,13 @@ func countProgram(h hook, tgid uint32, counts, stacks int) asm.Instructions {
 }
 
 // Report reads the counts so far and symbolizes them against the binary.
-func (s *Session) Report() (*agent.CopyReport, error) {
-	rep := &agent.CopyReport{}
+func (s *Session) Report() (*wire.CopyReport, error) {
+	rep := &wire.CopyReport{}
 	var k attachKey
 	var v attachValue
 	it := s.counts.Iterate()
 	for it.Next(&k, &v) {
-		site := agent.CopySite{Kind: "memmove"}
+		site := wire.CopySite{Kind: "memmove"}
 		if k.KindBucket>>8 == 1 {
 			site.Kind = "memclr"
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/probe/load"
 )
 
@@ -21,7 +21,7 @@ func requireRoot(t *testing.T) {
 	testtarget.RequireRoot(t, "copyspy attach (bpf syscall and uprobes)")
 }
 
-func directAndStack(s agent.CopySite) (string, []string) {
+func directAndStack(s wire.CopySite) (string, []string) {
 	var fns []string
 	for _, pf := range s.Stack {
 		for _, f := range pf.Frames {

@@ -6,7 +6,7 @@
 // memclr_amd64.s so that their entry calls runtime·copyspyRecord, a
 // NOSPLIT|NOFRAME assembly function that keys a lock-free table by a hash of
 // the direct caller and the frame-pointer chain above it. The package
-// copyspy/inproc, added to the target's package main by the same overlay,
+// agent/copytable, added to the target's package main by the same overlay,
 // reads the table for the probe agent.
 //
 // Blind spots: copies the compiler inlines never reach memmove. These are

@@ -113,7 +113,7 @@ func FuzzApplyPatch(f *testing.F) {
 	})
 }
 
-// TestSlotLayout checks that the runtime file and copyspy/inproc agree on
+// TestSlotLayout checks that the runtime file and agent/copytable agree on
 // the table's layout: inproc reads each slot as 16 words.
 func TestSlotLayout(t *testing.T) {
 	fset := token.NewFileSet()
@@ -150,7 +150,7 @@ func TestSlotLayout(t *testing.T) {
 	if strings.Join(fields, "; ") != strings.Join(want, "; ") {
 		t.Errorf("copyspySlot fields = %q, want %q", fields, want)
 	}
-	inproc, err := os.ReadFile("inproc/inproc.go")
+	inproc, err := os.ReadFile("../agent/copytable/copytable.go")
 	if err != nil {
 		t.Fatal(err)
 	}

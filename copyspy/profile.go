@@ -5,17 +5,17 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
-	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // Buckets names the size buckets, as the sample label "bucket" spells them.
 var Buckets = [4]string{"<64", "<1K", "<16K", ">=16K"}
 
 // ReadReport reads the JSON file the agent's counter wrote.
-func ReadReport(path string) (*agent.CopyReport, error) {
-	var r agent.CopyReport
-	if err := agent.ReadJSON(path, &r); err != nil {
+func ReadReport(path string) (*wire.CopyReport, error) {
+	var r wire.CopyReport
+	if err := wire.ReadJSON(path, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -26,7 +26,7 @@ func ReadReport(path string) (*agent.CopyReport, error) {
 // size bucket, with labels "bucket", "kind" and "via" (the function that
 // called memmove or memclr). Runtime frames above the first frame outside
 // the runtime are dropped, so the leaf is the site.
-func Profile(r *agent.CopyReport) *profile.Profile {
+func Profile(r *wire.CopyReport) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "copy_calls", Unit: "count"}, {Type: "copied_bytes", Unit: "bytes"}},
 		PeriodType:        &profile.ValueType{Type: "copy", Unit: "count"},
@@ -52,9 +52,9 @@ func Profile(r *agent.CopyReport) *profile.Profile {
 }
 
 // sortedSites orders sites by their stacks, so output is deterministic.
-func sortedSites(sites []agent.CopySite) []agent.CopySite {
-	out := append([]agent.CopySite(nil), sites...)
-	key := func(s agent.CopySite) string { return s.Kind + ";" + stacks.Key(s.Stack) }
+func sortedSites(sites []wire.CopySite) []wire.CopySite {
+	out := append([]wire.CopySite(nil), sites...)
+	key := func(s wire.CopySite) string { return s.Kind + ";" + stacks.Key(s.Stack) }
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out
 }
@@ -76,7 +76,7 @@ func (s *Site) TotalBytes() int64 { return s.Bytes[0] + s.Bytes[1] + s.Bytes[2] 
 
 // Sites groups a report by (user frame, direct caller, kind), sorted by
 // bytes, then calls, then name.
-func Sites(r *agent.CopyReport) []Site {
+func Sites(r *wire.CopyReport) []Site {
 	m := map[[3]string]*Site{}
 	for _, s := range r.Sites {
 		direct, user := stacks.Sites(s.Stack)

@@ -8,28 +8,28 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
-func frames(pc uint64, fns ...string) agent.PCFrames {
-	pf := agent.PCFrames{PC: pc}
+func frames(pc uint64, fns ...string) wire.PCFrames {
+	pf := wire.PCFrames{PC: pc}
 	for i, f := range fns {
-		pf.Frames = append(pf.Frames, agent.Frame{Func: f, File: "x.go", Line: i + 1})
+		pf.Frames = append(pf.Frames, wire.Frame{Func: f, File: "x.go", Line: i + 1})
 	}
 	return pf
 }
 
-func sampleReport() *agent.CopyReport {
-	return &agent.CopyReport{Sites: []agent.CopySite{
-		{Kind: "memmove", Stack: []agent.PCFrames{frames(0x20, "runtime.slicebytetostring"), frames(0x30, "main.str100"), frames(0x40, "main.handler")},
+func sampleReport() *wire.CopyReport {
+	return &wire.CopyReport{Sites: []wire.CopySite{
+		{Kind: "memmove", Stack: []wire.PCFrames{frames(0x20, "runtime.slicebytetostring"), frames(0x30, "main.str100"), frames(0x40, "main.handler")},
 			Calls: [4]uint64{0, 10, 0, 0}, Bytes: [4]uint64{0, 1000, 0, 0}},
 		// Another stack to the same user site: grouped with the first.
-		{Kind: "memmove", Stack: []agent.PCFrames{frames(0x20, "runtime.slicebytetostring"), frames(0x31, "main.str100"), frames(0x50, "main.other")},
+		{Kind: "memmove", Stack: []wire.PCFrames{frames(0x20, "runtime.slicebytetostring"), frames(0x31, "main.str100"), frames(0x50, "main.other")},
 			Calls: [4]uint64{0, 5, 0, 0}, Bytes: [4]uint64{0, 500, 0, 0}},
 		// An inlined frame: bytes.(*Buffer).Write inlined into main.bufWrites.
-		{Kind: "memmove", Stack: []agent.PCFrames{frames(0x60, "bytes.(*Buffer).Write", "main.bufWrites")},
+		{Kind: "memmove", Stack: []wire.PCFrames{frames(0x60, "bytes.(*Buffer).Write", "main.bufWrites")},
 			Calls: [4]uint64{3, 7, 0, 1}, Bytes: [4]uint64{30, 1400, 0, 20000}},
-		{Kind: "memclr", Stack: []agent.PCFrames{frames(0x70, "runtime.(*fixalloc).alloc"), frames(0x80, "runtime.systemstack")},
+		{Kind: "memclr", Stack: []wire.PCFrames{frames(0x70, "runtime.(*fixalloc).alloc"), frames(0x80, "runtime.systemstack")},
 			Calls: [4]uint64{4, 0, 0, 0}, Bytes: [4]uint64{64, 0, 0, 0}},
 	}}
 }

@@ -37,8 +37,8 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/exp/trace"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
-	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // Reasons in the order summary.json and the report list them.
@@ -272,15 +272,15 @@ func (r *Result) Profile() *profile.Profile {
 
 // pcFrames groups a trace stack's frames by PC: frames that share a PC
 // are one call site with inlined calls, innermost first.
-func pcFrames(st []trace.StackFrame) []agent.PCFrames {
-	var out []agent.PCFrames
+func pcFrames(st []trace.StackFrame) []wire.PCFrames {
+	var out []wire.PCFrames
 	for _, f := range st {
-		fr := agent.Frame{Func: f.Func, File: f.File, Line: int(f.Line)}
+		fr := wire.Frame{Func: f.Func, File: f.File, Line: int(f.Line)}
 		if n := len(out); n > 0 && out[n-1].PC == f.PC {
 			out[n-1].Frames = append(out[n-1].Frames, fr)
 			continue
 		}
-		out = append(out, agent.PCFrames{PC: f.PC, Frames: []agent.Frame{fr}})
+		out = append(out, wire.PCFrames{PC: f.PC, Frames: []wire.Frame{fr}})
 	}
 	return out
 }

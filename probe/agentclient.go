@@ -9,7 +9,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 // agentConn is probe's side of the control socket.
@@ -30,7 +30,7 @@ func dialAgent(ctx context.Context, path string) (*agentConn, error) {
 
 func (a *agentConn) Close() error { return a.c.Close() }
 
-func (a *agentConn) call(req agent.Request) (*agent.Response, error) {
+func (a *agentConn) call(req wire.Request) (*wire.Response, error) {
 	a.c.SetDeadline(time.Now().Add(a.to))
 	b, _ := json.Marshal(req)
 	if _, err := a.c.Write(append(b, '\n')); err != nil {
@@ -40,7 +40,7 @@ func (a *agentConn) call(req agent.Request) (*agent.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: no answer: %w", req.Cmd, err)
 	}
-	var resp agent.Response
+	var resp wire.Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return nil, fmt.Errorf("agent %s: bad answer: %w", req.Cmd, err)
 	}

@@ -6,22 +6,27 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/perfspy/perfspy"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // ModulePath is this module's path; the agent overlay imports it.
 const ModulePath = "github.com/perfspy/perfspy"
 
-const agentImport = ModulePath + "/probe/agent"
+const agentImport = agentmod.Path
 
 // agentFileName is the file the overlay adds to the target's package main.
 const agentFileName = "zz_perfspy_agent.go"
@@ -40,6 +45,11 @@ type Target struct {
 	CopiesOff string // why not, when asked for
 	Allocs    bool   // built with the allocspy overlay
 	AllocsOff string // why not, when asked for
+	// BuildMode is how the agent got in: module, vendor, workspace or
+	// self (perfspy's own module).
+	BuildMode string
+	// BuildCheck compares the binary's build list with a plain build's.
+	BuildCheck *withagent.Check
 }
 
 // BuildError is a target that did not build; Output is the go command's output.
@@ -69,10 +79,9 @@ func cacheDir() (string, error) {
 	return d, os.MkdirAll(d, 0o755)
 }
 
-func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
+func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -109,18 +118,17 @@ func modulePathOf(gomod string) (string, error) {
 type BuildOptions struct {
 	Copies     bool     // add copyspy's runtime overlay
 	Allocs     bool     // add allocspy's runtime overlay
-	Wallclock  bool     // add the fgprof wall-clock profiler to the agent
+	Wallclock  bool     // add the agent's wall-clock sampler
+	FgprofRef  bool     // add fgprof instead, the benchmark's reference (perfspy's targets only)
 	Tags       []string // build tags, e.g. valgrind
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
 }
 
 // Build builds spec with the agent added to its package main. spec is a
 // directory (of this module or another) or module/path/cmd/x@version.
+// The binary's build list is checked against a plain build's: a binary
+// that differs in anything but the agent module is refused.
 func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Target, error) {
-	root, err := srcroot.Dir()
-	if err != nil {
-		return nil, err
-	}
 	cache, err := cacheDir()
 	if err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
@@ -132,23 +140,23 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	defer os.RemoveAll(work)
 
-	agentSrc := filepath.Join(work, "agent.go")
-	if err := os.WriteFile(agentSrc, []byte("package main\n\nimport _ \""+agentImport+"\"\n"), 0o644); err != nil {
-		return nil, err
-	}
-
+	env, modFlag := os.Environ(), ""
 	if strings.Contains(spec, "@") {
-		dir, err := fetchVersioned(ctx, spec, work, root, cache, logf)
+		dir, err := fetchVersioned(ctx, spec, work, cache, logf)
 		if err != nil {
 			return nil, err
 		}
 		t.PkgDir = dir
 		t.Name = filepath.Base(strings.SplitN(spec, "@", 2)[0])
+		// As go install module@version builds: no workspace, and the
+		// module's go.sum completed from the checksum database.
+		env, modFlag = append(env, "GOWORK=off"), "mod"
 	} else {
 		path := spec
 		if spec == DefaultTarget {
-			// The default target is this module's, wherever probe runs from.
-			path = filepath.Join(root, filepath.FromSlash(DefaultTarget))
+			if path, err = defaultTargetDir(cache); err != nil {
+				return nil, err
+			}
 		}
 		dir, err := filepath.Abs(path)
 		if err != nil {
@@ -168,19 +176,19 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	if err != nil {
 		return nil, err
 	}
-	rel, err := filepath.Rel(mod, t.PkgDir)
+	setup, err := withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: opts.Tags, Env: env, ModFlag: modFlag}, work, cache)
 	if err != nil {
-		return nil, err
-	}
-	buildDir, pkgArg := mod, "./"+filepath.ToSlash(rel)
-	var extra []string
-	if modPath != ModulePath {
-		modfile, err := writeModfile(work, mod, root)
-		if err != nil {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		extra = []string{"-modfile=" + modfile, "-mod=mod"}
+		var nm *withagent.NotMainError
+		if errors.As(err, &nm) {
+			nm.Path = spec
+			return nil, nm
+		}
+		return nil, fmt.Errorf("target %s: %w", spec, err)
 	}
+	t.BuildMode = setup.Mode
 
 	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + spec))
 	binDir := filepath.Join(cache, "bin", hex.EncodeToString(sum[:6]))
@@ -188,11 +196,15 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		return nil, err
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
-	replace := map[string]string{filepath.Join(t.PkgDir, agentFileName): agentSrc}
+	pkgDir := setup.PkgDir // overlay keys: the folder as the build sees it
+	replace := map[string]string{}
+	if err := addMainFile(replace, work, pkgDir, agentFileName, agentImport); err != nil {
+		return nil, err
+	}
 	spies := map[string]string{} // the runtime spies' entries, left out of a plain build
-	// The toolchain that builds in buildDir (after any GOTOOLCHAIN switch):
-	// its runtime is the one the overlays patch.
-	envOut, err := goCmd(ctx, buildDir, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
+	// The toolchain that builds in the target's folder (after any
+	// GOTOOLCHAIN switch): its runtime is the one the overlays patch.
+	envOut, err := goCmd(ctx, setup.Dir, setup.Env, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
 	if err != nil {
 		return nil, fmt.Errorf("go env: %v: %s", err, envOut)
 	}
@@ -202,7 +214,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	t.GoVersion = goenv[3]
 	if opts.Copies {
-		ov, err := spyOverlay(work, t.PkgDir, "copyspy", func(dir string) (map[string]string, error) {
+		ov, err := spyOverlay(work, pkgDir, "copyspy", "copytable", func(dir string) (map[string]string, error) {
 			return copyspyOverlay(goenv[0], goenv[1], dir)
 		})
 		if err != nil {
@@ -214,12 +226,20 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		}
 	}
 	if opts.Wallclock {
-		if err := addMainFile(replace, work, t.PkgDir, "zz_perfspy_wallclock.go", wallclockImport); err != nil {
+		if err := addMainFile(replace, work, pkgDir, "zz_perfspy_wallclock.go", agentImport+"/wallclock"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.FgprofRef {
+		if setup.Mode != withagent.ModeSelf {
+			return nil, fmt.Errorf("target %s: fgprof, the reference wall-clock profiler, is linked only into perfspy's own targets", spec)
+		}
+		if err := addMainFile(replace, work, pkgDir, "zz_perfspy_wallclock.go", ModulePath+"/internal/fgprofref"); err != nil {
 			return nil, err
 		}
 	}
 	if opts.Allocs {
-		ov, err := spyOverlay(work, t.PkgDir, "allocspy", func(dir string) (map[string]string, error) {
+		ov, err := spyOverlay(work, pkgDir, "allocspy", "alloctable", func(dir string) (map[string]string, error) {
 			return allocspyOverlay(goenv[0], goenv[1], goenv[2], dir)
 		})
 		if err != nil {
@@ -241,11 +261,11 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
 			return "", err
 		}
-		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, extra...)
+		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, setup.Flags...)
 		if len(opts.Tags) > 0 {
 			args = append(args, "-tags="+strings.Join(opts.Tags, ","))
 		}
-		return goCmd(ctx, buildDir, append(args, pkgArg)...)
+		return goCmd(ctx, setup.Dir, setup.Env, append(args, setup.Pkg)...)
 	}
 	if t.Copies || t.Allocs {
 		logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", spec)
@@ -276,6 +296,21 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		}
 		return nil, &BuildError{Spec: spec, Output: out, Err: err}
 	}
+	check, err := withagent.CheckBinary(t.Binary, setup.Mode, setup.Plain)
+	if err != nil {
+		return nil, err
+	}
+	if opts.FgprofRef {
+		// The benchmark's reference profiler is the one module a
+		// perfspy target may gain; it is never in a measured run.
+		check.Added = slices.DeleteFunc(check.Added, func(m withagent.Module) bool {
+			return m.Path == "github.com/felixge/fgprof" || m.Path == "github.com/google/pprof"
+		})
+	}
+	t.BuildCheck = check
+	if err := check.Err(); err != nil {
+		return nil, fmt.Errorf("target %s: %w", spec, err)
+	}
 	if _, version, ok := strings.Cut(spec, "@"); ok {
 		t.Commit = version
 	} else {
@@ -291,8 +326,6 @@ var copyspyOverlay = copyspy.Overlay
 // allocspyOverlay is allocspy.Overlay; tests replace it.
 var allocspyOverlay = allocspy.Overlay
 
-const wallclockImport = ModulePath + "/probe/agent/wallclock"
-
 func mergeOverlays(a, b map[string]string) map[string]string {
 	m := maps.Clone(a)
 	maps.Copy(m, b)
@@ -301,8 +334,8 @@ func mergeOverlays(a, b map[string]string) map[string]string {
 
 // spyOverlay returns the overlay entries of the runtime spy name (copyspy,
 // allocspy): the runtime files patch writes into a folder of its own, and a
-// file for package main that links name/inproc, the table reader.
-func spyOverlay(work, pkgDir, name string, patch func(dir string) (map[string]string, error)) (map[string]string, error) {
+// file for package main that links the agent's table reader, agent/table.
+func spyOverlay(work, pkgDir, name, table string, patch func(dir string) (map[string]string, error)) (map[string]string, error) {
 	rtDir := filepath.Join(work, name)
 	if err := os.Mkdir(rtDir, 0o755); err != nil {
 		return nil, err
@@ -311,7 +344,7 @@ func spyOverlay(work, pkgDir, name string, patch func(dir string) (map[string]st
 	if err != nil {
 		return nil, err
 	}
-	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_"+name+".go", ModulePath+"/"+name+"/inproc")
+	return ov, addMainFile(ov, work, pkgDir, "zz_perfspy_"+name+".go", agentImport+"/"+table)
 }
 
 // repeatablePatches are the runtime's random choices that change the
@@ -386,25 +419,10 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "; ")
 }
 
-// writeModfile writes a copy of the target module's go.mod that requires and
-// replaces this module, with a go.sum holding both modules' sums.
-func writeModfile(work, mod, root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(mod, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	b = append(b, []byte(fmt.Sprintf("\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", ModulePath, ModulePath, root))...)
-	modfile := filepath.Join(work, "go.mod")
-	if err := os.WriteFile(modfile, b, 0o644); err != nil {
-		return "", err
-	}
-	return modfile, writeSums(filepath.Join(work, "go.sum"), filepath.Join(mod, "go.sum"), filepath.Join(root, "go.sum"))
-}
-
 // fetchVersioned downloads module/path/cmd/x@version and returns the
 // package's directory in a writable copy of its module: the go command
 // refuses overlays inside the module cache.
-func fetchVersioned(ctx context.Context, spec, work, root, cache string, logf func(string, ...any)) (string, error) {
+func fetchVersioned(ctx context.Context, spec, work, cache string, logf func(string, ...any)) (string, error) {
 	path, version, _ := strings.Cut(spec, "@")
 	if path == "" || version == "" || strings.Contains(version, "@") {
 		return "", fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
@@ -413,14 +431,15 @@ func fetchVersioned(ctx context.Context, spec, work, root, cache string, logf fu
 	if err := os.Mkdir(wrap, 0o755); err != nil {
 		return "", err
 	}
-	if err := writeWrapModule(wrap, root); err != nil {
+	if err := writeWrapModule(wrap); err != nil {
 		return "", err
 	}
+	wrapEnv := append(os.Environ(), "GOWORK=off")
 	logf("fetching %s", spec)
-	if out, err := goCmd(ctx, wrap, "get", spec); err != nil {
+	if out, err := goCmd(ctx, wrap, wrapEnv, "get", spec); err != nil {
 		return "", &BuildError{Spec: spec, Output: out, Err: err}
 	}
-	out, err := goCmd(ctx, wrap, "list", "-f", "{{.Name}}\t{{.Dir}}\t{{.Module.Path}}\t{{.Module.Version}}\t{{.Module.Dir}}", path)
+	out, err := goCmd(ctx, wrap, wrapEnv, "list", "-f", "{{.Name}}\t{{.Dir}}\t{{.Module.Path}}\t{{.Module.Version}}\t{{.Module.Dir}}", path)
 	if err != nil {
 		return "", &BuildError{Spec: spec, Output: out, Err: err}
 	}
@@ -429,7 +448,7 @@ func fetchVersioned(ctx context.Context, spec, work, root, cache string, logf fu
 		return "", fmt.Errorf("target %s: unexpected go list output %q", spec, out)
 	}
 	if f[0] != "main" {
-		return "", fmt.Errorf("target %s is package %s, not a main package", spec, f[0])
+		return "", &withagent.NotMainError{Path: spec, Name: f[0]}
 	}
 	rel, err := filepath.Rel(f[4], f[1])
 	if err != nil {
@@ -480,32 +499,14 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// writeWrapModule writes a module that requires this one, in which a
-// module/path@version target is fetched and built.
-func writeWrapModule(work, root string) error {
-	gomod := fmt.Sprintf("module perfspy.invalid/wrap\n\ngo 1.26\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", ModulePath, ModulePath, root)
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+// writeWrapModule writes an empty module in which a module/path@version
+// target is fetched: it requires nothing else, so the target's module is
+// resolved as go install would.
+func writeWrapModule(work string) error {
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module perfspy.invalid/wrap\n"), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(work, "main.go"), []byte("package wrap\n"), 0o644); err != nil {
-		return err
-	}
-	return writeSums(filepath.Join(work, "go.sum"), filepath.Join(root, "go.sum"))
-}
-
-func writeSums(dst string, srcs ...string) error {
-	var all []byte
-	for _, s := range srcs {
-		b, err := os.ReadFile(s)
-		if err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		all = append(all, b...)
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			all = append(all, '\n')
-		}
-	}
-	return os.WriteFile(dst, all, 0o644)
+	return os.WriteFile(filepath.Join(work, "main.go"), []byte("package wrap\n"), 0o644)
 }
 
 // gitCommit returns the short commit of dir's repository and whether the
@@ -517,4 +518,30 @@ func gitCommit(ctx context.Context, dir string) (string, bool) {
 	}
 	st, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output()
 	return strings.TrimSpace(string(out)), err == nil && len(bytes.TrimSpace(st)) > 0
+}
+
+// defaultTargetDir is the default target's folder: in perfspy's source
+// tree when probe has one, else the copy embedded in probe, written to the
+// cache as a module of its own.
+func defaultTargetDir(cache string) (string, error) {
+	if root, err := srcroot.Dir(); err == nil {
+		return filepath.Join(root, filepath.FromSlash(DefaultTarget)), nil
+	}
+	dir := filepath.Join(cache, "default-target", "httpjson")
+	files := map[string][]byte{"go.mod": []byte("module perfspy.invalid/httpjson\n\ngo 1.22\n")}
+	ents, err := perfspy.DefaultTarget.ReadDir("targets/httpjson")
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := perfspy.DefaultTarget.ReadFile("targets/httpjson/" + e.Name())
+		if err != nil {
+			return "", err
+		}
+		files[e.Name()] = b
+	}
+	return dir, agentmod.WriteTree(dir, files)
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/callgrind"
-	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
 )
 
@@ -69,7 +69,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	// Callgrind asserts on the signals of Go's asynchronous preemption.
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
-	env := targetEnv(cfg, agent.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
+	env := targetEnv(cfg, wire.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
 	unpin, err := pinLoad(plan)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	idle := win.Inclusive("runtime.findRunnable")
 	sysmon := win.Inclusive("runtime.sysmon")
 	s := &Summary{
-		Schema: SummarySchema, Target: cfg.Target, Commit: commit, Go: tgt.GoVersion,
+		Schema: SummarySchema, Target: cfg.Target, Commit: commit, Go: tgt.GoVersion, Build: tgt.BuildCheck,
 		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
 		Verdict: VerdictCountsOnly,
 		Reasons: []string{fmt.Sprintf("instructions under callgrind: the window is %d requests, not seconds; no timing is measured", cfg.Requests)},

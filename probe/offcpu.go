@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/offcpu"
 )
 
@@ -73,7 +75,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		s.Files[name] = name + ".pb.gz"
 	}
 	if raw.wallclock != "" {
-		p, err := readProfile(raw.wallclock)
+		p, err := readWallclock(raw.wallclock, raw.wallclockPprof)
 		if err != nil {
 			return fmt.Errorf("wall-clock profile: %w", err)
 		}
@@ -114,4 +116,41 @@ func writeOffCPUReport(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "| %s | %.2f |\n", label, s.PerRequest.OffCPUUS[r])
 	}
 	fmt.Fprintf(w, "\nA wait counts when it ends inside the window; goroutines blocked to the end waited for no request. The trace does not see the runtime's own epoll and futex calls or RawSyscall.\n")
+}
+
+// readWallclock reads the off-CPU window's wall-clock profile: the agent's
+// report, made a pprof profile, or fgprof's own pprof file.
+func readWallclock(path string, isPprof bool) (*profile.Profile, error) {
+	if isPprof {
+		return readProfile(path)
+	}
+	var rep wire.WallclockReport
+	if err := wire.ReadJSON(path, &rep); err != nil {
+		return nil, err
+	}
+	return WallclockProfile(&rep), nil
+}
+
+// WallclockProfile turns the agent's wall-clock report into a pprof
+// profile with fgprof's sample types: samples/count and time/nanoseconds
+// (each sample stands for one period of wall time of one goroutine).
+func WallclockProfile(rep *wire.WallclockReport) *profile.Profile {
+	period := int64(1e9)
+	if rep.Hz > 0 {
+		period /= int64(rep.Hz)
+	}
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "time", Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: "wallclock", Unit: "nanoseconds"},
+		Period:        period,
+		DurationNanos: int64(rep.Seconds * 1e9),
+	}
+	b := stacks.NewBuilder(p)
+	for _, s := range rep.Samples {
+		p.Sample = append(p.Sample, &profile.Sample{
+			Location: b.Locations(s.Stack),
+			Value:    []int64{int64(s.Count), int64(s.Count) * period},
+		})
+	}
+	return p
 }

@@ -75,7 +75,8 @@ func heapProfileDelta(path string) (*profile.Profile, error) {
 // goroutines. Samples, waits and syscalls through them are not the
 // target's and are dropped.
 var instrumentPrefixes = []string{
-	ModulePath + "/probe/agent.",
+	ModulePath + "/agent.",
+	ModulePath + "/agent/",
 	"github.com/felixge/fgprof.",
 	"runtime/trace.",
 	"runtime.traceAdvance",

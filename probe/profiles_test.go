@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -43,7 +43,7 @@ func allocProfile(stacks [][]string, values [][2]int64) *profile.Profile {
 func TestHeapDelta(t *testing.T) {
 	stacks := [][]string{
 		{"main.allocK", "main.handler", "net/http.(*conn).serve"},
-		{"encoding/json.Marshal", ModulePath + "/probe/agent.(*window).do", ModulePath + "/probe/agent.serve"},
+		{"encoding/json.Marshal", ModulePath + "/agent.(*window).do", ModulePath + "/agent.serve"},
 		{"main.idle", "main.main"},
 		{"runtime.selectgo", "github.com/felixge/fgprof.Start.func1"},
 	}
@@ -101,10 +101,10 @@ func TestTopSitesOrder(t *testing.T) {
 // The syscalls of perfspy's own goroutines (the tracer writing its
 // buffers) are not the target's.
 func TestTargetSites(t *testing.T) {
-	fr := func(fns ...string) []agent.PCFrames {
-		var out []agent.PCFrames
+	fr := func(fns ...string) []wire.PCFrames {
+		var out []wire.PCFrames
 		for i, f := range fns {
-			out = append(out, agent.PCFrames{PC: uint64(i + 1), Frames: []agent.Frame{{Func: f}}})
+			out = append(out, wire.PCFrames{PC: uint64(i + 1), Frames: []wire.Frame{{Func: f}}})
 		}
 		return out
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
-	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -36,10 +36,11 @@ type rawFiles struct {
 	cpu, heap, allocs, copies  string
 	trace, blocking, wallclock string
 	sysNote                    string // why syscalls were not counted with eBPF
+	wallclockPprof             bool   // wallclock is fgprof's pprof file, not the agent's report
 }
 
 // writeResults turns the windows into the results folder.
-func writeResults(out string, cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string, floor *Summary) (*Result, error) {
+func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wire.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string, floor *Summary) (*Result, error) {
 	cl, at := clean.load, attr.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
@@ -47,6 +48,7 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *age
 		Target: cfg.Target,
 		Commit: commit,
 		Go:     tgt.GoVersion,
+		Build:  tgt.BuildCheck,
 		Window: WindowSummary{
 			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
 			RPS: round(cl.RPS(), 1),
@@ -288,7 +290,7 @@ func round(v float64, digits int) float64 {
 }
 
 // collectMeta gathers the configuration a figure needs to be believed.
-func collectMeta(cfg Config, tgt *Target, commit string, hello *agent.Response, plan CPUPlan, allowed []string) map[string]string {
+func collectMeta(cfg Config, tgt *Target, commit string, hello *wire.Response, plan CPUPlan, allowed []string) map[string]string {
 	m := map[string]string{
 		"goos":            runtime.GOOS,
 		"goarch":          runtime.GOARCH,

@@ -16,10 +16,10 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/internal/srcroot"
-	"github.com/perfspy/perfspy/probe/agent"
 	"github.com/perfspy/perfspy/probe/load"
 	"github.com/perfspy/perfspy/probe/load/bulk"
 	"github.com/perfspy/perfspy/syscalls"
@@ -58,9 +58,12 @@ type Config struct {
 	// Env is added to the target's environment, KEY=VALUE each.
 	Env []string
 	// OffCPU adds the off-CPU window: an execution trace, block and mutex
-	// profiles, and (with Wallclock) an fgprof wall-clock profile.
+	// profiles, and (with Wallclock) the agent's wall-clock profile.
 	OffCPU    bool
 	Wallclock bool
+	// fgprofRef makes fgprof the wall-clock profiler, the reference of
+	// the benchmark that sets it against the trace (perfspy's targets only).
+	fgprofRef bool
 	// noTrace leaves the execution trace out of the off-CPU window, for
 	// the benchmark that sets fgprof alone against the trace.
 	noTrace bool
@@ -162,6 +165,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 func OffCPUBenchConfig(cfg Config, mode string) Config {
 	cfg.OffCPU, cfg.Copies, cfg.Allocs, cfg.Syscalls = true, "off", "heapprofile", "proc-io"
 	cfg.Wallclock = mode == "fgprof"
+	cfg.fgprofRef = mode == "fgprof"
 	cfg.noTrace = mode == "fgprof"
 	return cfg
 }
@@ -185,7 +189,7 @@ type windowResult struct {
 	cpuSource string
 	io0, io1  IOReading
 	udp       map[string]int64 // the machine's UDP counters' change (/proc/net/snmp)
-	m0, m1    *agent.Metrics
+	m0, m1    *wire.Metrics
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
 	sysSites  []syscalls.Site
 }
@@ -223,7 +227,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock}, logf)
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +237,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	defer os.RemoveAll(priv)
 	sock := filepath.Join(priv, "agent.sock")
-	env := targetEnv(cfg, agent.SocketEnv+"="+sock)
+	env := targetEnv(cfg, wire.SocketEnv+"="+sock)
 
 	unpin, err := pinLoad(plan)
 	if err != nil {
@@ -259,7 +263,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return nil, fmt.Errorf("connecting to the agent: %w", err)
 	}
 	defer ac.Close()
-	hello, err := ac.call(agent.Request{Cmd: "hello"})
+	hello, err := ac.call(wire.Request{Cmd: "hello"})
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +311,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
 		}
 	}
-	runWindow := func(name string, req agent.Request) (*windowResult, error) {
+	runWindow := func(name string, req wire.Request) (*windowResult, error) {
 		if cfg.Warmup > 0 {
 			logf("%s: warm-up %v", name, cfg.Warmup)
 			if _, err := drv.Run(ctx, cfg.Warmup); err != nil {
@@ -326,14 +330,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 
 	cpuRaw := filepath.Join(priv, "cpu.pprof")
-	clean, err := runWindow("timing window", agent.Request{Cmd: "begin", CPUProfile: cpuRaw})
+	clean, err := runWindow("timing window", wire.Request{Cmd: "begin", CPUProfile: cpuRaw})
 	if err != nil {
 		return nil, err
 	}
 	raw := rawFiles{cpu: cpuRaw, sysNote: sysNote}
 	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs") && !cfg.timingOnly
 	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies") && !cfg.timingOnly
-	attrReq := agent.Request{Cmd: "begin", Counters: map[string]string{}}
+	attrReq := wire.Request{Cmd: "begin", Counters: map[string]string{}}
 	if useAllocspy {
 		raw.allocs = filepath.Join(priv, "allocs.json")
 		attrReq.Counters["allocs"] = raw.allocs
@@ -361,7 +365,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	copyWin := attr
 	if copiesApart {
 		raw.copies = filepath.Join(priv, "copies.json")
-		req := agent.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
+		req := wire.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
 		if cfg.AttributionCPUProfile {
 			req.CPUProfile = filepath.Join(priv, "cpu-copies.pprof")
 		}
@@ -371,7 +375,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	var offWin *windowResult
 	if cfg.OffCPU && !cfg.timingOnly {
-		req := agent.Request{Cmd: "begin", Blocking: filepath.Join(priv, "blocking"), Counters: map[string]string{}}
+		req := wire.Request{Cmd: "begin", Blocking: filepath.Join(priv, "blocking"), Counters: map[string]string{}}
 		raw.blocking = req.Blocking
 		if !cfg.noTrace {
 			raw.trace = filepath.Join(priv, "trace.out")
@@ -381,7 +385,10 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			if !slices.Contains(hello.Counters, "wallclock") {
 				return nil, fmt.Errorf("the wall-clock profiler is not built into the target")
 			}
-			raw.wallclock = filepath.Join(priv, "wallclock.pprof")
+			raw.wallclock = filepath.Join(priv, "wallclock.json")
+			if cfg.fgprofRef {
+				raw.wallclock, raw.wallclockPprof = filepath.Join(priv, "wallclock.pprof"), true
+			}
 			req.Counters["wallclock"] = raw.wallclock
 		}
 		if offWin, err = runWindow("off-CPU window", req); err != nil {
@@ -531,7 +538,7 @@ func targetEnv(cfg Config, extra ...string) []string {
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).
 // Process counters are read after begin returns and before end is sent,
 // so the agent's own work falls outside the window.
-func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin agent.Request, d time.Duration, sc *sysCounter, stacks bool) (*windowResult, error) {
+func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin wire.Request, d time.Duration, sc *sysCounter, stacks bool) (*windowResult, error) {
 	r0, err := ac.call(begin)
 	if err != nil {
 		return nil, err
@@ -579,7 +586,7 @@ func measure(ctx context.Context, p *proc, ac *agentConn, drv load.Driver, begin
 	if lerr != nil {
 		return nil, lerr
 	}
-	r1, err := ac.call(agent.Request{Cmd: "end"})
+	r1, err := ac.call(wire.Request{Cmd: "end"})
 	if err != nil {
 		return nil, err
 	}

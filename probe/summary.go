@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // SummarySchema is the schema name of summary.json.
@@ -20,10 +22,13 @@ const (
 // Summary is summary.json. Figures that this build cannot measure are null,
 // never zero, and their source says "none".
 type Summary struct {
-	Schema            string             `json:"schema"`
-	Target            string             `json:"target"`
-	Commit            string             `json:"commit"`
-	Go                string             `json:"go"`
+	Schema string `json:"schema"`
+	Target string `json:"target"`
+	Commit string `json:"commit"`
+	Go     string `json:"go"`
+	// Build compares the measured binary's build list with a plain
+	// build's: only the agent module may be added, nothing changed.
+	Build             *withagent.Check   `json:"build,omitempty"`
 	Window            WindowSummary      `json:"window"`
 	AttributionWindow AttributionSummary `json:"attribution_window"`
 	// CopiesWindow is the window that counted copies, when they had one of their own.

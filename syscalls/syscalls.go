@@ -18,9 +18,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/bpfasm"
 	"github.com/perfspy/perfspy/internal/elfsym"
-	"github.com/perfspy/perfspy/probe/agent"
 )
 
 // ErrNeedRoot is returned when the process may not load BPF programs.
@@ -267,7 +267,7 @@ func Delta(before, after map[int]uint64) map[int]uint64 {
 // Site is one stack's syscalls, symbolized.
 type Site struct {
 	Name  string
-	Stack []agent.PCFrames // innermost first
+	Stack []wire.PCFrames // innermost first
 	Count uint64
 }
 

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 // Table maps a process's PCs to functions through .gopclntab, which
@@ -109,14 +109,14 @@ func (s *Table) FileOffset(fn string) (uint64, error) {
 // Frames symbolizes return PCs. debug/gosym names the outermost function
 // of a PC and the file and line of the innermost: inlined frames are not
 // expanded in attach mode.
-func (s *Table) Frames(pcs []uint64) []agent.PCFrames {
-	out := make([]agent.PCFrames, 0, len(pcs))
+func (s *Table) Frames(pcs []uint64) []wire.PCFrames {
+	out := make([]wire.PCFrames, 0, len(pcs))
 	for _, pc := range pcs {
-		pf := agent.PCFrames{PC: pc}
+		pf := wire.PCFrames{PC: pc}
 		// A return PC points after the call; pc-1 is inside it.
 		file, line, fn := s.tab.PCToLine(pc - s.bias - 1)
 		if fn != nil {
-			pf.Frames = []agent.Frame{{Func: fn.Name, File: file, Line: line}}
+			pf.Frames = []wire.Frame{{Func: fn.Name, File: file, Line: line}}
 		}
 		out = append(out, pf)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 // Builder adds locations and functions to a profile, deduplicated by PC and
@@ -34,7 +34,7 @@ func NewBuilder(p *profile.Profile) *Builder {
 // Locations returns the locations of a stack, innermost first. A PC's
 // inlined frames become the lines of one location, innermost first, as
 // pprof wants them.
-func (b *Builder) Locations(stack []agent.PCFrames) []*profile.Location {
+func (b *Builder) Locations(stack []wire.PCFrames) []*profile.Location {
 	out := make([]*profile.Location, 0, len(stack))
 	for _, pf := range stack {
 		k := locKey{pf.PC, len(pf.Frames)}
@@ -68,7 +68,7 @@ func IsRuntime(fn string) bool {
 // Sites returns the direct caller (the innermost frame) and the site (the
 // first frame outside the runtime, or the direct caller when every frame
 // kept is runtime) of a stack.
-func Sites(stack []agent.PCFrames) (direct, site string) {
+func Sites(stack []wire.PCFrames) (direct, site string) {
 	direct = "(unknown)"
 	for _, pf := range stack {
 		for _, f := range pf.Frames {
@@ -90,12 +90,12 @@ func Sites(stack []agent.PCFrames) (direct, site string) {
 // runtime/pprof does for heap profiles, so that the leaf is the site. It
 // returns the stack unchanged when every frame is runtime, and the direct
 // caller either way.
-func UserStack(stack []agent.PCFrames) ([]agent.PCFrames, string) {
+func UserStack(stack []wire.PCFrames) ([]wire.PCFrames, string) {
 	direct, _ := Sites(stack)
 	for i, pf := range stack {
 		for j, f := range pf.Frames {
 			if !IsRuntime(f.Func) {
-				out := append([]agent.PCFrames{{PC: pf.PC, Frames: pf.Frames[j:]}}, stack[i+1:]...)
+				out := append([]wire.PCFrames{{PC: pf.PC, Frames: pf.Frames[j:]}}, stack[i+1:]...)
 				return out, direct
 			}
 		}
@@ -104,7 +104,7 @@ func UserStack(stack []agent.PCFrames) ([]agent.PCFrames, string) {
 }
 
 // Key orders stacks deterministically.
-func Key(stack []agent.PCFrames) string {
+func Key(stack []wire.PCFrames) string {
 	var b strings.Builder
 	for _, pf := range stack {
 		b.WriteString(hex(pf.PC))

@@ -1,14 +1,15 @@
-// Package inproc reads allocspy's runtime table for the probe agent. It is
+// Package alloctable reads allocspy's runtime table for the probe agent. It is
 // linked only into targets built with the allocspy overlay, which adds the
 // runtime functions it pulls by linkname; probe's overlay imports it from
 // the target's package main. It uses the standard library only.
-package inproc
+package alloctable
 
 import (
 	_ "unsafe" // for go:linkname
 
-	"github.com/perfspy/perfspy/internal/spytable"
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent"
+	"github.com/perfspy/perfspy/agent/internal/spytable"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 //go:linkname allocspyEnable runtime.allocspyEnable
@@ -51,20 +52,20 @@ func (s *source) Begin() error {
 }
 
 // End turns the recorder off and writes the window's sites, symbolized, to
-// path as JSON (agent.AllocReport).
+// path as JSON (wire.AllocReport).
 func (s *source) End(path string) error {
 	allocspyEnable(false)
 	sites, dropped, err := s.t.End()
 	if err != nil {
 		return err
 	}
-	rep := agent.AllocReport{Dropped: dropped}
+	rep := wire.AllocReport{Dropped: dropped}
 	for _, st := range sites {
-		rep.Sites = append(rep.Sites, agent.AllocSite{
+		rep.Sites = append(rep.Sites, wire.AllocSite{
 			Stack:   agent.Symbolize(st.PCs),
 			Objects: st.Delta[wObjects], Blocks: st.Delta[wBlocks],
 			ReqBytes: st.Delta[wReqBytes], AllocBytes: st.Delta[wAllocBytes],
 		})
 	}
-	return agent.WriteJSON(path, &rep)
+	return wire.WriteJSON(path, &rep)
 }

@@ -1,12 +1,9 @@
-// Package wallclock adds an fgprof wall-clock profile to the probe agent: it
-// samples every goroutine, running or not, at 99 Hz, the user's view of
-// where a request's time goes. probe's overlay imports it from the
-// target's package main when the off-CPU window asks for it.
-//
-// Its cost grows with the number of goroutines (each sample walks them
-// all), which is why the execution trace, not this profile, gives the
-// off-CPU figures.
-package wallclock
+// Package fgprofref links fgprof into a perfspy target as the reference
+// wall-clock profiler of `probe bench -what offcpu`. It registers under the
+// counter name "wallclock", like agent/wallclock, and is only built into
+// perfspy's own targets for that benchmark: fgprof is a module of its own
+// and would change a user's build list.
+package fgprofref
 
 import (
 	"bytes"
@@ -15,7 +12,7 @@ import (
 
 	"github.com/felixge/fgprof"
 
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent"
 )
 
 func init() {

@@ -1,12 +1,12 @@
 // Package agent is the in-process side of probe. probe adds one file to the
 // target's package main that imports this package; its init starts a control
-// server on the Unix socket named by the environment variable SocketEnv, and
+// server on the Unix socket named by the environment variable wire.SocketEnv, and
 // does nothing when the variable is unset.
 //
 // The agent uses the standard library only, so that a target of another
 // module needs no new requirements beyond this module itself.
 //
-// Protocol: one JSON Request per line, one JSON Response per line.
+// Protocol (package wire): one JSON Request per line, one JSON Response per line.
 //
 //	{"cmd":"hello"}   process facts and the counters built in
 //	{"cmd":"begin", "heap_profile":P, "cpu_profile":C, "trace":T,
@@ -40,44 +40,12 @@ import (
 	"runtime/trace"
 	"sort"
 	"sync"
+
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
-// SocketEnv names the environment variable that carries the control socket's path.
-const SocketEnv = "PERFSPY_AGENT_SOCK"
-
-// Request is one command from probe.
-type Request struct {
-	Cmd         string `json:"cmd"`
-	HeapProfile string `json:"heap_profile,omitempty"`
-	CPUProfile  string `json:"cpu_profile,omitempty"`
-	// Trace starts an execution trace into this path at begin; end stops it.
-	Trace string `json:"trace,omitempty"`
-	// Blocking sets the block and mutex profile rates to 1 at begin and
-	// writes both profiles at begin (to Blocking+".block", ".mutex") and at
-	// end (the same plus ".end"); end restores the rates.
-	Blocking string `json:"blocking,omitempty"`
-	// Counters maps a registered counter's name ("copies", "allocs") to the
-	// path of the report it writes at the end of the window.
-	Counters map[string]string `json:"counters,omitempty"`
-}
-
-// Metrics are the runtime's cumulative counters at a snapshot.
-type Metrics struct {
-	AllocObjects uint64 `json:"alloc_objects"` // /gc/heap/allocs:objects: heap blocks
-}
-
-// Response answers a Request. Error is empty on success.
-type Response struct {
-	Error      string   `json:"error,omitempty"`
-	PID        int      `json:"pid,omitempty"`
-	GOMAXPROCS int      `json:"gomaxprocs,omitempty"`
-	GoVersion  string   `json:"go_version,omitempty"`
-	Metrics    *Metrics `json:"metrics,omitempty"`
-	Counters   []string `json:"counters,omitempty"` // the counters built in, sorted
-}
-
 // Counter counts events per call site in a window. The readers of the
-// runtime overlays (copyspy/inproc, allocspy/inproc) register one when the
+// runtime overlays (agent/copytable, agent/alloctable) register one when the
 // target is built with their overlay.
 type Counter interface {
 	// Begin snapshots the counts and starts counting.
@@ -100,58 +68,13 @@ func counterNames() []string {
 	return n
 }
 
-// CopyReport is the JSON file a CopySource writes at the end of a window.
-type CopyReport struct {
-	Dropped uint64     `json:"dropped"` // copies that found no free table slot
-	Sites   []CopySite `json:"sites"`
-}
-
-// CopySite is one stack's copies in the window, by size bucket
-// (<64, <1K, <16K, >=16K bytes).
-type CopySite struct {
-	Kind  string     `json:"kind"`  // memmove or memclr
-	Stack []PCFrames `json:"stack"` // innermost first: [0] is the direct caller
-	Calls [4]uint64  `json:"calls"`
-	Bytes [4]uint64  `json:"bytes"`
-}
-
-// AllocReport is the JSON file the allocation counter writes at the end of
-// a window.
-type AllocReport struct {
-	Dropped uint64      `json:"dropped"` // allocations that found no free table slot
-	Sites   []AllocSite `json:"sites"`
-}
-
-// AllocSite is one stack's allocations in the window.
-type AllocSite struct {
-	Stack      []PCFrames `json:"stack"`       // innermost first: [0] is mallocgc's caller
-	Objects    uint64     `json:"objects"`     // objects as the program asked for them
-	Blocks     uint64     `json:"blocks"`      // of those, the ones that took a heap slot of their own
-	ReqBytes   uint64     `json:"req_bytes"`   // bytes asked for
-	AllocBytes uint64     `json:"alloc_bytes"` // bytes taken (size classes)
-}
-
-// PCFrames is one return PC and the frames it expands to, inlined ones
-// first.
-type PCFrames struct {
-	PC     uint64  `json:"pc"`
-	Frames []Frame `json:"frames"`
-}
-
-// Frame is a symbolized function.
-type Frame struct {
-	Func string `json:"func"`
-	File string `json:"file"`
-	Line int    `json:"line"`
-}
-
 func init() {
-	path := os.Getenv(SocketEnv)
+	path := os.Getenv(wire.SocketEnv)
 	if path == "" {
 		return
 	}
 	// Children of the target must not try to serve the same socket.
-	os.Unsetenv(SocketEnv)
+	os.Unsetenv(wire.SocketEnv)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "perfspy agent: %v\n", err)
@@ -176,8 +99,8 @@ func handleConn(c net.Conn, w *window) {
 	sc := bufio.NewScanner(c)
 	enc := json.NewEncoder(c)
 	for sc.Scan() {
-		var req Request
-		var resp Response
+		var req wire.Request
+		var resp wire.Response
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			resp.Error = fmt.Sprintf("bad request: %v", err)
 		} else {
@@ -231,37 +154,37 @@ func (r *recording) stop(stop func()) error {
 	return err
 }
 
-func (w *window) do(req Request) Response {
+func (w *window) do(req wire.Request) wire.Response {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch req.Cmd {
 	case "hello":
-		return Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
+		return wire.Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
 	case "begin":
 		if w.open {
-			return Response{Error: "window already open"}
+			return wire.Response{Error: "window already open"}
 		}
 		if err := w.begin(req); err != nil {
-			return Response{Error: err.Error()}
+			return wire.Response{Error: err.Error()}
 		}
 		w.open = true
-		return Response{Metrics: readMetrics()}
+		return wire.Response{Metrics: readMetrics()}
 	case "end":
 		if !w.open {
-			return Response{Error: "no window open"}
+			return wire.Response{Error: "no window open"}
 		}
 		w.open = false
 		// Metrics first, so the agent's own work in end is not counted.
 		m := readMetrics()
 		if err := w.end(); err != nil {
-			return Response{Error: err.Error()}
+			return wire.Response{Error: err.Error()}
 		}
-		return Response{Metrics: m}
+		return wire.Response{Metrics: m}
 	}
-	return Response{Error: fmt.Sprintf("unknown command %q", req.Cmd)}
+	return wire.Response{Error: fmt.Sprintf("unknown command %q", req.Cmd)}
 }
 
-func (w *window) begin(req Request) error {
+func (w *window) begin(req wire.Request) error {
 	if req.HeapProfile != "" {
 		w.oldRate = runtime.MemProfileRate
 		runtime.MemProfileRate = 1
@@ -394,12 +317,12 @@ func writeProfile(name, path string) error {
 
 // readMetrics reads the cumulative allocation counter. ReadMemStats first
 // flushes the per-P caches, so the total is current.
-func readMetrics() *Metrics {
+func readMetrics() *wire.Metrics {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
-	m := &Metrics{}
+	m := &wire.Metrics{}
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		m.AllocObjects = s[0].Value.Uint64()
 	}
@@ -409,18 +332,18 @@ func readMetrics() *Metrics {
 // Symbolize expands return PCs into their frames, inlined ones included,
 // innermost first, with runtime.CallersFrames. Counters call it on the PCs
 // their runtime tables kept.
-func Symbolize(pcs []uintptr) []PCFrames {
-	var out []PCFrames
+func Symbolize(pcs []uintptr) []wire.PCFrames {
+	var out []wire.PCFrames
 	for _, pc := range pcs {
 		if pc == 0 {
 			break
 		}
 		frames := runtime.CallersFrames([]uintptr{pc})
-		pf := PCFrames{PC: uint64(pc)}
+		pf := wire.PCFrames{PC: uint64(pc)}
 		for {
 			f, more := frames.Next()
 			if f.Function != "" {
-				pf.Frames = append(pf.Frames, Frame{Func: f.Function, File: f.File, Line: f.Line})
+				pf.Frames = append(pf.Frames, wire.Frame{Func: f.Function, File: f.File, Line: f.Line})
 			}
 			if !more {
 				break
@@ -429,29 +352,4 @@ func Symbolize(pcs []uintptr) []PCFrames {
 		out = append(out, pf)
 	}
 	return out
-}
-
-// WriteJSON writes v to path as JSON; counters write their reports with it.
-func WriteJSON(path string, v any) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := json.NewEncoder(f).Encode(v); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// ReadJSON reads a report that WriteJSON wrote.
-func ReadJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("parsing %s: %w", path, err)
-	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 func startAgent(t *testing.T) (net.Conn, *bufio.Reader) {
@@ -28,7 +30,7 @@ func startAgent(t *testing.T) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-func call(t *testing.T, c net.Conn, r *bufio.Reader, line string) Response {
+func call(t *testing.T, c net.Conn, r *bufio.Reader, line string) wire.Response {
 	t.Helper()
 	if _, err := c.Write([]byte(line + "\n")); err != nil {
 		t.Fatal(err)
@@ -37,7 +39,7 @@ func call(t *testing.T, c net.Conn, r *bufio.Reader, line string) Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var resp Response
+	var resp wire.Response
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestSymbolize(t *testing.T) {
 	pcs := make([]uintptr, 4)
 	n := runtime.Callers(1, pcs)
 	fr := Symbolize(pcs[:n])
-	if len(fr) == 0 || len(fr[0].Frames) == 0 || fr[0].Frames[0].Func != "github.com/perfspy/perfspy/probe/agent.TestSymbolize" {
+	if len(fr) == 0 || len(fr[0].Frames) == 0 || fr[0].Frames[0].Func != "github.com/perfspy/perfspy/agent.TestSymbolize" {
 		t.Errorf("Symbolize = %+v", fr)
 	}
 }

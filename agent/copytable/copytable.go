@@ -1,14 +1,15 @@
-// Package inproc reads copyspy's runtime table for the probe agent. It is
+// Package copytable reads copyspy's runtime table for the probe agent. It is
 // linked only into targets built with the copyspy overlay, which adds the
 // runtime functions it pulls by linkname; probe's overlay imports it from
 // the target's package main. It uses the standard library only.
-package inproc
+package copytable
 
 import (
 	_ "unsafe" // for go:linkname
 
-	"github.com/perfspy/perfspy/internal/spytable"
-	"github.com/perfspy/perfspy/probe/agent"
+	"github.com/perfspy/perfspy/agent"
+	"github.com/perfspy/perfspy/agent/internal/spytable"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 //go:linkname copyspyEnable runtime.copyspyEnable
@@ -51,16 +52,16 @@ func (s *source) Begin() error {
 }
 
 // End turns the recorder off and writes the window's sites, symbolized, to
-// path as JSON (agent.CopyReport).
+// path as JSON (wire.CopyReport).
 func (s *source) End(path string) error {
 	copyspyEnable(false)
 	sites, dropped, err := s.t.End()
 	if err != nil {
 		return err
 	}
-	rep := agent.CopyReport{Dropped: dropped}
+	rep := wire.CopyReport{Dropped: dropped}
 	for _, st := range sites {
-		site := agent.CopySite{Kind: "memmove", Stack: agent.Symbolize(st.PCs)}
+		site := wire.CopySite{Kind: "memmove", Stack: agent.Symbolize(st.PCs)}
 		if st.Words[wKind] == 1 {
 			site.Kind = "memclr"
 		}
@@ -68,5 +69,5 @@ func (s *source) End(path string) error {
 		copy(site.Bytes[:], st.Delta[wBytes:wBytes+nBuckets])
 		rep.Sites = append(rep.Sites, site)
 	}
-	return agent.WriteJSON(path, &rep)
+	return wire.WriteJSON(path, &rep)
 }

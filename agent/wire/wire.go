@@ -1,0 +1,131 @@
+// Package wire is the data model shared by the probe agent and the tools
+// that read what it writes: the control protocol (one JSON Request per
+// line, one JSON Response per line) and the reports the counters write at
+// the end of a window. It uses the standard library only and has no side
+// effects, so that any tool can import it without starting an agent.
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// SocketEnv names the environment variable that carries the control socket's path.
+const SocketEnv = "PERFSPY_AGENT_SOCK"
+
+// Request is one command from probe.
+type Request struct {
+	Cmd         string `json:"cmd"`
+	HeapProfile string `json:"heap_profile,omitempty"`
+	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// Trace starts an execution trace into this path at begin; end stops it.
+	Trace string `json:"trace,omitempty"`
+	// Blocking sets the block and mutex profile rates to 1 at begin and
+	// writes both profiles at begin (to Blocking+".block", ".mutex") and at
+	// end (the same plus ".end"); end restores the rates.
+	Blocking string `json:"blocking,omitempty"`
+	// Counters maps a registered counter's name ("copies", "allocs") to the
+	// path of the report it writes at the end of the window.
+	Counters map[string]string `json:"counters,omitempty"`
+}
+
+// Metrics are the runtime's cumulative counters at a snapshot.
+type Metrics struct {
+	AllocObjects uint64 `json:"alloc_objects"` // /gc/heap/allocs:objects: heap blocks
+}
+
+// Response answers a Request. Error is empty on success.
+type Response struct {
+	Error      string   `json:"error,omitempty"`
+	PID        int      `json:"pid,omitempty"`
+	GOMAXPROCS int      `json:"gomaxprocs,omitempty"`
+	GoVersion  string   `json:"go_version,omitempty"`
+	Metrics    *Metrics `json:"metrics,omitempty"`
+	Counters   []string `json:"counters,omitempty"` // the counters built in, sorted
+}
+
+// CopyReport is the JSON file a CopySource writes at the end of a window.
+type CopyReport struct {
+	Dropped uint64     `json:"dropped"` // copies that found no free table slot
+	Sites   []CopySite `json:"sites"`
+}
+
+// CopySite is one stack's copies in the window, by size bucket
+// (<64, <1K, <16K, >=16K bytes).
+type CopySite struct {
+	Kind  string     `json:"kind"`  // memmove or memclr
+	Stack []PCFrames `json:"stack"` // innermost first: [0] is the direct caller
+	Calls [4]uint64  `json:"calls"`
+	Bytes [4]uint64  `json:"bytes"`
+}
+
+// AllocReport is the JSON file the allocation counter writes at the end of
+// a window.
+type AllocReport struct {
+	Dropped uint64      `json:"dropped"` // allocations that found no free table slot
+	Sites   []AllocSite `json:"sites"`
+}
+
+// AllocSite is one stack's allocations in the window.
+type AllocSite struct {
+	Stack      []PCFrames `json:"stack"`       // innermost first: [0] is mallocgc's caller
+	Objects    uint64     `json:"objects"`     // objects as the program asked for them
+	Blocks     uint64     `json:"blocks"`      // of those, the ones that took a heap slot of their own
+	ReqBytes   uint64     `json:"req_bytes"`   // bytes asked for
+	AllocBytes uint64     `json:"alloc_bytes"` // bytes taken (size classes)
+}
+
+// PCFrames is one return PC and the frames it expands to, inlined ones
+// first.
+type PCFrames struct {
+	PC     uint64  `json:"pc"`
+	Frames []Frame `json:"frames"`
+}
+
+// Frame is a symbolized function.
+type Frame struct {
+	Func string `json:"func"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// WriteJSON writes v to path as JSON; counters write their reports with it.
+func WriteJSON(path string, v any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(f).Encode(v); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadJSON reads a report that WriteJSON wrote.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WallclockReport is the JSON file the wall-clock sampler writes at the end
+// of a window: every goroutine's stack, sampled Hz times a second.
+type WallclockReport struct {
+	Hz      int               `json:"hz"`
+	Seconds float64           `json:"seconds"` // how long it sampled
+	Samples []WallclockSample `json:"samples"`
+}
+
+// WallclockSample is one stack and the number of samples that found a
+// goroutine in it.
+type WallclockSample struct {
+	Stack []PCFrames `json:"stack"` // innermost first
+	Count uint64     `json:"count"`
+}
