@@ -317,3 +317,52 @@ func TestNoSourceTree(t *testing.T) {
 		t.Errorf("main.buildDocument: %d allocations, want one per request", objs)
 	}
 }
+
+// TestPublicServer probes Caddy, a public web server with well over twenty
+// modules in its build, several of them shared with perfspy at other
+// versions, given as module/cmd/x@version: its binary keeps Caddy's own
+// versions and is measured.
+func TestPublicServer(t *testing.T) {
+	skipShort(t)
+	const mod, version = "github.com/caddyserver/caddy/v2", "v2.11.9"
+	dl := exec.Command("go", "mod", "download", "-json", mod+"@"+version)
+	dl.Dir = t.TempDir()
+	b, err := dl.Output()
+	if err != nil {
+		t.Skipf("the module proxy does not serve %s@%s here (%v): a public server cannot be fetched", mod, version, err)
+	}
+	var info struct{ GoMod string }
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	// quic-go is one of the modules the old build raised to perfspy's version.
+	const shared = "github.com/quic-go/quic-go"
+	want := requiredVersion(t, info.GoMod, shared)
+	if mine := requiredVersion(t, "../go.mod", shared); mine == want {
+		t.Fatalf("perfspy requires %s %s as Caddy does: pick another shared module", shared, mine)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-duration", "2s", "-offcpu=false",
+		"-args", "respond --listen 127.0.0.1:0 --body hello", mod+"/cmd/caddy@"+version)
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Build
+	if c == nil || c.Modules < 20 || c.Err() != nil || len(c.Changed) != 0 || len(c.Added) != 1 || c.Added[0].Path != agentmod.Path {
+		t.Fatalf("build check %+v", c)
+	}
+	if got := depsOf(t, c.Binary)[shared]; got != want {
+		t.Errorf("measured binary has %s %s, Caddy requires %s", shared, got, want)
+	}
+	if s.Window.Requests == 0 || s.Window.Errors+s.Window.Non2xx != 0 || s.PerRequest.Allocs == nil || *s.PerRequest.Allocs < 1 {
+		t.Errorf("window %+v, allocs %v", s.Window, s.PerRequest.Allocs)
+	}
+	if !strings.Contains(stdout, "github.com/caddyserver/caddy/v2/") {
+		t.Errorf("no Caddy function among the top allocation sites:\n%s", stdout)
+	}
+	t.Logf("%s", stdout)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // TopSites is how many allocation sites report.md and the terminal list.
@@ -31,6 +32,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 		fmt.Fprintf(w, " (%s)", strings.Join(s.Reasons, "; "))
 	}
 	fmt.Fprint(w, "\n\n")
+	if b := s.Build; b != nil {
+		fmt.Fprintf(w, "Build: %s.\n\n", buildLine(b))
+	}
 	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
 	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
@@ -159,6 +163,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 	for _, why := range s.Reasons {
 		fmt.Fprintf(w, "  not judged: %s\n", why)
 	}
+	if b := s.Build; b != nil {
+		fmt.Fprintf(w, "  build         %s\n", buildLine(b))
+	}
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
@@ -184,4 +191,18 @@ func WriteTerminal(w io.Writer, r *Result) {
 		}
 	}
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
+}
+
+// buildLine says what the build-list check found: the measured binary has
+// a plain build's modules, plus the agent's.
+func buildLine(b *withagent.Check) string {
+	var added []string
+	for _, m := range b.Added {
+		added = append(added, m.Path)
+	}
+	if len(added) == 0 {
+		added = []string{"nothing (the agent is in the target's module)"}
+	}
+	return fmt.Sprintf("%s mode, the %d modules of a plain build at its versions, %d changed, added %s  [go list -deps vs the binary's build info]",
+		b.Mode, b.Modules, len(b.Changed), strings.Join(added, ", "))
 }
