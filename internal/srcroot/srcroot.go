@@ -1,6 +1,7 @@
-// Package srcroot finds this module's source tree, which builds with
-// overlays need: the agent and the copyspy reader are compiled into targets
-// from it.
+// Package srcroot finds this module's source tree, from which perfspy's own
+// targets are built (the default target, -floor, probe bulk, the bench
+// commands and the tests). Building a user's target does not need it: the
+// agent's sources are embedded in probe.
 package srcroot
 
 import (
@@ -19,7 +20,7 @@ func Dir() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if ok && filepath.IsAbs(file) {
 		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
-		if _, err := os.Stat(filepath.Join(root, "probe", "agent", "agent.go")); err == nil {
+		if _, err := os.Stat(filepath.Join(root, "agent", "agent.go")); err == nil {
 			return root, nil
 		}
 	}
