@@ -44,20 +44,65 @@ import (
 // Reasons in the order summary.json and the report list them.
 var Reasons = []string{"net", "sync", "syscall", "sched", "gc", "sleep", "other", "net_idle"}
 
+// Parts are the parts of a request's time: on CPU, then the reasons.
+var Parts = append([]string{"cpu"}, Reasons...)
+
+// part indexes Parts.
+var part = func() map[string]int {
+	m := map[string]int{}
+	for i, p := range Parts {
+		m[p] = i
+	}
+	return m
+}()
+
+// Scopes of a wait: inside a request's region, or not.
+const (
+	ScopeRequest    = "request"
+	ScopeBackground = "background"
+)
+
 // Result is the off-CPU time of a window.
 type Result struct {
-	Nanos   map[string]int64 // by reason
-	Samples []Sample
-	Span    int64 // nanoseconds from the first to the last event
+	// Nanos is every wait that ended in the window, by reason: the
+	// requests' and the background's together.
+	Nanos map[string]int64
+	// Background is the waits of goroutines outside any request, by reason.
+	Background map[string]int64
+	// Requests are the requests whose region began and ended in the window.
+	Requests []Request
+	Samples  []Sample
+	Span     int64 // nanoseconds from the first to the last event
+}
+
+// Request is one request's server-side time, from its region's start to
+// its end, split into Parts (indexed as Parts).
+type Request struct {
+	Total int64
+	Parts [9]int64
+	// Waits are its waits, as indexes into Result.Samples and nanoseconds.
+	Waits []Wait
+}
+
+// Wait is part of a request's time spent at one sample's stack.
+type Wait struct {
+	Sample int
+	Nanos  int64
 }
 
 // Sample is the time goroutines waited at one stack for one reason.
 type Sample struct {
 	Reason string
 	Wait   string // the runtime's words for it ("chan receive", "network"...)
-	Stack  []trace.StackFrame
-	Nanos  int64
-	Count  int64
+	Scope  string // ScopeRequest or ScopeBackground
+	// WokenBy is the function that made the goroutine runnable again:
+	// the first frame outside the runtime of the goroutine that unblocked
+	// it, "runtime" when the scheduler did (netpoll, timers), "" for a
+	// runnable or syscall state.
+	WokenBy string
+	Stack   []trace.StackFrame
+	Nanos   int64
+	Count   int64
 }
 
 // Options tune Parse. Zero fields get defaults.
@@ -65,6 +110,9 @@ type Options struct {
 	// Exclude drops waits whose stack has a function with one of these
 	// prefixes (probe's agent and the tracer's and profilers' goroutines).
 	Exclude []string
+	// RegionType names the trace region that marks a request (default
+	// RegionType, the one the overlay opens).
+	RegionType string
 }
 
 type gstate struct {
@@ -72,7 +120,13 @@ type gstate struct {
 	since  trace.Time
 	reason string
 	stack  trace.Stack
-	assist trace.Time // start of a GC mark assist range, 0 if none
+	waker  string
+	// assist is the start of a GC mark assist range, 0 if none.
+	assist trace.Time
+	// req is the request the goroutine is serving, nil if none; mark is
+	// where its running time was last accounted.
+	req  *Request
+	mark trace.Time
 }
 
 // classify maps a wait to a reason.
@@ -114,35 +168,87 @@ func hasPrefixFrame(stack trace.Stack, prefixes []string) bool {
 	return false
 }
 
-// Parse reads a trace and returns the window's off-CPU time.
+// waker names the function that unblocked a goroutine, from the stack of
+// the goroutine that emitted the transition.
+func waker(ev *trace.Event, self trace.GoID) string {
+	if ev.Goroutine() == trace.NoGoroutine || ev.Goroutine() == self {
+		return "runtime"
+	}
+	for f := range ev.Stack().Frames() {
+		if !stacks.IsRuntime(f.Func) {
+			return f.Func
+		}
+	}
+	return "runtime"
+}
+
+// Parse reads a trace and returns the window's off-CPU time: every
+// goroutine's waits, and each request's time split into Parts.
 func Parse(r io.Reader, opt Options) (*Result, error) {
 	tr, err := trace.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the trace: %w", err)
 	}
-	res := &Result{Nanos: map[string]int64{}}
-	gs := map[trace.GoID]*gstate{}
-	type skey struct {
-		reason, wait string
-		stack        trace.Stack
+	if opt.RegionType == "" {
+		opt.RegionType = RegionType
 	}
-	agg := map[skey]*Sample{}
-	add := func(reason, wait string, stack trace.Stack, d int64) {
+	res := &Result{Nanos: map[string]int64{}, Background: map[string]int64{}}
+	gs := map[trace.GoID]*gstate{}
+	get := func(id trace.GoID, state trace.GoState) *gstate {
+		g := gs[id]
+		if g == nil {
+			g = &gstate{state: state}
+			gs[id] = g
+		}
+		return g
+	}
+	type skey struct {
+		reason, wait, scope, waker string
+		stack                      trace.Stack
+	}
+	index := map[skey]int{}
+	var samples []*Sample
+	// add counts a wait of g; in a request it is also the request's.
+	add := func(g *gstate, reason, wait, wokenBy string, stack trace.Stack, d int64) {
 		if d <= 0 || reason == "" || hasPrefixFrame(stack, opt.Exclude) {
 			return
 		}
+		scope := ScopeBackground
+		if g.req != nil {
+			scope = ScopeRequest
+			g.req.Parts[part[reason]] += d
+		} else {
+			res.Background[reason] += d
+		}
 		res.Nanos[reason] += d
-		k := skey{reason, wait, stack}
-		s := agg[k]
-		if s == nil {
-			s = &Sample{Reason: reason, Wait: wait}
+		k := skey{reason, wait, scope, wokenBy, stack}
+		i, ok := index[k]
+		if !ok {
+			s := &Sample{Reason: reason, Wait: wait, Scope: scope, WokenBy: wokenBy}
 			for f := range stack.Frames() {
 				s.Stack = append(s.Stack, f)
 			}
-			agg[k] = s
+			i = len(samples)
+			index[k] = i
+			samples = append(samples, s)
 		}
-		s.Nanos += d
-		s.Count++
+		samples[i].Nanos += d
+		samples[i].Count++
+		if g.req != nil {
+			g.req.Waits = append(g.req.Waits, Wait{Sample: i, Nanos: d})
+		}
+	}
+	// flushRun gives g's running time since its mark to its request: GC
+	// assist work is the request's gc, the rest its cpu.
+	flushRun := func(g *gstate, t trace.Time) {
+		if g.req != nil && g.state == trace.GoRunning && g.mark != 0 && t > g.mark {
+			p := "cpu"
+			if g.assist != 0 {
+				p = "gc"
+			}
+			g.req.Parts[part[p]] += int64(t - g.mark)
+		}
+		g.mark = t
 	}
 	var first, last trace.Time
 	for {
@@ -166,19 +272,25 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 			}
 			id := st.Resource.Goroutine()
 			from, to := st.Goroutine()
-			g := gs[id]
-			if g == nil {
-				g = &gstate{state: trace.GoUndetermined}
-				gs[id] = g
-			}
+			g := get(id, trace.GoUndetermined)
 			// A wait that started before the trace counts from its start.
 			if from == trace.GoUndetermined && (to == trace.GoWaiting || to == trace.GoRunnable || to == trace.GoSyscall) {
 				g.state, g.since, g.reason, g.stack = to, first, st.Reason, st.Stack
 				continue
 			}
+			if g.state == trace.GoRunning && to != trace.GoRunning {
+				flushRun(g, t)
+			}
+			if g.state == trace.GoWaiting && to == trace.GoRunnable {
+				g.waker = waker(&ev, id)
+			}
 			if g.state == trace.GoWaiting || g.state == trace.GoRunnable || g.state == trace.GoSyscall {
 				if to != g.state && g.since != 0 {
-					add(classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), g.stack, int64(t-g.since))
+					wb := ""
+					if g.state == trace.GoWaiting {
+						wb = g.waker
+					}
+					add(g, classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), wb, g.stack, int64(t-g.since))
 				}
 			}
 			if to != g.state {
@@ -188,15 +300,38 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 				if st.Stack != trace.NoStack || to != trace.GoRunnable {
 					g.stack = st.Stack
 				}
+				if to == trace.GoRunning {
+					g.mark = t
+				}
+				if to == trace.GoNotExist {
+					g.req = nil // a request whose goroutine ended (panic, hijack) is not counted
+				}
 			}
+		case trace.EventRegionBegin:
+			if ev.Region().Type != opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
+				continue
+			}
+			g := get(ev.Goroutine(), trace.GoRunning)
+			g.req = &Request{}
+			g.req.Total = -int64(t) // the start, until the end makes it a duration
+			g.state, g.mark = trace.GoRunning, t
+		case trace.EventRegionEnd:
+			if ev.Region().Type != opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
+				continue
+			}
+			g := gs[ev.Goroutine()]
+			if g == nil || g.req == nil {
+				continue // began before the trace
+			}
+			flushRun(g, t)
+			g.req.Total += int64(t)
+			res.Requests = append(res.Requests, *g.req)
+			g.req = nil
 		case trace.EventRangeBegin, trace.EventRangeActive:
 			rg := ev.Range()
 			if rg.Name == "GC mark assist" && ev.Goroutine() != trace.NoGoroutine {
-				g := gs[ev.Goroutine()]
-				if g == nil {
-					g = &gstate{state: trace.GoRunning}
-					gs[ev.Goroutine()] = g
-				}
+				g := get(ev.Goroutine(), trace.GoRunning)
+				flushRun(g, t)
 				g.assist = t
 				if ev.Kind() == trace.EventRangeActive {
 					g.assist = first
@@ -206,26 +341,50 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 			rg := ev.Range()
 			if rg.Name == "GC mark assist" && ev.Goroutine() != trace.NoGoroutine {
 				if g := gs[ev.Goroutine()]; g != nil && g.assist != 0 {
-					add("gc", "GC mark assist", ev.Stack(), int64(t-g.assist))
+					// Outside a request the assist is a wait of its own
+					// (its time is on CPU, but GC's work, not the target's).
+					if g.req == nil {
+						add(g, "gc", "GC mark assist", "", ev.Stack(), int64(t-g.assist))
+					} else {
+						flushRun(g, t)
+					}
 					g.assist = 0
 				}
 			}
 		}
 	}
 	res.Span = int64(last - first)
-	for _, s := range agg {
-		res.Samples = append(res.Samples, *s)
+	order := make([]int, len(samples))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Slice(res.Samples, func(i, j int) bool {
-		a, b := res.Samples[i], res.Samples[j]
+	sort.Slice(order, func(i, j int) bool {
+		a, b := samples[order[i]], samples[order[j]]
 		if a.Nanos != b.Nanos {
 			return a.Nanos > b.Nanos
 		}
 		if a.Reason != b.Reason {
 			return a.Reason < b.Reason
 		}
+		if a.Scope != b.Scope {
+			return a.Scope < b.Scope
+		}
+		if a.WokenBy != b.WokenBy {
+			return a.WokenBy < b.WokenBy
+		}
 		return stackString(a.Stack) < stackString(b.Stack)
 	})
+	newIndex := make([]int, len(samples))
+	for ni, oi := range order {
+		newIndex[oi] = ni
+		res.Samples = append(res.Samples, *samples[oi])
+	}
+	for ri := range res.Requests {
+		for wi := range res.Requests[ri].Waits {
+			w := &res.Requests[ri].Waits[wi]
+			w.Sample = newIndex[w.Sample]
+		}
+	}
 	return res, nil
 }
 
@@ -251,7 +410,9 @@ func stackString(st []trace.StackFrame) string {
 }
 
 // Profile writes the samples as a pprof profile: sample types
-// delay/nanoseconds and waits/count, labels "reason" and "wait".
+// delay/nanoseconds and waits/count, labels "reason", "wait", "scope"
+// (request or background) and, for a wait that something ended,
+// "woken_by".
 func (r *Result) Profile() *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "delay", Unit: "nanoseconds"}, {Type: "waits", Unit: "count"}},
@@ -264,7 +425,7 @@ func (r *Result) Profile() *profile.Profile {
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(pcFrames(s.Stack)),
 			Value:    []int64{s.Nanos, s.Count},
-			Label:    map[string][]string{"reason": {s.Reason}, "wait": {s.Wait}},
+			Label:    labels(s),
 		})
 	}
 	return p
@@ -283,4 +444,12 @@ func pcFrames(st []trace.StackFrame) []wire.PCFrames {
 		out = append(out, wire.PCFrames{PC: f.PC, Frames: []wire.Frame{fr}})
 	}
 	return out
+}
+
+func labels(s Sample) map[string][]string {
+	l := map[string][]string{"reason": {s.Reason}, "wait": {s.Wait}, "scope": {s.Scope}}
+	if s.WokenBy != "" {
+		l["woken_by"] = []string{s.WokenBy}
+	}
+	return l
 }

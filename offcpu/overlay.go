@@ -1,0 +1,101 @@
+package offcpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// RegionType is the execution-trace region that marks one request served
+// by net/http: the overlay opens it on the handler's goroutine right before
+// the handler runs and ends it once the response is written.
+const RegionType = "perfspy.request"
+
+// ErrUnsupported is returned when net/http does not have the shape the
+// request-boundary overlay expects (a Go release it does not know).
+var ErrUnsupported = errors.New("request boundaries not supported")
+
+// edit replaces the one occurrence of old in a GOROOT file. Each stays on
+// its line, so that line numbers in profiles do not move.
+type edit struct {
+	file, old, new string
+}
+
+// requestEdits put the boundaries into net/http:
+//   - HTTP/1 ((*conn).serve): the region opens before the handler and ends
+//     after finishRequest has flushed the response, or when the handler
+//     hijacked the connection;
+//   - HTTP/2 ((*http2serverConn).runHandler): around the handler's call,
+//     on the stream's own goroutine.
+//
+// perfspyRequestBegin costs one atomic load when tracing is off: the
+// region is only real inside the off-CPU window, whose trace is on.
+var requestEdits = []edit{
+	{"server.go",
+		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
+		"\t\tperfspyRegion := perfspyRequestBegin(ctx); serverHandler{c.server}.ServeHTTP(w, w.req)\n"},
+	{"server.go",
+		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
+		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"},
+	{"h2_bundle.go",
+		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
+		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context()); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"},
+}
+
+// requestFile is added to net/http: the one place that names runtime/trace,
+// so that the edits need no new import line.
+const requestFile = `package http
+
+import (
+	"context"
+	"runtime/trace"
+)
+
+// perfspyRequestBegin opens the region that marks a request for perfspy's
+// off-CPU window; a no-op region while no trace runs.
+func perfspyRequestBegin(ctx context.Context) *trace.Region {
+	return trace.StartRegion(ctx, "` + RegionType + `")
+}
+`
+
+// Overlay writes net/http's files with the request boundaries into dir and
+// returns the go build -overlay Replace entries, keyed by GOROOT paths.
+func Overlay(goroot, dir string) (map[string]string, error) {
+	src := filepath.Join(goroot, "src", "net", "http")
+	files := map[string]string{}
+	for _, e := range requestEdits {
+		path := filepath.Join(src, e.file)
+		text, ok := files[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+			}
+			text = string(b)
+		}
+		if n := strings.Count(text, e.old); n != 1 {
+			return nil, fmt.Errorf("%w: %s has %d of %q, want 1 (a Go release this overlay does not know)", ErrUnsupported, path, n, firstLine(e.old))
+		}
+		files[path] = strings.Replace(text, e.old, e.new, 1)
+	}
+	files[filepath.Join(src, "zz_perfspy_request.go")] = requestFile
+	out := map[string]string{}
+	for path, text := range files {
+		if _, err := os.Stat(path); err == nil && filepath.Base(path) == "zz_perfspy_request.go" {
+			return nil, fmt.Errorf("%w: %s already exists in GOROOT", ErrUnsupported, path)
+		}
+		dst := filepath.Join(dir, "http_"+filepath.Base(path))
+		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		out[path] = dst
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimLeft(s, "\t\n"), "\n")
+	return l
+}

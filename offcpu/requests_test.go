@@ -1,0 +1,115 @@
+package offcpu
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"runtime/trace"
+	"sync"
+	"testing"
+	"time"
+)
+
+//go:noinline
+func wakeUp(ch chan struct{}) { close(ch) }
+
+//go:noinline
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// traceRequests traces two requests, each in a region of RegionType on
+// its own goroutine: one waits 20 ms on a channel that main.wakeUp closes,
+// then spins 2 ms; one sleeps 10 ms in nanosleep(2). A goroutine outside
+// any request waits 30 ms on a channel.
+func traceRequests(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Skipf("skipped: cannot trace: %v", err)
+	}
+	var wg sync.WaitGroup
+	ch, idle := make(chan struct{}), make(chan struct{})
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		r := trace.StartRegion(context.Background(), RegionType)
+		waitOnChannel(ch)
+		spin(2 * time.Millisecond)
+		r.End()
+	}()
+	go func() {
+		defer wg.Done()
+		r := trace.StartRegion(context.Background(), RegionType)
+		sleepInSyscall(10 * time.Millisecond)
+		r.End()
+	}()
+	go func() { defer wg.Done(); waitOnChannel(idle) }()
+	time.Sleep(20 * time.Millisecond)
+	wakeUp(ch)
+	time.Sleep(10 * time.Millisecond)
+	close(idle)
+	wg.Wait()
+	trace.Stop()
+	return buf.Bytes()
+}
+
+func TestRequests(t *testing.T) {
+	res, err := Parse(bytes.NewReader(traceRequests(t)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Requests) != 2 {
+		t.Fatalf("%d requests, want 2", len(res.Requests))
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	for _, r := range res.Requests {
+		var sum int64
+		for _, v := range r.Parts {
+			sum += v
+		}
+		t.Logf("request: total %.3f ms, parts %v", ms(r.Total), r.Parts)
+		// The parts close on the request's duration.
+		if d := r.Total - sum; math.Abs(float64(d)) > 0.01*float64(r.Total) {
+			t.Errorf("parts sum to %.3f ms of %.3f ms", ms(sum), ms(r.Total))
+		}
+		sync, sys, cpu := r.Parts[part["sync"]], r.Parts[part["syscall"]], r.Parts[part["cpu"]]
+		switch {
+		case sync > 0:
+			if ms(sync) < 18 || ms(cpu) < 1.8 || sys != 0 {
+				t.Errorf("channel request: sync %.3f ms, cpu %.3f ms, syscall %.3f ms", ms(sync), ms(cpu), ms(sys))
+			}
+			var woken string
+			for _, w := range r.Waits {
+				if s := res.Samples[w.Sample]; s.Reason == "sync" {
+					woken = s.WokenBy
+				}
+			}
+			if woken != "github.com/perfspy/perfspy/offcpu.wakeUp" {
+				t.Errorf("channel wait woken by %q, want offcpu.wakeUp", woken)
+			}
+		case ms(sys) < 9:
+			t.Errorf("nanosleep request: syscall %.3f ms", ms(sys))
+		}
+	}
+	// The idle goroutine's wait is the background's, never a request's.
+	if ms(res.Background["sync"]) < 28 {
+		t.Errorf("background sync %.3f ms, want the idle goroutine's 30", ms(res.Background["sync"]))
+	}
+	for _, s := range res.Samples {
+		if s.Scope == ScopeRequest && userFunc(s) == "github.com/perfspy/perfspy/offcpu.waitOnChannel" && s.Nanos > 25e6 {
+			t.Errorf("a request holds the idle goroutine's wait: %+v", s)
+		}
+	}
+	p50, p99 := Tail(res, 3)
+	if p99.Requests != 1 || p99.Parts["sync"] < 18e6 || len(p99.Top) == 0 || p99.Top[0].Func != "github.com/perfspy/perfspy/offcpu.waitOnChannel" {
+		t.Errorf("p99 group %+v", p99)
+	}
+	if p50.Requests != 1 {
+		t.Errorf("p50 group of %d requests", p50.Requests)
+	}
+	if err := res.Profile().CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+}
