@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/offcpu"
 )
 
 // ModulePath is this module's path; the agent overlay imports it.
@@ -33,18 +34,20 @@ const agentFileName = "zz_perfspy_agent.go"
 
 // Target describes what was built.
 type Target struct {
-	Spec      string // as the user gave it
-	Name      string // short name for folders and benchmark names
-	PkgDir    string // directory of the main package
-	ModDir    string // root of the module that builds it
-	Binary    string // built executable, in the cache folder
-	GoVersion string
-	Commit    string // git commit of PkgDir's repository, "" if none
-	Dirty     bool
-	Copies    bool   // built with the copyspy overlay
-	CopiesOff string // why not, when asked for
-	Allocs    bool   // built with the allocspy overlay
-	AllocsOff string // why not, when asked for
+	Spec        string // as the user gave it
+	Name        string // short name for folders and benchmark names
+	PkgDir      string // directory of the main package
+	ModDir      string // root of the module that builds it
+	Binary      string // built executable, in the cache folder
+	GoVersion   string
+	Commit      string // git commit of PkgDir's repository, "" if none
+	Dirty       bool
+	Copies      bool   // built with the copyspy overlay
+	CopiesOff   string // why not, when asked for
+	Allocs      bool   // built with the allocspy overlay
+	AllocsOff   string // why not, when asked for
+	Requests    bool   // built with the request-boundary overlay of net/http
+	RequestsOff string // why not, when asked for
 	// BuildMode is how the agent got in: module, vendor, workspace or
 	// self (perfspy's own module).
 	BuildMode string
@@ -120,6 +123,7 @@ type BuildOptions struct {
 	Allocs     bool     // add allocspy's runtime overlay
 	Wallclock  bool     // add the agent's wall-clock sampler
 	FgprofRef  bool     // add fgprof instead, the benchmark's reference (perfspy's targets only)
+	Requests   bool     // mark each net/http request with a trace region (the off-CPU window)
 	Tags       []string // build tags, e.g. valgrind
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
 }
@@ -250,6 +254,20 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			t.Allocs = true
 		}
 	}
+	if opts.Requests {
+		dir := filepath.Join(work, "requests")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		ov, err := offcpu.Overlay(goenv[0], dir)
+		if err != nil {
+			t.RequestsOff = err.Error()
+			logf("requests: %v; off-CPU time without request boundaries", err)
+		} else {
+			maps.Copy(spies, ov)
+			t.Requests = true
+		}
+	}
 	if opts.Repeatable {
 		if err := repeatableOverlay(replace, goenv[0], work); err != nil {
 			return nil, err
@@ -273,7 +291,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		logf("building %s", spec)
 	}
 	out, err := build(mergeOverlays(replace, spies))
-	if err != nil && (t.Copies || t.Allocs) && ctx.Err() == nil {
+	if err != nil && (t.Copies || t.Allocs || t.Requests) && ctx.Err() == nil {
 		// A plain build (the agent and the wall-clock profiler, no runtime
 		// spy) tells a broken target from a runtime overlay that this Go
 		// release does not accept.
@@ -286,6 +304,10 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 			if t.Allocs {
 				t.Allocs, t.AllocsOff = false, why
 				logf("allocs: %s; counting allocations with the heap profile", why)
+			}
+			if t.Requests {
+				t.Requests, t.RequestsOff = false, why
+				logf("requests: %s; off-CPU time without request boundaries", why)
 			}
 			out, err = out2, nil
 		}

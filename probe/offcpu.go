@@ -5,16 +5,72 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/probe/load"
 )
 
-// SourceOffCPU names the off-CPU figures' source in summary.json.
-const SourceOffCPU = "runtime-trace"
+// SourceOffCPU names the off-CPU figures' source in summary.json: the
+// execution trace, with each request marked by the net/http overlay.
+const SourceOffCPU = "runtime-trace+request-regions"
+
+// topWaits is how many wait rows the tail groups and the background list.
+const topWaits = 5
+
+// setOffCPU puts the trace's figures into s: the mean request's split, the
+// background per second, the median and slowest 1%, and the checks that
+// the split closes on the requests' duration and sits below the driver's
+// latency.
+func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
+	us := func(ns float64) float64 { return round(ns/1e3, 3) }
+	if secs := float64(res.Span) / 1e9; secs > 0 {
+		s.BackgroundOffCPUUS = map[string]float64{}
+		for _, r := range offcpu.Reasons {
+			s.BackgroundOffCPUUS[r] = round(float64(res.Background[r])/1e3/secs, 3)
+		}
+		for _, t := range offcpu.BackgroundTop(res, topWaits) {
+			s.BackgroundTop = append(s.BackgroundTop, WaitRow{t.Reason, t.Wait, t.Func, t.WokenBy, round(t.Nanos/1e3/secs, 3)})
+		}
+	}
+	if len(res.Requests) == 0 {
+		s.Sources["offcpu"] = SourceNone + ": no request boundaries in the trace (they are marked in net/http's HTTP/1 and HTTP/2 servers only); background waits are in background_offcpu_us"
+		return
+	}
+	s.Sources["offcpu"] = SourceOffCPU
+	group := func(g offcpu.Group) *TailGroup {
+		t := &TailGroup{Requests: g.Requests, TotalUS: us(g.Total), PartsUS: map[string]float64{}, Remainder: us(g.Remainder), Top: []WaitRow{}}
+		for p, v := range g.Parts {
+			t.PartsUS[p] = us(v)
+		}
+		for _, w := range g.Top {
+			t.Top = append(t.Top, WaitRow{w.Reason, w.Wait, w.Func, w.WokenBy, us(w.Nanos)})
+		}
+		return t
+	}
+	all := offcpu.Mean(res, res.Requests, topWaits)
+	s.PerRequest.OffCPUUS = map[string]float64{}
+	s.PerRequest.RequestUS = map[string]float64{"total": us(all.Total)}
+	for _, p := range offcpu.Parts {
+		if p != "cpu" {
+			s.PerRequest.OffCPUUS[p] = us(all.Parts[p])
+		}
+		s.PerRequest.RequestUS[p] = us(all.Parts[p])
+	}
+	p50, p99 := offcpu.Tail(res, topWaits)
+	s.Tail = map[string]*TailGroup{"p50": group(p50), "p99": group(p99)}
+	s.Checks["offcpu_requests"] = float64(len(res.Requests))
+	s.Checks["request_us_remainder"] = us(all.Remainder)
+	if l != nil && l.Latency != nil && l.Latency.TotalCount() > 0 {
+		mean := l.Latency.Mean() // µs
+		s.Checks["driver_latency_mean_us"] = round(mean, 3)
+		s.Checks["request_us_driver_gap"] = round(mean-all.Total/1e3, 3)
+	}
+}
 
 // windowSummary describes a window with its CPU per request.
 func windowSummary(w *windowResult) *AttributionSummary {
@@ -30,7 +86,6 @@ func windowSummary(w *windowResult) *AttributionSummary {
 // files into per-request figures and profiles.
 func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments []string) error {
 	s.OffCPUWindow = windowSummary(w)
-	n := float64(w.load.OK)
 	if raw.trace != "" {
 		f, err := os.Open(raw.trace)
 		if err != nil {
@@ -41,13 +96,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		if err != nil {
 			return fmt.Errorf("off-CPU: %w", err)
 		}
-		if n > 0 {
-			s.PerRequest.OffCPUUS = map[string]float64{}
-			for _, r := range offcpu.Reasons {
-				s.PerRequest.OffCPUUS[r] = round(float64(res.Nanos[r])/1e3/n, 3)
-			}
-		}
-		s.Sources["offcpu"] = SourceOffCPU
+		setOffCPU(s, res, w.load)
 		p := res.Profile()
 		p.Comments = comments
 		if err := writeProfile(filepath.Join(out, "offcpu.pb.gz"), p); err != nil {
@@ -102,20 +151,74 @@ func dropInstruments(p *profile.Profile) *profile.Profile {
 	return p.Compact()
 }
 
-// writeOffCPUReport lists off-CPU time per request by reason.
+// writeOffCPUReport writes the requests' server-side time, split, for the
+// mean, median and slowest requests, where the slowest waited, and the
+// background's waits per second apart.
 func writeOffCPUReport(w io.Writer, s *Summary) {
-	if s.PerRequest.OffCPUUS == nil {
+	if s.PerRequest.RequestUS != nil {
+		p50, p99 := s.Tail["p50"], s.Tail["p99"]
+		fmt.Fprintf(w, "\n## Server-side time per request (off-CPU window, %s)\n\n", s.Sources["offcpu"])
+		fmt.Fprintf(w, "From the handler's start to the response's end, on the request's goroutine, over the %.0f requests the trace saw whole.\n\n", s.Checks["offcpu_requests"])
+		fmt.Fprintf(w, "| part | mean µs | median requests µs (%d) | slowest 1%% µs (%d) |\n|---|---:|---:|---:|\n", p50.Requests, p99.Requests)
+		for _, p := range offcpu.Parts {
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", partLabel(p), s.PerRequest.RequestUS[p], p50.PartsUS[p], p99.PartsUS[p])
+		}
+		fmt.Fprintf(w, "| remainder (not placed by the trace) | %.2f | %.2f | %.2f |\n", s.Checks["request_us_remainder"], p50.Remainder, p99.Remainder)
+		fmt.Fprintf(w, "| **total** | %.2f | %.2f | %.2f |\n", s.PerRequest.RequestUS["total"], p50.TotalUS, p99.TotalUS)
+		if m, ok := s.Checks["driver_latency_mean_us"]; ok {
+			fmt.Fprintf(w, "\nThe load driver's mean latency in this window: %.2f µs; %.2f µs of it is the network and the driver.\n", m, s.Checks["request_us_driver_gap"])
+		}
+		fmt.Fprintf(w, "\nWhere the slowest 1%% waited (µs per request of that group):\n\n")
+		writeWaitRows(w, p99.Top)
+	}
+	if s.BackgroundOffCPUUS != nil {
+		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request; µs per second of the window, never divided by requests)\n\n| reason | µs per second |\n|---|---:|\n")
+		for _, r := range offcpu.Reasons {
+			fmt.Fprintf(w, "| %s | %.1f |\n", r, s.BackgroundOffCPUUS[r])
+		}
+		fmt.Fprintf(w, "\n")
+		writeWaitRows(w, s.BackgroundTop)
+	}
+	fmt.Fprintf(w, "\nThe trace does not see the runtime's own epoll and futex calls or RawSyscall.\n")
+}
+
+func partLabel(p string) string {
+	switch p {
+	case "cpu":
+		return "cpu (running)"
+	case "sched":
+		return "sched (runnable, waiting for a P)"
+	case "net_idle":
+		return "net_idle (waiting for the client)"
+	}
+	return p
+}
+
+func writeWaitRows(w io.Writer, rows []WaitRow) {
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "(none)\n")
 		return
 	}
-	fmt.Fprintf(w, "\n## Off-CPU time per request (off-CPU window, %s)\n\n| reason | µs per request |\n|---|---:|\n", s.Sources["offcpu"])
-	for _, r := range offcpu.Reasons {
-		label := r
-		if r == "net_idle" {
-			label = "net_idle (keep-alive and background reads: the server waiting for the client; not in net)"
-		}
-		fmt.Fprintf(w, "| %s | %.2f |\n", label, s.PerRequest.OffCPUUS[r])
+	fmt.Fprintf(w, "| µs | reason | wait | in | woken by |\n|---:|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %.2f | %s | %s | `%s` | %s |\n", r.US, r.Reason, r.Wait, r.Func, r.WokenBy)
 	}
-	fmt.Fprintf(w, "\nA wait counts when it ends inside the window; goroutines blocked to the end waited for no request. The trace does not see the runtime's own epoll and futex calls or RawSyscall.\n")
+}
+
+// requestLine is the terminal's line for the mean request's split.
+func requestLine(s *Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.0f µs on the server:", s.PerRequest.RequestUS["total"])
+	for _, p := range offcpu.Parts {
+		if v := s.PerRequest.RequestUS[p]; v >= 0.5 {
+			fmt.Fprintf(&b, " %s %.0f", p, v)
+		}
+	}
+	fmt.Fprintf(&b, " (remainder %.1f)", s.Checks["request_us_remainder"])
+	if m, ok := s.Checks["driver_latency_mean_us"]; ok {
+		fmt.Fprintf(&b, "; driver latency %.0f µs (network and driver %.0f)", m, s.Checks["request_us_driver_gap"])
+	}
+	return b.String()
 }
 
 // readWallclock reads the off-CPU window's wall-clock profile: the agent's

@@ -180,6 +180,17 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	if s.PerRequest.RequestUS != nil {
+		fmt.Fprintf(w, "  request       %s  [%s]\n", requestLine(s), s.Sources["offcpu"])
+		if g := s.Tail["p99"]; g != nil && len(g.Top) > 0 {
+			top := g.Top[0]
+			woken := ""
+			if top.WokenBy != "" {
+				woken = " (woken by " + top.WokenBy + ")"
+			}
+			fmt.Fprintf(w, "  slowest 1%%    %.0f µs, most of it %s %.0f µs in %s%s\n", g.TotalUS, top.Reason, top.US, top.Func, woken)
+		}
+	}
 	n := s.AttributionWindow.Requests
 	if n > 0 {
 		fmt.Fprintf(w, "  top allocation sites (per request):\n")

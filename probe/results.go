@@ -214,6 +214,9 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wir
 		if err := writeOffCPU(out, s, offWin, raw, comments(offWin)); err != nil {
 			return nil, err
 		}
+		if s.PerRequest.OffCPUUS == nil && tgt.RequestsOff != "" {
+			s.Sources["offcpu"] = SourceNone + ": no request boundaries: " + tgt.RequestsOff
+		}
 	}
 
 	sysWin := attr

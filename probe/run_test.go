@@ -24,6 +24,7 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/testtarget"
+	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -856,6 +857,110 @@ func TestSyscallsFallback(t *testing.T) {
 }
 
 // TestOffCPUGroundTruth measures handlers that wait for known reasons.
+// TestRequestSplit holds the off-CPU window's per-request split to
+// handlers whose waits are known: the request's own time, closing on its
+// duration and below the driver's latency, the background apart, and the
+// slowest requests' wait.
+func TestRequestSplit(t *testing.T) {
+	skipShort(t)
+	for _, tc := range []struct {
+		path  string
+		check func(t *testing.T, s *Summary)
+	}{
+		// 64 pool workers: the request waits on a channel for one of them
+		// (about 2 ms plus queueing); the worker sleeps, not the request;
+		// the idle workers' waits are the background's.
+		{"/pool?ms=2", func(t *testing.T, s *Summary) {
+			r := s.PerRequest.RequestUS
+			if r["sync"] < 1800 || r["sync"] > r["total"] || r["sleep"] > 20 {
+				t.Errorf("request sync %.1f µs, sleep %.1f, total %.1f: want sync ≥ 1800 and ≤ total, sleep near 0", r["sync"], r["sleep"], r["total"])
+			}
+			if s.BackgroundOffCPUUS["sleep"] < 1e5 || s.BackgroundOffCPUUS["sync"] < 1e6 {
+				t.Errorf("background %v: want the workers' sleeps and idle waits", s.BackgroundOffCPUUS)
+			}
+			if len(s.BackgroundTop) == 0 || s.BackgroundTop[0].Func != "main.poolWorker" {
+				t.Errorf("background top %+v: want the idle workers first", s.BackgroundTop)
+			}
+			top := s.Tail["p50"].Top
+			if len(top) == 0 || top[0].Reason != "sync" || top[0].WokenBy != "main.poolWorker" {
+				t.Errorf("median request's top wait %+v: want sync woken by main.poolWorker", top)
+			}
+		}},
+		// A 1 ms nanosleep(2): the request's syscall part.
+		{"/sysblock?ms=1", func(t *testing.T, s *Summary) {
+			if r := s.PerRequest.RequestUS; r["syscall"] < 900 || r["syscall"] > r["total"] {
+				t.Errorf("request syscall %.1f µs of %.1f", r["syscall"], r["total"])
+			}
+		}},
+		// Every 100th request waits 20 ms on a timer's channel: the slowest
+		// 1% show it, the median request does not.
+		{"/tail?every=100&ms=20", func(t *testing.T, s *Summary) {
+			p50, p99 := s.Tail["p50"], s.Tail["p99"]
+			if p99.PartsUS["sync"] < 18000 || len(p99.Top) == 0 || p99.Top[0].Func != "main.tailWait" {
+				t.Errorf("slowest 1%%: sync %.1f µs, top %+v: want 20 ms in main.tailWait", p99.PartsUS["sync"], p99.Top)
+			}
+			if p50.PartsUS["sync"] > 100 || p50.Requests < 10 {
+				t.Errorf("median group (%d requests): sync %.1f µs, want none", p50.Requests, p50.PartsUS["sync"])
+			}
+		}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Copies: "off", Allocs: "heapprofile",
+				Warmup: 200 * time.Millisecond, Duration: 2 * time.Second, Out: out, OffCPU: true}, nil)
+			if err != nil && !errors.Is(err, ErrNotJudged) {
+				t.Fatal(err)
+			}
+			checkNoOrphans(t)
+			s := res.Summary
+			r := s.PerRequest.RequestUS
+			t.Logf("request µs %v; checks %v", r, s.Checks)
+			if s.Sources["offcpu"] != SourceOffCPU || r == nil || s.Checks["offcpu_requests"] < 100 {
+				t.Fatalf("source %q, request split %v, %v requests", s.Sources["offcpu"], r, s.Checks["offcpu_requests"])
+			}
+			// The parts close on the total, and the total is the server's
+			// share of the driver's latency.
+			var sum float64
+			for _, p := range offcpu.Parts {
+				sum += r[p]
+			}
+			if math.Abs(r["total"]-sum) > 0.01*r["total"] || math.Abs(s.Checks["request_us_remainder"]) > 0.01*r["total"] {
+				t.Errorf("parts sum to %.1f µs of %.1f (remainder %.1f)", sum, r["total"], s.Checks["request_us_remainder"])
+			}
+			if r["total"] >= s.Checks["driver_latency_mean_us"] {
+				t.Errorf("server-side %.1f µs ≥ the driver's mean latency %.1f", r["total"], s.Checks["driver_latency_mean_us"])
+			}
+			for k, v := range s.PerRequest.OffCPUUS {
+				if v != r[k] {
+					t.Errorf("offcpu_us[%s] = %v, request_us[%s] = %v", k, v, k, r[k])
+				}
+			}
+			tc.check(t, s)
+			// pprof opens the profile; waits carry their scope and waker.
+			p, err := readProfile(filepath.Join(out, "offcpu.pb.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.CheckValid(); err != nil {
+				t.Fatal(err)
+			}
+			scopes := map[string]bool{}
+			for _, smp := range p.Sample {
+				scopes[smp.Label["scope"][0]] = true
+			}
+			if !scopes["request"] || !scopes["background"] {
+				t.Errorf("offcpu.pb.gz scopes %v", scopes)
+			}
+			report := readFile(t, filepath.Join(out, "report.md"))
+			for _, want := range []string{"Server-side time per request", "Background waits", "slowest 1%"} {
+				if !strings.Contains(report, want) {
+					t.Errorf("report.md lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
 func TestOffCPUGroundTruth(t *testing.T) {
 	skipShort(t)
 	for _, tc := range []struct {

@@ -36,6 +36,13 @@ type Summary struct {
 	// OffCPUWindow is the window of the execution trace, block, mutex and
 	// wall-clock profiles.
 	OffCPUWindow *AttributionSummary `json:"offcpu_window,omitempty"`
+	// BackgroundOffCPUUS is the waits of goroutines serving no request,
+	// in µs per second of the off-CPU window, by reason; never divided by
+	// requests. BackgroundTop lists the largest.
+	BackgroundOffCPUUS map[string]float64 `json:"background_offcpu_us,omitempty"`
+	BackgroundTop      []WaitRow          `json:"background_top,omitempty"`
+	// Tail is the split of the median requests and of the slowest 1%.
+	Tail map[string]*TailGroup `json:"tail,omitempty"`
 	// Floor is targets/floor measured with the same settings (-floor).
 	Floor          *FloorSummary      `json:"floor,omitempty"`
 	ServerCores    float64            `json:"server_cores"`
@@ -111,6 +118,26 @@ type FloorSummary struct {
 	CPURatio float64 `json:"cpu_ratio"`
 }
 
+// TailGroup is the mean split of a group of requests, in µs, and where
+// they waited most.
+type TailGroup struct {
+	Requests  int                `json:"requests"`
+	TotalUS   float64            `json:"total_us"`
+	PartsUS   map[string]float64 `json:"parts_us"`
+	Remainder float64            `json:"remainder_us"`
+	Top       []WaitRow          `json:"top"`
+}
+
+// WaitRow is time spent waiting at one place: per request of its group,
+// or per second for the background.
+type WaitRow struct {
+	Reason  string  `json:"reason"`
+	Wait    string  `json:"wait"`
+	Func    string  `json:"func"`
+	WokenBy string  `json:"woken_by,omitempty"`
+	US      float64 `json:"us"`
+}
+
 // PerRequest holds every figure divided by the successful requests of its window.
 type PerRequest struct {
 	Allocs     *float64 `json:"allocs"`
@@ -124,7 +151,12 @@ type PerRequest struct {
 	Syscalls            *float64           `json:"syscalls"`
 	SyscallsByName      map[string]float64 `json:"syscalls_by_name"`
 	CPUUS               *float64           `json:"cpu_us"`
-	OffCPUUS            map[string]float64 `json:"offcpu_us"`
+	// OffCPUUS is the mean request's time off CPU by reason: from its
+	// handler's start to its response's end, on its own goroutine.
+	OffCPUUS map[string]float64 `json:"offcpu_us"`
+	// RequestUS is the mean request's server-side time: OffCPUUS's
+	// reasons plus cpu, and their total.
+	RequestUS map[string]float64 `json:"request_us,omitempty"`
 	// Instructions per request, from callgrind (probe run -instructions).
 	Instructions *float64 `json:"instructions,omitempty"`
 }

@@ -14,6 +14,11 @@
 //	/sysblock?ms=N  blocks N ms in a nanosleep(2) system call
 //	/mutex?us=N     holds a global mutex while it sleeps N µs: concurrent
 //	                requests wait for it
+//	/pool?ms=N      hands a job to a pool of -workers goroutines (64) parked
+//	                on a channel; the worker sleeps N ms and answers: the
+//	                request waits N ms on a channel (sync), the worker sleeps
+//	/tail?every=K&ms=N  every K-th request waits N ms on a timer's channel
+//	                (sync); the others answer at once
 //	-idle N         starts N goroutines that block forever
 //	/spin?us=N  N µs of thread CPU time
 //	/sleep?ms=N N ms of sleep
@@ -67,6 +72,29 @@ func alloc10() {
 }
 
 type triple struct{ a, b, c int64 }
+
+// job is a wait a worker does for a request: it sleeps d, then closes done.
+type job struct {
+	d    time.Duration
+	done chan struct{}
+}
+
+// poolWorker serves jobs: parked on the channel while idle.
+//
+//go:noinline
+func poolWorker(jobs chan job) {
+	for j := range jobs {
+		time.Sleep(j.d)
+		close(j.done)
+	}
+}
+
+// tailWait waits d on a timer's channel.
+//
+//go:noinline
+func tailWait(d time.Duration) {
+	<-time.After(d)
+}
 
 var gsink any
 
@@ -166,6 +194,7 @@ func main() {
 	mode := flag.String("mode", "serve", "serve, exit, nolisten or crash")
 	crashAfter := flag.Int64("crash-after", 1000, "with -mode crash: exit after this many requests")
 	idle := flag.Int("idle", 0, "goroutines that block forever, to load goroutine-walking profilers")
+	workers := flag.Int("workers", 64, "the /pool endpoint's workers")
 	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
 	flag.Parse()
 	if *cpuprof {
@@ -192,10 +221,6 @@ func main() {
 	for i := 0; i < *idle; i++ {
 		go func() { <-block }()
 	}
-	type job struct {
-		d    time.Duration
-		done chan struct{}
-	}
 	jobs := make(chan job)
 	go func() {
 		for j := range jobs {
@@ -206,6 +231,11 @@ func main() {
 		}
 	}()
 	var mu sync.Mutex
+	pool := make(chan job)
+	for i := 0; i < *workers; i++ {
+		go poolWorker(pool)
+	}
+	var tailCount atomic.Int64
 
 	var served atomic.Int64
 	mux := http.NewServeMux()
@@ -253,6 +283,21 @@ func main() {
 		j := job{time.Duration(ms) * time.Millisecond, make(chan struct{})}
 		jobs <- j
 		<-j.done
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/pool", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		j := job{time.Duration(ms) * time.Millisecond, make(chan struct{})}
+		pool <- j
+		<-j.done
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/tail", func(w http.ResponseWriter, r *http.Request) {
+		every, _ := strconv.ParseInt(r.URL.Query().Get("every"), 10, 64)
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		if every > 0 && tailCount.Add(1)%every == 0 {
+			tailWait(time.Duration(ms) * time.Millisecond)
+		}
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/sysblock", func(w http.ResponseWriter, r *http.Request) {
