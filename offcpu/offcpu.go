@@ -413,7 +413,10 @@ func stackString(st []trace.StackFrame) string {
 // delay/nanoseconds and waits/count, labels "reason", "wait", "scope"
 // (request or background) and, for a wait that something ended,
 // "woken_by".
-func (r *Result) Profile() *profile.Profile {
+//
+// scope keeps the samples of one scope (ScopeRequest, ScopeBackground);
+// "" keeps all.
+func (r *Result) Profile(scope string) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "delay", Unit: "nanoseconds"}, {Type: "waits", Unit: "count"}},
 		DefaultSampleType: "delay",
@@ -422,6 +425,9 @@ func (r *Result) Profile() *profile.Profile {
 	}
 	b := stacks.NewBuilder(p)
 	for _, s := range r.Samples {
+		if scope != "" && s.Scope != scope {
+			continue
+		}
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(pcFrames(s.Stack)),
 			Value:    []int64{s.Nanos, s.Count},

@@ -83,7 +83,7 @@ func TestParseKnownWaits(t *testing.T) {
 			t.Errorf("%s: %s %v, want at least %v", fn, w.reason, got, w.min)
 		}
 	}
-	p := res.Profile()
+	p := res.Profile("")
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +147,6 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("negative %s time %d", r, n)
 			}
 		}
-		_ = res.Profile()
+		_ = res.Profile("")
 	})
 }

@@ -109,7 +109,7 @@ func TestRequests(t *testing.T) {
 	if p50.Requests != 1 {
 		t.Errorf("p50 group of %d requests", p50.Requests)
 	}
-	if err := res.Profile().CheckValid(); err != nil {
+	if err := res.Profile("").CheckValid(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -97,12 +98,22 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 			return fmt.Errorf("off-CPU: %w", err)
 		}
 		setOffCPU(s, res, w.load)
-		p := res.Profile()
-		p.Comments = comments
-		if err := writeProfile(filepath.Join(out, "offcpu.pb.gz"), p); err != nil {
+		// The requests' waits carry the requests comment, so that any tool
+		// divides them by requests; the background's never do.
+		if len(res.Requests) > 0 {
+			p := res.Profile(offcpu.ScopeRequest)
+			p.Comments = comments
+			if err := writeProfile(filepath.Join(out, "offcpu.pb.gz"), p); err != nil {
+				return err
+			}
+			s.Files["offcpu"] = "offcpu.pb.gz"
+		}
+		p := res.Profile(offcpu.ScopeBackground)
+		p.Comments = slices.DeleteFunc(slices.Clone(comments), func(c string) bool { return strings.HasPrefix(c, CommentRequests) })
+		if err := writeProfile(filepath.Join(out, "offcpu_background.pb.gz"), p); err != nil {
 			return err
 		}
-		s.Files["offcpu"] = "offcpu.pb.gz"
+		s.Files["offcpu_background"] = "offcpu_background.pb.gz"
 	}
 	for _, name := range []string{"block", "mutex"} {
 		before, err := readProfile(raw.blocking + "." + name)

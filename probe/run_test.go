@@ -936,20 +936,25 @@ func TestRequestSplit(t *testing.T) {
 				}
 			}
 			tc.check(t, s)
-			// pprof opens the profile; waits carry their scope and waker.
-			p, err := readProfile(filepath.Join(out, "offcpu.pb.gz"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.CheckValid(); err != nil {
-				t.Fatal(err)
-			}
-			scopes := map[string]bool{}
-			for _, smp := range p.Sample {
-				scopes[smp.Label["scope"][0]] = true
-			}
-			if !scopes["request"] || !scopes["background"] {
-				t.Errorf("offcpu.pb.gz scopes %v", scopes)
+			// pprof opens the profiles; the requests' waits carry the
+			// requests comment, the background's do not.
+			for file, scope := range map[string]string{"offcpu.pb.gz": "request", "offcpu_background.pb.gz": "background"} {
+				p, err := readProfile(filepath.Join(out, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.CheckValid(); err != nil {
+					t.Fatal(err)
+				}
+				for _, smp := range p.Sample {
+					if got := smp.Label["scope"][0]; got != scope {
+						t.Fatalf("%s holds a wait of scope %s", file, got)
+					}
+				}
+				hasReq := strings.Contains(strings.Join(p.Comments, " "), CommentRequests)
+				if hasReq != (scope == "request") || len(p.Sample) == 0 {
+					t.Errorf("%s: %d samples, requests comment %v", file, len(p.Sample), hasReq)
+				}
 			}
 			report := readFile(t, filepath.Join(out, "report.md"))
 			for _, want := range []string{"Server-side time per request", "Background waits", "slowest 1%"} {
