@@ -192,65 +192,9 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 	if opt.RegionType == "" {
 		opt.RegionType = RegionType
 	}
-	res := &Result{Nanos: map[string]int64{}, Background: map[string]int64{}}
-	gs := map[trace.GoID]*gstate{}
-	get := func(id trace.GoID, state trace.GoState) *gstate {
-		g := gs[id]
-		if g == nil {
-			g = &gstate{state: state}
-			gs[id] = g
-		}
-		return g
-	}
-	type skey struct {
-		reason, wait, scope, waker string
-		stack                      trace.Stack
-	}
-	index := map[skey]int{}
-	var samples []*Sample
-	// add counts a wait of g; in a request it is also the request's.
-	add := func(g *gstate, reason, wait, wokenBy string, stack trace.Stack, d int64) {
-		if d <= 0 || reason == "" || hasPrefixFrame(stack, opt.Exclude) {
-			return
-		}
-		scope := ScopeBackground
-		if g.req != nil {
-			scope = ScopeRequest
-			g.req.Parts[part[reason]] += d
-		} else {
-			res.Background[reason] += d
-		}
-		res.Nanos[reason] += d
-		k := skey{reason, wait, scope, wokenBy, stack}
-		i, ok := index[k]
-		if !ok {
-			s := &Sample{Reason: reason, Wait: wait, Scope: scope, WokenBy: wokenBy}
-			for f := range stack.Frames() {
-				s.Stack = append(s.Stack, f)
-			}
-			i = len(samples)
-			index[k] = i
-			samples = append(samples, s)
-		}
-		samples[i].Nanos += d
-		samples[i].Count++
-		if g.req != nil {
-			g.req.Waits = append(g.req.Waits, Wait{Sample: i, Nanos: d})
-		}
-	}
-	// flushRun gives g's running time since its mark to its request: GC
-	// assist work is the request's gc, the rest its cpu.
-	flushRun := func(g *gstate, t trace.Time) {
-		if g.req != nil && g.state == trace.GoRunning && g.mark != 0 && t > g.mark {
-			p := "cpu"
-			if g.assist != 0 {
-				p = "gc"
-			}
-			g.req.Parts[part[p]] += int64(t - g.mark)
-		}
-		g.mark = t
-	}
-	var first, last trace.Time
+	p := &parser{opt: opt, gs: map[trace.GoID]*gstate{}, index: map[skey]int{},
+		res: &Result{Nanos: map[string]int64{}, Background: map[string]int64{}}}
+	var last trace.Time
 	for {
 		ev, err := tr.ReadEvent()
 		if errors.Is(err, io.EOF) {
@@ -260,106 +204,190 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("reading the trace: %w", err)
 		}
 		t := ev.Time()
-		if first == 0 {
-			first = t
+		if p.first == 0 {
+			p.first = t
 		}
 		last = t
-		switch ev.Kind() {
-		case trace.EventStateTransition:
-			st := ev.StateTransition()
-			if st.Resource.Kind != trace.ResourceGoroutine {
-				continue
-			}
-			id := st.Resource.Goroutine()
-			from, to := st.Goroutine()
-			g := get(id, trace.GoUndetermined)
-			// A wait that started before the trace counts from its start.
-			if from == trace.GoUndetermined && (to == trace.GoWaiting || to == trace.GoRunnable || to == trace.GoSyscall) {
-				g.state, g.since, g.reason, g.stack = to, first, st.Reason, st.Stack
-				continue
-			}
-			if g.state == trace.GoRunning && to != trace.GoRunning {
-				flushRun(g, t)
-			}
-			if g.state == trace.GoWaiting && to == trace.GoRunnable {
-				g.waker = waker(&ev, id)
-			}
-			if g.state == trace.GoWaiting || g.state == trace.GoRunnable || g.state == trace.GoSyscall {
-				if to != g.state && g.since != 0 {
-					wb := ""
-					if g.state == trace.GoWaiting {
-						wb = g.waker
-					}
-					add(g, classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), wb, g.stack, int64(t-g.since))
-				}
-			}
-			if to != g.state {
-				g.state, g.since, g.reason = to, t, st.Reason
-				// A goroutine woken up has no stack of its own at that
-				// moment: its runnable time keeps the stack it blocked at.
-				if st.Stack != trace.NoStack || to != trace.GoRunnable {
-					g.stack = st.Stack
-				}
-				if to == trace.GoRunning {
-					g.mark = t
-				}
-				if to == trace.GoNotExist {
-					g.req = nil // a request whose goroutine ended (panic, hijack) is not counted
-				}
-			}
-		case trace.EventRegionBegin:
-			if ev.Region().Type != opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
-				continue
-			}
-			g := get(ev.Goroutine(), trace.GoRunning)
-			g.req = &Request{}
-			g.req.Total = -int64(t) // the start, until the end makes it a duration
-			g.state, g.mark = trace.GoRunning, t
-		case trace.EventRegionEnd:
-			if ev.Region().Type != opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
-				continue
-			}
-			g := gs[ev.Goroutine()]
-			if g == nil || g.req == nil {
-				continue // began before the trace
-			}
-			flushRun(g, t)
-			g.req.Total += int64(t)
-			res.Requests = append(res.Requests, *g.req)
-			g.req = nil
-		case trace.EventRangeBegin, trace.EventRangeActive:
-			rg := ev.Range()
-			if rg.Name == "GC mark assist" && ev.Goroutine() != trace.NoGoroutine {
-				g := get(ev.Goroutine(), trace.GoRunning)
-				flushRun(g, t)
-				g.assist = t
-				if ev.Kind() == trace.EventRangeActive {
-					g.assist = first
-				}
-			}
-		case trace.EventRangeEnd:
-			rg := ev.Range()
-			if rg.Name == "GC mark assist" && ev.Goroutine() != trace.NoGoroutine {
-				if g := gs[ev.Goroutine()]; g != nil && g.assist != 0 {
-					// Outside a request the assist is a wait of its own
-					// (its time is on CPU, but GC's work, not the target's).
-					if g.req == nil {
-						add(g, "gc", "GC mark assist", "", ev.Stack(), int64(t-g.assist))
-					} else {
-						flushRun(g, t)
-					}
-					g.assist = 0
-				}
+		p.event(&ev, t)
+	}
+	p.res.Span = int64(last - p.first)
+	p.finish()
+	return p.res, nil
+}
+
+// skey is what makes two waits one sample.
+type skey struct {
+	reason, wait, scope, waker string
+	stack                      trace.Stack
+}
+
+// parser follows every goroutine through a trace.
+type parser struct {
+	opt     Options
+	res     *Result
+	gs      map[trace.GoID]*gstate
+	index   map[skey]int
+	samples []*Sample
+	first   trace.Time
+}
+
+func (p *parser) g(id trace.GoID, state trace.GoState) *gstate {
+	g := p.gs[id]
+	if g == nil {
+		g = &gstate{state: state}
+		p.gs[id] = g
+	}
+	return g
+}
+
+func (p *parser) event(ev *trace.Event, t trace.Time) {
+	switch ev.Kind() {
+	case trace.EventStateTransition:
+		p.transition(ev, t)
+	case trace.EventRegionBegin:
+		if ev.Region().Type != p.opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
+			return
+		}
+		g := p.g(ev.Goroutine(), trace.GoRunning)
+		g.req = &Request{}
+		g.req.Total = -int64(t) // the start, until the end makes it a duration
+		g.state, g.mark = trace.GoRunning, t
+	case trace.EventRegionEnd:
+		if ev.Region().Type != p.opt.RegionType || ev.Goroutine() == trace.NoGoroutine {
+			return
+		}
+		g := p.gs[ev.Goroutine()]
+		if g == nil || g.req == nil {
+			return // began before the trace
+		}
+		p.flushRun(g, t)
+		g.req.Total += int64(t)
+		p.res.Requests = append(p.res.Requests, *g.req)
+		g.req = nil
+	case trace.EventRangeBegin, trace.EventRangeActive:
+		if ev.Range().Name == "GC mark assist" && ev.Goroutine() != trace.NoGoroutine {
+			g := p.g(ev.Goroutine(), trace.GoRunning)
+			p.flushRun(g, t)
+			g.assist = t
+			if ev.Kind() == trace.EventRangeActive {
+				g.assist = p.first
 			}
 		}
+	case trace.EventRangeEnd:
+		if ev.Range().Name != "GC mark assist" || ev.Goroutine() == trace.NoGoroutine {
+			return
+		}
+		if g := p.gs[ev.Goroutine()]; g != nil && g.assist != 0 {
+			// Outside a request the assist is a wait of its own (its time
+			// is on CPU, but GC's work, not the target's).
+			if g.req == nil {
+				p.add(g, "gc", "GC mark assist", "", ev.Stack(), int64(t-g.assist))
+			} else {
+				p.flushRun(g, t)
+			}
+			g.assist = 0
+		}
 	}
-	res.Span = int64(last - first)
-	order := make([]int, len(samples))
+}
+
+// transition follows one goroutine's change of state: the time in the
+// state it leaves is a wait, or its request's running time.
+func (p *parser) transition(ev *trace.Event, t trace.Time) {
+	st := ev.StateTransition()
+	if st.Resource.Kind != trace.ResourceGoroutine {
+		return
+	}
+	id := st.Resource.Goroutine()
+	from, to := st.Goroutine()
+	g := p.g(id, trace.GoUndetermined)
+	// A wait that started before the trace counts from its start.
+	if from == trace.GoUndetermined && (to == trace.GoWaiting || to == trace.GoRunnable || to == trace.GoSyscall) {
+		g.state, g.since, g.reason, g.stack = to, p.first, st.Reason, st.Stack
+		return
+	}
+	if g.state == trace.GoRunning && to != trace.GoRunning {
+		p.flushRun(g, t)
+	}
+	if g.state == trace.GoWaiting && to == trace.GoRunnable {
+		g.waker = waker(ev, id)
+	}
+	if (g.state == trace.GoWaiting || g.state == trace.GoRunnable || g.state == trace.GoSyscall) && to != g.state && g.since != 0 {
+		wb := ""
+		if g.state == trace.GoWaiting {
+			wb = g.waker
+		}
+		p.add(g, classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), wb, g.stack, int64(t-g.since))
+	}
+	if to == g.state {
+		return
+	}
+	g.state, g.since, g.reason = to, t, st.Reason
+	// A goroutine woken up has no stack of its own at that moment: its
+	// runnable time keeps the stack it blocked at.
+	if st.Stack != trace.NoStack || to != trace.GoRunnable {
+		g.stack = st.Stack
+	}
+	switch to {
+	case trace.GoRunning:
+		g.mark = t
+	case trace.GoNotExist:
+		g.req = nil // a request whose goroutine ended (panic, hijack) is not counted
+	}
+}
+
+// add counts a wait of g; in a request it is also the request's.
+func (p *parser) add(g *gstate, reason, wait, wokenBy string, stack trace.Stack, d int64) {
+	if d <= 0 || reason == "" || hasPrefixFrame(stack, p.opt.Exclude) {
+		return
+	}
+	scope := ScopeBackground
+	if g.req != nil {
+		scope = ScopeRequest
+		g.req.Parts[part[reason]] += d
+	} else {
+		p.res.Background[reason] += d
+	}
+	p.res.Nanos[reason] += d
+	k := skey{reason, wait, scope, wokenBy, stack}
+	i, ok := p.index[k]
+	if !ok {
+		s := &Sample{Reason: reason, Wait: wait, Scope: scope, WokenBy: wokenBy}
+		for f := range stack.Frames() {
+			s.Stack = append(s.Stack, f)
+		}
+		i = len(p.samples)
+		p.index[k] = i
+		p.samples = append(p.samples, s)
+	}
+	p.samples[i].Nanos += d
+	p.samples[i].Count++
+	if g.req != nil {
+		g.req.Waits = append(g.req.Waits, Wait{Sample: i, Nanos: d})
+	}
+}
+
+// flushRun gives g's running time since its mark to its request: GC assist
+// work is the request's gc, the rest its cpu.
+func (p *parser) flushRun(g *gstate, t trace.Time) {
+	if g.req != nil && g.state == trace.GoRunning && g.mark != 0 && t > g.mark {
+		i := part["cpu"]
+		if g.assist != 0 {
+			i = part["gc"]
+		}
+		g.req.Parts[i] += int64(t - g.mark)
+	}
+	g.mark = t
+}
+
+// finish sorts the samples, most time first, and renumbers the requests'
+// references to them.
+func (p *parser) finish() {
+	order := make([]int, len(p.samples))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(i, j int) bool {
-		a, b := samples[order[i]], samples[order[j]]
+		a, b := p.samples[order[i]], p.samples[order[j]]
 		if a.Nanos != b.Nanos {
 			return a.Nanos > b.Nanos
 		}
@@ -374,18 +402,17 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 		}
 		return stackString(a.Stack) < stackString(b.Stack)
 	})
-	newIndex := make([]int, len(samples))
+	newIndex := make([]int, len(p.samples))
 	for ni, oi := range order {
 		newIndex[oi] = ni
-		res.Samples = append(res.Samples, *samples[oi])
+		p.res.Samples = append(p.res.Samples, *p.samples[oi])
 	}
-	for ri := range res.Requests {
-		for wi := range res.Requests[ri].Waits {
-			w := &res.Requests[ri].Waits[wi]
+	for ri := range p.res.Requests {
+		for wi := range p.res.Requests[ri].Waits {
+			w := &p.res.Requests[ri].Waits[wi]
 			w.Sample = newIndex[w.Sample]
 		}
 	}
-	return res, nil
 }
 
 func waitWords(state trace.GoState, reason string) string {
