@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
-	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/load"
 )
 
 // requireRoot skips, saying why, where uprobes cannot be attached.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/callgrind"
-	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/load"
 )
 
 // SourceInstructions names the instruction counts' source.

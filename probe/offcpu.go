@@ -13,7 +13,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/offcpu"
-	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/load"
 )
 
 // SourceOffCPU names the off-CPU figures' source in summary.json: the

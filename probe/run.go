@@ -20,8 +20,8 @@ import (
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/internal/srcroot"
-	"github.com/perfspy/perfspy/probe/load"
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 	"github.com/perfspy/perfspy/syscalls"
 )
 

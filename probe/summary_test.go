@@ -12,7 +12,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
-	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/load"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/elfsym"
-	"github.com/perfspy/perfspy/probe/load"
+	"github.com/perfspy/perfspy/load"
 )
 
 func requireRoot(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command quicecho is a QUIC bulk-transfer server (github.com/quic-go/quic-go):
 // on each stream a client sends a transfer of bytes of the pattern of
-// probe/load/bulk and ends its side of the stream.
+// wirefmt/bulk and ends its side of the stream.
 //
 //	-mode=push   the server reads the transfer, checks every byte and replies
 //	             with the count read and the first wrong offset (16 bytes)
@@ -38,7 +38,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 var (

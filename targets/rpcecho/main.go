@@ -20,7 +20,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/perfspy/perfspy/probe/load/frame"
+	"github.com/perfspy/perfspy/wirefmt/frame"
 )
 
 var (

@@ -1,6 +1,6 @@
 // Command udpfloor is the kernel's floor under targets/quicecho: plain UDP
 // sockets, one system call per datagram, no transport protocol. A transfer
-// is Count datagrams of the same size, each headed by a probe/load/bulk
+// is Count datagrams of the same size, each headed by a wirefmt/bulk
 // Header and carrying the pattern.
 //
 //	-mode=push   the server reads a transfer's datagrams, checks every
@@ -23,7 +23,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 var (

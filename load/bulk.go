@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 // bulkCounts are a bulk driver's datagram counters, read around a phase.

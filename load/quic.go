@@ -12,7 +12,7 @@ import (
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
 
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 // QUICOptions configures a QUIC bulk-transfer driver. Zero fields get

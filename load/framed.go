@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/load/frame"
+	"github.com/perfspy/perfspy/wirefmt/frame"
 )
 
 // FramedOptions configures a framed-TCP driver. Zero fields get defaults.

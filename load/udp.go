@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/load/bulk"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 // UDPOptions configures the driver of targets/udpfloor. Zero fields get

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perfspy/perfspy/probe/load/frame"
+	"github.com/perfspy/perfspy/wirefmt/frame"
 )
 
 // echoServer answers frames; corrupt flips one body byte of every reply
