@@ -12,8 +12,8 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
-	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/offcpu"
 )
 
 // SourceOffCPU names the off-CPU figures' source in summary.json: the

@@ -21,8 +21,8 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/load"
-	"github.com/perfspy/perfspy/wirefmt/bulk"
 	"github.com/perfspy/perfspy/syscalls"
+	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
 // DefaultTarget is what probe run measures when no target is named.
