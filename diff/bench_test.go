@@ -1,6 +1,10 @@
 package diff
 
 import (
+	"github.com/perfspy/perfspy/internal/synthprof"
+
+	"github.com/perfspy/perfspy/profkey"
+
 	"bytes"
 	"testing"
 
@@ -12,7 +16,7 @@ import (
 // with go tool pprof side by side.
 func BenchmarkCompare100k(b *testing.B) {
 	types := []string{"alloc_objects/count", "alloc_space/bytes"}
-	bb, ab := encodeF(synthetic(1, 100000, types)), encodeF(synthetic(2, 100000, types))
+	bb, ab := synthprof.Encode(synthprof.Synthetic(1, 100000, types)), synthprof.Encode(synthprof.Synthetic(2, 100000, types))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		bp, err := Parse(bb)
@@ -23,7 +27,7 @@ func BenchmarkCompare100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := Compare(&Side{Files: []string{"b"}, Profiles: []*profile.Profile{bp}, Requests: []int64{0}}, &Side{Files: []string{"a"}, Profiles: []*profile.Profile{ap}, Requests: []int64{0}}, Options{Folds: DefaultFolds})
+		r, err := Compare(&Side{Files: []string{"b"}, Profiles: []*profile.Profile{bp}, Requests: []int64{0}}, &Side{Files: []string{"a"}, Profiles: []*profile.Profile{ap}, Requests: []int64{0}}, Options{Folds: profkey.DefaultFolds})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -36,7 +38,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "also write a pprof profile of the change to `file`")
 	maxRegress := fs.String("max-regress", "", "exit 1 when the total grows by more than this `percent` of before (e.g. 5%)")
 	maxAbs := fs.Float64("max-regress-abs", 0, "exit 1 when the total grows by more than this, per request when both sides have requests")
-	f := DefaultFolds
+	f := profkey.DefaultFolds
 	fs.BoolVar(&f.Closures, "fold-closures", true, "fold closure numbers (funcN, gowrapN, deferwrapN, glob..funcN)")
 	fs.BoolVar(&f.Generics, "fold-generics", true, "fold generic instantiations ([...], go.shape.*, type arguments)")
 	fs.BoolVar(&f.Wrappers, "fold-wrappers", true, "fold ABI wrappers (.abi0) and method values (-fm)")

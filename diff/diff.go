@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,9 +15,6 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
 )
-
-// RequestsComment is the profile comment that carries a window's requests.
-const RequestsComment = "perfspy.requests="
 
 // Side is one build's profiles: one file, or several merged.
 type Side struct {
@@ -41,7 +40,7 @@ func Load(paths []string) (*Side, error) {
 		}
 		s.Files = append(s.Files, path)
 		s.Profiles = append(s.Profiles, p)
-		s.Requests = append(s.Requests, requests(p))
+		s.Requests = append(s.Requests, profkey.Requests(p))
 	}
 	return s, nil
 }
@@ -66,17 +65,6 @@ func Parse(b []byte) (*profile.Profile, error) {
 	return p, nil
 }
 
-func requests(p *profile.Profile) int64 {
-	for _, c := range p.Comments {
-		if v, ok := strings.CutPrefix(c, RequestsComment); ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
 // totalRequests is the side's requests, or 0 when a file has none.
 func (s *Side) totalRequests() int64 {
 	var t int64
@@ -92,7 +80,7 @@ func (s *Side) totalRequests() int64 {
 // Options configure Compare. Zero fields get defaults.
 type Options struct {
 	Sample string // sample type; default alloc_space when all have it, else the last type
-	Folds  Folds
+	Folds  profkey.Folds
 	// Stacks keeps every stack's values, which DiffProfile needs.
 	Stacks bool
 }
@@ -297,7 +285,7 @@ func pValue(x, y []float64) float64 {
 }
 
 // aggregate sums one side's samples by key, file by file.
-func aggregate(s *Side, sample string, f Folds, keys *interner, keepStacks bool) *agg {
+func aggregate(s *Side, sample string, f profkey.Folds, keys *interner, keepStacks bool) *agg {
 	a := &agg{stacks: map[string]int64{}}
 	for _, p := range s.Profiles {
 		si := sampleIndex(p, sample)
@@ -326,7 +314,7 @@ func aggregate(s *Side, sample string, f Folds, keys *interner, keepStacks bool)
 			}
 			k, ok := funcKeys[ln.Function.ID]
 			if !ok {
-				k = FuncKey(ln.Function.Name, f)
+				k = profkey.FuncKey(ln.Function.Name, f)
 				funcKeys[ln.Function.ID] = k
 			}
 			if f.Lines {

@@ -1,6 +1,10 @@
 package diff
 
 import (
+	"github.com/perfspy/perfspy/internal/synthprof"
+
+	"github.com/perfspy/perfspy/profkey"
+
 	"bytes"
 	"flag"
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
@@ -14,37 +18,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-func TestFuncKey(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"main.main.func1", "main.main.func*"},
-		{"main.main.func12.3", "main.main.func*"},
-		{"main.(*T).run.func2.1", "main.(*T).run.func*"},
-		{"net/http.(*Server).Serve.gowrap3", "net/http.(*Server).Serve.gowrap*"},
-		{"main.f.deferwrap1", "main.f.deferwrap*"},
-		{"example.com/p.glob..func7", "example.com/p.glob..func*"},
-		{"encoding/json.appendString[go.shape.string]", "encoding/json.appendString[...]"},
-		{"encoding/json.appendString[...]", "encoding/json.appendString[...]"},
-		{"example.com/p.Map[map[string]int,int].Get", "example.com/p.Map[...].Get"},
-		{"example.com/p.(*List[go.shape.int]).Push", "example.com/p.(*List[...]).Push"},
-		{"runtime.memmove.abi0", "runtime.memmove"},
-		{"encoding/json.arrayEncoder.encode-fm", "encoding/json.arrayEncoder.encode"},
-		{"github.com/a/b/v2.F", "github.com/a/b/vN.F"},
-		{"github.com/a/b/v2/c.F", "github.com/a/b/vN/c.F"},
-		{"github.com/a/b/v2.(*T).v3", "github.com/a/b/vN.(*T).v3"},
-		{"vendor/golang.org/x/net/http2.(*Framer).ReadFrame", "golang.org/x/net/http2.(*Framer).ReadFrame"},
-		{"example.com/app/vendor/github.com/x/y.F", "github.com/x/y.F"},
-		{"main.funcName", "main.funcName"},
-		{"runtime.mallocgc", "runtime.mallocgc"},
-	} {
-		if got := FuncKey(tc.in, DefaultFolds); got != tc.want {
-			t.Errorf("FuncKey(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		if got := FuncKey(tc.in, Folds{}); got != tc.in {
-			t.Errorf("FuncKey(%q) with no folds = %q", tc.in, got)
-		}
-	}
-}
 
 // buildProg builds version v of testdata/prog in its own directory as module
 // example.com/prog, runs it and returns its allocation profile.
@@ -92,7 +65,7 @@ func TestTwoBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Compare(b, a, Options{Sample: "alloc_objects", Folds: DefaultFolds})
+	res, err := Compare(b, a, Options{Sample: "alloc_objects", Folds: profkey.DefaultFolds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +96,7 @@ func TestTwoBuilds(t *testing.T) {
 	}
 	// Without the closure fold, the renumbered closure is a change: the
 	// fold is what makes it disappear.
-	raw, _ := Compare(b, a, Options{Sample: "alloc_objects", Folds: Folds{Generics: true, Wrappers: true, Versions: true}})
+	raw, _ := Compare(b, a, Options{Sample: "alloc_objects", Folds: profkey.Folds{Generics: true, Wrappers: true, Versions: true}})
 	moved := 0
 	for _, row := range raw.Rows {
 		if strings.HasPrefix(row.Key, "main.main.func") && row.FlatDelta() != 0 {
@@ -142,9 +115,9 @@ func TestErrors(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 		return p
 	}
-	heap := write("heap.pb.gz", encode(t, synthetic(1, 50, []string{"alloc_objects/count", "alloc_space/bytes"})))
-	cpu := write("cpu.pb.gz", encode(t, synthetic(2, 50, []string{"samples/count", "cpu/nanoseconds"})))
-	full := encode(t, synthetic(3, 50, []string{"alloc_objects/count", "alloc_space/bytes"}))
+	heap := write("heap.pb.gz", encode(t, synthprof.Synthetic(1, 50, []string{"alloc_objects/count", "alloc_space/bytes"})))
+	cpu := write("cpu.pb.gz", encode(t, synthprof.Synthetic(2, 50, []string{"samples/count", "cpu/nanoseconds"})))
+	full := encode(t, synthprof.Synthetic(3, 50, []string{"alloc_objects/count", "alloc_space/bytes"}))
 	trunc := write("trunc.pb.gz", full[:len(full)/2])
 	empty := write("empty.pb.gz", nil)
 	garbage := write("garbage.pb.gz", []byte("this is not a profile"))
@@ -175,7 +148,7 @@ func TestErrors(t *testing.T) {
 
 func TestGate(t *testing.T) {
 	dir := t.TempDir()
-	b := synthetic(7, 200, []string{"alloc_objects/count", "alloc_space/bytes"})
+	b := synthprof.Synthetic(7, 200, []string{"alloc_objects/count", "alloc_space/bytes"})
 	a := b.Copy()
 	a.Sample[0].Value[1] += 1000
 	bp, ap := filepath.Join(dir, "b.pb.gz"), filepath.Join(dir, "a.pb.gz")
@@ -199,9 +172,9 @@ func TestGate(t *testing.T) {
 // the top N plus the remainder, always equal the change of the total.
 func TestRowsAddUp(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
-		b := &Side{Files: []string{"b"}, Profiles: []*profile.Profile{synthetic(seed, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
-		a := &Side{Files: []string{"a"}, Profiles: []*profile.Profile{synthetic(seed+100, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
-		for _, f := range []Folds{{}, DefaultFolds, {Inline: true, Lines: true}} {
+		b := &Side{Files: []string{"b"}, Profiles: []*profile.Profile{synthprof.Synthetic(seed, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
+		a := &Side{Files: []string{"a"}, Profiles: []*profile.Profile{synthprof.Synthetic(seed+100, 300, []string{"alloc_space/bytes"})}, Requests: []int64{0}}
+		for _, f := range []profkey.Folds{{}, profkey.DefaultFolds, {Inline: true, Lines: true}} {
 			r, err := Compare(b, a, Options{Folds: f, Stacks: true})
 			if err != nil {
 				t.Fatal(err)
@@ -232,12 +205,12 @@ func TestRowsAddUp(t *testing.T) {
 }
 
 func TestFormatsGolden(t *testing.T) {
-	b := synthetic(11, 100, []string{"alloc_objects/count", "alloc_space/bytes"})
-	a := synthetic(12, 100, []string{"alloc_objects/count", "alloc_space/bytes"})
-	b.Comments = []string{RequestsComment + "1000"}
-	a.Comments = []string{RequestsComment + "1250"}
+	b := synthprof.Synthetic(11, 100, []string{"alloc_objects/count", "alloc_space/bytes"})
+	a := synthprof.Synthetic(12, 100, []string{"alloc_objects/count", "alloc_space/bytes"})
+	b.Comments = []string{profkey.RequestsComment + "1000"}
+	a.Comments = []string{profkey.RequestsComment + "1250"}
 	r, err := Compare(&Side{Files: []string{"b"}, Profiles: []*profile.Profile{b}, Requests: []int64{1000}},
-		&Side{Files: []string{"a"}, Profiles: []*profile.Profile{a}, Requests: []int64{1250}}, Options{Folds: DefaultFolds})
+		&Side{Files: []string{"a"}, Profiles: []*profile.Profile{a}, Requests: []int64{1250}}, Options{Folds: profkey.DefaultFolds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +229,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(encodeF(synthetic(1, 20, []string{"alloc_objects/count", "alloc_space/bytes"})))
+	f.Add(synthprof.Encode(synthprof.Synthetic(1, 20, []string{"alloc_objects/count", "alloc_space/bytes"})))
 	f.Add([]byte{})
 	f.Add([]byte("\x1f\x8b\x08\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -264,8 +237,8 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		s := &Side{Files: []string{"x"}, Profiles: []*profile.Profile{p}, Requests: []int64{requests(p)}}
-		if r, err := Compare(s, s, Options{Folds: DefaultFolds}); err == nil {
+		s := &Side{Files: []string{"x"}, Profiles: []*profile.Profile{p}, Requests: []int64{profkey.Requests(p)}}
+		if r, err := Compare(s, s, Options{Folds: profkey.DefaultFolds}); err == nil {
 			if r.TotalAfter != r.TotalBefore || r.Remainder(0) != 0 {
 				t.Fatal("a profile against itself changed")
 			}
@@ -285,7 +258,7 @@ func TestRealVersions(t *testing.T) {
 	}
 	b, _ := Load([]string{"testdata/httpbin/v2.25.0.allocs.pb.gz"})
 	a, _ := Load([]string{"testdata/httpbin/v2.26.0.allocs.pb.gz"})
-	r, err := Compare(b, a, Options{Folds: DefaultFolds})
+	r, err := Compare(b, a, Options{Folds: profkey.DefaultFolds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +288,7 @@ func TestSeveralFilesPerSide(t *testing.T) {
 	dir := t.TempDir()
 	var bs, as []string
 	for i := 0; i < 4; i++ {
-		b := synthetic(50, 200, []string{"alloc_objects/count", "alloc_space/bytes"})
+		b := synthprof.Synthetic(50, 200, []string{"alloc_objects/count", "alloc_space/bytes"})
 		a := b.Copy()
 		// One function grows in every after file: a real, consistent change.
 		for _, s := range a.Sample {

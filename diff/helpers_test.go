@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/perfspy/perfspy/internal/synthprof"
+
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -11,5 +13,5 @@ func encode(t *testing.T, p *profile.Profile) []byte {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	return encodeF(p)
+	return synthprof.Encode(p)
 }

@@ -1,6 +1,8 @@
 package flame
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"bytes"
 	"errors"
 	"flag"
@@ -9,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/perfspy/perfspy/diff"
 )
 
 const usage = `usage: flame [-o out.svg|out.html] [-sample NAME] INPUT
@@ -65,7 +65,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := Options{Sample: *sample}
 	if *fold {
-		opt.Folds = diff.DefaultFolds
+		opt.Folds = profkey.DefaultFolds
 	}
 	t, err := readInputs(fs.Args(), opt, *isDiff)
 	if err != nil {

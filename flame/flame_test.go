@@ -1,6 +1,8 @@
 package flame
 
 import (
+	"github.com/perfspy/perfspy/internal/synthprof"
+
 	"bytes"
 	"errors"
 	"flag"
@@ -9,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perfspy/perfspy/diff"
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
 )
 
@@ -142,7 +143,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := Read(strings.NewReader("x 1\ny\n"), Options{}); !errors.As(err, &fe) || fe.Line != 2 {
 		t.Errorf("FoldedError: %v", err)
 	}
-	p := diff.Synthetic(1, 10, []string{"alloc_objects/count", "alloc_space/bytes"})
+	p := synthprof.Synthetic(1, 10, []string{"alloc_objects/count", "alloc_space/bytes"})
 	var pb bytes.Buffer
 	p.Write(&pb)
 	if _, err := Read(bytes.NewReader(pb.Bytes()), Options{Sample: "cpu"}); err == nil || !strings.Contains(err.Error(), `no sample type "cpu"`) {
@@ -172,7 +173,7 @@ func TestBadInput(t *testing.T) {
 
 // A pprof profile's graph holds every sample's value at the root.
 func TestPprofInput(t *testing.T) {
-	p := diff.Synthetic(3, 500, []string{"samples/count", "cpu/nanoseconds"})
+	p := synthprof.Synthetic(3, 500, []string{"samples/count", "cpu/nanoseconds"})
 	p.Comments = []string{"perfspy.requests=100"}
 	var pb bytes.Buffer
 	p.Write(&pb)

@@ -7,6 +7,8 @@
 package flame
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -18,8 +20,6 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
-
-	"github.com/perfspy/perfspy/diff"
 )
 
 // Node is a frame in the merged call tree.
@@ -206,8 +206,8 @@ var ErrEmpty = errors.New("no samples")
 
 // Options say how to read an input.
 type Options struct {
-	Sample string     // pprof sample type; default the profile's default, else the last
-	Folds  diff.Folds // name folding; differential graphs use diff.DefaultFolds
+	Sample string        // pprof sample type; default the profile's default, else the last
+	Folds  profkey.Folds // name folding; differential graphs use profkey.DefaultFolds
 }
 
 // Read reads a pprof profile (gzipped or not) or folded stacks
@@ -228,8 +228,8 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 // ReadDiff reads two inputs into one differential tree, on diff's
 // normalized keys so that a renumbered closure is one frame.
 func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {
-	if opt.Folds == (diff.Folds{}) {
-		opt.Folds = diff.DefaultFolds
+	if opt.Folds == (profkey.Folds{}) {
+		opt.Folds = profkey.DefaultFolds
 	}
 	t := &Tree{Diff: true}
 	b := newBuilder(true)
@@ -305,7 +305,7 @@ func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) erro
 	}
 	t.Sample, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	for _, c := range p.Comments {
-		if v, ok := strings.CutPrefix(c, diff.RequestsComment); ok {
+		if v, ok := strings.CutPrefix(c, profkey.RequestsComment); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				t.Requests = n
 			}
@@ -329,7 +329,7 @@ func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) erro
 				for j := len(loc.Line) - 1; j >= 0; j-- {
 					name := "?"
 					if fn := loc.Line[j].Function; fn != nil {
-						name = diff.FuncKey(fn.Name, opt.Folds)
+						name = profkey.FuncKey(fn.Name, opt.Folds)
 					}
 					fr = append(fr, bld.intern(name))
 				}
@@ -389,7 +389,7 @@ func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before boo
 			}
 			id, ok := intern[string(f)]
 			if !ok {
-				id = bld.intern(diff.FuncKey(string(f), opt.Folds))
+				id = bld.intern(profkey.FuncKey(string(f), opt.Folds))
 				intern[string(f)] = id
 			}
 			stack = append(stack, id)

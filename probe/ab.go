@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"bytes"
 	"context"
 	"errors"
@@ -362,7 +364,7 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		if p == "allocs" {
 			sample = "alloc_objects" // allocations per request, as allocs/req counts them
 		}
-		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: diff.DefaultFolds, Stacks: true})
+		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: profkey.DefaultFolds, Stacks: true})
 		if err != nil {
 			return nil, fmt.Errorf("%s profiles: %w", p, err)
 		}

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"fmt"
 	"io"
 	"os"
@@ -109,7 +111,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 			s.Files["offcpu"] = "offcpu.pb.gz"
 		}
 		p := res.Profile(offcpu.ScopeBackground)
-		p.Comments = slices.DeleteFunc(slices.Clone(comments), func(c string) bool { return strings.HasPrefix(c, CommentRequests) })
+		p.Comments = slices.DeleteFunc(slices.Clone(comments), func(c string) bool { return strings.HasPrefix(c, profkey.RequestsComment) })
 		if err := writeProfile(filepath.Join(out, "offcpu_background.pb.gz"), p); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"fmt"
 	"os"
 	"sort"
@@ -12,19 +14,18 @@ import (
 	"github.com/perfspy/perfspy/syscalls"
 )
 
-// Comments that every profile of a window carries, so that later tools can
-// divide by requests.
+// Comments that every profile of a window carries, beside
+// profkey.RequestsComment, by which later tools divide.
 const (
-	CommentRequests = "perfspy.requests="
-	CommentSeconds  = "perfspy.window_seconds="
-	CommentTarget   = "perfspy.target="
-	CommentCommit   = "perfspy.commit="
+	CommentSeconds = "perfspy.window_seconds="
+	CommentTarget  = "perfspy.target="
+	CommentCommit  = "perfspy.commit="
 )
 
 // windowComments are the profile comments for one window.
 func windowComments(requests int64, seconds float64, target, commit string) []string {
 	return []string{
-		fmt.Sprintf("%s%d", CommentRequests, requests),
+		fmt.Sprintf("%s%d", profkey.RequestsComment, requests),
 		fmt.Sprintf("%s%.3f", CommentSeconds, seconds),
 		CommentTarget + target,
 		CommentCommit + commit,

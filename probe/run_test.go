@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/perfspy/perfspy/profkey"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -148,7 +150,7 @@ func siteCount(p *profile.Profile, fn string) (objs, bytes int64) {
 func requestsComment(t *testing.T, p *profile.Profile) int64 {
 	t.Helper()
 	for _, c := range p.Comments {
-		if v, ok := strings.CutPrefix(c, CommentRequests); ok {
+		if v, ok := strings.CutPrefix(c, profkey.RequestsComment); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -156,7 +158,7 @@ func requestsComment(t *testing.T, p *profile.Profile) int64 {
 			return n
 		}
 	}
-	t.Fatalf("profile has no %s comment: %q", CommentRequests, p.Comments)
+	t.Fatalf("profile has no %s comment: %q", profkey.RequestsComment, p.Comments)
 	return 0
 }
 
@@ -951,7 +953,7 @@ func TestRequestSplit(t *testing.T) {
 						t.Fatalf("%s holds a wait of scope %s", file, got)
 					}
 				}
-				hasReq := strings.Contains(strings.Join(p.Comments, " "), CommentRequests)
+				hasReq := strings.Contains(strings.Join(p.Comments, " "), profkey.RequestsComment)
 				if hasReq != (scope == "request") || len(p.Sample) == 0 {
 					t.Errorf("%s: %d samples, requests comment %v", file, len(p.Sample), hasReq)
 				}

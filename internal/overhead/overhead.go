@@ -5,6 +5,8 @@
 package overhead
 
 import (
+	"github.com/perfspy/perfspy/internal/synthprof"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -22,7 +24,6 @@ import (
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
-	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/probe"
 )
@@ -341,7 +342,7 @@ func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) e
 			if err != nil {
 				return err
 			}
-			if err := diff.Synthetic(int64(1000+10*n+i), n, types).Write(f); err != nil {
+			if err := synthprof.Synthetic(int64(1000+10*n+i), n, types).Write(f); err != nil {
 				f.Close()
 				return err
 			}
@@ -442,7 +443,7 @@ func benchFlame(ctx context.Context, stdout, stderr io.Writer, rounds int) error
 	if err != nil {
 		return err
 	}
-	if err := diff.Synthetic(42, 100000, []string{"samples/count", "cpu/nanoseconds"}).Write(f); err != nil {
+	if err := synthprof.Synthetic(42, 100000, []string{"samples/count", "cpu/nanoseconds"}).Write(f); err != nil {
 		return err
 	}
 	f.Close()
@@ -502,7 +503,7 @@ func writeFolded(path string, n int) (int64, error) {
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	p := diff.Synthetic(7, 1, []string{"samples/count"})
+	p := synthprof.Synthetic(7, 1, []string{"samples/count"})
 	names := make([]string, len(p.Function))
 	for i, fn := range p.Function {
 		names[i] = fn.Name + "/" + filepath.Base(fn.Filename)

@@ -1,4 +1,6 @@
-package diff
+// Package synthprof makes deterministic pprof profiles with Go-like
+// function names for tests and benchmarks of the profile readers.
+package synthprof
 
 import (
 	"bytes"
@@ -14,10 +16,6 @@ import (
 // and stack depths of 10 to 60, for tests and the benchmark. types are
 // "name/unit" sample types.
 func Synthetic(seed int64, n int, types []string) *profile.Profile {
-	return synthetic(seed, n, types)
-}
-
-func synthetic(seed int64, n int, types []string) *profile.Profile {
 	rng := rand.New(rand.NewSource(seed))
 	p := &profile.Profile{Period: 1}
 	for _, t := range types {
@@ -64,7 +62,8 @@ func synthetic(seed int64, n int, types []string) *profile.Profile {
 	return p
 }
 
-func encodeF(p *profile.Profile) []byte {
+// Encode writes p in pprof's gzipped protobuf form.
+func Encode(p *profile.Profile) []byte {
 	var b bytes.Buffer
 	p.Write(&b)
 	return b.Bytes()

@@ -1,14 +1,35 @@
-// Package diff compares two builds' profiles function by function, on
-// normalized keys, so that what is not a change (a renumbered closure, a
-// generic instantiation spelled another way, a build directory, a module
-// version, an ABI wrapper) does not show as one. It is allocdiff's engine,
-// and probe ab and flame use its keys.
-package diff
+// Package profkey names what two builds' profiles have in common: the
+// normalized key of a function, so that what is not a change (a renumbered
+// closure, a generic instantiation spelled another way, a build directory, a
+// module version, an ABI wrapper) does not show as one, and the comment
+// that carries a window's successful requests, by which every per-request
+// figure is divided. diff (allocdiff), probe ab and flame use it.
+package profkey
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/google/pprof/profile"
 )
+
+// RequestsComment prefixes the profile comment that carries the
+// successful requests of the profile's window: "perfspy.requests=N".
+const RequestsComment = "perfspy.requests="
+
+// Requests returns the requests a profile's comment carries, 0 when it has
+// none (or a value that is not a positive count).
+func Requests(p *profile.Profile) int64 {
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, RequestsComment); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
 
 // Folds says which differences a key folds away. The zero value folds
 // nothing; DefaultFolds folds everything but inlining.
