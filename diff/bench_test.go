@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkCompare100k measures loading and comparing a pair of synthetic
-// 100k-sample profiles; 'probe bench -what allocdiff' compares allocdiff
+// 100k-sample profiles; 'probe cost -what allocdiff' compares allocdiff
 // with go tool pprof side by side.
 func BenchmarkCompare100k(b *testing.B) {
 	types := []string{"alloc_objects/count", "alloc_space/bytes"}

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkFolded reads 100k lines of folded stacks (depth 10 to 60) from
-// a file and draws the SVG; 'probe bench -what flame' compares with
+// a file and draws the SVG; 'probe cost -what flame' compares with
 // flamegraph.pl and go tool pprof side by side.
 func BenchmarkFolded(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "stacks.folded")

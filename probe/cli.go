@@ -32,7 +32,8 @@ commands:
          significance, write the review table (-before REV -after REV)
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
-  bench  what the off-CPU window costs, against fgprof (-what offcpu)
+  cost   what perfspy's instruments cost, against the references
+         (-what offcpu,allocdiff,flame,attribution)
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `
@@ -96,7 +97,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.IntVar(&cfg.Requests, "requests", 2000, "with -instructions: requests in the window (the load is bounded by count)")
 	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
-	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add an fgprof wall-clock profile to the off-CPU window")
+	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add the agent's wall-clock profile (every goroutine at 99 Hz) to the off-CPU window")
+	fgprofOnly := fs.Bool("fgprof-only", false, "with -offcpu, the off-CPU window runs fgprof alone, no execution trace (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
@@ -125,6 +127,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		}
 	}
 	cfg.Env = env.kv
+	if *fgprofOnly {
+		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
+	}
 	if _, err := cfg.check(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false

@@ -158,18 +158,6 @@ func (cfg *Config) check() (CPUPlan, error) {
 	return plan, nil
 }
 
-// OffCPUBenchConfig returns cfg set for the off-CPU cost benchmark: only
-// the off-CPU window's instrument under test, mode "trace" (the execution
-// trace, block and mutex profiles) or "fgprof" (the wall-clock profile
-// alone); copies and allocspy off.
-func OffCPUBenchConfig(cfg Config, mode string) Config {
-	cfg.OffCPU, cfg.Copies, cfg.Allocs, cfg.Syscalls = true, "off", "heapprofile", "proc-io"
-	cfg.Wallclock = mode == "fgprof"
-	cfg.fgprofRef = mode == "fgprof"
-	cfg.noTrace = mode == "fgprof"
-	return cfg
-}
-
 // ErrNotJudged is returned, with the files written, when the window cannot
 // support a verdict. Commands exit 3 on it.
 var ErrNotJudged = errors.New("not judged")

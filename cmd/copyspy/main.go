@@ -1,6 +1,9 @@
 // Command copyspy counts bytes copied per call site in a running Go process
-// (attach mode, eBPF), and measures copyspy's own cost (bench). See the
-// copyspy package.
+// (attach mode, eBPF), and measures copyspy's own cost:
+//
+//	copyspy cost [-what memmove,httpjson] [-rounds N] [-duration D]
+//
+// ("bench" is the old name of cost). See the copyspy package.
 package main
 
 import (
@@ -10,14 +13,23 @@ import (
 	"syscall"
 
 	"github.com/perfspy/perfspy/copyspy"
-	"github.com/perfspy/perfspy/internal/overhead"
+	"github.com/perfspy/perfspy/internal/cost"
 )
+
+// memmove times memmove at three sizes, plain and with the overlay.
+var memmove = cost.Micro{
+	Name: "memmove", Pkg: "./copyspy/testdata/memmovebench", Tag: "copyspy", Sizes: []string{"0", "64", "4096"},
+	Overlay: func(goroot, goarch, _, dir string) (map[string]string, error) {
+		return copyspy.Overlay(goroot, goarch, dir)
+	},
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
-	if len(os.Args) > 1 && os.Args[1] == "bench" {
-		code = overhead.Main(ctx, "copyspy", "memmove,httpjson", os.Args[2:], os.Stdout, os.Stderr)
+	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
+		benches := []cost.Bench{cost.MicroBench(memmove), cost.HTTPJSONCopies}
+		code = cost.Main(ctx, "copyspy", benches, "memmove,httpjson", os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

@@ -1,5 +1,10 @@
 // Command probe wraps an unchanged Go server, measures it under bounded load
 // in a dump window, and reports per-request figures. See the probe package.
+//
+//	probe cost [-what offcpu,allocdiff,flame,attribution] [-rounds N]
+//
+// measures what perfspy's own instruments cost against the references
+// ("bench" is the old name of cost).
 package main
 
 import (
@@ -8,16 +13,16 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/perfspy/perfspy/internal/overhead"
+	"github.com/perfspy/perfspy/internal/cost"
 	"github.com/perfspy/perfspy/probe"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
-	if len(os.Args) > 1 && os.Args[1] == "bench" {
-		// What the off-CPU window costs, against fgprof.
-		code = overhead.Main(ctx, "probe", "offcpu", os.Args[2:], os.Stdout, os.Stderr)
+	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
+		benches := []cost.Bench{cost.OffCPU, cost.Allocdiff, cost.Flame, cost.Attribution}
+		code = cost.Main(ctx, "probe", benches, "offcpu", os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = probe.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

@@ -1,5 +1,5 @@
 // Package fgprofref links fgprof into a perfspy target as the reference
-// wall-clock profiler of `probe bench -what offcpu`. It registers under the
+// wall-clock profiler of `probe cost -what offcpu`. It registers under the
 // counter name "wallclock", like agent/wallclock, and is only built into
 // perfspy's own targets for that benchmark: fgprof is a module of its own
 // and would change a user's build list.

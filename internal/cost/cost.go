@@ -1,0 +1,95 @@
+// Package cost measures what perfspy's instruments cost, side by side with
+// the plain runtime or the reference tool, in interleaved rounds: the
+// nanoseconds the runtime overlays add per memmove and per allocation, the
+// throughput of targets/httpjson with each counter on, the off-CPU window
+// against fgprof, allocdiff against go tool pprof, flame against
+// flamegraph.pl. It prints medians and ratios; it is not a timed test.
+//
+// Each command (probe cost, copyspy cost, allocspy cost) passes the
+// benchmarks it owns, so that it links only what they measure: the ones
+// that measure a probe run start the probe command and read its
+// summary.json, they do not link probe.
+package cost
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Env is what a benchmark is given.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Rounds         int
+	Duration       time.Duration // load per window, for benchmarks that run probe
+	Idle           int           // idle goroutines in the target, for offcpu
+}
+
+// Bench is one benchmark of a command.
+type Bench struct {
+	Name string
+	Run  func(ctx context.Context, env Env) error
+}
+
+// Main runs 'NAME cost' over benches; defaults is the comma-separated list
+// it runs without -what. It returns the exit code.
+func Main(ctx context.Context, name string, benches []Bench, defaults string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name+" cost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var names []string
+	for _, b := range benches {
+		names = append(names, b.Name)
+	}
+	env := Env{Stdout: stdout, Stderr: stderr}
+	fs.IntVar(&env.Rounds, "rounds", 5, "interleaved rounds")
+	what := fs.String("what", defaults, "benchmarks to run: "+strings.Join(names, ", "))
+	fs.DurationVar(&env.Duration, "duration", 3*time.Second, "load per window, for the benchmarks that run probe")
+	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if env.Rounds < 1 || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, and no arguments\n", name)
+		return 2
+	}
+	var run []Bench
+	for _, w := range strings.Split(*what, ",") {
+		found := false
+		for _, b := range benches {
+			if b.Name == w {
+				run, found = append(run, b), true
+			}
+		}
+		if !found {
+			fmt.Fprintf(stderr, "%s cost: unknown benchmark %q (have %s)\n", name, w, strings.Join(names, ", "))
+			return 2
+		}
+	}
+	for _, b := range run {
+		if err := b.Run(ctx, env); err != nil {
+			fmt.Fprintf(stderr, "%s cost: %s: %v\n", name, b.Name, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,227 @@
+package cost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/perfspy/perfspy/internal/srcroot"
+)
+
+// summary is the part of probe's summary.json (perfspy.summary/v1) the
+// benchmarks read: they run the probe command, as a user would.
+type summary struct {
+	Window struct {
+		RPS float64 `json:"rps"`
+	} `json:"window"`
+	AttributionWindow struct {
+		RPS float64 `json:"rps"`
+	} `json:"attribution_window"`
+	CopiesWindow *struct {
+		RPS float64 `json:"rps"`
+	} `json:"copies_window"`
+	OffCPUWindow *struct {
+		CPUUS float64 `json:"cpu_us"`
+	} `json:"offcpu_window"`
+	PerRequest struct {
+		CPUUS *float64 `json:"cpu_us"`
+	} `json:"per_request"`
+	Sources map[string]string `json:"sources"`
+}
+
+// run is one probe run: the target (relative to perfspy's tree), and the
+// flags of probe run.
+type run struct {
+	target string
+	flags  []string
+}
+
+// probeRounds builds the probe command and runs it in interleaved rounds
+// (AB, BA, ...) over modes: cfg(mode) says what to run, and each summary
+// goes to collect(mode, summary). Exit code 3 (not judged) still counts:
+// the benchmarks read their own figures.
+func probeRounds(ctx context.Context, env Env, what string, modes [2]string, cfg func(mode string) run, collect func(mode string, s *summary) error) error {
+	root, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "perfspy-cost-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "probe")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/probe")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building probe: %v\n%s", err, b)
+	}
+	for r := 0; r < env.Rounds; r++ {
+		order := modes
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, m := range order {
+			fmt.Fprintf(env.Stderr, "round %d/%d: %s, %s\n", r+1, env.Rounds, what, m)
+			c := cfg(m)
+			out := filepath.Join(tmp, fmt.Sprintf("%d-%d", r, strings.Index(modes[0]+"|"+modes[1], m)))
+			args := append([]string{"run", "-q", "-out", out, "-warmup", "1s", "-duration", env.Duration.String()}, c.flags...)
+			cmd := exec.CommandContext(ctx, bin, append(args, filepath.Join(root, c.target))...)
+			cmd.Dir = root
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+					return fmt.Errorf("probe %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+				}
+			}
+			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			if err != nil {
+				return err
+			}
+			var s summary
+			if err := json.Unmarshal(b, &s); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(out, "summary.json"), err)
+			}
+			if err := collect(m, &s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rpsRow is one arm of an httpjson req/s table.
+type rpsRow struct {
+	label string
+	rps   []float64
+}
+
+// writeRPSRatios prints the median req/s of the plain runtime and of each
+// row, with its ratio to plain.
+func writeRPSRatios(w io.Writer, rounds int, plain []float64, rows []rpsRow) {
+	p := median(plain)
+	fmt.Fprintf(w, "targets/httpjson GET /json req/s, median of %d interleaved rounds\n", rounds)
+	fmt.Fprintf(w, "  %-22s  %10.0f\n", "plain runtime", p)
+	for _, r := range rows {
+		m := median(r.rps)
+		fmt.Fprintf(w, "  %-22s  %10.0f  ratio %.3f\n", r.label, m, m/p)
+	}
+}
+
+// HTTPJSONCopies runs probe on targets/httpjson alternately without and
+// with the copyspy overlay, and prints median req/s and ratios to plain.
+var HTTPJSONCopies = Bench{Name: "httpjson", Run: func(ctx context.Context, env Env) error {
+	var plain, idle, on []float64
+	err := probeRounds(ctx, env, "httpjson, copies", [2]string{"off", "overlay"}, func(m string) run {
+		return run{"targets/httpjson", []string{"-path", "/json", "-copies", m, "-allocs", "heapprofile"}}
+	}, func(m string, s *summary) error {
+		if m == "off" {
+			plain = append(plain, s.Window.RPS)
+			return nil
+		}
+		idle = append(idle, s.Window.RPS)
+		if s.CopiesWindow == nil {
+			return fmt.Errorf("no copies window: %s", s.Sources["copies"])
+		}
+		on = append(on, s.CopiesWindow.RPS)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeRPSRatios(env.Stdout, env.Rounds, plain, []rpsRow{{"overlay, recorder idle", idle}, {"overlay, recorder on", on}})
+	return nil
+}}
+
+// HTTPJSONAllocs runs probe on targets/httpjson alternately with the heap
+// profile source and with allocspy (copies off), and prints the median req/s
+// of the plain runtime (the heap-profile run's timing window), of allocspy
+// counting, and of MemProfileRate=1, with ratios to plain.
+var HTTPJSONAllocs = Bench{Name: "httpjson-allocs", Run: func(ctx context.Context, env Env) error {
+	var plain, spy, rate1 []float64
+	err := probeRounds(ctx, env, "httpjson, allocs", [2]string{"heapprofile", "allocspy"}, func(m string) run {
+		return run{"targets/httpjson", []string{"-path", "/json", "-copies", "off", "-allocs", m}}
+	}, func(m string, s *summary) error {
+		if m == "heapprofile" {
+			plain = append(plain, s.Window.RPS)
+			rate1 = append(rate1, s.AttributionWindow.RPS)
+			return nil
+		}
+		if s.Sources["allocs"] != "allocspy" {
+			return fmt.Errorf("allocspy not used: %s", s.Sources["allocs"])
+		}
+		spy = append(spy, s.AttributionWindow.RPS)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeRPSRatios(env.Stdout, env.Rounds, plain, []rpsRow{{"allocspy counting", spy}, {"MemProfileRate=1", rate1}})
+	return nil
+}}
+
+// OffCPU measures what the off-CPU window costs a server with many idle
+// goroutines: the execution trace alone, and fgprof alone, each as the
+// ratio of the off-CPU window's CPU per request to the timing window's, in
+// interleaved runs.
+var OffCPU = Bench{Name: "offcpu", Run: func(ctx context.Context, env Env) error {
+	ratios := map[string][]float64{}
+	err := probeRounds(ctx, env, fmt.Sprintf("%d idle goroutines", env.Idle), [2]string{"trace", "fgprof"}, func(m string) run {
+		flags := []string{"-path", "/none", "-args", "-idle " + strconv.Itoa(env.Idle),
+			"-offcpu", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-wallclock=false"}
+		if m == "fgprof" {
+			flags = append(flags, "-fgprof-only")
+		}
+		return run{"probe/testdata/probetarget", flags}
+	}, func(m string, s *summary) error {
+		if s.OffCPUWindow == nil || s.PerRequest.CPUUS == nil || *s.PerRequest.CPUUS == 0 {
+			return fmt.Errorf("%s: no off-CPU window figures", m)
+		}
+		ratios[m] = append(ratios[m], s.OffCPUWindow.CPUUS / *s.PerRequest.CPUUS)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "CPU per request, off-CPU window / timing window, probetarget /none with %d idle goroutines, median of %d interleaved rounds\n", env.Idle, env.Rounds)
+	fmt.Fprintf(env.Stdout, "  execution trace (perfspy off-CPU)  %.3fx\n", median(ratios["trace"]))
+	fmt.Fprintf(env.Stdout, "  fgprof wall-clock at 99 Hz         %.3fx\n", median(ratios["fgprof"]))
+	return nil
+}}
+
+// Attribution reports what summary.attribution_window.rps is as a share of
+// the timing window's, with allocspy and copyspy counting, as the median of
+// several runs: on httpjson and on a handler making 10 allocations per
+// request.
+var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env Env) error {
+	targets := [2]string{"httpjson /json", "probetarget /alloc10?spin=20"}
+	ratios := map[string][]float64{}
+	err := probeRounds(ctx, env, "attribution window", targets, func(m string) run {
+		if m == targets[1] {
+			return run{"probe/testdata/probetarget", []string{"-path", "/alloc10?spin=20"}}
+		}
+		return run{"targets/httpjson", []string{"-path", "/json"}}
+	}, func(m string, s *summary) error {
+		if s.Window.RPS > 0 {
+			ratios[m] = append(ratios[m], s.AttributionWindow.RPS/s.Window.RPS)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "attribution window (allocspy + copyspy) req/s / timing window req/s, median of %d runs\n", env.Rounds)
+	for _, t := range targets {
+		fmt.Fprintf(env.Stdout, "  %-30s %.3f  (runs: %.3f)\n", t, median(ratios[t]), ratios[t])
+	}
+	return nil
+}}
