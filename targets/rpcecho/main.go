@@ -1,4 +1,4 @@
-// Command rpcecho is a framed-TCP echo server (see targets/internal/frame):
+// Command rpcecho is a framed-TCP echo server (see wirefmt/frame):
 // it reads a request frame, checks its CRC, decodes the body and sends it
 // back in a reply frame. Its switches change per-request costs by known
 // amounts (targets/README.md):
