@@ -14,12 +14,13 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/bpfasm"
+	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/elfsym"
 )
 
 // ErrNeedRoot is returned by Attach when the process may not load BPF
 // programs or attach uprobes.
-var ErrNeedRoot = errors.New("copyspy attach needs root (the bpf syscall and uprobes)")
+var ErrNeedRoot = capability.ErrNotSupported
 
 // Offsets in struct pt_regs (x86_64) of the registers the probes read.
 const (
@@ -73,8 +74,8 @@ type Session struct {
 // and runtime.memclrNoHeapPointers of process pid. Stripped binaries work:
 // the entries come from .gopclntab.
 func Attach(pid int) (*Session, error) {
-	if os.Geteuid() != 0 {
-		return nil, ErrNeedRoot
+	if err := capability.BPF("copyspy attach (the bpf syscall and uprobes)"); err != nil {
+		return nil, err
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/perfspy/perfspy/internal/testtarget"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/load"
 )
 

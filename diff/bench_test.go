@@ -1,14 +1,13 @@
 package diff
 
 import (
-	"github.com/perfspy/perfspy/internal/synthprof"
-
-	"github.com/perfspy/perfspy/profkey"
-
 	"bytes"
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/synthprof"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // BenchmarkCompare100k measures loading and comparing a pair of synthetic

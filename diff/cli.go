@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/perfspy/perfspy/profkey"
 )
 
 const usage = `usage: allocdiff [flags] BEFORE AFTER

@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // Side is one build's profiles: one file, or several merged.

@@ -1,13 +1,8 @@
 package diff
 
 import (
-	"github.com/perfspy/perfspy/internal/synthprof"
-
-	"github.com/perfspy/perfspy/profkey"
-
 	"bytes"
 	"flag"
-	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	goldenfile "github.com/perfspy/perfspy/internal/golden"
+	"github.com/perfspy/perfspy/internal/synthprof"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -1,11 +1,11 @@
 package diff
 
 import (
-	"github.com/perfspy/perfspy/internal/synthprof"
-
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/synthprof"
 )
 
 func encode(t *testing.T, p *profile.Profile) []byte {

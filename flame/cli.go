@@ -1,8 +1,6 @@
 package flame
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"bytes"
 	"errors"
 	"flag"
@@ -11,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perfspy/perfspy/profkey"
 )
 
 const usage = `usage: flame [-o out.svg|out.html] [-sample NAME] INPUT

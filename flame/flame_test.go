@@ -1,8 +1,6 @@
 package flame
 
 import (
-	"github.com/perfspy/perfspy/internal/synthprof"
-
 	"bytes"
 	"errors"
 	"flag"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
+	"github.com/perfspy/perfspy/internal/synthprof"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

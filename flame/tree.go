@@ -7,8 +7,6 @@
 package flame
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"bufio"
 	"bytes"
 	"errors"
@@ -20,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // Node is a frame in the merged call tree.

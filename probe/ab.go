@@ -1,8 +1,6 @@
 package probe
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"bytes"
 	"context"
 	"errors"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // ABSchema is the schema name of ab.json.

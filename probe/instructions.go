@@ -3,7 +3,6 @@ package probe
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/callgrind"
+	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/load"
 )
 
@@ -37,17 +37,17 @@ const VerdictCountsOnly = "counts-only"
 const instructionsGap = 2 * time.Millisecond
 
 // ErrNoValgrind is returned when valgrind is not installed.
-var ErrNoValgrind = errors.New("probe run -instructions needs valgrind and callgrind_control (Debian package valgrind: apt-get install valgrind)")
+var ErrNoValgrind = capability.ErrNotSupported
 
 // runInstructions runs the target under callgrind: the target is built
 // with -tags valgrind, warmed up, dumped, loaded with a count of requests,
 // dumped again; the part between the two dumps is the window.
 func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(string, ...any)) (*Result, error) {
-	vg, err1 := exec.LookPath("valgrind")
-	ctl, err2 := exec.LookPath("callgrind_control")
-	if err1 != nil || err2 != nil {
-		return nil, ErrNoValgrind
+	tools, err := capability.Tool("valgrind", "valgrind", "callgrind_control")
+	if err != nil {
+		return nil, fmt.Errorf("probe run -instructions: %w", err)
 	}
+	vg, ctl := tools[0], tools[1]
 	if cfg.Requests <= 0 {
 		cfg.Requests = 2000
 	}

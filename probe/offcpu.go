@@ -1,8 +1,6 @@
 package probe
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // SourceOffCPU names the off-CPU figures' source in summary.json: the

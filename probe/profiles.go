@@ -1,8 +1,6 @@
 package probe
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"fmt"
 	"os"
 	"sort"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
 )
 

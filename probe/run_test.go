@@ -1,8 +1,6 @@
 package probe
 
 import (
-	"github.com/perfspy/perfspy/profkey"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -27,6 +25,7 @@ import (
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
 )
 

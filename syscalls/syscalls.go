@@ -10,7 +10,6 @@ package syscalls
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -20,11 +19,13 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/bpfasm"
+	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/elfsym"
 )
 
-// ErrNeedRoot is returned when the process may not load BPF programs.
-var ErrNeedRoot = errors.New("counting syscalls with eBPF needs root")
+// ErrNeedRoot is returned when the process may not load BPF programs; it
+// is capability.ErrNotSupported.
+var ErrNeedRoot = capability.ErrNotSupported
 
 // Source names the figures this package gives, as summary.json says it.
 const Source = "bpf-tracepoint"
@@ -62,8 +63,8 @@ type Counter struct {
 // Open loads the program and attaches it to sys_enter, counting the
 // syscalls of process pid (all its threads).
 func Open(pid int) (*Counter, error) {
-	if os.Geteuid() != 0 {
-		return nil, ErrNeedRoot
+	if err := capability.BPF("counting syscalls"); err != nil {
+		return nil, err
 	}
 	_ = rlimit.RemoveMemlock()
 	c := &Counter{pid: pid}

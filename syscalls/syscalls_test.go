@@ -3,7 +3,6 @@ package syscalls
 import (
 	"bufio"
 	"context"
-	"github.com/perfspy/perfspy/internal/testtarget"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/load"
 )
 

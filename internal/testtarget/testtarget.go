@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/srcroot"
 )
 
@@ -53,11 +54,12 @@ func Start(t testing.TB, env []string, args ...string) (*exec.Cmd, string) {
 	return nil, ""
 }
 
-// RequireRoot skips the test, saying that what needs root, when the tests
-// do not run as root (eBPF: the bpf syscall, tracepoints and uprobes).
+// RequireRoot skips the test, saying why, when this process may not use
+// eBPF (the bpf syscall, tracepoints and uprobes): not root, nor CAP_BPF
+// and CAP_PERFMON.
 func RequireRoot(t testing.TB, what string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: " + what + " needs root; run the tests as root")
+	if err := capability.BPF(what); err != nil {
+		t.Skip("skipped: " + err.Error() + "; run the tests as root")
 	}
 }
