@@ -834,7 +834,9 @@ func TestSyscallsByName(t *testing.T) {
 func TestSyscallsFallback(t *testing.T) {
 	skipShort(t)
 	old := syscallsOpen
-	syscallsOpen = func(int) (*syscalls.Counter, error) { return nil, syscalls.ErrNeedRoot }
+	syscallsOpen = func(int) (*syscalls.Counter, error) {
+		return nil, fmt.Errorf("counting syscalls needs eBPF (root, or CAP_BPF and CAP_PERFMON): %w", syscalls.ErrNeedRoot)
+	}
 	defer func() { syscallsOpen = old }()
 	out := filepath.Join(t.TempDir(), "out")
 	var logb bytes.Buffer
