@@ -178,7 +178,7 @@ func writeOffCPUReport(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "| remainder (not placed by the trace) | %.2f | %.2f | %.2f |\n", s.Checks["request_us_remainder"], p50.Remainder, p99.Remainder)
 		fmt.Fprintf(w, "| **total** | %.2f | %.2f | %.2f |\n", s.PerRequest.RequestUS["total"], p50.TotalUS, p99.TotalUS)
 		if m, ok := s.Checks["driver_latency_mean_us"]; ok {
-			fmt.Fprintf(w, "\nThe load driver's mean latency in this window: %.2f µs; %.2f µs of it is the network and the driver.\n", m, s.Checks["request_us_driver_gap"])
+			fmt.Fprintf(w, "\nThe load driver's mean latency in this window: %.2f µs; the other %.2f µs are the network, the driver and the server's work outside the handler (reading the request).\n", m, s.Checks["request_us_driver_gap"])
 		}
 		fmt.Fprintf(w, "\nWhere the slowest 1%% waited (µs per request of that group):\n\n")
 		writeWaitRows(w, p99.Top)
@@ -228,7 +228,7 @@ func requestLine(s *Summary) string {
 	}
 	fmt.Fprintf(&b, " (remainder %.1f)", s.Checks["request_us_remainder"])
 	if m, ok := s.Checks["driver_latency_mean_us"]; ok {
-		fmt.Fprintf(&b, "; driver latency %.0f µs (network and driver %.0f)", m, s.Checks["request_us_driver_gap"])
+		fmt.Fprintf(&b, "; driver latency %.0f µs (%.0f outside the handler)", m, s.Checks["request_us_driver_gap"])
 	}
 	return b.String()
 }

@@ -22,7 +22,27 @@ func fmtPtr(v *float64, digits int) string {
 	return fmt.Sprintf("%.*f", digits, *v)
 }
 
-// writeReport writes report.md: the per-request table with the source of
+// reportInput is what report.md is made of: the summary and the sites of
+// the attribution window.
+type reportInput struct {
+	s            *Summary
+	sites        []Site
+	requests     int64   // the attribution window's, by which sites divide
+	totals       []int64 // the allocations' totals, for the remainder row
+	copySites    []copyspy.Site
+	copyRequests int64
+	copyTotal    [2]int64
+}
+
+// markdown writes report.md.
+func (r *reportInput) markdown(w io.Writer) {
+	writeReport(w, r.s, r.sites, r.requests, r.totals)
+	writeCopyReport(w, r.copySites, r.copyRequests, r.copyTotal)
+	writeSyscallReport(w, r.s)
+	writeOffCPUReport(w, r.s)
+}
+
+// writeReport writes report.md's first part: the per-request table with the source of
 // each figure, then the top allocation sites; the sites add up to the
 // total, the rest shown as one row.
 func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []int64) {

@@ -275,10 +275,8 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wir
 	}
 	files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	writeReport(&buf, s, sites, at.OK, tot)
-	writeCopyReport(&buf, copySites, copyReqs, copyTotal)
-	writeSyscallReport(&buf, s)
-	writeOffCPUReport(&buf, s)
+	rep := reportInput{s: s, sites: sites, requests: at.OK, totals: tot, copySites: copySites, copyRequests: copyReqs, copyTotal: copyTotal}
+	rep.markdown(&buf)
 	files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	files["meta"] = []byte(formatMeta(meta))
 	if err := writeFiles(out, files); err != nil {
