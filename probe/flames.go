@@ -3,8 +3,6 @@ package probe
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/perfspy/perfspy/flame"
 )
@@ -13,19 +11,15 @@ import (
 // flame-NAME.html.
 var flameProfiles = []string{"cpu", "allocs", "copies", "syscalls", "offcpu", "wallclock"}
 
-// writeFlames draws a single-file HTML flame graph of each profile written.
-func writeFlames(out string, s *Summary) error {
+// addFlames draws a single-file HTML flame graph of each profile in files
+// (encoded, in memory) and adds it to files.
+func addFlames(files map[string][]byte, s *Summary) error {
 	for _, name := range flameProfiles {
 		file, ok := s.Files[name]
 		if !ok {
 			continue
 		}
-		f, err := os.Open(filepath.Join(out, file))
-		if err != nil {
-			return err
-		}
-		t, err := flame.Read(f, flame.Options{})
-		f.Close()
+		t, err := flame.Read(bytes.NewReader(files[file]), flame.Options{})
 		if err != nil {
 			continue // an empty profile (no samples in the window) has no graph
 		}
@@ -34,9 +28,7 @@ func writeFlames(out string, s *Summary) error {
 			return err
 		}
 		fn := "flame-" + name + ".html"
-		if err := os.WriteFile(filepath.Join(out, fn), buf.Bytes(), 0o644); err != nil {
-			return err
-		}
+		files[fn] = buf.Bytes()
 		s.Files["flame_"+name] = fn
 	}
 	return nil

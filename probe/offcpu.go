@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -86,7 +85,8 @@ func windowSummary(w *windowResult) *AttributionSummary {
 
 // writeOffCPU turns the off-CPU window's trace, block, mutex and wall-clock
 // files into per-request figures and profiles.
-func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments []string) error {
+func (o *runOutput) writeOffCPU(w *windowResult, comments []string) error {
+	s, raw := o.s, o.raw
 	s.OffCPUWindow = windowSummary(w)
 	if raw.trace != "" {
 		f, err := os.Open(raw.trace)
@@ -104,14 +104,14 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		if len(res.Requests) > 0 {
 			p := res.Profile(offcpu.ScopeRequest)
 			p.Comments = comments
-			if err := writeProfile(filepath.Join(out, "offcpu.pb.gz"), p); err != nil {
+			if err := o.addProfile("offcpu.pb.gz", p); err != nil {
 				return err
 			}
 			s.Files["offcpu"] = "offcpu.pb.gz"
 		}
 		p := res.Profile(offcpu.ScopeBackground)
 		p.Comments = slices.DeleteFunc(slices.Clone(comments), func(c string) bool { return strings.HasPrefix(c, profkey.RequestsComment) })
-		if err := writeProfile(filepath.Join(out, "offcpu_background.pb.gz"), p); err != nil {
+		if err := o.addProfile("offcpu_background.pb.gz", p); err != nil {
 			return err
 		}
 		s.Files["offcpu_background"] = "offcpu_background.pb.gz"
@@ -130,7 +130,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 			return fmt.Errorf("%s profile: %w", name, err)
 		}
 		d.Comments = comments
-		if err := writeProfile(filepath.Join(out, name+".pb.gz"), d); err != nil {
+		if err := o.addProfile(name+".pb.gz", d); err != nil {
 			return err
 		}
 		s.Files[name] = name + ".pb.gz"
@@ -142,7 +142,7 @@ func writeOffCPU(out string, s *Summary, w *windowResult, raw rawFiles, comments
 		}
 		p = dropInstruments(p)
 		p.Comments = comments
-		if err := writeProfile(filepath.Join(out, "wallclock.pb.gz"), p); err != nil {
+		if err := o.addProfile("wallclock.pb.gz", p); err != nil {
 			return err
 		}
 		s.Files["wallclock"] = "wallclock.pb.gz"

@@ -40,7 +40,7 @@ func fullReport() *reportInput {
 		s:        s,
 		sites:    []Site{{Func: "net/textproto.readMIMEHeader", Values: []int64{250000, 2360000}}, {Func: "main.buildDocument", Values: []int64{50000, 409600}}},
 		requests: 50000, totals: []int64{1125000, 856582500},
-		copySites: []copyspy.Site{{User: "main.buildDocument", Direct: "runtime.growslice", Kind: "memmove", Calls: [4]int64{0, 100000, 0, 0}, Bytes: [4]int64{0, 51200000, 0, 0}}},
+		copySites:    []copyspy.Site{{User: "main.buildDocument", Direct: "runtime.growslice", Kind: "memmove", Calls: [4]int64{0, 100000, 0, 0}, Bytes: [4]int64{0, 51200000, 0, 0}}},
 		copyRequests: 50000, copyTotal: [2]int64{43581000, 1690207000},
 	}
 }

@@ -39,29 +39,83 @@ type rawFiles struct {
 	wallclockPprof             bool   // wallclock is fgprof's pprof file, not the agent's report
 }
 
-// writeResults turns the windows into the results folder.
-func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wire.Response, plan CPUPlan, allowed []string, coresHad float64, clean, attr, copyWin, offWin *windowResult, raw rawFiles, reasons []string, floor *Summary) (*Result, error) {
-	cl, at := clean.load, attr.load
+// windows are the windows a run measured; attr is clean in a timing-only
+// run, copies is attr unless copies had a window of their own, off is nil
+// without -offcpu.
+type windows struct {
+	clean, attr, copies, off *windowResult
+}
+
+// runOutput is what a run measured, on its way to the results folder: the
+// steps below fill the summary and the files in memory, and persist
+// writes them once.
+type runOutput struct {
+	cfg      Config
+	tgt      *Target
+	commit   string
+	hello    *wire.Response
+	plan     CPUPlan
+	allowed  []string
+	coresHad float64
+	win      windows
+	raw      rawFiles
+	reasons  []string
+	floor    *Summary
+
+	s     *Summary
+	files map[string][]byte // the results folder's files, by name
+	rep   reportInput
+}
+
+// writeResults turns the windows into the results folder: summarize,
+// attribute, judge, render, persist.
+func writeResults(out string, o *runOutput) (*Result, error) {
+	o.files = map[string][]byte{}
+	o.summarize()
+	o.reasons = append(o.reasons, o.timingReasons()...)
+	steps := []func() error{o.allocations, o.copies, o.judge, o.offCPU, o.syscallsAndCPU, o.flames, o.render}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeFiles(out, o.files); err != nil {
+		return nil, err
+	}
+	return &Result{Dir: out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}, nil
+}
+
+// comments are the profile comments of window w.
+func (o *runOutput) comments(w *windowResult) []string {
+	return windowComments(w.load.OK, w.load.Elapsed.Seconds(), o.cfg.Target, o.commit)
+}
+
+// addProfile encodes p into the results as name.
+func (o *runOutput) addProfile(name string, p *profile.Profile) error {
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	o.files[name] = buf.Bytes()
+	return nil
+}
+
+// summarize makes the summary of the timing window: requests, latency,
+// CPU and syscalls per request.
+func (o *runOutput) summarize() {
+	clean := o.win.clean
+	cl := clean.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
-		Schema: SummarySchema,
-		Target: cfg.Target,
-		Commit: commit,
-		Go:     tgt.GoVersion,
-		Build:  tgt.BuildCheck,
+		Schema: SummarySchema, Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion, Build: o.tgt.BuildCheck,
 		Window: WindowSummary{
 			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
-			RPS: round(cl.RPS(), 1),
-			LatencyUS: map[string]int64{
-				"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9),
-			},
+			RPS:       round(cl.RPS(), 1),
+			LatencyUS: map[string]int64{"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9)},
 		},
-		AttributionWindow: *windowSummary(attr),
-		CoresAvailable:    coresHad,
-		PerRequest: PerRequest{
-			SyscallsByName: map[string]float64{},
-			OffCPUUS:       nil,
-		},
+		AttributionWindow: *windowSummary(o.win.attr),
+		CoresAvailable:    o.coresHad,
+		PerRequest:        PerRequest{SyscallsByName: map[string]float64{}},
 		Sources: map[string]string{
 			"allocs": SourceAllocsHeap, "copies": SourceNone, "syscalls": SourceSyscallsIO,
 			"offcpu": SourceNone, "cpu": clean.cpuSource,
@@ -69,63 +123,69 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wir
 		Files:  map[string]string{},
 		Checks: map[string]float64{},
 	}
+	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
 	}
-	if cl.OK > 0 {
-		n := float64(cl.OK)
-		s.PerRequest.CPUUS = f64(round(float64(clean.cpu)/1e3/n, 3))
-		if clean.sys != nil {
-			var total uint64
-			for id, c := range clean.sys {
-				total += c
-				s.PerRequest.SyscallsByName[syscalls.Name(id)] = round(float64(c)/n, 6)
-			}
-			s.PerRequest.Syscalls = f64(round(float64(total)/n, 4))
-			s.Sources["syscalls"] = syscalls.Source
-		} else {
-			sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
-			s.PerRequest.Syscalls = f64(round(sc/n, 4))
-			if raw.sysNote != "" {
-				s.Sources["syscalls"] = SourceSyscallsIO + " (eBPF unavailable: " + raw.sysNote + ")"
-			}
+	if cl.OK == 0 {
+		return
+	}
+	n := float64(cl.OK)
+	s.PerRequest.CPUUS = f64(round(float64(clean.cpu)/1e3/n, 3))
+	if clean.sys != nil {
+		var total uint64
+		for id, c := range clean.sys {
+			total += c
+			s.PerRequest.SyscallsByName[syscalls.Name(id)] = round(float64(c)/n, 6)
 		}
-		if clean.m0 != nil && clean.m1 != nil {
-			s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
-		}
-		if cl.Datagrams > 0 {
-			bulkFigures(s, clean, cfg.Size)
+		s.PerRequest.Syscalls = f64(round(float64(total)/n, 4))
+		s.Sources["syscalls"] = syscalls.Source
+	} else {
+		sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
+		s.PerRequest.Syscalls = f64(round(sc/n, 4))
+		if o.raw.sysNote != "" {
+			s.Sources["syscalls"] = SourceSyscallsIO + " (eBPF unavailable: " + o.raw.sysNote + ")"
 		}
 	}
+	if clean.m0 != nil && clean.m1 != nil {
+		s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
+	}
+	if cl.Datagrams > 0 {
+		bulkFigures(s, clean, o.cfg.Size)
+	}
+}
 
-	// Verdict.
-	min := cfg.MinRequests
+// timingReasons are what makes the windows unfit for a verdict: too few
+// or failed requests, a server that did not use its cores.
+func (o *runOutput) timingReasons() []string {
+	min := o.cfg.MinRequests
 	if min <= 0 {
 		min = 100
 	}
-	windows := []namedWindow{{"timing window", clean}, {"attribution window", attr}, {"copy window", copyWin}, {"off-CPU window", offWin}}
-	reasons = append(reasons, windowReasons(windows, min)...)
-	if coresHad > 0 && s.ServerCores < minServerCoreFrac*coresHad {
-		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", s.ServerCores, coresHad, minServerCoreFrac*100))
+	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}}
+	reasons := windowReasons(named, min)
+	if o.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.coresHad {
+		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.coresHad, minServerCoreFrac*100))
 	}
-	comments := func(w *windowResult) []string {
-		return windowComments(w.load.OK, w.load.Elapsed.Seconds(), cfg.Target, commit)
-	}
+	return reasons
+}
 
-	// Allocations: allocspy's table, or the exact heap profile delta of the
-	// attribution window; with both (the tests' cross-check), allocspy's
-	// goes to allocs.pb.gz and the heap profile's beside it.
+// allocations: allocspy's table, or the exact heap profile delta of the
+// attribution window; with both (the tests' cross-check), allocspy's goes
+// to allocs.pb.gz and the heap profile's beside it.
+func (o *runOutput) allocations() error {
+	s, attr, raw := o.s, o.win.attr, o.raw
 	var allocs *profile.Profile
 	if raw.heap != "" {
 		hp, err := heapProfileDelta(raw.heap)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		hp.Comments = comments(attr)
+		hp.Comments = o.comments(attr)
 		allocs = hp
 		if raw.allocs != "" {
-			if err := writeProfile(filepath.Join(out, "allocs-heapprofile.pb.gz"), hp); err != nil {
-				return nil, err
+			if err := o.addProfile("allocs-heapprofile.pb.gz", hp); err != nil {
+				return err
 			}
 			s.Files["allocs_heapprofile"] = "allocs-heapprofile.pb.gz"
 		}
@@ -133,156 +193,177 @@ func writeResults(out string, cfg Config, tgt *Target, commit string, hello *wir
 	if raw.allocs != "" {
 		rep, err := allocspy.ReadReport(raw.allocs)
 		if err != nil {
-			return nil, fmt.Errorf("allocs: %w", err)
+			return fmt.Errorf("allocs: %w", err)
 		}
 		allocs = allocspy.Profile(rep)
-		allocs.Comments = comments(attr)
-		s.Sources["allocs"] = SourceAllocspy
-		objects, _, blocks, reqBytes := allocspy.Totals(rep)
-		if at.OK > 0 {
-			n := float64(at.OK)
-			s.PerRequest.AllocBlocks = f64(round(float64(blocks)/n, 4))
-			s.PerRequest.AllocRequestedBytes = f64(round(float64(reqBytes)/n, 2))
-			s.Checks["allocspy_tiny_objects_per_req"] = round(float64(objects-blocks)/n, 4)
-		}
-		s.Checks["allocs_dropped"] = float64(rep.Dropped)
-		if rep.Dropped > 0 {
-			reasons = append(reasons, fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
-		}
-	} else if tgt.AllocsOff != "" {
-		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + tgt.AllocsOff + ")"
+		allocs.Comments = o.comments(attr)
+		o.allocspyFigures(rep)
+	} else if o.tgt.AllocsOff != "" {
+		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + o.tgt.AllocsOff + ")"
 	}
-	var tot []int64
-	if allocs != nil {
-		if err := writeProfile(filepath.Join(out, "allocs.pb.gz"), allocs); err != nil {
-			return nil, err
-		}
-		s.Files["allocs"] = "allocs.pb.gz"
-		tot = totals(allocs)
+	if allocs == nil {
+		return nil
 	}
-	if at.OK > 0 && allocs != nil {
-		s.PerRequest.Allocs = f64(round(float64(tot[0])/float64(at.OK), 4))
-		s.PerRequest.AllocBytes = f64(round(float64(tot[1])/float64(at.OK), 2))
+	if err := o.addProfile("allocs.pb.gz", allocs); err != nil {
+		return err
+	}
+	s.Files["allocs"] = "allocs.pb.gz"
+	o.rep.totals, o.rep.sites, o.rep.requests = totals(allocs), topSites(allocs, 0), attr.load.OK
+	if n := float64(attr.load.OK); n > 0 {
+		s.PerRequest.Allocs = f64(round(float64(o.rep.totals[0])/n, 4))
+		s.PerRequest.AllocBytes = f64(round(float64(o.rep.totals[1])/n, 2))
 		if attr.m0 != nil && attr.m1 != nil {
-			s.Checks["metrics_allocs_per_req_attribution_window"] = round(float64(attr.m1.AllocObjects-attr.m0.AllocObjects)/float64(at.OK), 4)
+			s.Checks["metrics_allocs_per_req_attribution_window"] = round(float64(attr.m1.AllocObjects-attr.m0.AllocObjects)/n, 4)
 		}
 	}
+	return nil
+}
 
-	var copySites []copyspy.Site
-	var copyTotal [2]int64
-	var copyReqs int64
-	if raw.copies != "" {
-		rep, err := copyspy.ReadReport(raw.copies)
-		if err != nil {
-			return nil, fmt.Errorf("copies: %w", err)
-		}
-		cp := copyspy.Profile(rep)
-		cp.Comments = comments(copyWin)
-		cw := copyWin.load
-		if copyWin != attr {
-			s.CopiesWindow = windowSummary(copyWin)
-		}
-		if err := writeProfile(filepath.Join(out, "copies.pb.gz"), cp); err != nil {
-			return nil, err
-		}
-		s.Files["copies"] = "copies.pb.gz"
-		s.Sources["copies"] = SourceCopiesOverlay
-		copySites = copyspy.Sites(rep)
-		for i := range copySites {
-			copyTotal[0] += copySites[i].TotalCalls()
-			copyTotal[1] += copySites[i].TotalBytes()
-		}
-		copyReqs = cw.OK
-		if cw.OK > 0 {
-			s.PerRequest.CopyCalls = f64(round(float64(copyTotal[0])/float64(cw.OK), 4))
-			s.PerRequest.CopiedBytes = f64(round(float64(copyTotal[1])/float64(cw.OK), 2))
-		}
-		s.Checks["copies_dropped"] = float64(rep.Dropped)
-		if rep.Dropped > 0 {
-			reasons = append(reasons, fmt.Sprintf("copyspy's table was full: %d copies were not counted", rep.Dropped))
-		}
-	} else if tgt.CopiesOff != "" {
-		s.Sources["copies"] = SourceNone + ": " + tgt.CopiesOff
+// allocspyFigures are the figures only allocspy's report has.
+func (o *runOutput) allocspyFigures(rep *wire.AllocReport) {
+	s := o.s
+	s.Sources["allocs"] = SourceAllocspy
+	objects, _, blocks, reqBytes := allocspy.Totals(rep)
+	if n := float64(o.win.attr.load.OK); n > 0 {
+		s.PerRequest.AllocBlocks = f64(round(float64(blocks)/n, 4))
+		s.PerRequest.AllocRequestedBytes = f64(round(float64(reqBytes)/n, 2))
+		s.Checks["allocspy_tiny_objects_per_req"] = round(float64(objects-blocks)/n, 4)
 	}
-	s.Reasons = reasons
-	s.Verdict = VerdictServerBound
-	if len(reasons) > 0 {
-		s.Verdict = VerdictNotJudged
+	s.Checks["allocs_dropped"] = float64(rep.Dropped)
+	if rep.Dropped > 0 {
+		o.reasons = append(o.reasons, fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
 	}
+}
 
-	if offWin != nil {
-		if err := writeOffCPU(out, s, offWin, raw, comments(offWin)); err != nil {
-			return nil, err
+// copies: copyspy's table of the attribution window, or of the copies'
+// own window.
+func (o *runOutput) copies() error {
+	s, cw := o.s, o.win.copies
+	if o.raw.copies == "" {
+		if o.tgt.CopiesOff != "" {
+			s.Sources["copies"] = SourceNone + ": " + o.tgt.CopiesOff
 		}
-		if s.PerRequest.OffCPUUS == nil && tgt.RequestsOff != "" {
-			s.Sources["offcpu"] = SourceNone + ": no request boundaries: " + tgt.RequestsOff
-		}
+		return nil
 	}
+	rep, err := copyspy.ReadReport(o.raw.copies)
+	if err != nil {
+		return fmt.Errorf("copies: %w", err)
+	}
+	cp := copyspy.Profile(rep)
+	cp.Comments = o.comments(cw)
+	if cw != o.win.attr {
+		s.CopiesWindow = windowSummary(cw)
+	}
+	if err := o.addProfile("copies.pb.gz", cp); err != nil {
+		return err
+	}
+	s.Files["copies"] = "copies.pb.gz"
+	s.Sources["copies"] = SourceCopiesOverlay
+	o.rep.copySites = copyspy.Sites(rep)
+	for i := range o.rep.copySites {
+		o.rep.copyTotal[0] += o.rep.copySites[i].TotalCalls()
+		o.rep.copyTotal[1] += o.rep.copySites[i].TotalBytes()
+	}
+	o.rep.copyRequests = cw.load.OK
+	if n := float64(cw.load.OK); n > 0 {
+		s.PerRequest.CopyCalls = f64(round(float64(o.rep.copyTotal[0])/n, 4))
+		s.PerRequest.CopiedBytes = f64(round(float64(o.rep.copyTotal[1])/n, 2))
+	}
+	s.Checks["copies_dropped"] = float64(rep.Dropped)
+	if rep.Dropped > 0 {
+		o.reasons = append(o.reasons, fmt.Sprintf("copyspy's table was full: %d copies were not counted", rep.Dropped))
+	}
+	return nil
+}
 
-	sysWin := attr
-	if offWin != nil {
-		sysWin = offWin
+// judge gives the verdict: server-bound, or not judged with the reasons.
+func (o *runOutput) judge() error {
+	o.s.Reasons = o.reasons
+	o.s.Verdict = VerdictServerBound
+	if len(o.reasons) > 0 {
+		o.s.Verdict = VerdictNotJudged
+	}
+	return nil
+}
+
+// offCPU: the off-CPU window's trace, block, mutex and wall-clock files.
+func (o *runOutput) offCPU() error {
+	if o.win.off == nil {
+		return nil
+	}
+	if err := o.writeOffCPU(o.win.off, o.comments(o.win.off)); err != nil {
+		return err
+	}
+	if o.s.PerRequest.OffCPUUS == nil && o.tgt.RequestsOff != "" {
+		o.s.Sources["offcpu"] = SourceNone + ": no request boundaries: " + o.tgt.RequestsOff
+	}
+	return nil
+}
+
+// syscallsAndCPU: the syscall stacks (the off-CPU window's, else the
+// attribution window's) and the timing window's CPU profile.
+func (o *runOutput) syscallsAndCPU() error {
+	sysWin := o.win.attr
+	if o.win.off != nil {
+		sysWin = o.win.off
 	}
 	if sysWin.sysSites != nil {
 		sp := syscalls.Profile(targetSites(sysWin.sysSites))
-		sp.Comments = comments(sysWin)
-		if err := writeProfile(filepath.Join(out, "syscalls.pb.gz"), sp); err != nil {
-			return nil, err
+		sp.Comments = o.comments(sysWin)
+		if err := o.addProfile("syscalls.pb.gz", sp); err != nil {
+			return err
 		}
-		s.Files["syscalls"] = "syscalls.pb.gz"
+		o.s.Files["syscalls"] = "syscalls.pb.gz"
 	}
-
-	cpuProf, err := profileFromFile(raw.cpu)
+	cpuProf, err := profileFromFile(o.raw.cpu)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cpuProf.Comments = comments(clean)
-	if err := writeProfile(filepath.Join(out, "cpu.pb.gz"), cpuProf); err != nil {
-		return nil, err
+	cpuProf.Comments = o.comments(o.win.clean)
+	if err := o.addProfile("cpu.pb.gz", cpuProf); err != nil {
+		return err
 	}
-	s.Files["cpu"] = "cpu.pb.gz"
-	s.Files["bench"] = "bench.txt"
-	s.Files["report"] = "report.md"
-	s.Files["meta"] = "meta"
-	s.Files["target_log"] = "target.log"
+	for k, v := range map[string]string{"cpu": "cpu.pb.gz", "bench": "bench.txt", "report": "report.md", "meta": "meta", "target_log": "target.log"} {
+		o.s.Files[k] = v
+	}
+	return nil
+}
 
-	if err := writeFlames(out, s); err != nil {
-		return nil, err
-	}
+// flames draws a flame page of each profile, from the encoded profiles in
+// memory.
+func (o *runOutput) flames() error {
+	return addFlames(o.files, o.s)
+}
 
-	meta := collectMeta(cfg, tgt, commit, hello, plan, allowed)
-	var sites []Site
-	if allocs != nil {
-		sites = topSites(allocs, 0)
-	}
-	if floor != nil && floor.PerRequest.CPUUS != nil {
-		f := &FloorSummary{Target: "targets/" + filepath.Base(floor.Target), CPUUS: *floor.PerRequest.CPUUS, RPS: floor.Window.RPS, Verdict: floor.Verdict}
+// render writes summary.json, bench.txt, report.md and meta, with the
+// floor's figures when one was measured.
+func (o *runOutput) render() error {
+	s := o.s
+	if o.floor != nil && o.floor.PerRequest.CPUUS != nil {
+		f := &FloorSummary{Target: "targets/" + filepath.Base(o.floor.Target), CPUUS: *o.floor.PerRequest.CPUUS, RPS: o.floor.Window.RPS, Verdict: o.floor.Verdict}
 		if s.PerRequest.CPUUS != nil && f.CPUUS > 0 {
 			f.CPURatio = round(*s.PerRequest.CPUUS/f.CPUUS, 3)
 		}
 		s.Floor = f
-		s.FloorRatio = floorRatios(s, floor)
+		s.FloorRatio = floorRatios(s, o.floor)
 	}
-
+	meta := collectMeta(o.cfg, o.tgt, o.commit, o.hello, o.plan, o.allowed)
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, s); err != nil {
-		return nil, err
+		return err
 	}
-	files := map[string][]byte{"summary.json": append([]byte(nil), buf.Bytes()...)}
+	o.files["summary.json"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	if err := writeBench(&buf, s, tgt.Name, benchConfig(meta)); err != nil {
-		return nil, err
+	if err := writeBench(&buf, s, o.tgt.Name, benchConfig(meta)); err != nil {
+		return err
 	}
-	files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
+	o.files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	rep := reportInput{s: s, sites: sites, requests: at.OK, totals: tot, copySites: copySites, copyRequests: copyReqs, copyTotal: copyTotal}
-	rep.markdown(&buf)
-	files["report.md"] = append([]byte(nil), buf.Bytes()...)
-	files["meta"] = []byte(formatMeta(meta))
-	if err := writeFiles(out, files); err != nil {
-		return nil, err
-	}
-	return &Result{Dir: out, Summary: s, Sites: sites, CopySites: copySites}, nil
+	o.rep.s = s
+	o.rep.markdown(&buf)
+	o.files["report.md"] = append([]byte(nil), buf.Bytes()...)
+	o.files["meta"] = []byte(formatMeta(meta))
+	return nil
 }
 
 func round(v float64, digits int) float64 {

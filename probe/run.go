@@ -219,181 +219,26 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	commit, out, priv, err := prepareRun(cfg, tgt)
+	s, err := startSession(ctx, cfg, plan, tgt, logf)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(priv)
-	sock := filepath.Join(priv, "agent.sock")
-	env := targetEnv(cfg, wire.SocketEnv+"="+sock)
-
-	unpin, err := pinLoad(plan)
+	defer s.close()
+	win, raw, err := s.windows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer unpin()
-
-	logf("starting %s", tgt.Binary)
-	p, err := startTarget(tgt.Binary, cfg.Args, env, filepath.Join(out, "target.log"), plan.Server)
-	if err != nil {
-		return nil, err
-	}
-	defer p.stop()
-
-	addr, err := waitReady(ctx, p, cfg.Addr, sock, cfg.ReadyTimeout)
-	if err != nil {
-		return nil, err
-	}
-	logf("target pid %d listens on %s", p.pid, addr.addr)
-
-	ac, err := dialAgent(ctx, sock)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the agent: %w", err)
-	}
-	defer ac.Close()
-	hello, err := ac.call(wire.Request{Cmd: "hello"})
-	if err != nil {
-		return nil, err
-	}
-
-	var reasons []string
-	var sysNote string
-	allowed, _ := readAllowedCPUs(p.pid)
-	coresHad := float64(hello.GOMAXPROCS)
-	if len(plan.Server) > 0 {
-		want := formatCPUList(plan.Server)
-		if len(allowed) != 1 || allowed[0] != want {
-			reasons = append(reasons, fmt.Sprintf("target affinity read back as %v, want %s", allowed, want))
-		}
-		coresHad = min(coresHad, float64(len(plan.Server)))
-	} else {
-		coresHad = min(coresHad, float64(runtime.NumCPU()))
-	}
-
-	if len(plan.Load) > 0 {
-		self, _ := readAllowedCPUs(os.Getpid())
-		want := formatCPUList(plan.Load)
-		if len(self) != 1 || self[0] != want {
-			reasons = append(reasons, fmt.Sprintf("load driver affinity read back as %v, want %s", self, want))
-		}
-	}
-
-	drv, err := newDriver(cfg, tgt, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer drv.Close()
-
-	var sc *sysCounter
-	if cfg.Syscalls != "proc-io" {
-		c, err := syscallsOpen(p.pid)
-		if err == nil {
-			defer c.Close()
-			sym, err2 := elfsym.Open(tgt.Binary, p.pid)
-			if err2 != nil {
-				return nil, fmt.Errorf("symbols of %s: %w", tgt.Binary, err2)
-			}
-			sc = &sysCounter{c: c, sym: sym}
-		} else {
-			sysNote = err.Error()
-			logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
-		}
-	}
-	runWindow := func(name string, req wire.Request) (*windowResult, error) {
-		if cfg.Warmup > 0 {
-			logf("%s: warm-up %v", name, cfg.Warmup)
-			if _, err := drv.Run(ctx, cfg.Warmup); err != nil {
-				return nil, err
-			}
-			if p.exited() {
-				return nil, fmt.Errorf("target exited during warm-up: %s", p.exitStatus())
-			}
-		}
-		logf("%s: snapshot 1, load for %v", name, cfg.Duration)
-		// Syscall stacks cost more than counts (a third more CPU on a light
-		// handler): the off-CPU window takes them, or the attribution
-		// window when there is no off-CPU window.
-		stacks := name == "off-CPU window" || (name == "attribution window" && !cfg.OffCPU)
-		return measure(ctx, p, ac, drv, req, cfg.Duration, sc, stacks)
-	}
-
-	cpuRaw := filepath.Join(priv, "cpu.pprof")
-	clean, err := runWindow("timing window", wire.Request{Cmd: "begin", CPUProfile: cpuRaw})
-	if err != nil {
-		return nil, err
-	}
-	raw := rawFiles{cpu: cpuRaw, sysNote: sysNote}
-	useAllocspy := tgt.Allocs && slices.Contains(hello.Counters, "allocs") && !cfg.timingOnly
-	useCopies := tgt.Copies && slices.Contains(hello.Counters, "copies") && !cfg.timingOnly
-	attrReq := wire.Request{Cmd: "begin", Counters: map[string]string{}}
-	if useAllocspy {
-		raw.allocs = filepath.Join(priv, "allocs.json")
-		attrReq.Counters["allocs"] = raw.allocs
-	}
-	if (!useAllocspy || cfg.crossCheck) && !cfg.timingOnly {
-		raw.heap = filepath.Join(priv, "heap.pprof")
-		attrReq.HeapProfile = raw.heap
-	}
-	// At MemProfileRate=1 the heap profiler's own stack walks would count
-	// as copies: then copies get a window of their own.
-	copiesApart := useCopies && attrReq.HeapProfile != ""
-	if useCopies && !copiesApart {
-		raw.copies = filepath.Join(priv, "copies.json")
-		attrReq.Counters["copies"] = raw.copies
-	}
-	if cfg.AttributionCPUProfile {
-		attrReq.CPUProfile = filepath.Join(priv, "cpu-attribution.pprof")
-	}
-	attr := clean // a timing-only run (the floor) has no attribution window
-	if !cfg.timingOnly {
-		if attr, err = runWindow("attribution window", attrReq); err != nil {
-			return nil, err
-		}
-	}
-	copyWin := attr
-	if copiesApart {
-		raw.copies = filepath.Join(priv, "copies.json")
-		req := wire.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
-		if cfg.AttributionCPUProfile {
-			req.CPUProfile = filepath.Join(priv, "cpu-copies.pprof")
-		}
-		if copyWin, err = runWindow("copy window", req); err != nil {
-			return nil, err
-		}
-	}
-	var offWin *windowResult
-	if cfg.OffCPU && !cfg.timingOnly {
-		req := wire.Request{Cmd: "begin", Blocking: filepath.Join(priv, "blocking"), Counters: map[string]string{}}
-		raw.blocking = req.Blocking
-		if !cfg.noTrace {
-			raw.trace = filepath.Join(priv, "trace.out")
-			req.Trace = raw.trace
-		}
-		if cfg.Wallclock {
-			if !slices.Contains(hello.Counters, "wallclock") {
-				return nil, fmt.Errorf("the wall-clock profiler is not built into the target")
-			}
-			raw.wallclock = filepath.Join(priv, "wallclock.json")
-			if cfg.fgprofRef {
-				raw.wallclock, raw.wallclockPprof = filepath.Join(priv, "wallclock.pprof"), true
-			}
-			req.Counters["wallclock"] = raw.wallclock
-		}
-		if offWin, err = runWindow("off-CPU window", req); err != nil {
-			return nil, err
-		}
-	}
-	p.stop()
-	if cfg.Floor && addr.udp {
-		if driverProto(cfg, tgt, addr) != "quic" {
+	s.p.stop()
+	if cfg.Floor && s.addr.udp {
+		if driverProto(cfg, tgt, s.addr) != "quic" {
 			logf("-floor: no floor under a plain-UDP target; it is one")
-		} else if floor, err = runUDPFloor(ctx, cfg, clean.load, logf); err != nil {
+		} else if floor, err = runUDPFloor(ctx, cfg, win.clean.load, logf); err != nil {
 			return nil, err
 		}
 	}
-
-	logf("writing %s", out)
-	res, err := writeResults(out, cfg, tgt, commit, hello, plan, allowed, coresHad, clean, attr, copyWin, offWin, raw, reasons, floor)
+	logf("writing %s", s.out)
+	res, err := writeResults(s.out, &runOutput{cfg: cfg, tgt: tgt, commit: s.commit, hello: s.hello, plan: plan, allowed: s.allowed,
+		coresHad: s.coresHad, win: win, raw: raw, reasons: s.reasons, floor: floor})
 	if err != nil {
 		return nil, err
 	}
@@ -403,9 +248,6 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	return res, nil
 }
 
-// newDriver picks the load driver. -proto auto takes the framed-TCP one
-// for targets/rpcecho and HTTP keep-alive for other TCP targets; for a
-// target that listens on UDP, the plain-UDP one for targets/udpfloor and
 // QUIC bulk transfers otherwise.
 func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {

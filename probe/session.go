@@ -1,0 +1,244 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/load"
+)
+
+// session is one started target with its agent, load driver and syscall
+// counter: a run opens its windows on it. close stops everything it
+// started, in reverse order.
+type session struct {
+	cfg      Config
+	plan     CPUPlan
+	tgt      *Target
+	commit   string
+	out      string // the results folder
+	priv     string // private folder: the agent's socket and files
+	p        *proc
+	addr     endpoint
+	ac       *agentConn
+	hello    *wire.Response
+	drv      load.Driver
+	sc       *sysCounter
+	sysNote  string   // why syscalls are not counted with eBPF
+	allowed  []string // the target's CPU affinity, read back
+	coresHad float64
+	reasons  []string // what already makes the run not judged
+	logf     func(string, ...any)
+	undo     []func()
+}
+
+// close undoes what start did.
+func (s *session) close() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	s.undo = nil
+}
+
+// startSession builds nothing: it prepares the folders, pins the load,
+// starts tgt, waits until it listens, greets the agent, checks the CPU
+// pinning, and opens the driver and the syscall counter. On error,
+// everything started is stopped.
+func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) (s *session, err error) {
+	s = &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.commit, s.out, s.priv, err = prepareRun(cfg, tgt); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, func() { os.RemoveAll(s.priv) })
+	sock := filepath.Join(s.priv, "agent.sock")
+	unpin, err := pinLoad(plan)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, unpin)
+	logf("starting %s", tgt.Binary)
+	if s.p, err = startTarget(tgt.Binary, cfg.Args, targetEnv(cfg, wire.SocketEnv+"="+sock), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, s.p.stop)
+	if s.addr, err = waitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	logf("target pid %d listens on %s", s.p.pid, s.addr.addr)
+	if s.ac, err = dialAgent(ctx, sock); err != nil {
+		return nil, fmt.Errorf("connecting to the agent: %w", err)
+	}
+	s.undo = append(s.undo, func() { s.ac.Close() })
+	if s.hello, err = s.ac.call(wire.Request{Cmd: "hello"}); err != nil {
+		return nil, err
+	}
+	s.checkPinning()
+	if s.drv, err = newDriver(cfg, tgt, s.addr); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, func() { s.drv.Close() })
+	return s, s.openSyscalls()
+}
+
+// checkPinning reads back the CPU affinity of the target and of probe: a
+// pin that did not hold makes the run not judged.
+func (s *session) checkPinning() {
+	s.allowed, _ = readAllowedCPUs(s.p.pid)
+	s.coresHad = float64(s.hello.GOMAXPROCS)
+	if len(s.plan.Server) > 0 {
+		want := formatCPUList(s.plan.Server)
+		if len(s.allowed) != 1 || s.allowed[0] != want {
+			s.reasons = append(s.reasons, fmt.Sprintf("target affinity read back as %v, want %s", s.allowed, want))
+		}
+		s.coresHad = min(s.coresHad, float64(len(s.plan.Server)))
+	} else {
+		s.coresHad = min(s.coresHad, float64(runtime.NumCPU()))
+	}
+	if len(s.plan.Load) > 0 {
+		self, _ := readAllowedCPUs(os.Getpid())
+		want := formatCPUList(s.plan.Load)
+		if len(self) != 1 || self[0] != want {
+			s.reasons = append(s.reasons, fmt.Sprintf("load driver affinity read back as %v, want %s", self, want))
+		}
+	}
+}
+
+// openSyscalls opens the eBPF syscall counter, or notes why not: syscalls
+// are then the read/write family from /proc/PID/io.
+func (s *session) openSyscalls() error {
+	if s.cfg.Syscalls == "proc-io" {
+		return nil
+	}
+	c, err := syscallsOpen(s.p.pid)
+	if err != nil {
+		s.sysNote = err.Error()
+		s.logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
+		return nil
+	}
+	s.undo = append(s.undo, func() { c.Close() })
+	sym, err := elfsym.Open(s.tgt.Binary, s.p.pid)
+	if err != nil {
+		return fmt.Errorf("symbols of %s: %w", s.tgt.Binary, err)
+	}
+	s.sc = &sysCounter{c: c, sym: sym}
+	return nil
+}
+
+// window warms up, then measures one window.
+func (s *session) window(ctx context.Context, name string, req wire.Request) (*windowResult, error) {
+	if s.cfg.Warmup > 0 {
+		s.logf("%s: warm-up %v", name, s.cfg.Warmup)
+		if _, err := s.drv.Run(ctx, s.cfg.Warmup); err != nil {
+			return nil, err
+		}
+		if s.p.exited() {
+			return nil, fmt.Errorf("target exited during warm-up: %s", s.p.exitStatus())
+		}
+	}
+	s.logf("%s: snapshot 1, load for %v", name, s.cfg.Duration)
+	// Syscall stacks cost more than counts (a third more CPU on a light
+	// handler): the off-CPU window takes them, or the attribution window
+	// when there is no off-CPU window.
+	stacks := name == "off-CPU window" || (name == "attribution window" && !s.cfg.OffCPU)
+	return measure(ctx, s.p, s.ac, s.drv, req, s.cfg.Duration, s.sc, stacks)
+}
+
+// windows opens a run's windows in order: timing, attribution, copies
+// (when the heap profile shares the attribution window), off-CPU. raw
+// says where the agent wrote what.
+func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
+	var w windows
+	raw := rawFiles{cpu: filepath.Join(s.priv, "cpu.pprof"), sysNote: s.sysNote}
+	var err error
+	if w.clean, err = s.window(ctx, "timing window", wire.Request{Cmd: "begin", CPUProfile: raw.cpu}); err != nil {
+		return w, raw, err
+	}
+	w.attr, w.copies = w.clean, w.clean // a timing-only run (the floor) has no other window
+	if s.cfg.timingOnly {
+		return w, raw, nil
+	}
+	attrReq, copiesApart := s.attributionRequest(&raw)
+	if w.attr, err = s.window(ctx, "attribution window", attrReq); err != nil {
+		return w, raw, err
+	}
+	w.copies = w.attr
+	if copiesApart {
+		raw.copies = filepath.Join(s.priv, "copies.json")
+		req := wire.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
+		if s.cfg.AttributionCPUProfile {
+			req.CPUProfile = filepath.Join(s.priv, "cpu-copies.pprof")
+		}
+		if w.copies, err = s.window(ctx, "copy window", req); err != nil {
+			return w, raw, err
+		}
+	}
+	if s.cfg.OffCPU {
+		req, err := s.offCPURequest(&raw)
+		if err != nil {
+			return w, raw, err
+		}
+		if w.off, err = s.window(ctx, "off-CPU window", req); err != nil {
+			return w, raw, err
+		}
+	}
+	return w, raw, nil
+}
+
+// attributionRequest is the attribution window's begin: allocspy and
+// copyspy counting, or the heap profile at rate 1. copiesApart says that
+// the copies need a window of their own: at MemProfileRate=1 the heap
+// profiler's own stack walks would count as copies.
+func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApart bool) {
+	useAllocspy := s.tgt.Allocs && slices.Contains(s.hello.Counters, "allocs")
+	useCopies := s.tgt.Copies && slices.Contains(s.hello.Counters, "copies")
+	req = wire.Request{Cmd: "begin", Counters: map[string]string{}}
+	if useAllocspy {
+		raw.allocs = filepath.Join(s.priv, "allocs.json")
+		req.Counters["allocs"] = raw.allocs
+	}
+	if !useAllocspy || s.cfg.crossCheck {
+		raw.heap = filepath.Join(s.priv, "heap.pprof")
+		req.HeapProfile = raw.heap
+	}
+	copiesApart = useCopies && req.HeapProfile != ""
+	if useCopies && !copiesApart {
+		raw.copies = filepath.Join(s.priv, "copies.json")
+		req.Counters["copies"] = raw.copies
+	}
+	if s.cfg.AttributionCPUProfile {
+		req.CPUProfile = filepath.Join(s.priv, "cpu-attribution.pprof")
+	}
+	return req, copiesApart
+}
+
+// offCPURequest is the off-CPU window's begin: the execution trace, the
+// block and mutex profiles, the wall-clock profile.
+func (s *session) offCPURequest(raw *rawFiles) (wire.Request, error) {
+	req := wire.Request{Cmd: "begin", Blocking: filepath.Join(s.priv, "blocking"), Counters: map[string]string{}}
+	raw.blocking = req.Blocking
+	if !s.cfg.noTrace {
+		raw.trace = filepath.Join(s.priv, "trace.out")
+		req.Trace = raw.trace
+	}
+	if s.cfg.Wallclock {
+		if !slices.Contains(s.hello.Counters, "wallclock") {
+			return req, fmt.Errorf("the wall-clock profiler is not built into the target")
+		}
+		raw.wallclock = filepath.Join(s.priv, "wallclock.json")
+		if s.cfg.fgprofRef {
+			raw.wallclock, raw.wallclockPprof = filepath.Join(s.priv, "wallclock.pprof"), true
+		}
+		req.Counters["wallclock"] = raw.wallclock
+	}
+	return req, nil
+}
