@@ -137,208 +137,262 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	if err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
-	t := &Target{Spec: spec}
 	work, err := os.MkdirTemp(cache, "build-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-
-	env, modFlag := os.Environ(), ""
-	if strings.Contains(spec, "@") {
-		dir, err := fetchVersioned(ctx, spec, work, cache, logf)
-		if err != nil {
+	b := &builder{t: &Target{Spec: spec}, opts: opts, work: work, cache: cache, logf: logf}
+	steps := []func(context.Context) error{b.locate, b.prepare, b.toolchain, b.overlays, b.compile, b.check}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, err
+		}
+	}
+	return b.t, nil
+}
+
+// builder holds a build's state from one step to the next.
+type builder struct {
+	t       *Target
+	opts    BuildOptions
+	work    string // private folder of this build
+	cache   string
+	logf    func(string, ...any)
+	env     []string
+	modFlag string
+	setup   *withagent.Setup
+	goenv   []string          // GOROOT, GOARCH, GOEXPERIMENT, GOVERSION of the toolchain that builds
+	replace map[string]string // overlay entries every build has (the agent's files)
+	spies   map[string]string // the runtime spies' entries, left out of a plain build
+}
+
+// locate finds the target's package folder: a directory, or a module
+// version fetched through the proxy.
+func (b *builder) locate(ctx context.Context) error {
+	t, spec := b.t, b.t.Spec
+	b.env = os.Environ()
+	if strings.Contains(spec, "@") {
+		dir, err := fetchVersioned(ctx, spec, b.work, b.cache, b.logf)
+		if err != nil {
+			return err
 		}
 		t.PkgDir = dir
 		t.Name = filepath.Base(strings.SplitN(spec, "@", 2)[0])
 		// As go install module@version builds: no workspace, and the
 		// module's go.sum completed from the checksum database.
-		env, modFlag = append(env, "GOWORK=off"), "mod"
-	} else {
-		path := spec
-		if spec == DefaultTarget {
-			if path, err = defaultTargetDir(cache); err != nil {
-				return nil, err
-			}
-		}
-		dir, err := filepath.Abs(path)
-		if err != nil {
-			return nil, err
-		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("target %s: not a directory", spec)
-		}
-		t.PkgDir, t.Name = dir, filepath.Base(dir)
+		b.env, b.modFlag = append(b.env, "GOWORK=off"), "mod"
+		return nil
 	}
+	path := spec
+	if spec == DefaultTarget {
+		var err error
+		if path, err = defaultTargetDir(b.cache); err != nil {
+			return err
+		}
+	}
+	dir, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("target %s: not a directory", spec)
+	}
+	t.PkgDir, t.Name = dir, filepath.Base(dir)
+	return nil
+}
+
+// prepare sets the build up with the agent added (withagent), having
+// listed the plain build's modules.
+func (b *builder) prepare(ctx context.Context) error {
+	t := b.t
 	mod, err := findModRoot(t.PkgDir)
 	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", spec, err)
+		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
 	t.ModDir = mod
 	modPath, err := modulePathOf(filepath.Join(mod, "go.mod"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	setup, err := withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: opts.Tags, Env: env, ModFlag: modFlag}, work, cache)
+	b.setup, err = withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag}, b.work, b.cache)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		var nm *withagent.NotMainError
 		if errors.As(err, &nm) {
-			nm.Path = spec
-			return nil, nm
+			nm.Path = t.Spec
+			return nm
 		}
-		return nil, fmt.Errorf("target %s: %w", spec, err)
+		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
-	t.BuildMode = setup.Mode
-
-	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + spec))
-	binDir := filepath.Join(cache, "bin", hex.EncodeToString(sum[:6]))
+	t.BuildMode = b.setup.Mode
+	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec))
+	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
-	pkgDir := setup.PkgDir // overlay keys: the folder as the build sees it
-	replace := map[string]string{}
-	if err := addMainFile(replace, work, pkgDir, agentFileName, agentImport); err != nil {
-		return nil, err
-	}
-	spies := map[string]string{} // the runtime spies' entries, left out of a plain build
-	// The toolchain that builds in the target's folder (after any
-	// GOTOOLCHAIN switch): its runtime is the one the overlays patch.
-	envOut, err := goCmd(ctx, setup.Dir, setup.Env, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
+	return nil
+}
+
+// toolchain reads the go environment of the toolchain that builds in the
+// target's folder (after any GOTOOLCHAIN switch): its runtime is the one
+// the overlays patch.
+func (b *builder) toolchain(ctx context.Context) error {
+	out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
 	if err != nil {
-		return nil, fmt.Errorf("go env: %v: %s", err, envOut)
+		return fmt.Errorf("go env: %v: %s", err, out)
 	}
-	goenv := strings.Split(strings.TrimSuffix(envOut, "\n"), "\n")
-	if len(goenv) != 4 {
-		return nil, fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT GOVERSION: unexpected output %q", envOut)
+	b.goenv = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(b.goenv) != 4 {
+		return fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT GOVERSION: unexpected output %q", out)
 	}
-	t.GoVersion = goenv[3]
-	if opts.Copies {
-		ov, err := spyOverlay(work, pkgDir, "copyspy", "copytable", func(dir string) (map[string]string, error) {
-			return copyspyOverlay(goenv[0], goenv[1], dir)
-		})
-		if err != nil {
-			t.CopiesOff = err.Error()
-			logf("copies: %v; measuring without copy figures", err)
-		} else {
-			maps.Copy(spies, ov)
-			t.Copies = true
-		}
-	}
+	b.t.GoVersion = b.goenv[3]
+	return nil
+}
+
+// overlays writes the overlay's files: the agent and what the options ask
+// for. A runtime spy this release does not take is left out, and the
+// target says why.
+func (b *builder) overlays(ctx context.Context) error {
+	t, opts, work, pkgDir := b.t, b.opts, b.work, b.setup.PkgDir // overlay keys: the folder as the build sees it
+	goroot, goarch, goexp := b.goenv[0], b.goenv[1], b.goenv[2]
+	b.replace, b.spies = map[string]string{}, map[string]string{}
+	mains := [][2]string{{agentFileName, agentImport}}
 	if opts.Wallclock {
-		if err := addMainFile(replace, work, pkgDir, "zz_perfspy_wallclock.go", agentImport+"/wallclock"); err != nil {
-			return nil, err
-		}
+		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", agentImport + "/wallclock"})
 	}
 	if opts.FgprofRef {
-		if setup.Mode != withagent.ModeSelf {
-			return nil, fmt.Errorf("target %s: fgprof, the reference wall-clock profiler, is linked only into perfspy's own targets", spec)
+		if b.setup.Mode != withagent.ModeSelf {
+			return fmt.Errorf("target %s: fgprof, the reference wall-clock profiler, is linked only into perfspy's own targets", t.Spec)
 		}
-		if err := addMainFile(replace, work, pkgDir, "zz_perfspy_wallclock.go", ModulePath+"/internal/fgprofref"); err != nil {
-			return nil, err
+		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", ModulePath + "/internal/fgprofref"})
+	}
+	for _, m := range mains {
+		if err := addMainFile(b.replace, work, pkgDir, m[0], m[1]); err != nil {
+			return err
 		}
+	}
+	if opts.Copies {
+		t.Copies, t.CopiesOff = b.spy("copies", "measuring without copy figures", func() (map[string]string, error) {
+			return spyOverlay(work, pkgDir, "copyspy", "copytable", func(dir string) (map[string]string, error) {
+				return copyspyOverlay(goroot, goarch, dir)
+			})
+		})
 	}
 	if opts.Allocs {
-		ov, err := spyOverlay(work, pkgDir, "allocspy", "alloctable", func(dir string) (map[string]string, error) {
-			return allocspyOverlay(goenv[0], goenv[1], goenv[2], dir)
+		t.Allocs, t.AllocsOff = b.spy("allocs", "counting allocations with the heap profile at MemProfileRate=1", func() (map[string]string, error) {
+			return spyOverlay(work, pkgDir, "allocspy", "alloctable", func(dir string) (map[string]string, error) {
+				return allocspyOverlay(goroot, goarch, goexp, dir)
+			})
 		})
-		if err != nil {
-			t.AllocsOff = err.Error()
-			logf("allocs: %v; counting allocations with the heap profile at MemProfileRate=1", err)
-		} else {
-			maps.Copy(spies, ov)
-			t.Allocs = true
-		}
 	}
 	if opts.Requests {
-		dir := filepath.Join(work, "requests")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, err
-		}
-		ov, err := offcpu.Overlay(goenv[0], dir)
-		if err != nil {
-			t.RequestsOff = err.Error()
-			logf("requests: %v; off-CPU time without request boundaries", err)
-		} else {
-			maps.Copy(spies, ov)
-			t.Requests = true
-		}
+		t.Requests, t.RequestsOff = b.spy("requests", "off-CPU time without request boundaries", func() (map[string]string, error) {
+			dir := filepath.Join(work, "requests")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return nil, err
+			}
+			return offcpu.Overlay(goroot, dir)
+		})
 	}
 	if opts.Repeatable {
-		if err := repeatableOverlay(replace, goenv[0], work); err != nil {
-			return nil, err
-		}
+		return repeatableOverlay(b.replace, goroot, work)
 	}
-	build := func(replace map[string]string) (string, error) {
-		ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
-		overlayPath := filepath.Join(work, "overlay.json")
-		if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
-			return "", err
-		}
-		args := append([]string{"build", "-overlay=" + overlayPath, "-o", t.Binary}, setup.Flags...)
-		if len(opts.Tags) > 0 {
-			args = append(args, "-tags="+strings.Join(opts.Tags, ","))
-		}
-		return goCmd(ctx, setup.Dir, setup.Env, append(args, setup.Pkg)...)
+	return nil
+}
+
+// spy adds a runtime spy's overlay entries; when it cannot, it says why
+// and what the run does without it.
+func (b *builder) spy(what, without string, overlay func() (map[string]string, error)) (bool, string) {
+	ov, err := overlay()
+	if err != nil {
+		b.logf("%s: %v; %s", what, err, without)
+		return false, err.Error()
 	}
-	if t.Copies || t.Allocs {
-		logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", spec)
+	maps.Copy(b.spies, ov)
+	return true, ""
+}
+
+// compile builds the binary. When the spies' build fails and a build
+// without them works, the Go release does not take the runtime overlays:
+// the target is measured without them, and says why.
+func (b *builder) compile(ctx context.Context) error {
+	t := b.t
+	anySpy := t.Copies || t.Allocs || t.Requests
+	if anySpy {
+		b.logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", t.Spec)
 	} else {
-		logf("building %s", spec)
+		b.logf("building %s", t.Spec)
 	}
-	out, err := build(mergeOverlays(replace, spies))
-	if err != nil && (t.Copies || t.Allocs || t.Requests) && ctx.Err() == nil {
-		// A plain build (the agent and the wall-clock profiler, no runtime
-		// spy) tells a broken target from a runtime overlay that this Go
-		// release does not accept.
-		if out2, err2 := build(replace); err2 == nil {
+	out, err := b.build(ctx, mergeOverlays(b.replace, b.spies))
+	if err != nil && anySpy && ctx.Err() == nil {
+		if out2, err2 := b.build(ctx, b.replace); err2 == nil {
 			why := "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
-			if t.Copies {
-				t.Copies, t.CopiesOff = false, why
-				logf("copies: %s; measuring without copy figures", why)
-			}
-			if t.Allocs {
-				t.Allocs, t.AllocsOff = false, why
-				logf("allocs: %s; counting allocations with the heap profile", why)
-			}
-			if t.Requests {
-				t.Requests, t.RequestsOff = false, why
-				logf("requests: %s; off-CPU time without request boundaries", why)
+			for _, sp := range []struct {
+				on      *bool
+				off     *string
+				without string
+			}{
+				{&t.Copies, &t.CopiesOff, "measuring without copy figures"},
+				{&t.Allocs, &t.AllocsOff, "counting allocations with the heap profile"},
+				{&t.Requests, &t.RequestsOff, "off-CPU time without request boundaries"},
+			} {
+				if *sp.on {
+					*sp.on, *sp.off = false, why
+					b.logf("%s; %s", why, sp.without)
+				}
 			}
 			out, err = out2, nil
 		}
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &BuildError{Spec: spec, Output: out, Err: err}
+		return &BuildError{Spec: t.Spec, Output: out, Err: err}
 	}
-	check, err := withagent.CheckBinary(t.Binary, setup.Mode, setup.Plain)
+	return nil
+}
+
+// build runs go build with the overlay entries replace.
+func (b *builder) build(ctx context.Context, replace map[string]string) (string, error) {
+	ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
+	overlayPath := filepath.Join(b.work, "overlay.json")
+	if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {
+		return "", err
+	}
+	args := append([]string{"build", "-overlay=" + overlayPath, "-o", b.t.Binary}, b.setup.Flags...)
+	if len(b.opts.Tags) > 0 {
+		args = append(args, "-tags="+strings.Join(b.opts.Tags, ","))
+	}
+	return goCmd(ctx, b.setup.Dir, b.setup.Env, append(args, b.setup.Pkg)...)
+}
+
+// check compares the binary's build list with the plain build's, and
+// names the target's commit.
+func (b *builder) check(ctx context.Context) error {
+	t := b.t
+	check, err := withagent.CheckBinary(t.Binary, b.setup.Mode, b.setup.Plain)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if opts.FgprofRef {
-		// The benchmark's reference profiler is the one module a
-		// perfspy target may gain; it is never in a measured run.
+	if b.opts.FgprofRef {
+		// The benchmark's reference profiler is the one module a perfspy
+		// target may gain; it is never in a measured run.
 		check.Added = slices.DeleteFunc(check.Added, func(m withagent.Module) bool {
 			return m.Path == "github.com/felixge/fgprof" || m.Path == "github.com/google/pprof"
 		})
 	}
 	t.BuildCheck = check
 	if err := check.Err(); err != nil {
-		return nil, fmt.Errorf("target %s: %w", spec, err)
+		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
-	if _, version, ok := strings.Cut(spec, "@"); ok {
+	if _, version, ok := strings.Cut(t.Spec, "@"); ok {
 		t.Commit = version
 	} else {
 		t.Commit, t.Dirty = gitCommit(ctx, t.PkgDir)
 	}
-	return t, nil
+	return nil
 }
 
 // copyspyOverlay is copyspy.Overlay; tests replace it to play a Go release

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // session is one started target with its agent, load driver and syscall
@@ -150,7 +152,7 @@ func (s *session) window(ctx context.Context, name string, req wire.Request) (*w
 	// handler): the off-CPU window takes them, or the attribution window
 	// when there is no off-CPU window.
 	stacks := name == "off-CPU window" || (name == "attribution window" && !s.cfg.OffCPU)
-	return measure(ctx, s.p, s.ac, s.drv, req, s.cfg.Duration, s.sc, stacks)
+	return s.measure(ctx, req, stacks)
 }
 
 // windows opens a run's windows in order: timing, attribution, copies
@@ -242,3 +244,76 @@ func (s *session) offCPURequest(raw *rawFiles) (wire.Request, error) {
 	}
 	return req, nil
 }
+
+// measure opens the window: begin (snapshot 1), load, end (snapshot 2).
+// Process counters are read after begin returns and before end is sent,
+// so the agent's own work falls outside the window.
+func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) (*windowResult, error) {
+	p, ac, drv, d, sc := s.p, s.ac, s.drv, s.cfg.Duration, s.sc
+	r0, err := ac.call(begin)
+	if err != nil {
+		return nil, err
+	}
+	var sys0 map[int]uint64
+	var st0 map[syscalls.StackKey]uint64
+	if sc != nil {
+		if stacks {
+			if err := sc.c.SetStacks(true); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+			if st0, err = sc.c.StackCounts(); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+		}
+		if sys0, err = sc.c.Counts(); err != nil {
+			return nil, fmt.Errorf("syscalls: %w", err)
+		}
+	}
+	cpu0, err0 := readCPU(p.pid)
+	io0, _ := readIO(p.pid)
+	udp0, _ := readUDPCounters()
+	lr, lerr := drv.Run(ctx, d)
+	cpu1, err1 := readCPU(p.pid)
+	io1, _ := readIO(p.pid)
+	udp1, _ := readUDPCounters()
+	var sys1 map[int]uint64
+	var st1 map[syscalls.StackKey]uint64
+	if sc != nil {
+		if sys1, err = sc.c.Counts(); err != nil {
+			return nil, fmt.Errorf("syscalls: %w", err)
+		}
+		if stacks {
+			if st1, err = sc.c.StackCounts(); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+			if err := sc.c.SetStacks(false); err != nil {
+				return nil, fmt.Errorf("syscall stacks: %w", err)
+			}
+		}
+	}
+	if p.exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
+	}
+	if lerr != nil {
+		return nil, lerr
+	}
+	r1, err := ac.call(wire.Request{Cmd: "end"})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(err0, err1); err != nil {
+		return nil, fmt.Errorf("reading target cpu time: %w", err)
+	}
+	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: counterDelta(udp0, udp1)}
+	if sc != nil {
+		w.sys = syscalls.Delta(sys0, sys1)
+		if stacks {
+			w.sysSites = sc.c.Sites(st0, st1, sc.sym)
+		}
+	}
+	if cpu1.Nanos >= cpu0.Nanos && cpu0.Source == cpu1.Source {
+		w.cpu = cpu1.Nanos - cpu0.Nanos
+	}
+	return w, nil
+}
+
