@@ -316,4 +316,3 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	}
 	return w, nil
 }
-
