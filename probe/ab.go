@@ -204,11 +204,67 @@ func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric 
 // AB builds two revisions from git worktrees, measures them in interleaved
 // rounds (ABBA...) and writes ab.json, bench.txt, report.md and report.html.
 func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
-	logf := func(format string, a ...any) {
+	ab := &abRun{cfg: cfg, logf: func(format string, a ...any) {
 		if logw != nil {
 			fmt.Fprintf(logw, "probe ab: "+format+"\n", a...)
 		}
+	}}
+	if err := ab.setup(ctx); err != nil {
+		return nil, err
 	}
+	defer ab.close()
+	if err := ab.rounds(ctx); err != nil {
+		return nil, err
+	}
+	ab.judge()
+	if err := ab.functions(); err != nil {
+		return nil, err
+	}
+	if err := ab.gate(); err != nil {
+		return nil, err
+	}
+	res := ab.res
+	if err := ab.persist(); err != nil {
+		return nil, err
+	}
+	if len(res.Gate) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrRegression, strings.Join(res.Gate, "; "))
+	}
+	if !res.Judged {
+		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
+	}
+	return res, nil
+}
+
+// abRun is an ab comparison on its way: set up (revisions, worktrees,
+// results folder), rounds, judge, functions, gate, persist.
+type abRun struct {
+	cfg   ABConfig
+	logf  func(string, ...any)
+	res   *ABResult
+	root  string            // the repository
+	rel   string            // the target, relative to the repository
+	shas  map[string]string // arm -> commit
+	dirs  map[string]string // arm -> worktree
+	out   string
+	undo  []func()
+	bench bytes.Buffer
+	// per arm: metric -> values of each round, of the control, and
+	// profile -> files of each round
+	values, control map[string]map[string][]float64
+	profiles        map[string]map[string][]string
+}
+
+func (ab *abRun) close() {
+	for i := len(ab.undo) - 1; i >= 0; i-- {
+		ab.undo[i]()
+	}
+}
+
+// setup checks the configuration, resolves the two revisions, makes the
+// results folder and a worktree of each revision.
+func (ab *abRun) setup(ctx context.Context) error {
+	cfg := &ab.cfg
 	if cfg.Repo == "" {
 		cfg.Repo = "."
 	}
@@ -219,11 +275,11 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		cfg.Top = 10
 	}
 	if cfg.Before == "" || cfg.After == "" {
-		return nil, errors.New("-before and -after name the two revisions")
+		return errors.New("-before and -after name the two revisions")
 	}
-	root, err := git(ctx, cfg.Repo, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return nil, fmt.Errorf("%s is not in a git repository: %w", cfg.Repo, err)
+	var err error
+	if ab.root, err = git(ctx, cfg.Repo, "rev-parse", "--show-toplevel"); err != nil {
+		return fmt.Errorf("%s is not in a git repository: %w", cfg.Repo, err)
 	}
 	target := cfg.Run.Target
 	if target == "" {
@@ -231,109 +287,140 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return nil, fmt.Errorf("target %s is not inside the repository %s", target, root)
+	ab.rel, err = filepath.Rel(ab.root, abs)
+	if err != nil || strings.HasPrefix(ab.rel, "..") {
+		return fmt.Errorf("target %s is not inside the repository %s", target, ab.root)
 	}
-	res := &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
-	shas := map[string]string{}
+	ab.res = &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
+	ab.shas = map[string]string{}
 	for _, arm := range []string{"before", "after"} {
 		rev := map[string]string{"before": cfg.Before, "after": cfg.After}[arm]
-		sha, err := git(ctx, root, "rev-parse", "--verify", rev+"^{commit}")
+		sha, err := git(ctx, ab.root, "rev-parse", "--verify", rev+"^{commit}")
 		if err != nil {
-			return nil, fmt.Errorf("-%s %s: %w", arm, rev, err)
+			return fmt.Errorf("-%s %s: %w", arm, rev, err)
 		}
-		shas[arm] = sha
+		ab.shas[arm] = sha
 	}
-	res.Before = map[string]string{"rev": cfg.Before, "commit": shas["before"]}
-	res.After = map[string]string{"rev": cfg.After, "commit": shas["after"]}
-	out := cfg.Out
+	ab.res.Before = map[string]string{"rev": cfg.Before, "commit": ab.shas["before"]}
+	ab.res.After = map[string]string{"rev": cfg.After, "commit": ab.shas["after"]}
+	if err := ab.makeOut(); err != nil {
+		return err
+	}
+	return ab.worktrees(ctx)
+}
+
+// makeOut makes the results folder, never an existing one.
+func (ab *abRun) makeOut() error {
+	out := ab.cfg.Out
 	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("ab_%s_%s_%s", short(shas["before"]), short(shas["after"]), filepath.Base(rel)))
+		out = filepath.Join("results", fmt.Sprintf("ab_%s_%s_%s", short(ab.shas["before"]), short(ab.shas["after"]), filepath.Base(ab.rel)))
 		if err := os.MkdirAll("results", 0o755); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if out, err = makeOutDir(out, "", ""); err != nil {
-		return nil, err
+	var err error
+	if ab.out, err = makeOutDir(out, "", ""); err != nil {
+		return err
 	}
-	res.Dir = out
-	if err := os.Mkdir(filepath.Join(out, "runs"), 0o755); err != nil {
-		return nil, err
-	}
+	ab.res.Dir = ab.out
+	return os.Mkdir(filepath.Join(ab.out, "runs"), 0o755)
+}
+
+// worktrees checks out each revision in a temporary worktree.
+func (ab *abRun) worktrees(ctx context.Context) error {
 	wt, err := os.MkdirTemp("", "perfspy-ab-")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer os.RemoveAll(wt)
-	dirs := map[string]string{}
+	ab.undo = append(ab.undo, func() { os.RemoveAll(wt) })
+	ab.dirs = map[string]string{}
 	for _, arm := range []string{"before", "after"} {
 		d := filepath.Join(wt, arm)
-		if _, err := git(ctx, root, "worktree", "add", "--detach", d, shas[arm]); err != nil {
-			return nil, err
+		if _, err := git(ctx, ab.root, "worktree", "add", "--detach", d, ab.shas[arm]); err != nil {
+			return err
 		}
-		defer git(context.Background(), root, "worktree", "remove", "--force", d)
-		dirs[arm] = d
+		ab.undo = append(ab.undo, func() { git(context.Background(), ab.root, "worktree", "remove", "--force", d) })
+		ab.dirs[arm] = d
 	}
+	return nil
+}
 
-	values := map[string]map[string][]float64{"before": {}, "after": {}}
-	control := map[string]map[string][]float64{"before": {}, "after": {}}
-	profiles := map[string]map[string][]string{"before": {}, "after": {}}
+// rounds runs the two arms in interleaved rounds (AB, BA, ...).
+func (ab *abRun) rounds(ctx context.Context) error {
+	ab.values = map[string]map[string][]float64{"before": {}, "after": {}}
+	ab.control = map[string]map[string][]float64{"before": {}, "after": {}}
+	ab.profiles = map[string]map[string][]string{"before": {}, "after": {}}
 	var order strings.Builder
-	var bench bytes.Buffer
-	for r := 0; r < cfg.Rounds; r++ {
+	for r := 0; r < ab.cfg.Rounds; r++ {
 		arms := []string{"before", "after"}
 		if r%2 == 1 {
 			arms[0], arms[1] = arms[1], arms[0]
 		}
 		for _, arm := range arms {
 			order.WriteByte(map[string]byte{"before": 'A', "after": 'B'}[arm])
-			rc := cfg.Run
-			rc.Target = filepath.Join(dirs[arm], rel)
-			rc.Out = filepath.Join(out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
-			logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(shas[arm]))
-			rr, err := Run(ctx, rc, nil)
-			if err != nil && !errors.Is(err, ErrNotJudged) {
-				return nil, fmt.Errorf("round %d, %s: %w", r+1, arm, err)
-			}
-			s := rr.Summary
-			if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
-				res.Reasons = append(res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
-			}
-			for k, v := range metricValues(s) {
-				values[arm][k] = append(values[arm][k], v)
-			}
-			for _, p := range abProfiles {
-				if f, ok := s.Files[p]; ok {
-					profiles[arm][p] = append(profiles[arm][p], filepath.Join(rr.Dir, f))
-				}
-			}
-			fmt.Fprintf(&bench, "arm: %s\ncommit: %s\n", arm, short(shas[arm]))
-			writeBenchLine(&bench, s, filepath.Base(rel))
-			if cfg.Control != "" {
-				cc := rc
-				cc.Path, cc.Out, cc.OffCPU = cfg.Control, rc.Out+"-control", false
-				cr, err := Run(ctx, cc, nil)
-				if err != nil && !errors.Is(err, ErrNotJudged) {
-					return nil, fmt.Errorf("round %d, %s control: %w", r+1, arm, err)
-				}
-				for k, v := range metricValues(cr.Summary) {
-					control[arm][k] = append(control[arm][k], v)
-				}
+			if err := ab.round(ctx, r, arm); err != nil {
+				return err
 			}
 		}
 	}
-	res.Order = order.String()
+	ab.res.Order = order.String()
+	return nil
+}
+
+// round measures one arm once, and its control endpoint when asked.
+func (ab *abRun) round(ctx context.Context, r int, arm string) error {
+	cfg := ab.cfg
+	rc := cfg.Run
+	rc.Target = filepath.Join(ab.dirs[arm], ab.rel)
+	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
+	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(ab.shas[arm]))
+	rr, err := Run(ctx, rc, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
+	}
+	s := rr.Summary
+	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
+		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
+	}
+	for k, v := range metricValues(s) {
+		ab.values[arm][k] = append(ab.values[arm][k], v)
+	}
+	for _, p := range abProfiles {
+		if f, ok := s.Files[p]; ok {
+			ab.profiles[arm][p] = append(ab.profiles[arm][p], filepath.Join(rr.Dir, f))
+		}
+	}
+	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
+	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
+	if cfg.Control == "" {
+		return nil
+	}
+	cc := rc
+	cc.Path, cc.Out, cc.OffCPU = cfg.Control, rc.Out+"-control", false
+	cr, err := Run(ctx, cc, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		return fmt.Errorf("round %d, %s control: %w", r+1, arm, err)
+	}
+	for k, v := range metricValues(cr.Summary) {
+		ab.control[arm][k] = append(ab.control[arm][k], v)
+	}
+	return nil
+}
+
+// judge compares each metric's rounds, and the control's: a control that
+// moved, or too few rounds, make the comparison not judged.
+func (ab *abRun) judge() {
+	cfg, res := ab.cfg, ab.res
 	metrics := metricsFor(cfg.Run)
 	for _, m := range metrics {
-		res.Metrics[m.name] = compareMetric(values["before"][m.name], values["after"][m.name], m.judge, m.higherWorse)
+		res.Metrics[m.name] = compareMetric(ab.values["before"][m.name], ab.values["after"][m.name], m.judge, m.higherWorse)
 	}
 	if cfg.Control != "" {
 		res.Control = map[string]*ABMetric{}
 		for _, m := range metrics {
-			cm := compareMetric(control["before"][m.name], control["after"][m.name], m.judge, m.higherWorse)
+			cm := compareMetric(ab.control["before"][m.name], ab.control["after"][m.name], m.judge, m.higherWorse)
 			res.Control[m.name] = cm
 			if cm.Verdict == "regression" || cm.Verdict == "improvement" {
 				res.Reasons = append(res.Reasons, fmt.Sprintf("machine moved: the control %s's %s changed %+.1f%%", cfg.Control, m.name, cm.DeltaPct))
@@ -344,20 +431,23 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		res.Reasons = append(res.Reasons, "too few rounds: need at least 2 per arm")
 	}
 	res.Judged = len(res.Reasons) == 0
+}
 
-	// Functions: per-request deltas on normalized keys, all rounds merged.
+// functions compares each profile's functions: per-request deltas on
+// normalized keys, all rounds merged.
+func (ab *abRun) functions() error {
 	for _, p := range abProfiles {
-		bf, af := profiles["before"][p], profiles["after"][p]
+		bf, af := ab.profiles["before"][p], ab.profiles["after"][p]
 		if len(bf) == 0 || len(af) == 0 {
 			continue
 		}
 		b, err := diff.Load(bf)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a, err := diff.Load(af)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sample := ""
 		if p == "allocs" {
@@ -365,10 +455,10 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		}
 		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: profkey.DefaultFolds, Stacks: true})
 		if err != nil {
-			return nil, fmt.Errorf("%s profiles: %w", p, err)
+			return fmt.Errorf("%s profiles: %w", p, err)
 		}
 		for i, row := range c.Rows {
-			if i == cfg.Top {
+			if i == ab.cfg.Top {
 				break
 			}
 			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter)}
@@ -379,44 +469,43 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 			// Below a hundredth per request, a row is the rounding of
 			// background work, not the change under review.
 			if math.Abs(f.Delta) >= 0.01 || (!c.PerRequest && f.Delta != 0) {
-				res.Functions = append(res.Functions, f)
+				ab.res.Functions = append(ab.res.Functions, f)
 			}
 		}
 		if p == "allocs" {
-			writeDiffFlame(out, bf, af)
+			writeDiffFlame(ab.out, bf, af)
 		}
 	}
+	return nil
+}
 
-	for _, name := range slices.Sorted(maps.Keys(cfg.MaxRegress)) {
-		pct := cfg.MaxRegress[name]
-		m := res.Metrics[name]
+// gate lists the metrics that regressed past -max-regress, in name order.
+func (ab *abRun) gate() error {
+	for _, name := range slices.Sorted(maps.Keys(ab.cfg.MaxRegress)) {
+		pct := ab.cfg.MaxRegress[name]
+		m := ab.res.Metrics[name]
 		if m == nil {
-			return nil, fmt.Errorf("-max-regress %s: unknown metric", name)
+			return fmt.Errorf("-max-regress %s: unknown metric", name)
 		}
 		if m.Verdict == "regression" && math.Abs(m.DeltaPct) > pct {
-			res.Gate = append(res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
+			ab.res.Gate = append(ab.res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
 		}
 	}
+	return nil
+}
 
+// persist writes ab.json, bench.txt, report.md and report.html.
+func (ab *abRun) persist() error {
 	var js bytes.Buffer
-	if err := writeJSON(&js, res); err != nil {
-		return nil, err
+	if err := writeJSON(&js, ab.res); err != nil {
+		return err
 	}
-	files := map[string][]byte{"ab.json": js.Bytes(), "bench.txt": bench.Bytes()}
+	files := map[string][]byte{"ab.json": js.Bytes(), "bench.txt": ab.bench.Bytes()}
 	var md bytes.Buffer
-	writeABReport(&md, res, cfg)
+	writeABReport(&md, ab.res, ab.cfg)
 	files["report.md"] = md.Bytes()
-	files["report.html"] = abHTML(res, md.String(), out)
-	if err := writeFiles(out, files); err != nil {
-		return nil, err
-	}
-	if len(res.Gate) > 0 {
-		return res, fmt.Errorf("%w: %s", ErrRegression, strings.Join(res.Gate, "; "))
-	}
-	if !res.Judged {
-		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
-	}
-	return res, nil
+	files["report.html"] = abHTML(ab.res, md.String(), ab.out)
+	return writeFiles(ab.out, files)
 }
 
 func short(sha string) string {

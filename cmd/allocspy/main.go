@@ -28,7 +28,7 @@ func main() {
 	code := 2
 	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
 		benches := []cost.Bench{cost.MicroBench(malloc), cost.HTTPJSONAllocs, cost.Attribution}
-		code = cost.Main(ctx, "allocspy", benches, "malloc,httpjson-allocs", os.Args[2:], os.Stdout, os.Stderr)
+		code = cost.Main(ctx, cost.Command{Name: "allocspy", Benches: benches, Defaults: "malloc,httpjson-allocs"}, os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		fmt.Fprintln(os.Stderr, "usage: allocspy cost [-what malloc,httpjson-allocs,attribution] [-rounds N] [-duration D]")
 	}

@@ -29,7 +29,7 @@ func main() {
 	var code int
 	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
 		benches := []cost.Bench{cost.MicroBench(memmove), cost.HTTPJSONCopies}
-		code = cost.Main(ctx, "copyspy", benches, "memmove,httpjson", os.Args[2:], os.Stdout, os.Stderr)
+		code = cost.Main(ctx, cost.Command{Name: "copyspy", Benches: benches, Defaults: "memmove,httpjson"}, os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

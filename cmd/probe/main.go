@@ -22,7 +22,7 @@ func main() {
 	var code int
 	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
 		benches := []cost.Bench{cost.OffCPU, cost.Allocdiff, cost.Flame, cost.Attribution}
-		code = cost.Main(ctx, "probe", benches, "offcpu", os.Args[2:], os.Stdout, os.Stderr)
+		code = cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = probe.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

@@ -36,9 +36,17 @@ type Bench struct {
 	Run  func(ctx context.Context, env Env) error
 }
 
-// Main runs 'NAME cost' over benches; defaults is the comma-separated list
-// it runs without -what. It returns the exit code.
-func Main(ctx context.Context, name string, benches []Bench, defaults string, args []string, stdout, stderr io.Writer) int {
+// Command is a command's cost benchmarks: 'Name cost' runs Defaults (a
+// comma-separated list) unless -what names others of Benches.
+type Command struct {
+	Name     string
+	Benches  []Bench
+	Defaults string
+}
+
+// Main runs 'NAME cost' with args. It returns the exit code.
+func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Writer) int {
+	name, benches, defaults := c.Name, c.Benches, c.Defaults
 	fs := flag.NewFlagSet(name+" cost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var names []string
