@@ -47,7 +47,6 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if err != nil {
 		return nil, fmt.Errorf("probe run -instructions: %w", err)
 	}
-	vg, ctl := tools[0], tools[1]
 	if cfg.Requests <= 0 {
 		cfg.Requests = 2000
 	}
@@ -58,75 +57,129 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if err != nil {
 		return nil, err
 	}
-	commit, out, priv, err := prepareRun(cfg, tgt)
+	cr := &callgrindRun{cfg: cfg, plan: plan, tgt: tgt, valgrind: tools[0], control: tools[1], logf: logf}
+	defer cr.close()
+	if err := cr.start(ctx); err != nil {
+		return nil, err
+	}
+	lr, err := cr.window(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(priv)
-	sock := filepath.Join(priv, "agent.sock")
+	win, err := cr.windowPart()
+	if err != nil {
+		return nil, err
+	}
+	if lr.OK == 0 || lr.Errors+lr.Non2xx > 0 {
+		return nil, fmt.Errorf("the window had %d successes and %d failures (first: %s)", lr.OK, lr.Errors+lr.Non2xx, lr.FirstErr)
+	}
+	return cr.write(win, lr)
+}
+
+// callgrindRun is a target under callgrind, on its way to instructions
+// per request.
+type callgrindRun struct {
+	cfg               Config
+	plan              CPUPlan
+	tgt               *Target
+	valgrind, control string
+	logf              func(string, ...any)
+	commit, out, priv string
+	cgOut             string // callgrind's output, kept in the results
+	p                 *proc
+	drv               load.Driver
+	undo              []func()
+}
+
+func (cr *callgrindRun) close() {
+	for i := len(cr.undo) - 1; i >= 0; i-- {
+		cr.undo[i]()
+	}
+}
+
+// start starts the target under callgrind and opens one connection:
+// requests are served one after another, the same path every time.
+func (cr *callgrindRun) start(ctx context.Context) error {
+	cfg := cr.cfg
+	var err error
+	if cr.commit, cr.out, cr.priv, err = prepareRun(cfg, cr.tgt); err != nil {
+		return err
+	}
+	cr.undo = append(cr.undo, func() { os.RemoveAll(cr.priv) })
+	sock := filepath.Join(cr.priv, "agent.sock")
 	// Kept in the results: kcachegrind and callgrind_annotate read it.
-	cgOut := filepath.Join(out, "callgrind.out")
+	cr.cgOut = filepath.Join(cr.out, "callgrind.out")
 	// Callgrind asserts on the signals of Go's asynchronous preemption.
 	// GC cycles start at points that vary from run to run; without them,
 	// one binary's count repeats (GC cost is the timing windows' business).
 	env := targetEnv(cfg, wire.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
-	unpin, err := pinLoad(plan)
+	unpin, err := pinLoad(cr.plan)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer unpin()
-	args := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cgOut, tgt.Binary}, cfg.Args...)
-	logf("starting %s under callgrind (about 50 times slower)", tgt.Binary)
-	p, err := startTarget(vg, args, env, filepath.Join(out, "target.log"), plan.Server)
-	if err != nil {
-		return nil, err
+	cr.undo = append(cr.undo, unpin)
+	args := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cr.cgOut, cr.tgt.Binary}, cfg.Args...)
+	cr.logf("starting %s under callgrind (about 50 times slower)", cr.tgt.Binary)
+	if cr.p, err = startTarget(cr.valgrind, args, env, filepath.Join(cr.out, "target.log"), cr.plan.Server); err != nil {
+		return err
 	}
 	// Killing valgrind before its last dump loses the symbol table.
-	p.grace = time.Minute
-	defer p.stop()
-	addr, err := waitReady(ctx, p, cfg.Addr, sock, cfg.ReadyTimeout)
+	cr.p.grace = time.Minute
+	cr.undo = append(cr.undo, cr.p.stop)
+	addr, err := waitReady(ctx, cr.p, cfg.Addr, sock, cfg.ReadyTimeout)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// One connection: requests are served one after another, the same
-	// path every time.
 	cfg.Conns = 1
-	drv, err := newDriver(cfg, tgt, addr)
+	if cr.drv, err = newDriver(cfg, cr.tgt, addr); err != nil {
+		return err
+	}
+	cr.undo = append(cr.undo, func() { cr.drv.Close() })
+	return nil
+}
+
+// dump asks callgrind for a dump: the part between two dumps is a window.
+func (cr *callgrindRun) dump(ctx context.Context) error {
+	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.p.pid))
+	if b, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.p.pid, err, b)
+	}
+	return nil
+}
+
+// window warms up, dumps, sends the window's requests one by one, each
+// when every thread of the target sleeps, dumps again and stops the target.
+func (cr *callgrindRun) window(ctx context.Context) (*load.Result, error) {
+	warm := max(cr.cfg.Requests/10, 50)
+	cr.logf("warm-up: %d requests", warm)
+	if _, err := cr.drv.RunN(ctx, warm); err != nil {
+		return nil, err
+	}
+	if err := cr.dump(ctx); err != nil {
+		return nil, err
+	}
+	cr.logf("window: %d requests", cr.cfg.Requests)
+	lr, err := load.Paced(ctx, cr.drv, cr.cfg.Requests, instructionsGap, func() bool { return threadsIdle(cr.p.pid) })
 	if err != nil {
 		return nil, err
 	}
-	defer drv.Close()
-	dump := func() error {
-		c := exec.CommandContext(ctx, ctl, "-d", strconv.Itoa(p.pid))
-		if b, err := c.CombinedOutput(); err != nil {
-			return fmt.Errorf("callgrind_control -d %d: %v: %s", p.pid, err, b)
-		}
-		return nil
+	if cr.p.exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", cr.p.exitStatus())
 	}
-	warm := max(cfg.Requests/10, 50)
-	logf("warm-up: %d requests", warm)
-	if _, err := drv.RunN(ctx, warm); err != nil {
+	if err := cr.dump(ctx); err != nil {
 		return nil, err
 	}
-	if err := dump(); err != nil {
-		return nil, err
-	}
-	logf("window: %d requests", cfg.Requests)
-	lr, err := load.Paced(ctx, drv, cfg.Requests, instructionsGap, func() bool { return threadsIdle(p.pid) })
-	if err != nil {
-		return nil, err
-	}
-	if p.exited() {
-		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
-	}
-	if err := dump(); err != nil {
-		return nil, err
-	}
-	p.stop()
-	if err := os.Chmod(cgOut, 0o644); err != nil { // callgrind makes it 0600
+	cr.p.stop()
+	return lr, nil
+}
+
+// windowPart reads callgrind's output: the second dump's part holds the
+// costs since the first, the window.
+func (cr *callgrindRun) windowPart() (*callgrind.Part, error) {
+	if err := os.Chmod(cr.cgOut, 0o644); err != nil { // callgrind makes it 0600
 		return nil, fmt.Errorf("callgrind output: %w", err)
 	}
-	f, err := os.Open(cgOut)
+	f, err := os.Open(cr.cgOut)
 	if err != nil {
 		return nil, fmt.Errorf("callgrind output: %w", err)
 	}
@@ -135,8 +188,6 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if err != nil {
 		return nil, err
 	}
-	// The second dump's part holds the costs since the first: the window.
-	var win *callgrind.Part
 	dumps := 0
 	for _, pt := range parts {
 		// Dumps asked for by callgrind_control say "dump" (older
@@ -144,17 +195,16 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		if pt.Trigger != "" && !strings.HasPrefix(pt.Trigger, "Program termination") {
 			dumps++
 			if dumps == 2 {
-				win = pt
+				return pt, nil
 			}
 		}
 	}
-	if win == nil {
-		return nil, fmt.Errorf("callgrind output has %d parts and %d client dumps; want the window's", len(parts), dumps)
-	}
-	n := lr.OK
-	if n == 0 || lr.Errors+lr.Non2xx > 0 {
-		return nil, fmt.Errorf("the window had %d successes and %d failures (first: %s)", n, lr.Errors+lr.Non2xx, lr.FirstErr)
-	}
+	return nil, fmt.Errorf("callgrind output has %d parts and %d client dumps; want the window's", len(parts), dumps)
+}
+
+// write makes the summary, the profile, bench.txt and report.md.
+func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, error) {
+	cfg, n := cr.cfg, lr.OK
 	// sysmon, the runtime's monitor thread, runs on a clock, not on
 	// requests. The repeatable build keeps it asleep through the window,
 	// but a timer that falls due wakes it: what it then costs follows the
@@ -164,7 +214,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	idle := win.Inclusive("runtime.findRunnable")
 	sysmon := win.Inclusive("runtime.sysmon")
 	s := &Summary{
-		Schema: SummarySchema, Target: cfg.Target, Commit: commit, Go: tgt.GoVersion, Build: tgt.BuildCheck,
+		Schema: SummarySchema, Target: cfg.Target, Commit: cr.commit, Go: cr.tgt.GoVersion, Build: cr.tgt.BuildCheck,
 		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
 		Verdict: VerdictCountsOnly,
 		Reasons: []string{fmt.Sprintf("instructions under callgrind: the window is %d requests, not seconds; no timing is measured", cfg.Requests)},
@@ -181,22 +231,23 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 		Files:   map[string]string{"instructions": "instructions.pb.gz", "callgrind": "callgrind.out", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
 	}
 	pp := instructionsProfile(win)
-	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, commit)
-	if err := writeProfile(filepath.Join(out, "instructions.pb.gz"), pp); err != nil {
+	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, cr.commit)
+	var prof, js, bench, rep bytes.Buffer
+	if err := pp.Write(&prof); err != nil {
 		return nil, err
 	}
-	var js, bench, rep bytes.Buffer
 	if err := writeJSON(&js, s); err != nil {
 		return nil, err
 	}
-	if err := writeBench(&bench, s, tgt.Name, nil); err != nil {
+	if err := writeBench(&bench, s, cr.tgt.Name, nil); err != nil {
 		return nil, err
 	}
 	writeInstructionsReport(&rep, s, win, n)
-	if err := writeFiles(out, map[string][]byte{"summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}); err != nil {
+	files := map[string][]byte{"instructions.pb.gz": prof.Bytes(), "summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}
+	if err := writeFiles(cr.out, files); err != nil {
 		return nil, err
 	}
-	return &Result{Dir: out, Summary: s}, nil
+	return &Result{Dir: cr.out, Summary: s}, nil
 }
 
 // instructionsProfile writes the window's exclusive costs by function.
