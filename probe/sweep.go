@@ -83,74 +83,20 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 		// perfspy's own QUIC target, from any directory.
 		cfg.Run.Target = filepath.Join(root, "targets", "quicecho")
 	}
-	out := cfg.Out
-	if out == "" {
-		out = filepath.Join("results", "bulk_"+filepath.Base(cfg.Run.Target))
-		if err := os.MkdirAll("results", 0o755); err != nil {
+	out, err := sweepOut(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sw := &sweep{cfg: cfg, logf: logf, out: out, floor: filepath.Join(root, "targets", "udpfloor"),
+		res: &SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds, Dir: out}}
+	for _, size := range cfg.Sizes {
+		row, err := sw.row(ctx, size)
+		if err != nil {
 			return nil, err
 		}
+		sw.res.Rows = append(sw.res.Rows, row)
 	}
-	if out, err = makeOutDir(out, "", ""); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(filepath.Join(out, "runs"), 0o755); err != nil {
-		return nil, err
-	}
-	res := &SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds, Dir: out}
-	one := func(target, mode string, size int64, pkt, round int) (*Summary, error) {
-		rc := cfg.Run
-		rc.Target, rc.Size, rc.Pkt = target, size, pkt
-		rc.Args = append(append([]string(nil), cfg.Run.Args...), "-mode="+mode)
-		rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor, rc.timingOnly = "off", "heapprofile", false, false, true
-		name := filepath.Base(target)
-		rc.Out = filepath.Join(out, "runs", fmt.Sprintf("%s-%s-%s-%d", sizeName(size), name, mode, round))
-		logf("%s, %s %s, round %d/%d", sizeName(size), name, mode, round, cfg.Rounds)
-		r, err := Run(ctx, rc, nil)
-		if err != nil && !errors.Is(err, ErrNotJudged) {
-			return nil, fmt.Errorf("%s %s %s round %d: %w", sizeName(size), name, mode, round, err)
-		}
-		if r.Summary.Transfer == nil || r.Summary.PerRequest.CPUUS == nil {
-			return nil, fmt.Errorf("%s %s %s round %d: no transfer figures (is %s a bulk target?)", sizeName(size), name, mode, round, target)
-		}
-		if round > 1 && r.Summary.Verdict != VerdictServerBound {
-			res.Reasons = append(res.Reasons, fmt.Sprintf("%s %s %s round %d not judged: %s", sizeName(size), name, mode, round, strings.Join(r.Summary.Reasons, "; ")))
-		}
-		return r.Summary, nil
-	}
-	floorTarget := filepath.Join(root, "targets", "udpfloor")
-	for _, size := range cfg.Sizes {
-		row := SweepRow{Size: size}
-		pkt := 0
-		for r := 1; r <= cfg.Rounds; r++ {
-			// Interleaved, so that drift on the machine falls on all three.
-			p, err := one(cfg.Run.Target, "push", size, 0, r)
-			if err != nil {
-				return nil, err
-			}
-			if pkt == 0 || int(p.Transfer.LargestDatagram) > pkt {
-				pkt = int(p.Transfer.LargestDatagram)
-			}
-			e, err := one(cfg.Run.Target, "echo", size, 0, r)
-			if err != nil {
-				return nil, err
-			}
-			f, err := one(floorTarget, "push", size, pkt, r)
-			if err != nil {
-				return nil, err
-			}
-			if r == 1 {
-				continue // the first round is dropped
-			}
-			row.Push.add(p)
-			row.Echo.add(e)
-			row.Floor.add(f)
-		}
-		if row.Floor.CPUUSPerMB > 0 {
-			row.PushRatio = round(row.Push.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
-			row.EchoRatio = round(row.Echo.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
-		}
-		res.Rows = append(res.Rows, row)
-	}
+	res := sw.res
 	res.Judged = len(res.Reasons) == 0
 	var js, md bytes.Buffer
 	if err := writeJSON(&js, res); err != nil {
@@ -164,6 +110,98 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
 	}
 	return res, nil
+}
+
+// sweepOut makes the sweep's results folder, never an existing one.
+func sweepOut(cfg SweepConfig) (string, error) {
+	out := cfg.Out
+	if out == "" {
+		out = filepath.Join("results", "bulk_"+filepath.Base(cfg.Run.Target))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return "", err
+		}
+	}
+	out, err := makeOutDir(out, "", "")
+	if err != nil {
+		return "", err
+	}
+	return out, os.Mkdir(filepath.Join(out, "runs"), 0o755)
+}
+
+// sweep is a bulk sweep on its way.
+type sweep struct {
+	cfg   SweepConfig
+	logf  func(string, ...any)
+	out   string
+	floor string // targets/udpfloor
+	res   *SweepResult
+}
+
+// row measures one transfer size: push, echo and the floor, interleaved so
+// that drift on the machine falls on all three; the first round is dropped.
+func (sw *sweep) row(ctx context.Context, size int64) (SweepRow, error) {
+	row := SweepRow{Size: size}
+	pkt := 0
+	target := sw.cfg.Run.Target
+	for r := 1; r <= sw.cfg.Rounds; r++ {
+		p, err := sw.one(ctx, bulkRun{target, "push", size, 0, r})
+		if err != nil {
+			return row, err
+		}
+		if pkt == 0 || int(p.Transfer.LargestDatagram) > pkt {
+			pkt = int(p.Transfer.LargestDatagram)
+		}
+		e, err := sw.one(ctx, bulkRun{target, "echo", size, 0, r})
+		if err != nil {
+			return row, err
+		}
+		f, err := sw.one(ctx, bulkRun{sw.floor, "push", size, pkt, r})
+		if err != nil {
+			return row, err
+		}
+		if r == 1 {
+			continue
+		}
+		row.Push.add(p)
+		row.Echo.add(e)
+		row.Floor.add(f)
+	}
+	if row.Floor.CPUUSPerMB > 0 {
+		row.PushRatio = round(row.Push.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
+		row.EchoRatio = round(row.Echo.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
+	}
+	return row, nil
+}
+
+// bulkRun is one run of a sweep: a target in a mode, a transfer size, the
+// floor's datagram size (0: the target's own) and the round.
+type bulkRun struct {
+	target, mode string
+	size         int64
+	pkt, round   int
+}
+
+// one runs the timing window of one bulkRun.
+func (sw *sweep) one(ctx context.Context, b bulkRun) (*Summary, error) {
+	rc := sw.cfg.Run
+	rc.Target, rc.Size, rc.Pkt = b.target, b.size, b.pkt
+	rc.Args = append(append([]string(nil), sw.cfg.Run.Args...), "-mode="+b.mode)
+	rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor, rc.timingOnly = "off", "heapprofile", false, false, true
+	name := filepath.Base(b.target)
+	what := fmt.Sprintf("%s %s %s round %d", sizeName(b.size), name, b.mode, b.round)
+	rc.Out = filepath.Join(sw.out, "runs", fmt.Sprintf("%s-%s-%s-%d", sizeName(b.size), name, b.mode, b.round))
+	sw.logf("%s, %s %s, round %d/%d", sizeName(b.size), name, b.mode, b.round, sw.cfg.Rounds)
+	r, err := Run(ctx, rc, nil)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if r.Summary.Transfer == nil || r.Summary.PerRequest.CPUUS == nil {
+		return nil, fmt.Errorf("%s: no transfer figures (is %s a bulk target?)", what, b.target)
+	}
+	if b.round > 1 && r.Summary.Verdict != VerdictServerBound {
+		sw.res.Reasons = append(sw.res.Reasons, fmt.Sprintf("%s not judged: %s", what, strings.Join(r.Summary.Reasons, "; ")))
+	}
+	return r.Summary, nil
 }
 
 // add keeps a round: the cell is the round with the least CPU per MB.
