@@ -43,16 +43,7 @@ func (e *ParseError) Error() string {
 func Parse(r io.Reader) ([]*Part, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	names := map[string]map[string]string{"fn": {}, "fl": {}, "ob": {}}
-	var parts []*Part
-	var cur *Part
-	newPart := func(n int) {
-		cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}}
-		parts = append(parts, cur)
-	}
-	fn, cfn := "", ""
-	inCall := false // the next cost line is a call's inclusive cost
-	lastPos := int64(0)
+	p := &parser{names: map[string]map[string]string{"fn": {}, "fl": {}, "ob": {}}}
 	line := 0
 	for sc.Scan() {
 		line++
@@ -61,93 +52,132 @@ func Parse(r io.Reader) ([]*Part, error) {
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		if cur == nil {
-			newPart(1)
+		if p.cur == nil {
+			p.newPart(1)
 		}
-		key, val, isKV := strings.Cut(t, "=")
-		if isKV && !strings.ContainsAny(key, " \t") {
-			switch key {
-			case "fn", "cfn", "fl", "fi", "fe", "cfl", "cfi", "ob", "cob":
-				kind := key
-				switch key {
-				case "cfn":
-					kind = "fn"
-				case "fi", "fe", "cfl", "cfi":
-					kind = "fl"
-				case "cob":
-					kind = "ob"
-				}
-				name, err := compressed(names[kind], val)
-				if err != nil {
-					return nil, &ParseError{line, text, err.Error()}
-				}
-				switch key {
-				case "fn":
-					fn = baseName(name)
-				case "cfn":
-					cfn = baseName(name)
-				}
-			case "calls":
-				inCall = true
-			}
-			continue // jump=, jcnd= and the rest carry no cost
+		if err := p.line(t); err != "" {
+			return nil, &ParseError{line, text, err}
 		}
-		if k, v, ok := strings.Cut(t, ":"); ok && !startsCost(t) {
-			switch strings.TrimSpace(k) {
-			case "part":
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil {
-					return nil, &ParseError{line, text, "bad part number"}
-				}
-				if cur.Number != n || len(cur.Self) > 0 || len(cur.Calls) > 0 {
-					newPart(n)
-				}
-				fn, cfn, inCall = "", "", false
-			case "totals", "summary":
-				if f := strings.Fields(v); len(f) > 0 {
-					cur.Totals, _ = strconv.ParseInt(f[0], 10, 64)
-				}
-			case "desc":
-				if d, ok := strings.CutPrefix(strings.TrimSpace(v), "Trigger:"); ok {
-					cur.Trigger = strings.TrimSpace(d)
-				}
-			}
-			continue
-		}
-		// A cost line: position, then events (the first is Ir).
-		f := strings.Fields(t)
-		if len(f) < 1 {
-			continue
-		}
-		if _, err := position(f[0], &lastPos); err != nil {
-			return nil, &ParseError{line, text, err.Error()}
-		}
-		var cost int64
-		if len(f) > 1 {
-			c, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return nil, &ParseError{line, text, "bad cost"}
-			}
-			cost = c
-		}
-		if inCall {
-			cur.Calls[[2]string{fn, cfn}] += cost
-			inCall = false
-			continue
-		}
-		if fn == "" {
-			return nil, &ParseError{line, text, "cost line before any fn="}
-		}
-		cur.Self[fn] += cost
-		cur.Total += cost
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("callgrind line %d: %w", line+1, err)
 	}
-	if len(parts) == 0 {
+	if len(p.parts) == 0 {
 		return nil, fmt.Errorf("no callgrind parts")
 	}
-	return parts, nil
+	return p.parts, nil
+}
+
+// parser holds what a callgrind file's lines set for the lines after them.
+type parser struct {
+	names   map[string]map[string]string // compressed names by kind: fn, fl, ob
+	parts   []*Part
+	cur     *Part
+	fn, cfn string
+	inCall  bool // the next cost line is a call's inclusive cost
+	lastPos int64
+}
+
+func (p *parser) newPart(n int) {
+	p.cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}}
+	p.parts = append(p.parts, p.cur)
+}
+
+// line reads one line (trimmed, not empty, not a comment); it returns why
+// the line is wrong, "" when it is not.
+func (p *parser) line(t string) string {
+	key, val, isKV := strings.Cut(t, "=")
+	if isKV && !strings.ContainsAny(key, " \t") {
+		return p.spec(key, val)
+	}
+	if k, v, ok := strings.Cut(t, ":"); ok && !startsCost(t) {
+		return p.header(strings.TrimSpace(k), v)
+	}
+	return p.cost(t)
+}
+
+// spec reads a key=value line: the names that the cost lines after it
+// belong to, and calls=.
+func (p *parser) spec(key, val string) string {
+	switch key {
+	case "fn", "cfn", "fl", "fi", "fe", "cfl", "cfi", "ob", "cob":
+		kind := key
+		switch key {
+		case "cfn":
+			kind = "fn"
+		case "fi", "fe", "cfl", "cfi":
+			kind = "fl"
+		case "cob":
+			kind = "ob"
+		}
+		name, err := compressed(p.names[kind], val)
+		if err != nil {
+			return err.Error()
+		}
+		switch key {
+		case "fn":
+			p.fn = baseName(name)
+		case "cfn":
+			p.cfn = baseName(name)
+		}
+	case "calls":
+		p.inCall = true
+	}
+	return "" // jump=, jcnd= and the rest carry no cost
+}
+
+// header reads a key: value line: part, totals, desc.
+func (p *parser) header(k, v string) string {
+	switch k {
+	case "part":
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return "bad part number"
+		}
+		if p.cur.Number != n || len(p.cur.Self) > 0 || len(p.cur.Calls) > 0 {
+			p.newPart(n)
+		}
+		p.fn, p.cfn, p.inCall = "", "", false
+	case "totals", "summary":
+		if f := strings.Fields(v); len(f) > 0 {
+			p.cur.Totals, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	case "desc":
+		if d, ok := strings.CutPrefix(strings.TrimSpace(v), "Trigger:"); ok {
+			p.cur.Trigger = strings.TrimSpace(d)
+		}
+	}
+	return ""
+}
+
+// cost reads a cost line: a position, then events (the first is Ir).
+func (p *parser) cost(t string) string {
+	f := strings.Fields(t)
+	if len(f) < 1 {
+		return ""
+	}
+	if _, err := position(f[0], &p.lastPos); err != nil {
+		return err.Error()
+	}
+	var cost int64
+	if len(f) > 1 {
+		c, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return "bad cost"
+		}
+		cost = c
+	}
+	if p.inCall {
+		p.cur.Calls[[2]string{p.fn, p.cfn}] += cost
+		p.inCall = false
+		return ""
+	}
+	if p.fn == "" {
+		return "cost line before any fn="
+	}
+	p.cur.Self[p.fn] += cost
+	p.cur.Total += cost
+	return ""
 }
 
 // startsCost says whether a line is a cost line (position first).
