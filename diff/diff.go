@@ -288,105 +288,127 @@ func pValue(x, y []float64) float64 {
 func aggregate(s *Side, sample string, f profkey.Folds, keys *interner, keepStacks bool) *agg {
 	a := &agg{stacks: map[string]int64{}}
 	for _, p := range s.Profiles {
-		si := sampleIndex(p, sample)
-		// Keys per location, computed once: innermost first. Location IDs
-		// are small and dense in practice: a slice, with a map beside it.
-		locKeys := make([][]int, len(p.Location)+1)
-		locKeysMap := map[uint64][]int{}
-		getKeys := func(id uint64) ([]int, bool) {
-			if id < uint64(len(locKeys)) {
-				return locKeys[id], locKeys[id] != nil
-			}
-			ks, ok := locKeysMap[id]
-			return ks, ok
-		}
-		setKeys := func(id uint64, ks []int) {
-			if id < uint64(len(locKeys)) {
-				locKeys[id] = ks
-			} else {
-				locKeysMap[id] = ks
-			}
-		}
-		funcKeys := map[uint64]string{}
-		keyOf := func(ln profile.Line) string {
-			if ln.Function == nil {
-				return "(unknown)"
-			}
-			k, ok := funcKeys[ln.Function.ID]
-			if !ok {
-				k = profkey.FuncKey(ln.Function.Name, f)
-				funcKeys[ln.Function.ID] = k
-			}
-			if f.Lines {
-				return k + ":" + strconv.FormatInt(ln.Line, 10)
-			}
-			return k
-		}
-		flat := make([]int64, 0, 1024)
-		cum := make([]int64, 0, 1024)
-		seen := make([]int, 0, 1024) // sample number that last counted a key's cum
-		var total int64
-		var sb strings.Builder
-		grow := func() {
-			for len(flat) < len(keys.names) {
-				flat, cum, seen = append(flat, 0), append(cum, 0), append(seen, -1)
-			}
-		}
-		for n, smp := range p.Sample {
-			v := smp.Value[si]
-			total += v
-			var leaf = -1
-			sb.Reset()
-			for _, loc := range smp.Location {
-				ks, ok := getKeys(loc.ID)
-				if !ok {
-					lines := loc.Line
-					if f.Inline && len(lines) > 1 {
-						lines = lines[len(lines)-1:]
-					}
-					if len(lines) == 0 {
-						ks = []int{keys.id(fmt.Sprintf("0x%x", loc.Address))}
-					}
-					for _, ln := range lines {
-						ks = append(ks, keys.id(keyOf(ln)))
-					}
-					setKeys(loc.ID, ks)
-					grow()
-				}
-				for _, k := range ks {
-					if leaf < 0 {
-						leaf = k
-					}
-					if seen[k] != n {
-						seen[k] = n
-						cum[k] += v
-					}
-					if keepStacks {
-						sb.WriteString(strconv.Itoa(k))
-						sb.WriteByte(';')
-					}
-				}
-			}
-			if leaf < 0 {
-				leaf = keys.id("(no stack)")
-				grow()
-				if seen[leaf] != n {
-					seen[leaf] = n
-					cum[leaf] += v
-				}
-				sb.WriteString(strconv.Itoa(leaf))
-			}
-			flat[leaf] += v
-			if keepStacks {
-				a.stacks[sb.String()] += v
-			}
-		}
-		grow()
+		pk := newProfileKeys(p, f, keys)
+		flat, cum, total := pk.sum(p, sampleIndex(p, sample), keepStacks, a.stacks)
 		a.flat = append(a.flat, flat)
 		a.cum = append(a.cum, cum)
 		a.total = append(a.total, total)
 	}
 	return a
+}
+
+// profileKeys gives the locations of one profile their keys, computed once
+// per location: innermost first. Location IDs are small and dense in
+// practice: a slice, with a map beside it.
+type profileKeys struct {
+	f        profkey.Folds
+	keys     *interner
+	byID     [][]int
+	byIDMap  map[uint64][]int
+	funcKeys map[uint64]string
+	// per key: flat and cum values, and the sample number that last
+	// counted its cum
+	flat, cum []int64
+	seen      []int
+}
+
+func newProfileKeys(p *profile.Profile, f profkey.Folds, keys *interner) *profileKeys {
+	return &profileKeys{f: f, keys: keys, byID: make([][]int, len(p.Location)+1), byIDMap: map[uint64][]int{}, funcKeys: map[uint64]string{},
+		flat: make([]int64, 0, 1024), cum: make([]int64, 0, 1024), seen: make([]int, 0, 1024)}
+}
+
+// location returns the keys of a location, innermost first.
+func (pk *profileKeys) location(loc *profile.Location) []int {
+	if loc.ID < uint64(len(pk.byID)) && pk.byID[loc.ID] != nil {
+		return pk.byID[loc.ID]
+	}
+	if ks, ok := pk.byIDMap[loc.ID]; ok {
+		return ks
+	}
+	lines := loc.Line
+	if pk.f.Inline && len(lines) > 1 {
+		lines = lines[len(lines)-1:]
+	}
+	var ks []int
+	if len(lines) == 0 {
+		ks = []int{pk.keys.id(fmt.Sprintf("0x%x", loc.Address))}
+	}
+	for _, ln := range lines {
+		ks = append(ks, pk.keys.id(pk.keyOf(ln)))
+	}
+	if loc.ID < uint64(len(pk.byID)) {
+		pk.byID[loc.ID] = ks
+	} else {
+		pk.byIDMap[loc.ID] = ks
+	}
+	pk.grow()
+	return ks
+}
+
+func (pk *profileKeys) keyOf(ln profile.Line) string {
+	if ln.Function == nil {
+		return "(unknown)"
+	}
+	k, ok := pk.funcKeys[ln.Function.ID]
+	if !ok {
+		k = profkey.FuncKey(ln.Function.Name, pk.f)
+		pk.funcKeys[ln.Function.ID] = k
+	}
+	if pk.f.Lines {
+		return k + ":" + strconv.FormatInt(ln.Line, 10)
+	}
+	return k
+}
+
+// grow makes room for every key interned so far.
+func (pk *profileKeys) grow() {
+	for len(pk.flat) < len(pk.keys.names) {
+		pk.flat, pk.cum, pk.seen = append(pk.flat, 0), append(pk.cum, 0), append(pk.seen, -1)
+	}
+}
+
+// addCum adds v to key k's cum once per sample n.
+func (pk *profileKeys) addCum(k, n int, v int64) {
+	if pk.seen[k] != n {
+		pk.seen[k] = n
+		pk.cum[k] += v
+	}
+}
+
+// sum adds up p's samples of value index si by key: flat at the leaf, cum
+// once per sample; with keepStacks, the stacks' values too.
+func (pk *profileKeys) sum(p *profile.Profile, si int, keepStacks bool, stacks map[string]int64) (flat, cum []int64, total int64) {
+	var sb strings.Builder
+	for n, smp := range p.Sample {
+		v := smp.Value[si]
+		total += v
+		leaf := -1
+		sb.Reset()
+		for _, loc := range smp.Location {
+			for _, k := range pk.location(loc) {
+				if leaf < 0 {
+					leaf = k
+				}
+				pk.addCum(k, n, v)
+				if keepStacks {
+					sb.WriteString(strconv.Itoa(k))
+					sb.WriteByte(';')
+				}
+			}
+		}
+		if leaf < 0 {
+			leaf = pk.keys.id("(no stack)")
+			pk.grow()
+			pk.addCum(leaf, n, v)
+			sb.WriteString(strconv.Itoa(leaf))
+		}
+		pk.flat[leaf] += v
+		if keepStacks {
+			stacks[sb.String()] += v
+		}
+	}
+	pk.grow()
+	return pk.flat, pk.cum, total
 }
 
 // Remainder is the change that rows[:n] do not account for: the change of
