@@ -1,38 +1,19 @@
 package flame
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/perfspy/perfspy/internal/browser"
 )
 
-// chromium finds Debian's chromium; the test skips, saying why, without it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("skipped: no chromium on PATH (apt-get install chromium; test.sh does it as root)")
-	return ""
-}
+func chromium(t *testing.T) string { return browser.Chromium(t) }
 
 func headless(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=5000",
-		"--user-data-dir=" + t.TempDir()}, args...)
-	out, err := exec.CommandContext(ctx, bin, all...).Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v", args, err)
-	}
-	return string(out)
+	return browser.Headless(t, bin, args...)
 }
 
 // TestBrowserHTML opens the page in headless Chromium, searches for a frame

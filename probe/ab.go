@@ -3,8 +3,10 @@ package probe
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"maps"
 	"math"
@@ -249,6 +251,8 @@ type abRun struct {
 	out   string
 	undo  []func()
 	bench bytes.Buffer
+	// diffSVG is the differential flame graph of the allocations
+	diffSVG []byte
 	// per arm: metric -> values of each round, of the control, and
 	// profile -> files of each round
 	values, control map[string]map[string][]float64
@@ -473,7 +477,7 @@ func (ab *abRun) functions() error {
 			}
 		}
 		if p == "allocs" {
-			writeDiffFlame(ab.out, bf, af)
+			ab.diffSVG = diffFlame(bf, af)
 		}
 	}
 	return nil
@@ -504,7 +508,14 @@ func (ab *abRun) persist() error {
 	var md bytes.Buffer
 	writeABReport(&md, ab.res, ab.cfg)
 	files["report.md"] = md.Bytes()
-	files["report.html"] = abHTML(ab.res, md.String(), ab.out)
+	html, err := abHTML(ab.res, ab.cfg, ab.diffSVG)
+	if err != nil {
+		return err
+	}
+	files["report.html"] = html
+	if ab.diffSVG != nil {
+		files["flame-allocs-diff.svg"] = ab.diffSVG
+	}
 	return writeFiles(ab.out, files)
 }
 
@@ -526,24 +537,25 @@ func writeBenchLine(w io.Writer, s *Summary, name string) {
 	}
 }
 
-// writeDiffFlame draws the allocation profiles' differential flame graph.
-func writeDiffFlame(out string, before, after []string) {
+// diffFlame draws the allocation profiles' differential flame graph (SVG).
+func diffFlame(before, after []string) []byte {
 	// One file per arm is enough to show the shape: the first round's.
 	b, err1 := os.Open(before[0])
 	a, err2 := os.Open(after[0])
 	if err1 != nil || err2 != nil {
-		return
+		return nil
 	}
 	defer b.Close()
 	defer a.Close()
 	t, err := flame.ReadDiff(b, a, flame.Options{})
 	if err != nil {
-		return
+		return nil
 	}
 	var buf bytes.Buffer
-	if flame.WriteSVG(&buf, t, flame.SVGOptions{Title: "allocations: after vs before"}) == nil {
-		os.WriteFile(filepath.Join(out, "flame-allocs-diff.svg"), buf.Bytes(), 0o644)
+	if flame.WriteSVG(&buf, t, flame.SVGOptions{Title: "allocations: after vs before"}) != nil {
+		return nil
 	}
+	return buf.Bytes()
 }
 
 // writeABReport writes the table a reviewer pastes.
@@ -573,31 +585,73 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 		}
 		fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
 	}
+	fmt.Fprintf(w, "\n## Configuration\n\n%s\n", abConfigLine(cfg))
+}
+
+// abConfigLine says how the arms were measured and what counts as a change.
+func abConfigLine(cfg ABConfig) string {
 	if cfg.Run.Instructions {
-		fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.\n",
+		return fmt.Sprintf("target `%s`, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.",
 			cfg.Run.Target, cfg.Run.Requests, cfg.Run.CPUs)
-		return
 	}
-	fmt.Fprintf(w, "\n## Configuration\n\ntarget `%s`, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.\n",
+	return fmt.Sprintf("target `%s`, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.",
 		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, connsName(cfg.Run.Conns), cfg.Run.CPUs)
 }
 
-// abHTML is report.html: the same tables, and the differential flame graph.
-func abHTML(r *ABResult, md, out string) []byte {
-	var b bytes.Buffer
-	b.WriteString("<!doctype html><meta charset=\"utf-8\"><title>probe ab</title><style>body{font:14px sans-serif;margin:16px}pre{white-space:pre-wrap}</style>\n<pre>")
-	b.WriteString(htmlEscape(md))
-	b.WriteString("</pre>\n")
-	if svg, err := os.ReadFile(filepath.Join(out, "flame-allocs-diff.svg")); err == nil {
-		if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
-			b.Write(svg[i:])
-		}
-	}
-	return b.Bytes()
-}
+//go:embed assets/ab.html.tmpl
+var abPageText string
 
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+var abPage = template.Must(template.New("ab").Parse(abPageText))
+
+// abHTML is report.html, a page of its own: the metric and function tables
+// as HTML tables, regressions and improvements marked, the differential
+// flame graph full width, nothing loaded from elsewhere.
+func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
+	type metricRow struct {
+		Name, Before, After, Delta, DeltaPct, P, Verdict, Why string
+	}
+	type fnRow struct{ Key, Before, After, Delta, Class string }
+	type profileRows struct {
+		Name string
+		Rows []fnRow
+	}
+	page := struct {
+		Before, After, BeforeCommit, AfterCommit, Order, Reasons, Gate, Config string
+		Rounds, Regressions                                                    int
+		Judged                                                                 bool
+		Metrics                                                                []metricRow
+		Profiles                                                               []profileRows
+		Flame                                                                  template.HTML
+	}{Before: r.Before["rev"], After: r.After["rev"], BeforeCommit: short(r.Before["commit"]), AfterCommit: short(r.After["commit"]),
+		Order: r.Order, Reasons: strings.Join(r.Reasons, "; "), Gate: strings.Join(r.Gate, "; "), Rounds: r.Rounds, Judged: r.Judged,
+		Config: abConfigLine(cfg)}
+	for _, m := range metricsFor(cfg.Run) {
+		x := r.Metrics[m.name]
+		if x.Verdict == "regression" {
+			page.Regressions++
+		}
+		page.Metrics = append(page.Metrics, metricRow{m.name, fmt.Sprintf("%.4g", x.Before), fmt.Sprintf("%.4g", x.After), fmt.Sprintf("%+.4g", x.Delta),
+			fmt.Sprintf("%+.2f%%", x.DeltaPct), fmt.Sprintf("%.3f", x.P), x.Verdict, x.Why})
+	}
+	for _, f := range r.Functions {
+		if n := len(page.Profiles); n == 0 || page.Profiles[n-1].Name != f.Profile {
+			page.Profiles = append(page.Profiles, profileRows{Name: f.Profile})
+		}
+		class := "better"
+		if f.Delta > 0 {
+			class = "worse"
+		}
+		p := &page.Profiles[len(page.Profiles)-1]
+		p.Rows = append(p.Rows, fnRow{f.Key, fmt.Sprintf("%.2f", f.Before), fmt.Sprintf("%.2f", f.After), fmt.Sprintf("%+.2f", f.Delta), class})
+	}
+	if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
+		page.Flame = template.HTML(svg[i:]) // flame writes it, escaped
+	}
+	var b bytes.Buffer
+	if err := abPage.Execute(&b, page); err != nil {
+		return nil, fmt.Errorf("report.html: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // connsName is -conns as the report says it: 0 is the driver's default.

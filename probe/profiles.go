@@ -44,18 +44,6 @@ func readProfile(path string) (*profile.Profile, error) {
 	return p, nil
 }
 
-func writeProfile(path string, p *profile.Profile) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
-}
-
 // heapProfileDelta reads the two allocation profiles the agent wrote at
 // path and path+".end" and returns the window's allocations.
 func heapProfileDelta(path string) (*profile.Profile, error) {
