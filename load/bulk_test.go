@@ -48,7 +48,7 @@ func TestBulkDrivers(t *testing.T) {
 		t.Skip("builds and starts the bulk targets; skipped with -short")
 	}
 	const size = 256<<10 + 5
-	for _, target := range []string{"../../targets/quicecho", "../../targets/udpfloor"} {
+	for _, target := range []string{"../targets/quicecho", "../targets/udpfloor"} {
 		for _, mode := range []string{"push", "echo"} {
 			t.Run(filepath.Base(target)+"/"+mode, func(t *testing.T) {
 				addr := startBulk(t, target, "-mode="+mode)

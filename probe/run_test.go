@@ -915,57 +915,65 @@ func TestRequestSplit(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkNoOrphans(t)
-			s := res.Summary
-			r := s.PerRequest.RequestUS
-			t.Logf("request µs %v; checks %v", r, s.Checks)
-			if s.Sources["offcpu"] != SourceOffCPU || r == nil || s.Checks["offcpu_requests"] < 100 {
-				t.Fatalf("source %q, request split %v, %v requests", s.Sources["offcpu"], r, s.Checks["offcpu_requests"])
-			}
-			// The parts close on the total, and the total is the server's
-			// share of the driver's latency.
-			var sum float64
-			for _, p := range offcpu.Parts {
-				sum += r[p]
-			}
-			if math.Abs(r["total"]-sum) > 0.01*r["total"] || math.Abs(s.Checks["request_us_remainder"]) > 0.01*r["total"] {
-				t.Errorf("parts sum to %.1f µs of %.1f (remainder %.1f)", sum, r["total"], s.Checks["request_us_remainder"])
-			}
-			if r["total"] >= s.Checks["driver_latency_mean_us"] {
-				t.Errorf("server-side %.1f µs ≥ the driver's mean latency %.1f", r["total"], s.Checks["driver_latency_mean_us"])
-			}
-			for k, v := range s.PerRequest.OffCPUUS {
-				if v != r[k] {
-					t.Errorf("offcpu_us[%s] = %v, request_us[%s] = %v", k, v, k, r[k])
-				}
-			}
-			tc.check(t, s)
-			// pprof opens the profiles; the requests' waits carry the
-			// requests comment, the background's do not.
-			for file, scope := range map[string]string{"offcpu.pb.gz": "request", "offcpu_background.pb.gz": "background"} {
-				p, err := readProfile(filepath.Join(out, file))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.CheckValid(); err != nil {
-					t.Fatal(err)
-				}
-				for _, smp := range p.Sample {
-					if got := smp.Label["scope"][0]; got != scope {
-						t.Fatalf("%s holds a wait of scope %s", file, got)
-					}
-				}
-				hasReq := strings.Contains(strings.Join(p.Comments, " "), profkey.RequestsComment)
-				if hasReq != (scope == "request") || len(p.Sample) == 0 {
-					t.Errorf("%s: %d samples, requests comment %v", file, len(p.Sample), hasReq)
-				}
-			}
-			report := readFile(t, filepath.Join(out, "report.md"))
-			for _, want := range []string{"Server-side time per request", "Background waits", "slowest 1%"} {
-				if !strings.Contains(report, want) {
-					t.Errorf("report.md lacks %q", want)
-				}
-			}
+			checkRequestSplit(t, out, res.Summary, tc.check)
 		})
+	}
+}
+
+// checkRequestSplit holds what every request split must: its source, that
+// its parts close on the total below the driver's latency, that
+// offcpu_us is the split without cpu, that the profiles keep each scope
+// apart, and that report.md shows it.
+func checkRequestSplit(t *testing.T, out string, s *Summary, check func(*testing.T, *Summary)) {
+	t.Helper()
+	r := s.PerRequest.RequestUS
+	t.Logf("request µs %v; checks %v", r, s.Checks)
+	if s.Sources["offcpu"] != SourceOffCPU || r == nil || s.Checks["offcpu_requests"] < 100 {
+		t.Fatalf("source %q, request split %v, %v requests", s.Sources["offcpu"], r, s.Checks["offcpu_requests"])
+	}
+	// The parts close on the total, and the total is the server's
+	// share of the driver's latency.
+	var sum float64
+	for _, p := range offcpu.Parts {
+		sum += r[p]
+	}
+	if math.Abs(r["total"]-sum) > 0.01*r["total"] || math.Abs(s.Checks["request_us_remainder"]) > 0.01*r["total"] {
+		t.Errorf("parts sum to %.1f µs of %.1f (remainder %.1f)", sum, r["total"], s.Checks["request_us_remainder"])
+	}
+	if r["total"] >= s.Checks["driver_latency_mean_us"] {
+		t.Errorf("server-side %.1f µs ≥ the driver's mean latency %.1f", r["total"], s.Checks["driver_latency_mean_us"])
+	}
+	for k, v := range s.PerRequest.OffCPUUS {
+		if v != r[k] {
+			t.Errorf("offcpu_us[%s] = %v, request_us[%s] = %v", k, v, k, r[k])
+		}
+	}
+	check(t, s)
+	// pprof opens the profiles; the requests' waits carry the
+	// requests comment, the background's do not.
+	for file, scope := range map[string]string{"offcpu.pb.gz": "request", "offcpu_background.pb.gz": "background"} {
+		p, err := readProfile(filepath.Join(out, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CheckValid(); err != nil {
+			t.Fatal(err)
+		}
+		for _, smp := range p.Sample {
+			if got := smp.Label["scope"][0]; got != scope {
+				t.Fatalf("%s holds a wait of scope %s", file, got)
+			}
+		}
+		hasReq := strings.Contains(strings.Join(p.Comments, " "), profkey.RequestsComment)
+		if hasReq != (scope == "request") || len(p.Sample) == 0 {
+			t.Errorf("%s: %d samples, requests comment %v", file, len(p.Sample), hasReq)
+		}
+	}
+	report := readFile(t, filepath.Join(out, "report.md"))
+	for _, want := range []string{"Server-side time per request", "Background waits", "slowest 1%"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
 	}
 }
 

@@ -51,45 +51,50 @@ func (s *session) close() {
 // starts tgt, waits until it listens, greets the agent, checks the CPU
 // pinning, and opens the driver and the syscall counter. On error,
 // everything started is stopped.
-func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) (s *session, err error) {
-	s = &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
-	defer func() {
-		if err != nil {
-			s.close()
-		}
-	}()
-	if s.commit, s.out, s.priv, err = prepareRun(cfg, tgt); err != nil {
+func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) (*session, error) {
+	s := &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
+	if err := s.start(ctx); err != nil {
+		s.close()
 		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) start(ctx context.Context) error {
+	cfg, plan, tgt, logf := s.cfg, s.plan, s.tgt, s.logf
+	var err error
+	if s.commit, s.out, s.priv, err = prepareRun(cfg, tgt); err != nil {
+		return err
 	}
 	s.undo = append(s.undo, func() { os.RemoveAll(s.priv) })
 	sock := filepath.Join(s.priv, "agent.sock")
 	unpin, err := pinLoad(plan)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.undo = append(s.undo, unpin)
 	logf("starting %s", tgt.Binary)
 	if s.p, err = startTarget(tgt.Binary, cfg.Args, targetEnv(cfg, wire.SocketEnv+"="+sock), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
-		return nil, err
+		return err
 	}
 	s.undo = append(s.undo, s.p.stop)
 	if s.addr, err = waitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
-		return nil, err
+		return err
 	}
 	logf("target pid %d listens on %s", s.p.pid, s.addr.addr)
 	if s.ac, err = dialAgent(ctx, sock); err != nil {
-		return nil, fmt.Errorf("connecting to the agent: %w", err)
+		return fmt.Errorf("connecting to the agent: %w", err)
 	}
 	s.undo = append(s.undo, func() { s.ac.Close() })
 	if s.hello, err = s.ac.call(wire.Request{Cmd: "hello"}); err != nil {
-		return nil, err
+		return err
 	}
 	s.checkPinning()
 	if s.drv, err = newDriver(cfg, tgt, s.addr); err != nil {
-		return nil, err
+		return err
 	}
 	s.undo = append(s.undo, func() { s.drv.Close() })
-	return s, s.openSyscalls()
+	return s.openSyscalls()
 }
 
 // checkPinning reads back the CPU affinity of the target and of probe: a

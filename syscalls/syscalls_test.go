@@ -80,24 +80,7 @@ func TestCountsMatchStrace(t *testing.T) {
 	defer c.Close()
 
 	straceOut := filepath.Join(t.TempDir(), "strace.txt")
-	st := exec.Command("strace", "-c", "-f", "-e", "trace=getppid,write", "-o", straceOut, "-p", strconv.Itoa(pid))
-	stErr, _ := st.StderrPipe()
-	if err := st.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// strace says when it has attached to every thread.
-	sc := bufio.NewScanner(stErr)
-	deadline := time.Now().Add(10 * time.Second)
-	for sc.Scan() && time.Now().Before(deadline) {
-		if strings.Contains(sc.Text(), "attached") && strings.Contains(sc.Text(), "thread") || strings.Contains(sc.Text(), "Process "+strconv.Itoa(pid)+" attached") {
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	time.Sleep(300 * time.Millisecond)
+	st := startStrace(t, pid, straceOut)
 
 	if err := c.SetStacks(true); err != nil {
 		t.Fatal(err)
@@ -146,10 +129,42 @@ func TestCountsMatchStrace(t *testing.T) {
 	if sc2["write"] < d[1]-1 || sc2["write"] > dl[1] {
 		t.Errorf("write: strace %d, bpf %d before strace stopped and %d after", sc2["write"], d[1], dl[1])
 	}
-	// Per stack: every getppid, and one write per /write request, under
-	// the handler's closure in package main.
-	var underMain = map[string]uint64{}
-	for _, s := range c.Sites(sbefore, safter, sym) {
+	checkUnderMain(t, c.Sites(sbefore, safter, sym), d[110], writes)
+	if err := Profile(c.Sites(sbefore, safter, sym)).CheckValid(); err != nil {
+		t.Error(err)
+	}
+}
+
+// startStrace attaches strace -c to pid's getppid and write calls, and
+// returns once strace says it has attached to every thread.
+func startStrace(t *testing.T, pid int, out string) *exec.Cmd {
+	t.Helper()
+	st := exec.Command("strace", "-c", "-f", "-e", "trace=getppid,write", "-o", out, "-p", strconv.Itoa(pid))
+	stErr, _ := st.StderrPipe()
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stErr)
+	deadline := time.Now().Add(10 * time.Second)
+	for sc.Scan() && time.Now().Before(deadline) {
+		if strings.Contains(sc.Text(), "attached") && strings.Contains(sc.Text(), "thread") || strings.Contains(sc.Text(), "Process "+strconv.Itoa(pid)+" attached") {
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	return st
+}
+
+// checkUnderMain: per stack, every getppid, and one write per /write
+// request, under the handler's closure in package main.
+func checkUnderMain(t *testing.T, sites []Site, getppid, writes uint64) {
+	t.Helper()
+	underMain := map[string]uint64{}
+	for _, s := range sites {
 		for _, pf := range s.Stack {
 			if len(pf.Frames) > 0 && strings.HasPrefix(pf.Frames[0].Func, "main.main.func") {
 				underMain[s.Name] += s.Count
@@ -157,14 +172,11 @@ func TestCountsMatchStrace(t *testing.T) {
 			}
 		}
 	}
-	if underMain["getppid"] != d[110] {
-		t.Errorf("getppid under main's handlers: %d of %d", underMain["getppid"], d[110])
+	if underMain["getppid"] != getppid {
+		t.Errorf("getppid under main's handlers: %d of %d", underMain["getppid"], getppid)
 	}
 	t.Logf("under main's handlers: getppid %d, write %d (/write requests %d)", underMain["getppid"], underMain["write"], writes)
 	if underMain["write"] != writes {
 		t.Errorf("write under main's handlers: %d, want one per /write request: %d", underMain["write"], writes)
-	}
-	if err := Profile(c.Sites(sbefore, safter, sym)).CheckValid(); err != nil {
-		t.Error(err)
 	}
 }
