@@ -2,10 +2,12 @@ package probe
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
+
+	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/internal/withagent"
 )
@@ -185,15 +187,29 @@ type benchMetric struct {
 // configuration as "key: value" lines, Unit lines that mark counts exact,
 // then one result line whose iteration count is the window's requests.
 func writeBench(w io.Writer, s *Summary, name string, config map[string]string) error {
-	var b strings.Builder
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
+	ms := benchMetrics(s)
+	bw := benchfmt.NewWriter(w)
+	for _, m := range ms {
+		if m.Exact {
+			u := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: m.Unit, Key: "assume"}, OrigUnit: m.Unit, Value: "exact"}
+			if err := bw.Write(u); err != nil {
+				return err
+			}
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s: %s\n", k, config[k])
+	res := &benchfmt.Result{Name: benchfmt.Name(benchName(name)), Iters: int(s.Window.Requests)}
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		res.Config = append(res.Config, benchfmt.Config{Key: k, Value: []byte(config[k]), File: true})
 	}
+	for _, m := range ms {
+		// Four decimals at most, as the figures are rounded elsewhere.
+		res.Values = append(res.Values, benchfmt.Value{Value: round(m.Value, 4), Unit: m.Unit})
+	}
+	return bw.Write(res)
+}
+
+// benchMetrics are the figures of bench.txt, in their order.
+func benchMetrics(s *Summary) []benchMetric {
 	var ms []benchMetric
 	add := func(v *float64, unit string, exact bool) {
 		if v != nil {
@@ -204,33 +220,22 @@ func writeBench(w io.Writer, s *Summary, name string, config map[string]string) 
 		// An instructions window is paced and slowed by callgrind: its
 		// rate and latencies say nothing of the target.
 		add(s.PerRequest.Instructions, "instructions/req", true)
-	} else {
-		ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
-		add(s.PerRequest.CPUUS, "cpu-us/req", false)
-		add(s.PerRequest.Allocs, "allocs/req", true)
-		add(s.PerRequest.AllocBytes, "B/req", true)
-		add(s.PerRequest.CopiedBytes, "copied-B/req", true)
-		add(s.PerRequest.Syscalls, "syscalls/req", true)
-		// Datagrams per transfer move with ACK timing: not exact.
-		add(s.DatagramsPerRequest, "datagrams/req", false)
-		for _, q := range []string{"p50", "p99", "p999"} {
-			if v, ok := s.Window.LatencyUS[q]; ok {
-				ms = append(ms, benchMetric{float64(v), q + "-us", false})
-			}
+		return ms
+	}
+	ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
+	add(s.PerRequest.CPUUS, "cpu-us/req", false)
+	add(s.PerRequest.Allocs, "allocs/req", true)
+	add(s.PerRequest.AllocBytes, "B/req", true)
+	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
+	add(s.PerRequest.Syscalls, "syscalls/req", true)
+	// Datagrams per transfer move with ACK timing: not exact.
+	add(s.DatagramsPerRequest, "datagrams/req", false)
+	for _, q := range []string{"p50", "p99", "p999"} {
+		if v, ok := s.Window.LatencyUS[q]; ok {
+			ms = append(ms, benchMetric{float64(v), q + "-us", false})
 		}
 	}
-	for _, m := range ms {
-		if m.Exact {
-			fmt.Fprintf(&b, "Unit %s assume=exact\n", m.Unit)
-		}
-	}
-	fmt.Fprintf(&b, "Benchmark%s %d", benchName(name), s.Window.Requests)
-	for _, m := range ms {
-		fmt.Fprintf(&b, " %s %s", formatFloat(m.Value), m.Unit)
-	}
-	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return ms
 }
 
 // benchName makes a benchmark name from a target name: no spaces, first
@@ -250,8 +255,4 @@ func benchName(target string) string {
 		return "Probe"
 	}
 	return "Probe/" + n
-}
-
-func formatFloat(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
 }
