@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/load"
@@ -57,9 +56,17 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if err != nil {
 		return nil, err
 	}
-	cr := &callgrindRun{cfg: cfg, plan: plan, tgt: tgt, valgrind: tools[0], control: tools[1], logf: logf}
-	defer cr.close()
-	if err := cr.start(ctx); err != nil {
+	cr := &callgrindRun{valgrind: tools[0], control: tools[1]}
+	// One connection: requests are served one after another, the same
+	// path every time; no eBPF counter on valgrind.
+	cfg.Conns, cfg.Syscalls = 1, "proc-io"
+	cr.s = newSession(cfg, plan, tgt, logf)
+	cr.s.wrap = cr.command
+	// Killing valgrind before its last dump loses the symbol table.
+	cr.s.grace = time.Minute
+	defer cr.s.close()
+	logf("starting %s under callgrind (about 50 times slower)", tgt.Binary)
+	if err := cr.s.start(ctx); err != nil {
 		return nil, err
 	}
 	lr, err := cr.window(ctx)
@@ -76,73 +83,30 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	return cr.write(win, lr)
 }
 
-// callgrindRun is a target under callgrind, on its way to instructions
-// per request.
+// callgrindRun is a session whose target runs under callgrind, on its way
+// to instructions per request.
 type callgrindRun struct {
-	cfg               Config
-	plan              CPUPlan
-	tgt               *Target
+	s                 *session
 	valgrind, control string
-	logf              func(string, ...any)
-	commit, out, priv string
 	cgOut             string // callgrind's output, kept in the results
-	p                 *proc
-	drv               load.Driver
-	undo              []func()
 }
 
-func (cr *callgrindRun) close() {
-	for i := len(cr.undo) - 1; i >= 0; i-- {
-		cr.undo[i]()
-	}
-}
-
-// start starts the target under callgrind and opens one connection:
-// requests are served one after another, the same path every time.
-func (cr *callgrindRun) start(ctx context.Context) error {
-	cfg := cr.cfg
-	var err error
-	if cr.commit, cr.out, cr.priv, err = prepareRun(cfg, cr.tgt); err != nil {
-		return err
-	}
-	cr.undo = append(cr.undo, func() { os.RemoveAll(cr.priv) })
-	sock := filepath.Join(cr.priv, "agent.sock")
-	// Kept in the results: kcachegrind and callgrind_annotate read it.
-	cr.cgOut = filepath.Join(cr.out, "callgrind.out")
-	// Callgrind asserts on the signals of Go's asynchronous preemption.
-	// GC cycles start at points that vary from run to run; without them,
-	// one binary's count repeats (GC cost is the timing windows' business).
-	env := targetEnv(cfg, wire.SocketEnv+"="+sock, "GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off")
-	unpin, err := pinLoad(cr.plan)
-	if err != nil {
-		return err
-	}
-	cr.undo = append(cr.undo, unpin)
-	args := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cr.cgOut, cr.tgt.Binary}, cfg.Args...)
-	cr.logf("starting %s under callgrind (about 50 times slower)", cr.tgt.Binary)
-	if cr.p, err = startTarget(cr.valgrind, args, env, filepath.Join(cr.out, "target.log"), cr.plan.Server); err != nil {
-		return err
-	}
-	// Killing valgrind before its last dump loses the symbol table.
-	cr.p.grace = time.Minute
-	cr.undo = append(cr.undo, cr.p.stop)
-	addr, err := waitReady(ctx, cr.p, cfg.Addr, sock, cfg.ReadyTimeout)
-	if err != nil {
-		return err
-	}
-	cfg.Conns = 1
-	if cr.drv, err = newDriver(cfg, cr.tgt, addr); err != nil {
-		return err
-	}
-	cr.undo = append(cr.undo, func() { cr.drv.Close() })
-	return nil
+// command starts the target under callgrind, its output in the results
+// folder (kcachegrind and callgrind_annotate read it). Callgrind asserts
+// on the signals of Go's asynchronous preemption; GC cycles start at
+// points that vary from run to run: without them, one binary's count
+// repeats (GC cost is the timing windows' business).
+func (cr *callgrindRun) command(binary string, args []string) (string, []string, []string) {
+	cr.cgOut = filepath.Join(cr.s.out, "callgrind.out")
+	vargs := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cr.cgOut, binary}, args...)
+	return cr.valgrind, vargs, []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off"}
 }
 
 // dump asks callgrind for a dump: the part between two dumps is a window.
 func (cr *callgrindRun) dump(ctx context.Context) error {
-	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.p.pid))
+	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.s.p.pid))
 	if b, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.p.pid, err, b)
+		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.s.p.pid, err, b)
 	}
 	return nil
 }
@@ -150,26 +114,27 @@ func (cr *callgrindRun) dump(ctx context.Context) error {
 // window warms up, dumps, sends the window's requests one by one, each
 // when every thread of the target sleeps, dumps again and stops the target.
 func (cr *callgrindRun) window(ctx context.Context) (*load.Result, error) {
-	warm := max(cr.cfg.Requests/10, 50)
-	cr.logf("warm-up: %d requests", warm)
-	if _, err := cr.drv.RunN(ctx, warm); err != nil {
+	s := cr.s
+	warm := max(s.cfg.Requests/10, 50)
+	s.logf("warm-up: %d requests", warm)
+	if _, err := s.drv.RunN(ctx, warm); err != nil {
 		return nil, err
 	}
 	if err := cr.dump(ctx); err != nil {
 		return nil, err
 	}
-	cr.logf("window: %d requests", cr.cfg.Requests)
-	lr, err := load.Paced(ctx, cr.drv, cr.cfg.Requests, instructionsGap, func() bool { return threadsIdle(cr.p.pid) })
+	s.logf("window: %d requests", s.cfg.Requests)
+	lr, err := load.Paced(ctx, s.drv, s.cfg.Requests, instructionsGap, func() bool { return threadsIdle(s.p.pid) })
 	if err != nil {
 		return nil, err
 	}
-	if cr.p.exited() {
-		return nil, fmt.Errorf("target exited during the window: %s", cr.p.exitStatus())
+	if s.p.exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", s.p.exitStatus())
 	}
 	if err := cr.dump(ctx); err != nil {
 		return nil, err
 	}
-	cr.p.stop()
+	s.p.stop()
 	return lr, nil
 }
 
@@ -204,7 +169,7 @@ func (cr *callgrindRun) windowPart() (*callgrind.Part, error) {
 
 // write makes the summary, the profile, bench.txt and report.md.
 func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, error) {
-	cfg, n := cr.cfg, lr.OK
+	cfg, n, tgt := cr.s.cfg, lr.OK, cr.s.tgt
 	// sysmon, the runtime's monitor thread, runs on a clock, not on
 	// requests. The repeatable build keeps it asleep through the window,
 	// but a timer that falls due wakes it: what it then costs follows the
@@ -214,7 +179,7 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 	idle := win.Inclusive("runtime.findRunnable")
 	sysmon := win.Inclusive("runtime.sysmon")
 	s := &Summary{
-		Schema: SummarySchema, Target: cfg.Target, Commit: cr.commit, Go: cr.tgt.GoVersion, Build: cr.tgt.BuildCheck,
+		Schema: SummarySchema, Target: cfg.Target, Commit: cr.s.commit, Go: tgt.GoVersion, Build: tgt.BuildCheck,
 		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
 		Verdict: VerdictCountsOnly,
 		Reasons: []string{fmt.Sprintf("instructions under callgrind: the window is %d requests, not seconds; no timing is measured", cfg.Requests)},
@@ -231,7 +196,7 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 		Files:   map[string]string{"instructions": "instructions.pb.gz", "callgrind": "callgrind.out", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
 	}
 	pp := instructionsProfile(win)
-	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, cr.commit)
+	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, cr.s.commit)
 	var prof, js, bench, rep bytes.Buffer
 	if err := pp.Write(&prof); err != nil {
 		return nil, err
@@ -239,15 +204,15 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 	if err := writeJSON(&js, s); err != nil {
 		return nil, err
 	}
-	if err := writeBench(&bench, s, cr.tgt.Name, nil); err != nil {
+	if err := writeBench(&bench, s, tgt.Name, nil); err != nil {
 		return nil, err
 	}
 	writeInstructionsReport(&rep, s, win, n)
 	files := map[string][]byte{"instructions.pb.gz": prof.Bytes(), "summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}
-	if err := writeFiles(cr.out, files); err != nil {
+	if err := writeFiles(cr.s.out, files); err != nil {
 		return nil, err
 	}
-	return &Result{Dir: cr.out, Summary: s}, nil
+	return &Result{Dir: cr.s.out, Summary: s}, nil
 }
 
 // instructionsProfile writes the window's exclusive costs by function.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/elfsym"
@@ -37,6 +38,10 @@ type session struct {
 	reasons  []string // what already makes the run not judged
 	logf     func(string, ...any)
 	undo     []func()
+	// wrap, when set, starts the target under another program (valgrind):
+	// it returns the command, its arguments and environment to add.
+	wrap  func(binary string, args []string) (cmd string, cmdArgs, env []string)
+	grace time.Duration // how long stop waits before it kills (0: the default)
 }
 
 // close undoes what start did.
@@ -52,12 +57,17 @@ func (s *session) close() {
 // pinning, and opens the driver and the syscall counter. On error,
 // everything started is stopped.
 func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) (*session, error) {
-	s := &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
+	s := newSession(cfg, plan, tgt, logf)
 	if err := s.start(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// newSession is a session not started yet: set wrap and grace, then start.
+func newSession(cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) *session {
+	return &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
 }
 
 func (s *session) start(ctx context.Context) error {
@@ -73,9 +83,18 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.undo = append(s.undo, unpin)
+	bin, args, env := tgt.Binary, cfg.Args, []string{wire.SocketEnv + "=" + sock}
+	if s.wrap != nil {
+		var more []string
+		bin, args, more = s.wrap(tgt.Binary, cfg.Args)
+		env = append(env, more...)
+	}
 	logf("starting %s", tgt.Binary)
-	if s.p, err = startTarget(tgt.Binary, cfg.Args, targetEnv(cfg, wire.SocketEnv+"="+sock), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
+	if s.p, err = startTarget(bin, args, targetEnv(cfg, env...), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
 		return err
+	}
+	if s.grace > 0 {
+		s.p.grace = s.grace
 	}
 	s.undo = append(s.undo, s.p.stop)
 	if s.addr, err = waitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
