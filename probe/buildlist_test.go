@@ -181,19 +181,27 @@ func TestBuildVendored(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeList(t, dir)
+	buildAndServe(t, dir, withagent.ModeVendor, "idna 15.0.0-vendored ")
+	if after := treeList(t, dir); after != before {
+		t.Errorf("probe changed the target's tree:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// buildAndServe builds the target in dir with the runtime overlays, checks
+// the build mode and that its build list is a plain build's, and that GET /
+// answers with want (which says which sources were built).
+func buildAndServe(t *testing.T, dir, mode, want string) {
+	t.Helper()
 	tgt, err := Build(context.Background(), dir, BuildOptions{Copies: true, Allocs: true}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tgt.BuildMode != withagent.ModeVendor {
-		t.Errorf("build mode %q, want vendor", tgt.BuildMode)
+	if tgt.BuildMode != mode {
+		t.Errorf("build mode %q, want %s", tgt.BuildMode, mode)
 	}
 	sameBuildList(t, tgt, plainBuild(t, dir))
-	if body := serveOnce(t, tgt.Binary, "/"); !strings.HasPrefix(body, "idna 15.0.0-vendored ") {
-		t.Errorf("GET / = %q, want the vendored x/net", body)
-	}
-	if after := treeList(t, dir); after != before {
-		t.Errorf("probe changed the target's tree:\nbefore %s\nafter  %s", before, after)
+	if body := serveOnce(t, tgt.Binary, "/"); !strings.HasPrefix(body, want) {
+		t.Errorf("GET / = %q, want %q", body, want)
 	}
 }
 
@@ -244,17 +252,7 @@ func TestBuildWorkspace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "main.go"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tgt, err := Build(context.Background(), app, BuildOptions{Copies: true, Allocs: true}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tgt.BuildMode != withagent.ModeWorkspace {
-		t.Errorf("build mode %q, want workspace", tgt.BuildMode)
-	}
-	sameBuildList(t, tgt, plainBuild(t, app))
-	if body := serveOnce(t, tgt.Binary, "/"); !strings.HasPrefix(body, "idna 15.0.0 lib-from-workspace ") {
-		t.Errorf("GET / = %q, want the workspace's lib", body)
-	}
+	buildAndServe(t, app, withagent.ModeWorkspace, "idna 15.0.0 lib-from-workspace ")
 }
 
 // TestNotMainPackage: a folder of another package, or of two, is named as
