@@ -60,6 +60,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s, timing window |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if d := s.Driver; d != nil {
+		fmt.Fprintf(w, "| load driver's own CPU (%s) | %.2f µs, %.2f cores | %s of probe, timing window |\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
+	}
 	if s.Floor != nil {
 		fmt.Fprintf(w, "| CPU vs the floor | %.2fx (floor %.2f µs, %s) | %s, same settings |\n", s.Floor.CPURatio, s.Floor.CPUUS, s.Floor.Verdict, s.Floor.Target)
 	}
@@ -189,6 +192,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if d := s.Driver; d != nil {
+		fmt.Fprintf(w, "  driver        %s: %.2f µs/req of its own, %.2f cores  [%s]\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
+	}
 	if s.Floor != nil {
 		fmt.Fprintf(w, "  floor         %.2f µs/req (%s): the target costs %.2fx the floor\n", s.Floor.CPUUS, s.Floor.Target, s.Floor.CPURatio)
 	}

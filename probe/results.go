@@ -61,6 +61,8 @@ type runOutput struct {
 	raw      rawFiles
 	reasons  []string
 	floor    *Summary
+	// driverName names the load driver (lean, nethttp, framed, quic, udp)
+	driverName string
 
 	s     *Summary
 	files map[string][]byte // the results folder's files, by name
@@ -126,9 +128,13 @@ func (o *runOutput) summarize() {
 	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
+		s.Driver = &DriverSummary{Name: o.driverName, CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage"}
 	}
 	if cl.OK == 0 {
 		return
+	}
+	if s.Driver != nil {
+		s.Driver.CPUUS = round(float64(clean.driverCPU)/1e3/float64(cl.OK), 3)
 	}
 	n := float64(cl.OK)
 	s.PerRequest.CPUUS = f64(round(float64(clean.cpu)/1e3/n, 3))
@@ -165,7 +171,11 @@ func (o *runOutput) timingReasons() []string {
 	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}}
 	reasons := windowReasons(named, min)
 	if o.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.coresHad {
-		reasons = append(reasons, fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.coresHad, minServerCoreFrac*100))
+		why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.coresHad, minServerCoreFrac*100)
+		if d, cpu := o.s.Driver, o.s.PerRequest.CPUUS; d != nil && cpu != nil {
+			why += fmt.Sprintf(" (driver %s %.2f µs/req on %.2f cores, server %.2f µs/req)", d.Name, d.CPUUS, d.CoresUsed, *cpu)
+		}
+		reasons = append(reasons, why)
 	}
 	return reasons
 }

@@ -48,7 +48,10 @@ type Config struct {
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
 	Proto        string // load driver: auto, http, framed, quic or udp (see newDriver)
-	BodySize     int    // framed: request body size, default 1024
+	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
+	// (net/http's client, the reference).
+	HTTPDriver string
+	BodySize   int // framed: request body size, default 1024
 	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
 	// default 1 MiB; Streams the concurrent streams per QUIC connection,
 	// default 1; Pkt the datagram size of the udp driver, default 1252.
@@ -142,6 +145,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
 		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
+		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
 	}
 	for _, d := range defaults {
 		if *d.v == "" {
@@ -180,6 +184,7 @@ type windowResult struct {
 	m0, m1    *wire.Metrics
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
 	sysSites  []syscalls.Site
+	driverCPU uint64 // the load driver's CPU ns inside the window (probe's own)
 }
 
 // syscallsOpen is syscalls.Open; tests replace it to play a machine
@@ -238,7 +243,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	logf("writing %s", s.out)
 	res, err := writeResults(s.out, &runOutput{cfg: cfg, tgt: tgt, commit: s.commit, hello: s.hello, plan: plan, allowed: s.allowed,
-		coresHad: s.coresHad, win: win, raw: raw, reasons: s.reasons, floor: floor})
+		coresHad: s.coresHad, win: win, raw: raw, reasons: s.reasons, floor: floor, driverName: driverName(cfg, tgt, s.addr)})
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +254,14 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 }
 
 // QUIC bulk transfers otherwise.
+// driverName names the driver newDriver makes.
+func driverName(cfg Config, tgt *Target, ep endpoint) string {
+	if p := driverProto(cfg, tgt, ep); p != "http" {
+		return p
+	}
+	return cfg.HTTPDriver
+}
+
 func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":
@@ -262,7 +275,11 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 		if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 			u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 		}
-		return load.NewHTTP(load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers})
+		opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers}
+		if cfg.HTTPDriver == "nethttp" {
+			return load.NewHTTP(opt)
+		}
+		return load.NewLean(opt)
 	default:
 		return nil, fmt.Errorf("-proto %q: want auto, http, framed, quic or udp", cfg.Proto)
 	}
@@ -293,7 +310,13 @@ func pinLoad(plan CPUPlan) (func(), error) {
 	if err := pinSelf(plan.Load); err != nil {
 		return nil, fmt.Errorf("pinning the load driver: %w", err)
 	}
-	return unpinSelf, nil
+	// As many Ps as cores the driver has: more would spin on them looking
+	// for work, which costs the driver CPU and nothing else.
+	procs := runtime.GOMAXPROCS(len(plan.Load))
+	return func() {
+		runtime.GOMAXPROCS(procs)
+		unpinSelf()
+	}, nil
 }
 
 // looksBulk tells, before the build, a target whose floor is

@@ -428,6 +428,10 @@ func TestDefaultTarget(t *testing.T) {
 	if s.Target != DefaultTarget || s.Schema != SummarySchema {
 		t.Errorf("target %q schema %q", s.Target, s.Schema)
 	}
+	// The load driver's own cost is in every summary.
+	if d := s.Driver; d == nil || d.Name != "lean" || d.CPUUS <= 0 || d.CoresUsed <= 0 || d.CoresUsed > 2 {
+		t.Errorf("driver %+v", d)
+	}
 	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
@@ -296,7 +297,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	cpu0, err0 := readCPU(p.pid)
 	io0, _ := readIO(p.pid)
 	udp0, _ := readUDPCounters()
+	drv0 := selfCPU()
 	lr, lerr := drv.Run(ctx, d)
+	drv1 := selfCPU()
 	cpu1, err1 := readCPU(p.pid)
 	io1, _ := readIO(p.pid)
 	udp1, _ := readUDPCounters()
@@ -329,6 +332,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 		return nil, fmt.Errorf("reading target cpu time: %w", err)
 	}
 	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: counterDelta(udp0, udp1)}
+	if drv1 > drv0 {
+		w.driverCPU = drv1 - drv0
+	}
 	if sc != nil {
 		w.sys = syscalls.Delta(sys0, sys1)
 		if stacks {
@@ -339,4 +345,14 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 		w.cpu = cpu1.Nanos - cpu0.Nanos
 	}
 	return w, nil
+}
+
+// selfCPU is this process's CPU time (user and system, every thread) in
+// nanoseconds: the load driver's, while it runs a window.
+func selfCPU() uint64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return uint64(ru.Utime.Nano() + ru.Stime.Nano())
 }

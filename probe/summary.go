@@ -46,8 +46,10 @@ type Summary struct {
 	// Tail is the split of the median requests and of the slowest 1%.
 	Tail map[string]*TailGroup `json:"tail,omitempty"`
 	// Floor is targets/floor measured with the same settings (-floor).
-	Floor          *FloorSummary      `json:"floor,omitempty"`
-	ServerCores    float64            `json:"server_cores"`
+	Floor       *FloorSummary `json:"floor,omitempty"`
+	ServerCores float64       `json:"server_cores"`
+	// Driver is the load driver's own cost in the timing window.
+	Driver         *DriverSummary     `json:"driver,omitempty"`
 	CoresAvailable float64            `json:"cores_available"`
 	Verdict        string             `json:"verdict"`
 	Reasons        []string           `json:"reasons,omitempty"`
@@ -118,6 +120,15 @@ type FloorSummary struct {
 	RPS      float64 `json:"rps"`
 	Verdict  string  `json:"verdict"`
 	CPURatio float64 `json:"cpu_ratio"`
+}
+
+// DriverSummary is what the load driver itself cost in the timing window:
+// probe's CPU time while it ran (getrusage), per request and in cores.
+type DriverSummary struct {
+	Name      string  `json:"name"`
+	CPUUS     float64 `json:"cpu_us"`
+	CoresUsed float64 `json:"cores_used"`
+	Source    string  `json:"source"`
 }
 
 // TailGroup is the mean split of a group of requests, in µs, and where

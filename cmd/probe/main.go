@@ -1,7 +1,7 @@
 // Command probe wraps an unchanged Go server, measures it under bounded load
 // in a dump window, and reports per-request figures. See the probe package.
 //
-//	probe cost [-what offcpu,allocdiff,flame,attribution] [-rounds N]
+//	probe cost [-what offcpu,driver,allocdiff,flame,attribution] [-rounds N]
 //
 // measures what perfspy's own instruments cost against the references
 // ("bench" is the old name of cost).
@@ -21,7 +21,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
-		benches := []cost.Bench{cost.OffCPU, cost.Allocdiff, cost.Flame, cost.Attribution}
+		benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.Allocdiff, cost.Flame, cost.Attribution}
 		code = cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		code = probe.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -33,6 +33,10 @@ type summary struct {
 	PerRequest struct {
 		CPUUS *float64 `json:"cpu_us"`
 	} `json:"per_request"`
+	ServerCores float64 `json:"server_cores"`
+	Driver      *struct {
+		CPUUS float64 `json:"cpu_us"`
+	} `json:"driver"`
 	Sources map[string]string `json:"sources"`
 }
 

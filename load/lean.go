@@ -1,0 +1,425 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Lean is an HTTP/1.1 keep-alive driver that costs the load side as
+// little as it can, so that light handlers, not the driver, set the pace:
+// each request is serialized once, responses are read by a small strict
+// parser (status line, headers, Content-Length and chunked bodies,
+// Connection: close, 1xx), every response is checked (status class, the
+// whole body read), and the steady state allocates nothing per request.
+// Successes are counted as HTTP counts them: a 2xx response read whole.
+type Lean struct {
+	opt   HTTPOptions
+	addr  string
+	head  bool   // a HEAD request: responses have no body
+	req   []byte // the request, serialized once
+	mu    sync.Mutex
+	conns []*leanConn // one per worker, kept across phases
+	dials atomic.Int64
+}
+
+type leanConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// NewLean returns a lean driver for opt.
+func NewLean(opt HTTPOptions) (*Lean, error) {
+	if opt.URL == "" {
+		return nil, errors.New("load: no URL")
+	}
+	u, err := url.Parse(opt.URL)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("load: the lean driver speaks http://host:port only, not %q", opt.URL)
+	}
+	if opt.Method == "" {
+		opt.Method = "GET"
+	}
+	if opt.Conns <= 0 {
+		opt.Conns = 8
+	}
+	d := &Lean{opt: opt, addr: u.Host, head: opt.Method == "HEAD", conns: make([]*leanConn, opt.Conns)}
+	if _, _, err := net.SplitHostPort(d.addr); err != nil {
+		d.addr = net.JoinHostPort(d.addr, "80")
+	}
+	d.req = serializeRequest(opt, u)
+	return d, nil
+}
+
+// serializeRequest writes the request line, Host, the user's headers in
+// name order, Content-Length for a body, and the body.
+func serializeRequest(opt HTTPOptions, u *url.URL) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", opt.Method, u.RequestURI(), u.Host)
+	names := make([]string, 0, len(opt.Headers))
+	for k := range opt.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(&b, "%s: %s\r\n", k, opt.Headers[k])
+	}
+	if opt.Body != nil || opt.Method == "POST" || opt.Method == "PUT" || opt.Method == "PATCH" {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(opt.Body))
+	}
+	b.WriteString("\r\n")
+	b.Write(opt.Body)
+	return b.Bytes()
+}
+
+// Close closes the connections.
+func (d *Lean) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, c := range d.conns {
+		if c != nil {
+			c.c.Close()
+			d.conns[i] = nil
+		}
+	}
+	return nil
+}
+
+// Run implements Driver.
+func (d *Lean) Run(ctx context.Context, dur time.Duration) (*Result, error) {
+	dials0 := d.dials.Load()
+	r, err := phase(ctx, dur, d.opt.Conns, d.step(ctx))
+	return d.withDials(r, dials0), err
+}
+
+// RunN implements Driver.
+func (d *Lean) RunN(ctx context.Context, n int) (*Result, error) {
+	dials0 := d.dials.Load()
+	r, err := phaseN(ctx, n, d.opt.Conns, d.step(ctx))
+	return d.withDials(r, dials0), err
+}
+
+func (d *Lean) withDials(r *Result, dials0 int64) *Result {
+	if r != nil {
+		r.Dials = d.dials.Load() - dials0
+	}
+	return r
+}
+
+// step is one request of worker i: sent on its connection (dialled when
+// it has none), the response read whole, timed and counted.
+func (d *Lean) step(ctx context.Context) func(i int, r *Result) {
+	return func(i int, r *Result) {
+		t0 := time.Now()
+		status, err := d.exchange(ctx, i)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			r.Errors++
+			if r.FirstErr == "" {
+				r.FirstErr = err.Error()
+			}
+			time.Sleep(time.Millisecond) // do not spin on a dead target
+		case status >= 200 && status < 300:
+			r.OK++
+			r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
+		default:
+			r.Non2xx++
+			if r.FirstErr == "" {
+				r.FirstErr = "status " + strconv.Itoa(status)
+			}
+		}
+	}
+}
+
+// exchange sends the request on worker i's connection and reads the
+// response; a connection that failed or that the server closes is dropped,
+// and the next request dials a new one.
+func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
+	c := d.conns[i]
+	if c == nil {
+		nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", d.addr)
+		if err != nil {
+			return 0, err
+		}
+		d.dials.Add(1)
+		c = &leanConn{c: nc, r: bufio.NewReaderSize(nc, 32<<10)}
+		d.mu.Lock()
+		d.conns[i] = c
+		d.mu.Unlock()
+	}
+	c.c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.c.Write(d.req); err != nil {
+		d.drop(i, c)
+		return 0, err
+	}
+	status, closeConn, err := ReadResponse(c.r, d.head)
+	if err != nil || closeConn {
+		d.drop(i, c)
+	}
+	return status, err
+}
+
+// drop closes worker i's connection; its next request dials a new one.
+func (d *Lean) drop(i int, c *leanConn) {
+	c.c.Close()
+	d.mu.Lock()
+	d.conns[i] = nil
+	d.mu.Unlock()
+}
+
+// ResponseError is a response the parser refuses: what was wrong, and the
+// line it was on.
+type ResponseError struct {
+	What string
+	Line string
+}
+
+func (e *ResponseError) Error() string {
+	if e.Line == "" {
+		return "load: bad response: " + e.What
+	}
+	return fmt.Sprintf("load: bad response: %s: %q", e.What, e.Line)
+}
+
+// maxLine bounds a status, header or chunk-size line.
+const maxLine = 16 << 10
+
+// ReadResponse reads one HTTP/1.1 response from r, its body discarded,
+// and returns its status and whether the connection must be closed after
+// it (Connection: close, or a body delimited by the end of the
+// connection). 1xx responses before the final one are skipped. head says
+// the request was HEAD: the response has no body whatever its headers say.
+// It allocates nothing for a well-formed response.
+func ReadResponse(r *bufio.Reader, head bool) (status int, closeConn bool, err error) {
+	for {
+		status, err = readStatus(r)
+		if err != nil {
+			return 0, true, err
+		}
+		h, err := readHeaders(r)
+		if err != nil {
+			return 0, true, err
+		}
+		if status >= 100 && status < 200 {
+			if status == 101 {
+				return status, true, &ResponseError{What: "101 Switching Protocols: the driver does not upgrade"}
+			}
+			continue
+		}
+		closeConn = h.close
+		switch {
+		case head || status == 204 || status == 304:
+		case h.chunked:
+			err = discardChunked(r)
+		case h.length >= 0:
+			_, err = r.Discard(int(h.length))
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+		default:
+			// No length: the body runs to the end of the connection.
+			_, err = io.Copy(io.Discard, r)
+			closeConn = true
+		}
+		if err != nil {
+			return status, true, err
+		}
+		return status, closeConn, nil
+	}
+}
+
+// line reads one CRLF- (or LF-) terminated line without its end.
+func line(r *bufio.Reader) ([]byte, error) {
+	l, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(l) > maxLine {
+		return nil, &ResponseError{What: "line too long"}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(l) > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	l = l[:len(l)-1]
+	if n := len(l); n > 0 && l[n-1] == '\r' {
+		l = l[:n-1]
+	}
+	return l, nil
+}
+
+// readStatus reads "HTTP/1.x NNN reason".
+func readStatus(r *bufio.Reader) (int, error) {
+	l, err := line(r)
+	if err != nil {
+		return 0, err
+	}
+	if len(l) < 12 || !bytes.HasPrefix(l, []byte("HTTP/1.")) || (l[7] != '0' && l[7] != '1') || l[8] != ' ' || (len(l) > 12 && l[12] != ' ') {
+		return 0, &ResponseError{What: "malformed status line", Line: string(l)}
+	}
+	code := 0
+	for _, c := range l[9:12] {
+		if c < '0' || c > '9' {
+			return 0, &ResponseError{What: "malformed status code", Line: string(l)}
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 {
+		return 0, &ResponseError{What: "status code below 100", Line: string(l)}
+	}
+	return code, nil
+}
+
+// headers are what the parser needs of a response's header fields.
+type headers struct {
+	length  int64 // Content-Length, -1 when absent
+	chunked bool
+	close   bool
+}
+
+var (
+	hdrLength   = []byte("content-length")
+	hdrEncoding = []byte("transfer-encoding")
+	hdrConn     = []byte("connection")
+)
+
+// readHeaders reads header lines up to the empty line.
+func readHeaders(r *bufio.Reader) (headers, error) {
+	h := headers{length: -1}
+	for n := 0; ; n++ {
+		l, err := line(r)
+		if err != nil {
+			return h, err
+		}
+		if len(l) == 0 {
+			return h, nil
+		}
+		if n == 256 {
+			return h, &ResponseError{What: "more than 256 header lines"}
+		}
+		colon := bytes.IndexByte(l, ':')
+		if colon <= 0 || l[0] == ' ' || l[0] == '\t' {
+			return h, &ResponseError{What: "malformed header line", Line: string(l)}
+		}
+		name, value := l[:colon], bytes.TrimSpace(l[colon+1:])
+		switch {
+		case asciiEqualFold(name, hdrLength):
+			v, ok := parseDecimal(value)
+			if !ok || (h.length >= 0 && v != h.length) {
+				return h, &ResponseError{What: "bad Content-Length", Line: string(l)}
+			}
+			h.length = v
+		case asciiEqualFold(name, hdrEncoding):
+			if !asciiEqualFold(value, []byte("chunked")) {
+				return h, &ResponseError{What: "unsupported Transfer-Encoding", Line: string(l)}
+			}
+			h.chunked = true
+		case asciiEqualFold(name, hdrConn):
+			if asciiEqualFold(value, []byte("close")) {
+				h.close = true
+			}
+		}
+	}
+}
+
+// discardChunked reads a chunked body and its trailers.
+func discardChunked(r *bufio.Reader) error {
+	for {
+		l, err := line(r)
+		if err != nil {
+			return err
+		}
+		if i := bytes.IndexByte(l, ';'); i >= 0 {
+			l = l[:i] // chunk extensions
+		}
+		size, ok := parseHex(bytes.TrimSpace(l))
+		if !ok {
+			return &ResponseError{What: "bad chunk size", Line: string(l)}
+		}
+		if size == 0 {
+			// Trailers, up to the empty line.
+			_, err := readHeaders(r)
+			return err
+		}
+		if _, err := r.Discard(int(size)); err != nil {
+			return io.ErrUnexpectedEOF
+		}
+		end, err := line(r)
+		if err != nil {
+			return err
+		}
+		if len(end) != 0 {
+			return &ResponseError{What: "chunk not followed by CRLF", Line: string(end)}
+		}
+	}
+}
+
+func asciiEqualFold(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDecimal parses a non-negative decimal of at most 18 digits.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+// parseHex parses a chunk size: at most 15 hex digits.
+func parseHex(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | int64(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | int64(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			v = v<<4 | int64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
