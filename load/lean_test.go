@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -127,7 +128,7 @@ func FuzzReadResponse(f *testing.F) {
 // TestLeanDriver runs the driver against net/http's server: lengths,
 // chunked bodies, a status other than 2xx, Connection: close, a POST body.
 func TestLeanDriver(t *testing.T) {
-	var gotBody string
+	var gotBody atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/chunked":
@@ -142,7 +143,7 @@ func TestLeanDriver(t *testing.T) {
 			w.Write([]byte("bye"))
 		case "/post":
 			b, _ := io.ReadAll(r.Body)
-			gotBody = string(b)
+			gotBody.Store(string(b))
 			w.Write(bytes.Repeat([]byte("x"), 100000))
 		default:
 			w.Write([]byte("ok"))
@@ -172,8 +173,8 @@ func TestLeanDriver(t *testing.T) {
 			t.Errorf("%s %s: %+v, %v; want %d ok, %d non-2xx, %d dials", tc.method, tc.path, r, err, tc.ok, tc.non2xx, tc.dials)
 		}
 	}
-	if gotBody != "payload" {
-		t.Errorf("the server read body %q", gotBody)
+	if got, _ := gotBody.Load().(string); got != "payload" {
+		t.Errorf("the server read body %q", got)
 	}
 }
 
