@@ -169,8 +169,10 @@ func TestLeanDriver(t *testing.T) {
 		}
 		r, err := d.RunN(context.Background(), 50)
 		d.Close()
-		if err != nil || r.OK != tc.ok || r.Non2xx != tc.non2xx || r.Errors != 0 || r.Dials != tc.dials {
-			t.Errorf("%s %s: %+v, %v; want %d ok, %d non-2xx, %d dials", tc.method, tc.path, r, err, tc.ok, tc.non2xx, tc.dials)
+		// Kept-alive connections: one per worker that got to send (a fast
+		// worker may send all 50); Connection: close, one per request.
+		if err != nil || r.OK != tc.ok || r.Non2xx != tc.non2xx || r.Errors != 0 || r.Dials < 1 || r.Dials > tc.dials || (tc.dials == 50 && r.Dials != 50) {
+			t.Errorf("%s %s: %+v, %v; want %d ok, %d non-2xx, at most %d dials", tc.method, tc.path, r, err, tc.ok, tc.non2xx, tc.dials)
 		}
 	}
 	if got, _ := gotBody.Load().(string); got != "payload" {
