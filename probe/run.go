@@ -48,8 +48,8 @@ type Config struct {
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
 	Proto        string // load driver: auto, http, framed, quic or udp (see newDriver)
-	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
-	// (net/http's client, the reference).
+	// HTTPDriver is the HTTP/1.1 driver: nethttp (net/http's client, the
+	// default) or lean.
 	HTTPDriver string
 	BodySize   int // framed: request body size, default 1024
 	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
@@ -145,7 +145,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
 		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
-		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
+		{"http-driver", &cfg.HTTPDriver, []string{"nethttp", "lean"}},
 	}
 	for _, d := range defaults {
 		if *d.v == "" {
@@ -276,10 +276,10 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 			u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 		}
 		opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers}
-		if cfg.HTTPDriver == "nethttp" {
-			return load.NewHTTP(opt)
+		if cfg.HTTPDriver == "lean" {
+			return load.NewLean(opt)
 		}
-		return load.NewLean(opt)
+		return load.NewHTTP(opt)
 	default:
 		return nil, fmt.Errorf("-proto %q: want auto, http, framed, quic or udp", cfg.Proto)
 	}
@@ -310,13 +310,7 @@ func pinLoad(plan CPUPlan) (func(), error) {
 	if err := pinSelf(plan.Load); err != nil {
 		return nil, fmt.Errorf("pinning the load driver: %w", err)
 	}
-	// As many Ps as cores the driver has: more would spin on them looking
-	// for work, which costs the driver CPU and nothing else.
-	procs := runtime.GOMAXPROCS(len(plan.Load))
-	return func() {
-		runtime.GOMAXPROCS(procs)
-		unpinSelf()
-	}, nil
+	return unpinSelf, nil
 }
 
 // looksBulk tells, before the build, a target whose floor is

@@ -429,7 +429,7 @@ func TestDefaultTarget(t *testing.T) {
 		t.Errorf("target %q schema %q", s.Target, s.Schema)
 	}
 	// The load driver's own cost is in every summary.
-	if d := s.Driver; d == nil || d.Name != "lean" || d.CPUUS <= 0 || d.CoresUsed <= 0 || d.CoresUsed > 2 {
+	if d := s.Driver; d == nil || d.Name != "nethttp" || d.CPUUS <= 0 || d.CoresUsed <= 0 || d.CoresUsed > 2 {
 		t.Errorf("driver %+v", d)
 	}
 	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
