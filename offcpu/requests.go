@@ -46,9 +46,10 @@ func Mean(res *Result, reqs []Request, n int) Group {
 			bySample[w.Sample] += w.Nanos
 		}
 	}
+	// In Parts' order: a float sum in map order would move in its last digits.
 	g.Remainder = g.Total
-	for _, v := range g.Parts {
-		g.Remainder -= v
+	for _, p := range Parts {
+		g.Remainder -= g.Parts[p]
 	}
 	g.Top = tops(res, bySample, k, n)
 	return g

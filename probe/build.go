@@ -24,8 +24,8 @@ import (
 	"github.com/perfspy/perfspy/offcpu"
 )
 
-// ModulePath is this module's path; the agent overlay imports it.
-const ModulePath = "github.com/perfspy/perfspy"
+// ModulePath is this module's path.
+const ModulePath = withagent.SelfModule
 
 const agentImport = agentmod.Path
 
@@ -143,7 +143,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	}
 	defer os.RemoveAll(work)
 	b := &builder{t: &Target{Spec: spec}, opts: opts, work: work, cache: cache, logf: logf}
-	steps := []func(context.Context) error{b.locate, b.prepare, b.toolchain, b.overlays, b.compile, b.check}
+	steps := []func(context.Context) error{b.locate, b.prepare, b.overlays, b.compile, b.check}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -165,7 +165,6 @@ type builder struct {
 	env     []string
 	modFlag string
 	setup   *withagent.Setup
-	goenv   []string          // GOROOT, GOARCH, GOEXPERIMENT, GOVERSION of the toolchain that builds
 	replace map[string]string // overlay entries every build has (the agent's files)
 	spies   map[string]string // the runtime spies' entries, left out of a plain build
 }
@@ -227,7 +226,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
-	t.BuildMode = b.setup.Mode
+	t.BuildMode, t.GoVersion = b.setup.Mode, b.setup.Toolchain.GOVERSION
 	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec))
 	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -237,28 +236,13 @@ func (b *builder) prepare(ctx context.Context) error {
 	return nil
 }
 
-// toolchain reads the go environment of the toolchain that builds in the
-// target's folder (after any GOTOOLCHAIN switch): its runtime is the one
-// the overlays patch.
-func (b *builder) toolchain(ctx context.Context) error {
-	out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, "env", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
-	if err != nil {
-		return fmt.Errorf("go env: %v: %s", err, out)
-	}
-	b.goenv = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(b.goenv) != 4 {
-		return fmt.Errorf("go env GOROOT GOARCH GOEXPERIMENT GOVERSION: unexpected output %q", out)
-	}
-	b.t.GoVersion = b.goenv[3]
-	return nil
-}
-
 // overlays writes the overlay's files: the agent and what the options ask
 // for. A runtime spy this release does not take is left out, and the
 // target says why.
 func (b *builder) overlays(ctx context.Context) error {
 	t, opts, work, pkgDir := b.t, b.opts, b.work, b.setup.PkgDir // overlay keys: the folder as the build sees it
-	goroot, goarch, goexp := b.goenv[0], b.goenv[1], b.goenv[2]
+	tc := b.setup.Toolchain
+	goroot, goarch, goexp := tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT
 	b.replace, b.spies = map[string]string{}, map[string]string{}
 	mains := [][2]string{{agentFileName, agentImport}}
 	if opts.Wallclock {

@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -53,23 +54,19 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 		}
 		return t
 	}
-	all := offcpu.Mean(res, res.Requests, topWaits)
-	s.PerRequest.OffCPUUS = map[string]float64{}
-	s.PerRequest.RequestUS = map[string]float64{"total": us(all.Total)}
-	for _, p := range offcpu.Parts {
-		if p != "cpu" {
-			s.PerRequest.OffCPUUS[p] = us(all.Parts[p])
-		}
-		s.PerRequest.RequestUS[p] = us(all.Parts[p])
-	}
+	all := group(offcpu.Mean(res, res.Requests, topWaits))
+	s.PerRequest.RequestUS = maps.Clone(all.PartsUS)
+	s.PerRequest.RequestUS["total"] = all.TotalUS
+	s.PerRequest.OffCPUUS = maps.Clone(all.PartsUS)
+	delete(s.PerRequest.OffCPUUS, "cpu")
 	p50, p99 := offcpu.Tail(res, topWaits)
 	s.Tail = map[string]*TailGroup{"p50": group(p50), "p99": group(p99)}
 	s.Checks["offcpu_requests"] = float64(len(res.Requests))
-	s.Checks["request_us_remainder"] = us(all.Remainder)
+	s.Checks["request_us_remainder"] = all.Remainder
 	if l != nil && l.Latency != nil && l.Latency.TotalCount() > 0 {
 		mean := l.Latency.Mean() // µs
 		s.Checks["driver_latency_mean_us"] = round(mean, 3)
-		s.Checks["request_us_driver_gap"] = round(mean-all.Total/1e3, 3)
+		s.Checks["request_us_driver_gap"] = round(mean-all.TotalUS, 3)
 	}
 }
 
@@ -85,8 +82,8 @@ func windowSummary(w *windowResult) *AttributionSummary {
 
 // writeOffCPU turns the off-CPU window's trace, block, mutex and wall-clock
 // files into per-request figures and profiles.
-func (o *runOutput) writeOffCPU(w *windowResult, comments []string) error {
-	s, raw := o.s, o.raw
+func (o *runOutput) writeOffCPU(w *windowResult) error {
+	s, raw, comments := o.s, o.raw, o.comments(w)
 	s.OffCPUWindow = windowSummary(w)
 	if raw.trace != "" {
 		f, err := os.Open(raw.trace)

@@ -35,8 +35,7 @@ const (
 type rawFiles struct {
 	cpu, heap, allocs, copies  string
 	trace, blocking, wallclock string
-	sysNote                    string // why syscalls were not counted with eBPF
-	wallclockPprof             bool   // wallclock is fgprof's pprof file, not the agent's report
+	wallclockPprof             bool // wallclock is fgprof's pprof file, not the agent's report
 }
 
 // windows are the windows a run measured; attr is clean in a timing-only
@@ -50,19 +49,11 @@ type windows struct {
 // steps below fill the summary and the files in memory, and persist
 // writes them once.
 type runOutput struct {
-	cfg      Config
-	tgt      *Target
-	commit   string
-	hello    *wire.Response
-	plan     CPUPlan
-	allowed  []string
-	coresHad float64
-	win      windows
-	raw      rawFiles
-	reasons  []string
-	floor    *Summary
-	// driverName names the load driver (lean, nethttp, framed, quic, udp)
-	driverName string
+	ses     *session // what measured: the target, its agent, the driver
+	win     windows
+	raw     rawFiles
+	reasons []string // the session's, and what the steps add
+	floor   *Summary
 
 	s     *Summary
 	files map[string][]byte // the results folder's files, by name
@@ -71,7 +62,7 @@ type runOutput struct {
 
 // writeResults turns the windows into the results folder: summarize,
 // attribute, judge, render, persist.
-func writeResults(out string, o *runOutput) (*Result, error) {
+func writeResults(o *runOutput) (*Result, error) {
 	o.files = map[string][]byte{}
 	o.summarize()
 	o.reasons = append(o.reasons, o.timingReasons()...)
@@ -81,15 +72,15 @@ func writeResults(out string, o *runOutput) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := writeFiles(out, o.files); err != nil {
+	if err := writeFiles(o.ses.out, o.files); err != nil {
 		return nil, err
 	}
-	return &Result{Dir: out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}, nil
+	return &Result{Dir: o.ses.out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}, nil
 }
 
 // comments are the profile comments of window w.
 func (o *runOutput) comments(w *windowResult) []string {
-	return windowComments(w.load.OK, w.load.Elapsed.Seconds(), o.cfg.Target, o.commit)
+	return windowComments(w.load.OK, w.load.Elapsed.Seconds(), o.ses.cfg.Target, o.ses.commit)
 }
 
 // addProfile encodes p into the results as name.
@@ -109,14 +100,14 @@ func (o *runOutput) summarize() {
 	cl := clean.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
-		Schema: SummarySchema, Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion, Build: o.tgt.BuildCheck,
+		Schema: SummarySchema, Target: o.ses.cfg.Target, Commit: o.ses.commit, Go: o.ses.tgt.GoVersion, Build: o.ses.tgt.BuildCheck,
 		Window: WindowSummary{
 			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
 			RPS:       round(cl.RPS(), 1),
 			LatencyUS: map[string]int64{"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9)},
 		},
 		AttributionWindow: *windowSummary(o.win.attr),
-		CoresAvailable:    o.coresHad,
+		CoresAvailable:    o.ses.coresHad,
 		PerRequest:        PerRequest{SyscallsByName: map[string]float64{}},
 		Sources: map[string]string{
 			"allocs": SourceAllocsHeap, "copies": SourceNone, "syscalls": SourceSyscallsIO,
@@ -128,7 +119,7 @@ func (o *runOutput) summarize() {
 	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
-		s.Driver = &DriverSummary{Name: o.driverName, CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage"}
+		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage"}
 	}
 	if cl.OK == 0 {
 		return
@@ -149,29 +140,29 @@ func (o *runOutput) summarize() {
 	} else {
 		sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
 		s.PerRequest.Syscalls = f64(round(sc/n, 4))
-		if o.raw.sysNote != "" {
-			s.Sources["syscalls"] = SourceSyscallsIO + " (eBPF unavailable: " + o.raw.sysNote + ")"
+		if o.ses.sysNote != "" {
+			s.Sources["syscalls"] = SourceSyscallsIO + " (eBPF unavailable: " + o.ses.sysNote + ")"
 		}
 	}
 	if clean.m0 != nil && clean.m1 != nil {
 		s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
 	}
 	if cl.Datagrams > 0 {
-		bulkFigures(s, clean, o.cfg.Size)
+		bulkFigures(s, clean, o.ses.cfg.Size)
 	}
 }
 
 // timingReasons are what makes the windows unfit for a verdict: too few
 // or failed requests, a server that did not use its cores.
 func (o *runOutput) timingReasons() []string {
-	min := o.cfg.MinRequests
+	min := o.ses.cfg.MinRequests
 	if min <= 0 {
 		min = 100
 	}
 	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}}
 	reasons := windowReasons(named, min)
-	if o.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.coresHad {
-		why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.coresHad, minServerCoreFrac*100)
+	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
+		why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.ses.coresHad, minServerCoreFrac*100)
 		if d, cpu := o.s.Driver, o.s.PerRequest.CPUUS; d != nil && cpu != nil {
 			why += fmt.Sprintf(" (driver %s %.2f µs/req on %.2f cores, server %.2f µs/req)", d.Name, d.CPUUS, d.CoresUsed, *cpu)
 		}
@@ -208,8 +199,8 @@ func (o *runOutput) allocations() error {
 		allocs = allocspy.Profile(rep)
 		allocs.Comments = o.comments(attr)
 		o.allocspyFigures(rep)
-	} else if o.tgt.AllocsOff != "" {
-		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + o.tgt.AllocsOff + ")"
+	} else if o.ses.tgt.AllocsOff != "" {
+		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + o.ses.tgt.AllocsOff + ")"
 	}
 	if allocs == nil {
 		return nil
@@ -250,8 +241,8 @@ func (o *runOutput) allocspyFigures(rep *wire.AllocReport) {
 func (o *runOutput) copies() error {
 	s, cw := o.s, o.win.copies
 	if o.raw.copies == "" {
-		if o.tgt.CopiesOff != "" {
-			s.Sources["copies"] = SourceNone + ": " + o.tgt.CopiesOff
+		if o.ses.tgt.CopiesOff != "" {
+			s.Sources["copies"] = SourceNone + ": " + o.ses.tgt.CopiesOff
 		}
 		return nil
 	}
@@ -301,11 +292,11 @@ func (o *runOutput) offCPU() error {
 	if o.win.off == nil {
 		return nil
 	}
-	if err := o.writeOffCPU(o.win.off, o.comments(o.win.off)); err != nil {
+	if err := o.writeOffCPU(o.win.off); err != nil {
 		return err
 	}
-	if o.s.PerRequest.OffCPUUS == nil && o.tgt.RequestsOff != "" {
-		o.s.Sources["offcpu"] = SourceNone + ": no request boundaries: " + o.tgt.RequestsOff
+	if o.s.PerRequest.OffCPUUS == nil && o.ses.tgt.RequestsOff != "" {
+		o.s.Sources["offcpu"] = SourceNone + ": no request boundaries: " + o.ses.tgt.RequestsOff
 	}
 	return nil
 }
@@ -357,14 +348,14 @@ func (o *runOutput) render() error {
 		s.Floor = f
 		s.FloorRatio = floorRatios(s, o.floor)
 	}
-	meta := collectMeta(o.cfg, o.tgt, o.commit, o.hello, o.plan, o.allowed)
+	meta := collectMeta(o.ses.cfg, o.ses.tgt, o.ses.commit, o.ses.hello, o.ses.plan, o.ses.allowed)
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, s); err != nil {
 		return err
 	}
 	o.files["summary.json"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	if err := writeBench(&buf, s, o.tgt.Name, benchConfig(meta)); err != nil {
+	if err := writeBench(&buf, s, o.ses.tgt.Name, benchConfig(meta)); err != nil {
 		return err
 	}
 	o.files["bench.txt"] = append([]byte(nil), buf.Bytes()...)

@@ -242,8 +242,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		}
 	}
 	logf("writing %s", s.out)
-	res, err := writeResults(s.out, &runOutput{cfg: cfg, tgt: tgt, commit: s.commit, hello: s.hello, plan: plan, allowed: s.allowed,
-		coresHad: s.coresHad, win: win, raw: raw, reasons: s.reasons, floor: floor, driverName: driverName(cfg, tgt, s.addr)})
+	res, err := writeResults(&runOutput{ses: s, win: win, raw: raw, reasons: s.reasons, floor: floor})
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +252,6 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	return res, nil
 }
 
-// QUIC bulk transfers otherwise.
 // driverName names the driver newDriver makes.
 func driverName(cfg Config, tgt *Target, ep endpoint) string {
 	if p := driverProto(cfg, tgt, ep); p != "http" {
@@ -262,6 +260,10 @@ func driverName(cfg Config, tgt *Target, ep endpoint) string {
 	return cfg.HTTPDriver
 }
 
+// newDriver picks the load driver. -proto auto takes the framed-TCP one
+// for targets/rpcecho and HTTP keep-alive for other TCP targets; for a
+// target that listens on UDP, the plain-UDP one for targets/udpfloor and
+// QUIC bulk transfers otherwise.
 func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":

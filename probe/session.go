@@ -185,7 +185,7 @@ func (s *session) window(ctx context.Context, name string, req wire.Request) (*w
 // says where the agent wrote what.
 func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 	var w windows
-	raw := rawFiles{cpu: filepath.Join(s.priv, "cpu.pprof"), sysNote: s.sysNote}
+	raw := rawFiles{cpu: filepath.Join(s.priv, "cpu.pprof")}
 	var err error
 	if w.clean, err = s.window(ctx, "timing window", wire.Request{Cmd: "begin", CPUProfile: raw.cpu}); err != nil {
 		return w, raw, err

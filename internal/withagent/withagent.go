@@ -68,6 +68,15 @@ type Setup struct {
 	Env    []string // the go command's environment
 	Agent  *agentmod.Module
 	Plain  []Module // the plain build's modules, from go list
+	// Toolchain is the go environment of the toolchain that builds in the
+	// target's folder (after any GOTOOLCHAIN switch): its runtime is the
+	// one the runtime overlays patch.
+	Toolchain Toolchain
+}
+
+// Toolchain is what `go env` says of the toolchain that builds.
+type Toolchain struct {
+	GOROOT, GOARCH, GOEXPERIMENT, GOVERSION string
 }
 
 // Module is one module of a build list, as `go version -m` shows it.
@@ -118,6 +127,16 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	if s.Plain, err = plainList(ctx, t, s); err != nil {
 		return nil, err
 	}
+	out, err := goOut(ctx, t.ModRoot, env, "env", "GOWORK", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
+	if err != nil {
+		return nil, err
+	}
+	v := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(v) != 5 {
+		return nil, fmt.Errorf("go env: unexpected output %q", out)
+	}
+	gowork := v[0]
+	s.Toolchain = Toolchain{GOROOT: v[1], GOARCH: v[2], GOEXPERIMENT: v[3], GOVERSION: v[4]}
 	if t.ModPath == SelfModule {
 		s.Mode = ModeSelf
 		return s, nil
@@ -130,11 +149,6 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	if s.Agent, err = agentmod.Write(cache); err != nil {
 		return nil, fmt.Errorf("writing the agent module: %w", err)
 	}
-	gowork, err := goOut(ctx, t.ModRoot, env, "env", "GOWORK")
-	if err != nil {
-		return nil, err
-	}
-	gowork = strings.TrimSpace(gowork)
 	switch {
 	case gowork != "" && gowork != "off":
 		s.Mode = ModeWorkspace
