@@ -80,8 +80,8 @@ func windowSummary(w *windowResult) *AttributionSummary {
 	return a
 }
 
-// writeOffCPU turns the off-CPU window's trace, block, mutex and wall-clock
-// files into per-request figures and profiles.
+// writeOffCPU turns the off-CPU window's trace, block and mutex files into
+// per-request figures and profiles.
 func (o *runOutput) writeOffCPU(w *windowResult) error {
 	s, raw, comments := o.s, o.raw, o.comments(w)
 	s.OffCPUWindow = windowSummary(w)
@@ -132,18 +132,23 @@ func (o *runOutput) writeOffCPU(w *windowResult) error {
 		}
 		s.Files[name] = name + ".pb.gz"
 	}
-	if raw.wallclock != "" {
-		p, err := readWallclock(raw.wallclock, raw.wallclockPprof)
-		if err != nil {
-			return fmt.Errorf("wall-clock profile: %w", err)
-		}
-		p = dropInstruments(p)
-		p.Comments = comments
-		if err := o.addProfile("wallclock.pb.gz", p); err != nil {
-			return err
-		}
-		s.Files["wallclock"] = "wallclock.pb.gz"
+	return nil
+}
+
+// writeWallclock turns the wall-clock window's profile into
+// wallclock.pb.gz, perfspy's own goroutines left out.
+func (o *runOutput) writeWallclock(w *windowResult) error {
+	p, err := readWallclock(o.raw.wallclock, o.raw.wallclockPprof)
+	if err != nil {
+		return fmt.Errorf("wall-clock profile: %w", err)
 	}
+	p = dropInstruments(p)
+	p.Comments = o.comments(w)
+	if err := o.addProfile("wallclock.pb.gz", p); err != nil {
+		return err
+	}
+	o.s.WallclockWindow = windowSummary(w)
+	o.s.Files["wallclock"] = "wallclock.pb.gz"
 	return nil
 }
 

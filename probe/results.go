@@ -43,6 +43,7 @@ type rawFiles struct {
 // without -offcpu.
 type windows struct {
 	clean, attr, copies, off *windowResult
+	wall                     *windowResult // the wall-clock profile's, nil without it
 }
 
 // runOutput is what a run measured, on its way to the results folder: the
@@ -159,7 +160,7 @@ func (o *runOutput) timingReasons() []string {
 	if min <= 0 {
 		min = 100
 	}
-	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}}
+	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
 	reasons := windowReasons(named, min)
 	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
 		why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.ses.coresHad, minServerCoreFrac*100)
@@ -287,8 +288,14 @@ func (o *runOutput) judge() error {
 	return nil
 }
 
-// offCPU: the off-CPU window's trace, block, mutex and wall-clock files.
+// offCPU: the wall-clock window's profile, and the off-CPU window's trace,
+// block and mutex files.
 func (o *runOutput) offCPU() error {
+	if o.win.wall != nil {
+		if err := o.writeWallclock(o.win.wall); err != nil {
+			return err
+		}
+	}
 	if o.win.off == nil {
 		return nil
 	}

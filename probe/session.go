@@ -176,7 +176,7 @@ func (s *session) window(ctx context.Context, name string, req wire.Request) (*w
 	// Syscall stacks cost more than counts (a third more CPU on a light
 	// handler): the off-CPU window takes them, or the attribution window
 	// when there is no off-CPU window.
-	stacks := name == "off-CPU window" || (name == "attribution window" && !s.cfg.OffCPU)
+	stacks := name == "off-CPU window" || (name == "attribution window" && !s.offCPUWindow())
 	return s.measure(ctx, req, stacks)
 }
 
@@ -209,16 +209,28 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 			return w, raw, err
 		}
 	}
-	if s.cfg.OffCPU {
-		req, err := s.offCPURequest(&raw)
+	if s.offCPUWindow() {
+		if w.off, err = s.window(ctx, "off-CPU window", s.offCPURequest(&raw)); err != nil {
+			return w, raw, err
+		}
+	}
+	if s.cfg.OffCPU && s.cfg.Wallclock {
+		req, err := s.wallclockRequest(&raw)
 		if err != nil {
 			return w, raw, err
 		}
-		if w.off, err = s.window(ctx, "off-CPU window", req); err != nil {
+		if w.wall, err = s.window(ctx, "wall-clock window", req); err != nil {
 			return w, raw, err
 		}
 	}
 	return w, raw, nil
+}
+
+// offCPUWindow tells whether the run has an off-CPU window: the
+// execution trace with the block and mutex profiles (not with
+// -fgprof-only, whose wall-clock window is alone).
+func (s *session) offCPUWindow() bool {
+	return s.cfg.OffCPU && !s.cfg.noTrace && !s.cfg.timingOnly
 }
 
 // attributionRequest is the attribution window's begin: allocspy and
@@ -249,25 +261,26 @@ func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApa
 }
 
 // offCPURequest is the off-CPU window's begin: the execution trace, the
-// block and mutex profiles, the wall-clock profile.
-func (s *session) offCPURequest(raw *rawFiles) (wire.Request, error) {
-	req := wire.Request{Cmd: "begin", Blocking: filepath.Join(s.priv, "blocking"), Counters: map[string]string{}}
-	raw.blocking = req.Blocking
-	if !s.cfg.noTrace {
-		raw.trace = filepath.Join(s.priv, "trace.out")
-		req.Trace = raw.trace
+// block and mutex profiles.
+func (s *session) offCPURequest(raw *rawFiles) wire.Request {
+	raw.blocking = filepath.Join(s.priv, "blocking")
+	raw.trace = filepath.Join(s.priv, "trace.out")
+	return wire.Request{Cmd: "begin", Blocking: raw.blocking, Trace: raw.trace}
+}
+
+// wallclockRequest is the wall-clock window's begin. The sampler has a
+// window of its own: each of its samples stops the world to walk every
+// goroutine, and in the trace's window those pauses would be the
+// requests' time.
+func (s *session) wallclockRequest(raw *rawFiles) (wire.Request, error) {
+	if !slices.Contains(s.hello.Counters, "wallclock") {
+		return wire.Request{}, fmt.Errorf("the wall-clock profiler is not built into the target")
 	}
-	if s.cfg.Wallclock {
-		if !slices.Contains(s.hello.Counters, "wallclock") {
-			return req, fmt.Errorf("the wall-clock profiler is not built into the target")
-		}
-		raw.wallclock = filepath.Join(s.priv, "wallclock.json")
-		if s.cfg.fgprofRef {
-			raw.wallclock, raw.wallclockPprof = filepath.Join(s.priv, "wallclock.pprof"), true
-		}
-		req.Counters["wallclock"] = raw.wallclock
+	raw.wallclock = filepath.Join(s.priv, "wallclock.json")
+	if s.cfg.fgprofRef {
+		raw.wallclock, raw.wallclockPprof = filepath.Join(s.priv, "wallclock.pprof"), true
 	}
-	return req, nil
+	return wire.Request{Cmd: "begin", Counters: map[string]string{"wallclock": raw.wallclock}}, nil
 }
 
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).

@@ -35,9 +35,12 @@ type Summary struct {
 	AttributionWindow AttributionSummary `json:"attribution_window"`
 	// CopiesWindow is the window that counted copies, when they had one of their own.
 	CopiesWindow *AttributionSummary `json:"copies_window,omitempty"`
-	// OffCPUWindow is the window of the execution trace, block, mutex and
-	// wall-clock profiles.
+	// OffCPUWindow is the window of the execution trace, the block and
+	// mutex profiles.
 	OffCPUWindow *AttributionSummary `json:"offcpu_window,omitempty"`
+	// WallclockWindow is the window of the wall-clock profile: its
+	// sampler stops the world, so it is not the trace's window.
+	WallclockWindow *AttributionSummary `json:"wallclock_window,omitempty"`
 	// BackgroundOffCPUUS is the waits of goroutines serving no request,
 	// in µs per second of the off-CPU window, by reason; never divided by
 	// requests. BackgroundTop lists the largest.
