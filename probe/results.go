@@ -163,13 +163,30 @@ func (o *runOutput) timingReasons() []string {
 	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
 	reasons := windowReasons(named, min)
 	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
-		why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%): the load driver, not the server, set the pace", o.s.ServerCores, o.ses.coresHad, minServerCoreFrac*100)
-		if d, cpu := o.s.Driver, o.s.PerRequest.CPUUS; d != nil && cpu != nil {
-			why += fmt.Sprintf(" (driver %s %.2f µs/req on %.2f cores, server %.2f µs/req)", d.Name, d.CPUUS, d.CoresUsed, *cpu)
-		}
-		reasons = append(reasons, why)
+		reasons = append(reasons, o.paceReason())
 	}
 	return reasons
+}
+
+// paceReason says why a server that did not use its cores was not judged:
+// the driver set the pace when it was busy itself; when it was not, the
+// server waited (on a sleep, a lock, a backend) with too few requests in
+// flight to keep it busy.
+func (o *runOutput) paceReason() string {
+	why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%)", o.s.ServerCores, o.ses.coresHad, minServerCoreFrac*100)
+	d, cpu := o.s.Driver, o.s.PerRequest.CPUUS
+	if d == nil || cpu == nil {
+		return why + ": the load driver, not the server, set the pace"
+	}
+	figures := fmt.Sprintf("driver %s %.2f µs/req on %.2f cores, server %.2f µs/req", d.Name, d.CPUUS, d.CoresUsed, *cpu)
+	loadCores := float64(len(o.ses.plan.Load))
+	if loadCores == 0 {
+		loadCores = float64(runtime.NumCPU())
+	}
+	if d.CoresUsed < minServerCoreFrac*loadCores {
+		return fmt.Sprintf("%s, and the load driver was not busy either (%s): the server waits on something with too few requests in flight; raise -conns", why, figures)
+	}
+	return fmt.Sprintf("%s: the load driver, not the server, set the pace (%s)", why, figures)
 }
 
 // allocations: allocspy's table, or the exact heap profile delta of the
