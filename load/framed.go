@@ -142,22 +142,12 @@ func (d *Framed) one(fc *framedConn) error {
 
 // Run implements Driver.
 func (d *Framed) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	dials0 := d.dials.Load()
-	res, err := phase(ctx, dur, d.opt.Conns, d.step(ctx))
-	if res != nil {
-		res.Dials = d.dials.Load() - dials0
-	}
-	return res, err
+	return countDials(&d.dials, func() (*Result, error) { return phase(ctx, dur, d.opt.Conns, d.step(ctx)) })
 }
 
 // RunN implements Driver.
 func (d *Framed) RunN(ctx context.Context, n int) (*Result, error) {
-	dials0 := d.dials.Load()
-	res, err := phaseN(ctx, n, d.opt.Conns, d.step(ctx))
-	if res != nil {
-		res.Dials = d.dials.Load() - dials0
-	}
-	return res, err
+	return countDials(&d.dials, func() (*Result, error) { return phaseN(ctx, n, d.opt.Conns, d.step(ctx)) })
 }
 
 // step sends one request on worker i's connection.

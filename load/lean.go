@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,51 +99,25 @@ func (d *Lean) Close() error {
 
 // Run implements Driver.
 func (d *Lean) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	dials0 := d.dials.Load()
-	r, err := phase(ctx, dur, d.opt.Conns, d.step(ctx))
-	return d.withDials(r, dials0), err
+	return countDials(&d.dials, func() (*Result, error) { return phase(ctx, dur, d.opt.Conns, d.step(ctx)) })
 }
 
 // RunN implements Driver.
 func (d *Lean) RunN(ctx context.Context, n int) (*Result, error) {
-	dials0 := d.dials.Load()
-	r, err := phaseN(ctx, n, d.opt.Conns, d.step(ctx))
-	return d.withDials(r, dials0), err
-}
-
-func (d *Lean) withDials(r *Result, dials0 int64) *Result {
-	if r != nil {
-		r.Dials = d.dials.Load() - dials0
-	}
-	return r
+	return countDials(&d.dials, func() (*Result, error) { return phaseN(ctx, n, d.opt.Conns, d.step(ctx)) })
 }
 
 // step is one request of worker i: sent on its connection (dialled when
-// it has none), the response read whole, timed and counted.
+// it has none), the response read whole; a status other than 2xx is a
+// Non2xx.
 func (d *Lean) step(ctx context.Context) func(i int, r *Result) {
-	return func(i int, r *Result) {
-		t0 := time.Now()
+	return countedStep(ctx, func(ctx context.Context, i int) error {
 		status, err := d.exchange(ctx, i)
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			r.Errors++
-			if r.FirstErr == "" {
-				r.FirstErr = err.Error()
-			}
-			time.Sleep(time.Millisecond) // do not spin on a dead target
-		case status >= 200 && status < 300:
-			r.OK++
-			r.Latency.RecordValue(max(time.Since(t0).Microseconds(), 1))
-		default:
-			r.Non2xx++
-			if r.FirstErr == "" {
-				r.FirstErr = "status " + strconv.Itoa(status)
-			}
+		if err == nil && (status < 200 || status > 299) {
+			return statusError(status)
 		}
-	}
+		return err
+	})
 }
 
 // exchange sends the request on worker i's connection and reads the

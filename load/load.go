@@ -9,7 +9,9 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,6 +117,23 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration, idle func() 
 	return total, nil
 }
 
+// statusError is a complete response whose status is not a success: it
+// counts in Result.Non2xx, not in Errors.
+type statusError int
+
+func (e statusError) Error() string { return "status " + strconv.Itoa(int(e)) }
+
+// countDials runs a phase and sets its Dials: the connections opened
+// while it ran, from a driver's counter.
+func countDials(dials *atomic.Int64, phase func() (*Result, error)) (*Result, error) {
+	dials0 := dials.Load()
+	r, err := phase()
+	if r != nil {
+		r.Dials = dials.Load() - dials0
+	}
+	return r, err
+}
+
 // countedStep makes a phase's step of one request by worker i: timed and
 // counted on success, counted as an error otherwise (not when the phase
 // was cancelled mid-request).
@@ -128,6 +147,15 @@ func countedStep(ctx context.Context, transfer func(ctx context.Context, i int) 
 			return
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		var se statusError
+		if errors.As(err, &se) {
+			// An answer, not a failure of the transport: no pause.
+			r.Non2xx++
+			if r.FirstErr == "" {
+				r.FirstErr = err.Error()
+			}
 			return
 		}
 		r.Errors++
