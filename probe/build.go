@@ -17,6 +17,7 @@ import (
 
 	"github.com/perfspy/perfspy"
 	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/srcroot"
@@ -39,6 +40,7 @@ type Target struct {
 	PkgDir      string // directory of the main package
 	ModDir      string // root of the module that builds it
 	Binary      string // built executable, in the cache folder
+	PlainBinary string // with BuildOptions.Test: the test binary without overlays
 	GoVersion   string
 	Commit      string // git commit of PkgDir's repository, "" if none
 	Dirty       bool
@@ -126,6 +128,10 @@ type BuildOptions struct {
 	Requests   bool     // mark each net/http request with a trace region (the off-CPU window)
 	Tags       []string // build tags, e.g. valgrind
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
+	// Test builds the package's test binary (go test -c) with the
+	// benchmark window (benchwin) instead of the agent, and a plain test
+	// binary beside it (Target.PlainBinary).
+	Test bool
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -175,7 +181,7 @@ func (b *builder) locate(ctx context.Context) error {
 	t, spec := b.t, b.t.Spec
 	b.env = os.Environ()
 	if strings.Contains(spec, "@") {
-		dir, err := fetchVersioned(ctx, spec, b.work, b.cache, b.logf)
+		dir, err := fetchVersioned(ctx, spec, b.work, b.cache, b.opts.Test, b.logf)
 		if err != nil {
 			return err
 		}
@@ -197,7 +203,13 @@ func (b *builder) locate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	if st, err := os.Stat(dir); (err != nil || !st.IsDir()) && b.opts.Test {
+		// A package of the standard library, by its import path.
+		dir, err = stdPackageDir(ctx, spec)
+		if err != nil {
+			return err
+		}
+	} else if err != nil || !st.IsDir() {
 		return fmt.Errorf("target %s: not a directory", spec)
 	}
 	t.PkgDir, t.Name = dir, filepath.Base(dir)
@@ -217,7 +229,7 @@ func (b *builder) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.setup, err = withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag}, b.work, b.cache)
+	b.setup, err = withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag, Test: b.opts.Test}, b.work, b.cache)
 	if err != nil {
 		var nm *withagent.NotMainError
 		if errors.As(err, &nm) {
@@ -233,7 +245,21 @@ func (b *builder) prepare(ctx context.Context) error {
 		return err
 	}
 	t.Binary = filepath.Join(binDir, t.Name)
+	if b.opts.Test {
+		t.Binary += ".test"
+		t.PlainBinary = t.Binary + ".plain"
+	}
 	return nil
+}
+
+// stdPackageDir finds the folder of a standard-library package.
+func stdPackageDir(ctx context.Context, spec string) (string, error) {
+	out, err := goCmd(ctx, "", nil, "list", "-f", "{{.Dir}}\t{{.Standard}}", spec)
+	dir, std, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	if err != nil || std != "true" {
+		return "", fmt.Errorf("target %s: not a directory, module/path@version or standard-library package", spec)
+	}
+	return dir, nil
 }
 
 // overlays writes the overlay's files: the agent and what the options ask
@@ -244,6 +270,9 @@ func (b *builder) overlays(ctx context.Context) error {
 	tc := b.setup.Toolchain
 	goroot, goarch, goexp := tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT
 	b.replace, b.spies = map[string]string{}, map[string]string{}
+	if opts.Test {
+		return b.testOverlays()
+	}
 	mains := [][2]string{{agentFileName, agentImport}}
 	if opts.Wallclock {
 		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", agentImport + "/wallclock"})
@@ -288,6 +317,45 @@ func (b *builder) overlays(ctx context.Context) error {
 	return nil
 }
 
+// testOverlays writes a test binary's overlay: the runtime spies asked
+// for and the benchmark window in package testing, which reads them. A
+// spy that this release does not take fails the build: the window's
+// cross-check needs allocspy.
+func (b *builder) testOverlays() error {
+	tc, t := b.setup.Toolchain, b.t
+	var tables []benchwin.Table
+	add := func(name string, tbl benchwin.Table, patch func(dir string) (map[string]string, error)) error {
+		dir := filepath.Join(b.work, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		ov, err := patch(dir)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t.Spec, err)
+		}
+		maps.Copy(b.replace, ov)
+		tables = append(tables, tbl)
+		return nil
+	}
+	if err := add("allocspy", benchwin.Allocs, func(dir string) (map[string]string, error) {
+		return allocspyOverlay(tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT, dir)
+	}); err != nil {
+		return err
+	}
+	t.Allocs = true
+	if b.opts.Copies {
+		if err := add("copyspy", benchwin.Copies, func(dir string) (map[string]string, error) {
+			return copyspyOverlay(tc.GOROOT, tc.GOARCH, dir)
+		}); err != nil {
+			return err
+		}
+		t.Copies = true
+	}
+	return add("benchwin", benchwin.Table{}, func(dir string) (map[string]string, error) {
+		return benchwin.Overlay(tc.GOROOT, dir, tables...)
+	})
+}
+
 // spy adds a runtime spy's overlay entries; when it cannot, it says why
 // and what the run does without it.
 func (b *builder) spy(what, without string, overlay func() (map[string]string, error)) (bool, string) {
@@ -305,6 +373,9 @@ func (b *builder) spy(what, without string, overlay func() (map[string]string, e
 // the target is measured without them, and says why.
 func (b *builder) compile(ctx context.Context) error {
 	t := b.t
+	if b.opts.Test {
+		return b.compileTest(ctx)
+	}
 	anySpy := t.Copies || t.Allocs || t.Requests
 	if anySpy {
 		b.logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", t.Spec)
@@ -338,6 +409,21 @@ func (b *builder) compile(ctx context.Context) error {
 	return nil
 }
 
+// compileTest builds the instrumented test binary and the plain one,
+// which times the benchmarks and whose build list the other must equal.
+func (b *builder) compileTest(ctx context.Context) error {
+	t := b.t
+	b.logf("building the tests of %s with the benchmark window (the first such build rebuilds the standard library)", t.Spec)
+	if out, err := b.build(ctx, b.replace); err != nil {
+		return &BuildError{Spec: t.Spec, Output: out, Err: err}
+	}
+	args := append([]string{"test", "-c", "-o", t.PlainBinary}, b.setup.Flags...)
+	if out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, append(args, b.setup.Pkg)...); err != nil {
+		return &BuildError{Spec: t.Spec, Output: out, Err: err}
+	}
+	return nil
+}
+
 // build runs go build with the overlay entries replace.
 func (b *builder) build(ctx context.Context, replace map[string]string) (string, error) {
 	ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
@@ -346,6 +432,9 @@ func (b *builder) build(ctx context.Context, replace map[string]string) (string,
 		return "", err
 	}
 	args := append([]string{"build", "-overlay=" + overlayPath, "-o", b.t.Binary}, b.setup.Flags...)
+	if b.opts.Test {
+		args = append([]string{"test", "-c"}, args[1:]...)
+	}
 	if len(b.opts.Tags) > 0 {
 		args = append(args, "-tags="+strings.Join(b.opts.Tags, ","))
 	}
@@ -356,6 +445,13 @@ func (b *builder) build(ctx context.Context, replace map[string]string) (string,
 // names the target's commit.
 func (b *builder) check(ctx context.Context) error {
 	t := b.t
+	if b.opts.Test {
+		// The oracle is the plain test binary itself.
+		var err error
+		if b.setup.Plain, err = withagent.BinaryModules(t.PlainBinary); err != nil {
+			return err
+		}
+	}
 	check, err := withagent.CheckBinary(t.Binary, b.setup.Mode, b.setup.Plain)
 	if err != nil {
 		return err
@@ -482,7 +578,7 @@ func firstLines(s string, n int) string {
 // fetchVersioned downloads module/path/cmd/x@version and returns the
 // package's directory in a writable copy of its module: the go command
 // refuses overlays inside the module cache.
-func fetchVersioned(ctx context.Context, spec, work, cache string, logf func(string, ...any)) (string, error) {
+func fetchVersioned(ctx context.Context, spec, work, cache string, anyPackage bool, logf func(string, ...any)) (string, error) {
 	path, version, _ := strings.Cut(spec, "@")
 	if path == "" || version == "" || strings.Contains(version, "@") {
 		return "", fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
@@ -507,7 +603,7 @@ func fetchVersioned(ctx context.Context, spec, work, cache string, logf func(str
 	if len(f) != 5 {
 		return "", fmt.Errorf("target %s: unexpected go list output %q", spec, out)
 	}
-	if f[0] != "main" {
+	if f[0] != "main" && !anyPackage {
 		return "", &withagent.NotMainError{Path: spec, Name: f[0]}
 	}
 	rel, err := filepath.Rel(f[4], f[1])

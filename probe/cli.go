@@ -103,6 +103,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
+	fs.StringVar(&cfg.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
+	fs.StringVar(&cfg.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
+	fs.IntVar(&cfg.Count, "count", 1, "with -bench: go test's -count")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
@@ -160,12 +163,33 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if quiet {
 		logw = nil
 	}
+	if cfg.Bench != "" {
+		return mainBench(ctx, cfg, logw, stdout, stderr)
+	}
 	res, err := Run(ctx, cfg, logw)
 	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
 		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
 			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
 	} else if res != nil {
 		WriteTerminal(stdout, res)
+	}
+	return exitCode(stderr, "probe run", err)
+}
+
+// mainBench is probe run -bench.
+func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) int {
+	bc := BenchConfig{Target: cfg.Target, Bench: cfg.Bench, BenchTime: cfg.BenchTime, Count: cfg.Count, Out: cfg.Out, Env: cfg.Env, Syscalls: cfg.Syscalls, Copies: cfg.Copies, Flags: cfg.Flags}
+	if bc.Syscalls == "proc-io" {
+		bc.Syscalls = "off"
+		fmt.Fprintln(stderr, "probe run: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted")
+	}
+	if err := bc.check(); err != nil {
+		fmt.Fprintf(stderr, "probe run: %v\n", err)
+		return ExitUsage
+	}
+	res, err := RunBench(ctx, bc, logw)
+	if res != nil {
+		WriteBenchTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)
 }

@@ -30,13 +30,19 @@ type proc struct {
 // child starts pinned to them: it inherits the affinity of the thread that
 // forks it, so that thread is pinned for the moment of the fork.
 func startTarget(bin string, args, env []string, logPath string, cpus []int) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	return startCmd(cmd, logPath, cpus)
+}
+
+// startCmd starts cmd as startTarget does, its output to logPath.
+func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
+	bin := cmd.Path
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

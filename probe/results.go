@@ -533,6 +533,9 @@ func floorRatios(s, floor *Summary) map[string]float64 {
 // writeFiles writes each file into dir, in name order.
 func writeFiles(dir string, files map[string][]byte) error {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}

@@ -86,6 +86,11 @@ type Config struct {
 	// timingOnly measures the timing window alone (the floor run).
 	timingOnly bool
 	Flags      []string // every flag as given, for meta
+	// Bench makes the run a benchmark run (RunBench) of the package's
+	// benchmarks matching it; BenchTime and Count are go test's.
+	Bench     string
+	BenchTime string
+	Count     int
 }
 
 // check validates cfg, fills the defaults of its zero fields and returns
@@ -100,7 +105,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 	if cfg.Conns < 0 {
 		return CPUPlan{}, fmt.Errorf("-conns %d: must be positive", cfg.Conns)
 	}
-	if cfg.Target == "" {
+	if cfg.Target == "" && cfg.Bench == "" {
 		cfg.Target = DefaultTarget
 	}
 	if cfg.Path == "" {
@@ -143,7 +148,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 	}{
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
-		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io"}},
+		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
 		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
 		{"http-driver", &cfg.HTTPDriver, []string{"nethttp", "lean"}},
 	}

@@ -58,6 +58,7 @@ type Counter struct {
 	stackCnts *ebpf.Map // StackKey -> count
 	prog      *ebpf.Program
 	link      link.Link
+	gated     bool // OpenGated: stackCnts is keyed by region, no counts map
 }
 
 // Open loads the program and attaches it to sys_enter, counting the

@@ -42,6 +42,9 @@ const (
 	ModeVendor    = "vendor"
 	ModeWorkspace = "workspace"
 	ModeSelf      = "self" // the target is in perfspy's own module
+	// ModeTest is a test binary: nothing but standard-library overlays
+	// is added, so the build list is the package's own.
+	ModeTest = "test"
 )
 
 // SelfModule is perfspy's module path.
@@ -56,6 +59,9 @@ type Target struct {
 	Env     []string // environment of the go command (nil: os.Environ())
 	// ModFlag is passed to both builds as -mod=ModFlag when set.
 	ModFlag string
+	// Test builds the package's test binary (go test -c): any package
+	// with tests, and no agent module.
+	Test bool
 }
 
 // Setup is how to run go build for the target with the agent in.
@@ -121,11 +127,18 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	if t.ModFlag != "" {
 		s.Flags = append(s.Flags, "-mod="+t.ModFlag)
 	}
-	if err := checkMain(ctx, t, s); err != nil {
+	if t.Test {
+		err = checkTests(ctx, t, s)
+	} else {
+		err = checkMain(ctx, t, s)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if s.Plain, err = plainList(ctx, t, s); err != nil {
-		return nil, err
+	if !t.Test {
+		if s.Plain, err = plainList(ctx, t, s); err != nil {
+			return nil, err
+		}
 	}
 	out, err := goOut(ctx, t.ModRoot, env, "env", "GOWORK", "GOROOT", "GOARCH", "GOEXPERIMENT", "GOVERSION")
 	if err != nil {
@@ -137,6 +150,10 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	}
 	gowork := v[0]
 	s.Toolchain = Toolchain{GOROOT: v[1], GOARCH: v[2], GOEXPERIMENT: v[3], GOVERSION: v[4]}
+	if t.Test {
+		s.Mode = ModeTest
+		return s, nil
+	}
 	if t.ModPath == SelfModule {
 		s.Mode = ModeSelf
 		return s, nil
@@ -184,6 +201,23 @@ func checkMain(ctx context.Context, t Target, s *Setup) error {
 	}
 	if name != "main" {
 		return &NotMainError{Path: t.PkgDir, Name: name}
+	}
+	return nil
+}
+
+// checkTests refuses a folder whose package has no test files, in the
+// user's words.
+func checkTests(ctx context.Context, t Target, s *Setup) error {
+	out, err := goOut(ctx, s.Dir, s.Env, s.listArgs("-e", "-f", "{{.Name}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}\t{{if .Error}}{{.Error}}{{end}}")...)
+	if err != nil {
+		return fmt.Errorf("go list %s: %w", t.PkgDir, err)
+	}
+	f := strings.SplitN(strings.TrimSpace(out), "\t", 4)
+	if len(f) == 4 && f[3] != "" {
+		return fmt.Errorf("%s: %s", t.PkgDir, f[3])
+	}
+	if len(f) < 3 || f[1] == "0" && f[2] == "0" {
+		return fmt.Errorf("%s has no test files: its benchmarks are in _test.go files", t.PkgDir)
 	}
 	return nil
 }
@@ -505,11 +539,22 @@ func (c *Check) Err() error {
 
 // CheckBinary compares the build list recorded in binary with plain.
 func CheckBinary(binary, mode string, plain []Module) (*Check, error) {
+	got, err := BinaryModules(binary)
+	if err != nil {
+		return nil, err
+	}
+	c := Compare(plain, got)
+	c.Binary, c.Mode = binary, mode
+	return c, nil
+}
+
+// BinaryModules reads the build list recorded in binary.
+func BinaryModules(binary string) ([]Module, error) {
 	bi, err := buildinfo.ReadFile(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading the build list of %s: %w", binary, err)
 	}
-	var got []Module
+	got := []Module{}
 	for _, d := range bi.Deps {
 		m := Module{Path: d.Path, Version: d.Version}
 		if d.Replace != nil {
@@ -517,9 +562,7 @@ func CheckBinary(binary, mode string, plain []Module) (*Check, error) {
 		}
 		got = append(got, m)
 	}
-	c := Compare(plain, got)
-	c.Binary, c.Mode = binary, mode
-	return c, nil
+	return got, nil
 }
 
 // Compare compares two build lists by module path. A replacement by a

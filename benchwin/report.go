@@ -1,0 +1,105 @@
+package benchwin
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/perfspy/perfspy/agent/wire"
+)
+
+// Event is one benchmark result as the recorder wrote it: the run that
+// testing reported, its timed region's sequence number, testing's own
+// -benchmem totals for that run, and the reports' file names.
+type Event struct {
+	Name           string `json:"name"` // as testing prints it, with the -cpu suffix
+	N              int    `json:"n"`
+	Seq            uint32 `json:"seq"`
+	BenchmemAllocs uint64 `json:"benchmem_allocs"` // runtime.MemStats Mallocs over the timed region
+	BenchmemBytes  uint64 `json:"benchmem_bytes"`  // TotalAlloc over the timed region
+	Allocs         string `json:"allocs,omitempty"`
+	Copies         string `json:"copies,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// ReadEvents reads the results the recorder wrote into dir, in order.
+func ReadEvents(dir string) ([]Event, error) {
+	path := filepath.Join(dir, "events.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// tableReport is a table's report: its slots' counter words (words 7 to 15
+// of a slot), after the run and their change in it.
+type tableReport struct {
+	Dropped uint64 `json:"dropped"`
+	Sites   []struct {
+		Stack []wire.PCFrames `json:"stack"`
+		Words []uint64        `json:"words"`
+		Delta []uint64        `json:"delta"`
+	} `json:"sites"`
+}
+
+func readTable(path string) (*tableReport, error) {
+	var r tableReport
+	if err := wire.ReadJSON(path, &r); err != nil {
+		return nil, err
+	}
+	for i, s := range r.Sites {
+		if len(s.Words) != 9 || len(s.Delta) != 9 {
+			return nil, fmt.Errorf("%s: site %d has %d and %d counter words, want 9", path, i, len(s.Words), len(s.Delta))
+		}
+	}
+	return &r, nil
+}
+
+// ReadAllocs reads an allocs report as allocspy's: objects, blocks, bytes
+// asked for, bytes taken, in the slot's order.
+func ReadAllocs(path string) (*wire.AllocReport, error) {
+	t, err := readTable(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &wire.AllocReport{Dropped: t.Dropped}
+	for _, s := range t.Sites {
+		d := s.Delta
+		r.Sites = append(r.Sites, wire.AllocSite{Stack: s.Stack, Objects: d[0], Blocks: d[1], ReqBytes: d[2], AllocBytes: d[3]})
+	}
+	return r, nil
+}
+
+// ReadCopies reads a copies report as copyspy's: the kind (a word that
+// does not count), then calls and bytes by size bucket.
+func ReadCopies(path string) (*wire.CopyReport, error) {
+	t, err := readTable(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &wire.CopyReport{Dropped: t.Dropped}
+	for _, s := range t.Sites {
+		site := wire.CopySite{Kind: "memmove", Stack: s.Stack}
+		if s.Words[0] == 1 {
+			site.Kind = "memclr"
+		}
+		copy(site.Calls[:], s.Delta[1:5])
+		copy(site.Bytes[:], s.Delta[5:9])
+		r.Sites = append(r.Sites, site)
+	}
+	return r, nil
+}

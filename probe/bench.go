@@ -1,0 +1,270 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/syscalls"
+)
+
+// BenchConfig is probe run -bench: a package's Go benchmarks, each
+// measured in its timed region.
+type BenchConfig struct {
+	Target    string // package folder, module/path/pkg@version, or a standard-library import path
+	Bench     string // the -bench regular expression
+	BenchTime string // -benchtime: a duration or Nx; "" is testing's default (1s)
+	Count     int    // -count, default 1
+	Out       string
+	Env       []string // added to the test binary's environment
+	Syscalls  string   // bpf (default; none when not root) or off
+	Copies    string   // overlay (default) or off
+	Flags     []string // every flag as given, for meta
+}
+
+// check validates cfg and fills its defaults.
+func (cfg *BenchConfig) check() error {
+	if _, err := regexp.Compile(cfg.Bench); err != nil {
+		return fmt.Errorf("-bench %q: %w", cfg.Bench, err)
+	}
+	if cfg.BenchTime != "" {
+		if n, ok := strings.CutSuffix(cfg.BenchTime, "x"); ok {
+			if v, err := strconv.Atoi(n); err != nil || v <= 0 {
+				return fmt.Errorf("-benchtime %q: want a duration or a positive count like 1000x", cfg.BenchTime)
+			}
+		} else if d, err := time.ParseDuration(cfg.BenchTime); err != nil || d <= 0 {
+			return fmt.Errorf("-benchtime %q: want a duration or a positive count like 1000x", cfg.BenchTime)
+		}
+	}
+	if cfg.Count == 0 {
+		cfg.Count = 1
+	}
+	if cfg.Count < 0 {
+		return fmt.Errorf("-count %d: must be positive", cfg.Count)
+	}
+	if cfg.Target == "" {
+		cfg.Target = "."
+	}
+	for _, d := range []struct {
+		flag  string
+		v     *string
+		valid []string
+	}{{"syscalls", &cfg.Syscalls, []string{"bpf", "off"}}, {"copies", &cfg.Copies, []string{"overlay", "off"}}} {
+		if *d.v == "" {
+			*d.v = d.valid[0]
+		}
+		if *d.v != d.valid[0] && *d.v != d.valid[1] {
+			return fmt.Errorf("-%s %q with -bench: want %s or %s", d.flag, *d.v, d.valid[0], d.valid[1])
+		}
+	}
+	return nil
+}
+
+// args are the test binary's flags: benchmarks only, testing's own
+// -benchmem figures printed.
+func (cfg *BenchConfig) args() []string {
+	a := []string{"-test.run=^$", "-test.bench=" + cfg.Bench, "-test.benchmem", "-test.count=" + strconv.Itoa(cfg.Count)}
+	if cfg.BenchTime != "" {
+		a = append(a, "-test.benchtime="+cfg.BenchTime)
+	}
+	return a
+}
+
+// BenchResult is what RunBench produced.
+type BenchResult struct {
+	Dir     string
+	Summary *BenchSummary
+}
+
+// ErrBenchmemMismatch is returned, with the files written, when the
+// allocations counted in a timed region differ from testing's -benchmem
+// count of the same run: the window was not the timed region.
+var ErrBenchmemMismatch = errors.New("allocspy and -benchmem disagree")
+
+// RunBench builds the package's test binary twice (plain, and with the
+// benchmark window), times the benchmarks with the plain one, counts
+// their timed regions with the other, and writes the results folder.
+func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResult, error) {
+	logf := func(format string, a ...any) {
+		if logw != nil {
+			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
+		}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Test: true, Copies: cfg.Copies == "overlay"}, logf)
+	if err != nil {
+		return nil, err
+	}
+	commit, out, priv, err := prepareRun(Config{Out: cfg.Out}, tgt)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(priv)
+	logf("timing the benchmarks with the plain test binary")
+	plain, err := runPlainBench(ctx, tgt, cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	logf("counting the benchmarks' timed regions")
+	win, err := runBenchWindow(ctx, tgt, cfg, priv, out)
+	if err != nil {
+		return nil, err
+	}
+	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}}
+	logf("writing %s", out)
+	if err := bo.write(); err != nil {
+		return nil, err
+	}
+	res := &BenchResult{Dir: out, Summary: bo.s}
+	if len(bo.mismatch) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrBenchmemMismatch, strings.Join(bo.mismatch, "; "))
+	}
+	return res, nil
+}
+
+// benchRun runs a test binary to its end in the package's folder, its
+// output in logPath; started, when set, runs once it has started.
+func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*proc) error) error {
+	p, err := startCmd(cmd, logPath, nil)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if started != nil {
+		if err := started(p); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.waitErr != nil {
+		return fmt.Errorf("%s: %s", filepath.Base(cmd.Path), p.exitStatus())
+	}
+	return nil
+}
+
+// runPlainBench runs the plain test binary and reads its ns/op, by
+// benchmark name, in the order of the runs (-count).
+func runPlainBench(ctx context.Context, tgt *Target, cfg BenchConfig, out string) (map[string][]float64, error) {
+	cmd := exec.Command(tgt.PlainBinary, cfg.args()...)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env})
+	logPath := filepath.Join(out, "bench-plain.txt")
+	if err := benchRun(ctx, cmd, logPath, nil); err != nil {
+		return nil, fmt.Errorf("the plain benchmark run: %w", err)
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ns := map[string][]float64{}
+	r := benchfmt.NewReader(f, logPath)
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			if v, ok := res.Value("sec/op"); ok {
+				name := "Benchmark" + string(res.Name.Full())
+				ns[name] = append(ns[name], v*1e9)
+			}
+		}
+	}
+	if len(ns) == 0 {
+		return nil, fmt.Errorf("no benchmark of %s matches -bench %q (%s)", tgt.Spec, cfg.Bench, logPath)
+	}
+	return ns, r.Err()
+}
+
+// benchWindow is what the instrumented run left: the recorder's results
+// and, when counted, the syscalls by timed region.
+type benchWindow struct {
+	dir       string // the recorder's folder
+	events    []benchwin.Event
+	counted   bool                       // syscalls were counted
+	sites     map[uint32][]syscalls.Site // by timed region, for the regions of events
+	counter   *syscalls.Counter
+	sym       *elfsym.Table
+	sysReason string // why syscalls were not counted
+}
+
+// runBenchWindow runs the instrumented test binary. As root, the syscall
+// counter is attached before the first benchmark starts: the recorder
+// waits for a byte on its file descriptor 3.
+func runBenchWindow(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out string) (*benchWindow, error) {
+	w := &benchWindow{dir: filepath.Join(priv, "bench")}
+	if err := os.Mkdir(w.dir, 0o700); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(tgt.Binary, cfg.args()...)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir)
+	var started func(*proc) error
+	switch err := capability.BPF("counting syscalls"); {
+	case cfg.Syscalls == "off":
+		w.sysReason = "-syscalls off"
+	case err != nil:
+		w.sysReason = err.Error()
+	default:
+		addr, err := syscalls.GateAddr(tgt.Binary, benchwin.GateSymbol)
+		if err != nil {
+			return nil, err
+		}
+		r, wr, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer wr.Close()
+		cmd.ExtraFiles = []*os.File{r}
+		cmd.Env = append(cmd.Env, benchwin.SyncEnv+"=1")
+		started = func(p *proc) error {
+			r.Close()
+			defer wr.Close() // the recorder goes on: at worst with nothing counted
+			if w.counter, err = syscalls.OpenGated(p.pid, addr); err != nil {
+				return err
+			}
+			if w.sym, err = elfsym.Open(tgt.Binary, p.pid); err != nil {
+				return err
+			}
+			_, err = wr.Write([]byte{1})
+			return err
+		}
+	}
+	defer func() {
+		if w.counter != nil {
+			w.counter.Close()
+		}
+	}()
+	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), started); err != nil {
+		return nil, fmt.Errorf("the counted benchmark run: %w", err)
+	}
+	var err error
+	if w.events, err = benchwin.ReadEvents(w.dir); err != nil {
+		return nil, fmt.Errorf("the benchmark window's results: %w", err)
+	}
+	if w.counter != nil {
+		regions, err := w.counter.Regions()
+		if err != nil {
+			return nil, fmt.Errorf("reading the syscall counts: %w", err)
+		}
+		w.counted, w.sites = true, map[uint32][]syscalls.Site{}
+		for _, e := range w.events {
+			w.sites[e.Seq] = w.counter.Sites(nil, regions[e.Seq], w.sym)
+		}
+	}
+	return w, nil
+}

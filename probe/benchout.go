@@ -1,0 +1,422 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/syscalls"
+)
+
+// BenchSummary is summary.json of a benchmark run (probe run -bench).
+type BenchSummary struct {
+	Schema    string `json:"schema"`
+	Kind      string `json:"kind"` // "benchmarks"
+	Target    string `json:"target"`
+	Commit    string `json:"commit"`
+	Go        string `json:"go"`
+	Bench     string `json:"bench"`
+	Benchtime string `json:"benchtime,omitempty"`
+	Count     int    `json:"count"`
+	// Build compares the counted test binary's build list with the plain
+	// test binary's: nothing may differ.
+	Build      *withagent.Check  `json:"build,omitempty"`
+	Sources    map[string]string `json:"sources"`
+	Blind      []string          `json:"blind_spots,omitempty"`
+	Benchmarks []BenchFigures    `json:"benchmarks"`
+	Files      map[string]string `json:"files"`
+}
+
+// BenchFigures are one benchmark result's figures: the run testing
+// reported, divided by its op count N.
+type BenchFigures struct {
+	Name     string            `json:"name"` // as testing prints it, with the -cpu suffix
+	N        int               `json:"n"`
+	PerOp    BenchPerOp        `json:"per_op"`
+	Benchmem BenchMem          `json:"benchmem"`
+	Files    map[string]string `json:"files"`
+}
+
+// BenchPerOp are the figures per op. Those not measured are null.
+type BenchPerOp struct {
+	Allocs         float64            `json:"allocs"`
+	AllocBytes     float64            `json:"alloc_bytes"`
+	CopiedBytes    *float64           `json:"copied_bytes"`  // memmove
+	ClearedBytes   *float64           `json:"cleared_bytes"` // memclr
+	Syscalls       *float64           `json:"syscalls"`
+	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
+	NS             *float64           `json:"ns"` // the plain test binary's
+}
+
+// BenchMem is testing's own -benchmem count of the same run, per op and
+// in total: allocspy's must equal it.
+type BenchMem struct {
+	Allocs      float64 `json:"allocs"`
+	Bytes       float64 `json:"bytes"`
+	AllocsTotal uint64  `json:"allocs_total"`
+	BytesTotal  uint64  `json:"bytes_total"`
+}
+
+// benchOutput assembles a benchmark run's results folder.
+type benchOutput struct {
+	cfg      BenchConfig
+	tgt      *Target
+	commit   string
+	dir      string
+	plain    map[string][]float64
+	win      *benchWindow
+	files    map[string][]byte
+	s        *BenchSummary
+	mismatch []string
+	top      map[string][]topTable // by benchmark folder, for report.md
+}
+
+// topTable is one profile's largest sites per op, for report.md.
+type topTable struct {
+	what      string
+	unit      string
+	rows      []Site
+	vi        int
+	total     int64
+	remainder int64
+}
+
+func (o *benchOutput) write() error {
+	o.s = &BenchSummary{
+		Schema: SummarySchema, Kind: "benchmarks", Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion,
+		Bench: o.cfg.Bench, Benchtime: o.cfg.BenchTime, Count: o.cfg.Count, Build: o.tgt.BuildCheck,
+		Sources: map[string]string{
+			"allocs": "allocspy+benchwin", "benchmem": "testing -benchmem (the counted run)",
+			"ns": "plain test binary", "copies": "none", "syscalls": "none",
+		},
+		Files: map[string]string{"plain_output": "bench-plain.txt", "counted_output": "bench-window.txt"},
+	}
+	if o.tgt.Copies {
+		o.s.Sources["copies"] = "copyspy-overlay+benchwin"
+	}
+	if o.win.counted {
+		o.s.Sources["syscalls"] = syscalls.Source + "+benchwin-gate"
+		o.s.Blind = append(o.s.Blind, "syscalls: every thread's in the timed region, the runtime's own (sysmon, GC) included")
+	} else {
+		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
+	}
+	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
+	o.top = map[string][]topTable{}
+	seen := map[string]int{}
+	for _, e := range o.win.events {
+		k := seen[e.Name]
+		seen[e.Name]++
+		f, err := o.figures(e, k)
+		if err != nil {
+			return err
+		}
+		o.s.Benchmarks = append(o.s.Benchmarks, f)
+	}
+	return o.finish()
+}
+
+// finish writes summary.json, bench.txt and report.md beside the profiles.
+func (o *benchOutput) finish() error {
+	o.s.Files["summary"], o.s.Files["bench"], o.s.Files["report"] = "summary.json", "bench.txt", "report.md"
+	sb, err := json.MarshalIndent(o.s, "", "  ")
+	if err != nil {
+		return err
+	}
+	o.files["summary.json"] = append(sb, '\n')
+	var bb, rb bytes.Buffer
+	if err := writeBenchText(&bb, o.s); err != nil {
+		return err
+	}
+	o.files["bench.txt"] = bb.Bytes()
+	o.writeReport(&rb)
+	o.files["report.md"] = rb.Bytes()
+	return writeFiles(o.dir, o.files)
+}
+
+// benchFolder names a result's folder: the benchmark's name made a file
+// name, and the run's number from the second run of -count on.
+func benchFolder(name string, k int) string {
+	f := strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(name)
+	if k > 0 {
+		f += "." + strconv.Itoa(k+1)
+	}
+	return f
+}
+
+// figures reads one result's reports, writes its profiles and flame
+// graphs, and checks allocspy against -benchmem.
+func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
+	f := BenchFigures{Name: e.Name, N: e.N, Files: map[string]string{}}
+	if e.Error != "" {
+		return f, fmt.Errorf("%s: the benchmark window: %s", e.Name, e.Error)
+	}
+	if e.N <= 0 {
+		return f, fmt.Errorf("%s: testing reported %d ops", e.Name, e.N)
+	}
+	folder := benchFolder(e.Name, k)
+	n := float64(e.N)
+	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
+	f.Benchmem = BenchMem{Allocs: float64(e.BenchmemAllocs) / n, Bytes: float64(e.BenchmemBytes) / n, AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
+	if err := o.allocFigures(&f, e, folder, comments); err != nil {
+		return f, err
+	}
+	if e.Copies != "" {
+		if err := o.copyFigures(&f, e, folder, comments); err != nil {
+			return f, err
+		}
+	}
+	if o.win.counted {
+		if err := o.syscallFigures(&f, e, folder, comments); err != nil {
+			return f, err
+		}
+	}
+	if ns := o.plain[e.Name]; k < len(ns) {
+		v := round(ns[k], 2)
+		f.PerOp.NS = &v
+	}
+	return f, nil
+}
+
+func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+	rep, err := benchwin.ReadAllocs(filepath.Join(o.win.dir, e.Allocs))
+	if err != nil {
+		return err
+	}
+	objects, allocBytes, _, _ := allocspy.Totals(rep)
+	n := float64(e.N)
+	f.PerOp.Allocs, f.PerOp.AllocBytes = round(float64(objects)/n, 4), round(float64(allocBytes)/n, 2)
+	switch {
+	case rep.Dropped > 0:
+		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: %d allocations found no free slot in allocspy's table", e.Name, rep.Dropped))
+	case objects != e.BenchmemAllocs || allocBytes != e.BenchmemBytes:
+		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: allocspy counted %d allocations, %d B; -benchmem counted %d, %d B", e.Name, objects, allocBytes, e.BenchmemAllocs, e.BenchmemBytes))
+	}
+	p := allocspy.Profile(rep)
+	o.addTop(folder, "allocations", "allocs", p, 0, e.N)
+	return o.profile(f, folder, "allocs", p, comments)
+}
+
+func (o *benchOutput) copyFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+	rep, err := benchwin.ReadCopies(filepath.Join(o.win.dir, e.Copies))
+	if err != nil {
+		return err
+	}
+	if rep.Dropped > 0 {
+		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: %d copies found no free slot in copyspy's table", e.Name, rep.Dropped))
+	}
+	var moved, cleared uint64
+	for _, s := range rep.Sites {
+		sum := s.Bytes[0] + s.Bytes[1] + s.Bytes[2] + s.Bytes[3]
+		if s.Kind == "memclr" {
+			cleared += sum
+		} else {
+			moved += sum
+		}
+	}
+	mv, cl := round(float64(moved)/float64(e.N), 2), round(float64(cleared)/float64(e.N), 2)
+	f.PerOp.CopiedBytes, f.PerOp.ClearedBytes = &mv, &cl
+	p := copyspy.Profile(&wire.CopyReport{Sites: slices.DeleteFunc(slices.Clone(rep.Sites), func(s wire.CopySite) bool { return s.Kind == "memclr" })})
+	o.addTop(folder, "bytes copied", "B", p, 1, e.N)
+	return o.profile(f, folder, "copies", copyspy.Profile(rep), comments)
+}
+
+func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+	sites := o.win.sites[e.Seq]
+	var total uint64
+	by := map[string]uint64{}
+	for _, s := range sites {
+		total += s.Count
+		by[s.Name] += s.Count
+	}
+	n := float64(e.N)
+	v := round(float64(total)/n, 4)
+	f.PerOp.Syscalls, f.PerOp.SyscallsByName = &v, map[string]float64{}
+	for name, c := range by {
+		f.PerOp.SyscallsByName[name] = round(float64(c)/n, 4)
+	}
+	p := syscalls.Profile(sites)
+	o.addTop(folder, "syscalls", "", p, 0, e.N)
+	return o.profile(f, folder, "syscalls", p, comments)
+}
+
+// profile adds p to the results as folder/name.pb.gz, with its flame graph.
+func (o *benchOutput) profile(f *BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
+	p.Comments = comments
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	file := folder + "/" + name + ".pb.gz"
+	o.files[file] = buf.Bytes()
+	f.Files[name] = file
+	t, err := flame.Read(bytes.NewReader(buf.Bytes()), flame.Options{})
+	if err != nil {
+		return nil // an empty profile has no graph
+	}
+	var hb bytes.Buffer
+	if err := flame.WriteHTML(&hb, t, fmt.Sprintf("%s: %s (%s)", f.Name, name, t.Sample)); err != nil {
+		return err
+	}
+	o.files[folder+"/flame-"+name+".html"] = hb.Bytes()
+	f.Files["flame_"+name] = folder + "/flame-" + name + ".html"
+	return nil
+}
+
+// addTop keeps the largest sites of p by value vi for report.md, and what
+// the rows shown leave out.
+func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, n int) {
+	rows := topSites(p, vi)
+	var total, shown int64
+	for i, r := range rows {
+		total += r.Values[vi]
+		if i < 8 {
+			shown += r.Values[vi]
+		}
+	}
+	rows = rows[:min(len(rows), 8)]
+	o.top[folder] = append(o.top[folder], topTable{what: what, unit: unit, rows: rows, vi: vi, total: total, remainder: total - shown})
+}
+
+// writeBenchText writes bench.txt: one line per result, the ns/op of the
+// plain binary and the counted figures per op, exact ones marked so.
+func writeBenchText(w io.Writer, s *BenchSummary) error {
+	bw := benchfmt.NewWriter(w)
+	for _, u := range []string{"allocs/op", "B/op", "copied-B/op", "syscalls/op"} {
+		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
+			return err
+		}
+	}
+	config := map[string]string{"target": s.Target, "commit": s.Commit, "go": s.Go}
+	for _, b := range s.Benchmarks {
+		res := &benchfmt.Result{Name: benchfmt.Name(strings.TrimPrefix(b.Name, "Benchmark")), Iters: b.N}
+		for _, k := range slices.Sorted(maps.Keys(config)) {
+			res.Config = append(res.Config, benchfmt.Config{Key: k, Value: []byte(config[k]), File: true})
+		}
+		add := func(v *float64, unit string) {
+			if v != nil {
+				res.Values = append(res.Values, benchfmt.Value{Value: round(*v, 4), Unit: unit})
+			}
+		}
+		add(b.PerOp.NS, "ns/op")
+		add(&b.PerOp.Allocs, "allocs/op")
+		add(&b.PerOp.AllocBytes, "B/op")
+		add(b.PerOp.CopiedBytes, "copied-B/op")
+		add(b.PerOp.Syscalls, "syscalls/op")
+		if err := bw.Write(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReport writes report.md: the table of results, then each result's
+// largest sites per op, with what the rows leave out.
+func (o *benchOutput) writeReport(w io.Writer) {
+	s := o.s
+	fmt.Fprintf(w, "# probe run -bench: %s `%s`\n\n", s.Target, s.Commit)
+	fmt.Fprintf(w, "`-bench %s`", s.Bench)
+	if s.Benchtime != "" {
+		fmt.Fprintf(w, " `-benchtime %s`", s.Benchtime)
+	}
+	fmt.Fprintf(w, " `-count %d`, %s", s.Count, s.Go)
+	if s.Build != nil {
+		fmt.Fprintf(w, "; build: %s", buildLine(s.Build))
+	}
+	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run.\n\n")
+	for _, b := range s.Blind {
+		fmt.Fprintf(w, "- %s\n", b)
+	}
+	fmt.Fprint(w, "\n| benchmark | N | ns/op | allocs/op | B/op | -benchmem allocs/op | -benchmem B/op | copied B/op | syscalls/op |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, b := range s.Benchmarks {
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2),
+			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2),
+			fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
+	}
+	seen := map[string]int{}
+	for _, b := range s.Benchmarks {
+		k := seen[b.Name]
+		seen[b.Name]++
+		folder := benchFolder(b.Name, k)
+		fmt.Fprintf(w, "\n## %s\n", folder)
+		for _, t := range o.top[folder] {
+			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.what, b.N)
+			for _, r := range t.rows {
+				fmt.Fprintf(w, "| %s | %s |\n", perOp(r.Values[t.vi], b.N, t.unit), r.Func)
+			}
+			fmt.Fprintf(w, "| %s | (remainder: the other sites) |\n| %s | total |\n", perOp(t.remainder, b.N, t.unit), perOp(t.total, b.N, t.unit))
+		}
+	}
+}
+
+func perOp(v int64, n int, unit string) string {
+	s := strconv.FormatFloat(float64(v)/float64(n), 'f', -1, 64)
+	if f := float64(v) / float64(n); f != float64(int64(f)) {
+		s = strconv.FormatFloat(f, 'f', 4, 64)
+	}
+	if unit != "" && unit != "allocs" {
+		s += " " + unit
+	}
+	return s
+}
+
+func fmtFloat(v float64, digits int) string { return strconv.FormatFloat(v, 'f', digits, 64) }
+
+// WriteBenchTerminal prints a benchmark run's results, one block per result.
+func WriteBenchTerminal(w io.Writer, r *BenchResult) {
+	s := r.Summary
+	fmt.Fprintf(w, "%s  %s  benchmarks (-bench %s)\n", s.Target, s.Commit, s.Bench)
+	if s.Build != nil {
+		fmt.Fprintf(w, "  build         %s\n", buildLine(s.Build))
+	}
+	for _, b := range s.Benchmarks {
+		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))
+		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
+		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
+	}
+	for _, b := range s.Blind {
+		fmt.Fprintf(w, "  note          %s\n", b)
+	}
+	fmt.Fprintf(w, "  results       %s\n", r.Dir)
+}
+
+// byName lists the syscalls per op, largest first, the first four.
+func byName(m map[string]float64) string {
+	names := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if m[a] != m[b] {
+			if m[a] > m[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for i, n := range names {
+		if i == 4 {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", n, strconv.FormatFloat(m[n], 'f', -1, 64)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}

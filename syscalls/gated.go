@@ -1,0 +1,177 @@
+package syscalls
+
+import (
+	"debug/elf"
+	"fmt"
+	"slices"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/perfspy/perfspy/internal/bpfasm"
+	"github.com/perfspy/perfspy/internal/capability"
+)
+
+// gatedKey is one syscall from one stack in one region: the map key of a
+// gated counter.
+type gatedKey struct {
+	Region  uint32
+	ID      uint32
+	StackID int32
+	_       uint32
+	SPWord  uint64
+}
+
+// OpenGated counts the syscalls of process pid that it makes while the
+// 32-bit variable at gateAddr in its memory is not 0 (a region the process
+// opens and closes itself, such as a benchmark's timed region), by the
+// variable's value, by number and by stack. The variable is read at each
+// system call of the process; a process whose page of it is not mapped
+// yet counts nothing.
+func OpenGated(pid int, gateAddr uint64) (*Counter, error) {
+	if err := capability.BPF("counting syscalls"); err != nil {
+		return nil, err
+	}
+	_ = rlimit.RemoveMemlock()
+	c := &Counter{pid: pid, gated: true}
+	var err error
+	if c.stacks, err = ebpf.NewMap(bpfasm.StackMap("sys_g_stacks", 1<<14)); err != nil {
+		return nil, fmt.Errorf("creating the stack map: %w", err)
+	}
+	if c.stackCnts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "sys_g_cnts", Type: ebpf.Hash, KeySize: 24, ValueSize: 8, MaxEntries: 1 << 16}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("creating the counts map: %w", err)
+	}
+	c.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "sys_enter_gated", Type: ebpf.RawTracepoint, License: "GPL",
+		Instructions: gatedProgram(uint32(pid), gateAddr, c.stacks.FD(), c.stackCnts.FD()),
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("loading the gated sys_enter program: %w", err)
+	}
+	if c.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: c.prog}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("attaching to raw_syscalls:sys_enter: %w", err)
+	}
+	return c, nil
+}
+
+// gatedProgram counts a sys_enter of process tgid under the u32 at gate
+// in the process's memory, when it is not 0, by number and user stack.
+func gatedProgram(tgid uint32, gate uint64, stacks, cnts int) asm.Instructions {
+	const (
+		keyOff  = -32 // gatedKey: region -32, id -28, stackid -24, pad -20, spword -16
+		gateOff = -36 // the gate's value
+		spOff   = -48 // the user sp
+		oneOff  = -56 // the value 1, for a first insert
+	)
+	return slices.Concat(
+		bpfasm.OwnProcess(tgid, "exit"),
+		asm.Instructions{
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R10, gateOff, asm.R1, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, gateOff),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.LoadImm(asm.R3, int64(gate), asm.DWord),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "exit"),
+			asm.LoadMem(asm.R1, asm.R10, gateOff, asm.Word),
+			asm.JEq.Imm(asm.R1, 0, "exit"),
+			asm.StoreMem(asm.R10, keyOff, asm.R1, asm.Word),
+
+			asm.LoadMem(asm.R7, asm.R6, 8, asm.DWord), // id
+			asm.JLE.Imm(asm.R7, MaxSyscall, "inrange"),
+			asm.Mov.Imm(asm.R7, MaxSyscall),
+			asm.StoreMem(asm.R10, keyOff+4, asm.R7, asm.Word).WithSymbol("inrange"),
+
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.LoadMapPtr(asm.R2, stacks),
+			asm.Mov.Imm(asm.R3, bpfasm.UserStack),
+			asm.FnGetStackid.Call(),
+			asm.StoreMem(asm.R10, keyOff+8, asm.R0, asm.Word),
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R10, keyOff+12, asm.R1, asm.Word),
+
+			// spword = *(u64 *)regs->sp
+			asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
+			asm.StoreMem(asm.R10, keyOff+16, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
+			asm.Add.Imm(asm.R3, bpfasm.PtRegsSP),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, spOff),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, keyOff+16),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadUser.Call(),
+		},
+		bpfasm.Lookup(cnts, keyOff),
+		asm.Instructions{
+			asm.JNE.Imm(asm.R0, 0, "add"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R10, oneOff, asm.R1, asm.DWord),
+		},
+		bpfasm.InsertNew(cnts, keyOff, oneOff),
+		asm.Instructions{asm.JEq.Imm(asm.R0, 0, "exit")},
+		// Another CPU inserted it first: look it up again and add.
+		bpfasm.Lookup(cnts, keyOff),
+		asm.Instructions{
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+			asm.Return(),
+		},
+	)
+}
+
+// Regions returns what a gated counter counted, by the gate's value.
+func (c *Counter) Regions() (map[uint32]map[StackKey]uint64, error) {
+	if !c.gated {
+		return nil, fmt.Errorf("syscalls: Regions on a counter that is not gated")
+	}
+	out := map[uint32]map[StackKey]uint64{}
+	var k gatedKey
+	var v uint64
+	it := c.stackCnts.Iterate()
+	for it.Next(&k, &v) {
+		m := out[k.Region]
+		if m == nil {
+			m = map[StackKey]uint64{}
+			out[k.Region] = m
+		}
+		m[StackKey{ID: k.ID, StackID: k.StackID, SPWord: k.SPWord}] += v
+	}
+	return out, it.Err()
+}
+
+// GateAddr finds the address of the gate variable sym in the executable
+// at path. The program reads it at that address, so the executable must
+// not be position independent.
+func GateAddr(path, sym string) (uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC {
+		return 0, fmt.Errorf("%s is position independent (%s): the syscall counter reads %s at a fixed address", path, f.Type, sym)
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, s := range syms {
+		if s.Name == sym {
+			return s.Value, nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no symbol %s", path, sym)
+}
