@@ -172,7 +172,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	folder := benchFolder(e.Name, k)
 	n := float64(e.N)
 	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
-	f.Benchmem = BenchMem{Allocs: float64(e.BenchmemAllocs) / n, Bytes: float64(e.BenchmemBytes) / n, AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
+	f.Benchmem = BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
 	if err := o.allocFigures(&f, e, folder, comments); err != nil {
 		return f, err
 	}
@@ -200,7 +200,7 @@ func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder str
 	}
 	objects, allocBytes, _, _ := allocspy.Totals(rep)
 	n := float64(e.N)
-	f.PerOp.Allocs, f.PerOp.AllocBytes = round(float64(objects)/n, 4), round(float64(allocBytes)/n, 2)
+	f.PerOp.Allocs, f.PerOp.AllocBytes = round(float64(objects)/n, 4), round(float64(allocBytes)/n, 4)
 	switch {
 	case rep.Dropped > 0:
 		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: %d allocations found no free slot in allocspy's table", e.Name, rep.Dropped))
@@ -365,10 +365,7 @@ func (o *benchOutput) writeReport(w io.Writer) {
 }
 
 func perOp(v int64, n int, unit string) string {
-	s := strconv.FormatFloat(float64(v)/float64(n), 'f', -1, 64)
-	if f := float64(v) / float64(n); f != float64(int64(f)) {
-		s = strconv.FormatFloat(f, 'f', 4, 64)
-	}
+	s := strconv.FormatFloat(round(float64(v)/float64(n), 4), 'f', -1, 64)
 	if unit != "" && unit != "allocs" {
 		s += " " + unit
 	}

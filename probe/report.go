@@ -237,9 +237,16 @@ func buildLine(b *withagent.Check) string {
 	for _, m := range b.Added {
 		added = append(added, m.Path)
 	}
-	if len(added) == 0 {
+	switch {
+	case len(added) == 0 && b.Mode == withagent.ModeTest:
+		added = []string{"nothing (standard-library overlays only)"}
+	case len(added) == 0:
 		added = []string{"nothing (the agent is in the target's module)"}
 	}
-	return fmt.Sprintf("%s mode, the %d modules of a plain build at its versions, %d changed, added %s  [go list -deps vs the binary's build info]",
-		b.Mode, b.Modules, len(b.Changed), strings.Join(added, ", "))
+	source := "go list -deps vs the binary's build info"
+	if b.Mode == withagent.ModeTest {
+		source = "the plain test binary's build info vs the counted one's"
+	}
+	return fmt.Sprintf("%s mode, the %d modules of a plain build at its versions, %d changed, added %s  [%s]",
+		b.Mode, b.Modules, len(b.Changed), strings.Join(added, ", "), source)
 }

@@ -1,0 +1,133 @@
+package benchwin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestOverlayLocalGOROOT(t *testing.T) {
+	dir := t.TempDir()
+	ov, err := Overlay(runtime.GOROOT(), dir, Allocs, Copies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench := filepath.Join(runtime.GOROOT(), "src", "testing", "benchmark.go")
+	added := filepath.Join(runtime.GOROOT(), "src", "testing", "zz_perfspy_bench.go")
+	if len(ov) != 2 || ov[bench] == "" || ov[added] == "" {
+		t.Fatalf("overlay %v, want %s and %s", ov, bench, added)
+	}
+	orig, _ := os.ReadFile(bench)
+	patched, _ := os.ReadFile(ov[bench])
+	for _, e := range edits {
+		if n := strings.Count(string(patched), e.new); n != e.count {
+			t.Errorf("patched file has %d of %q, want %d", n, e.new, e.count)
+		}
+	}
+	// Line numbers in profiles must not move.
+	if strings.Count(string(orig), "\n") != strings.Count(string(patched), "\n") {
+		t.Errorf("the patch changed the line count")
+	}
+	rec, _ := os.ReadFile(ov[added])
+	for _, want := range []string{"//go:linkname allocspyRead runtime.allocspyRead", "//go:linkname copyspyEnable runtime.copyspyEnable",
+		"//go:linkname perfspyReadMemStatsSet runtime.allocspyReadMemStats", `var perfspyTableName = [perfspyNTables]string{"allocs", "copies"}`} {
+		if !strings.Contains(string(rec), want) {
+			t.Errorf("recorder lacks %q", want)
+		}
+	}
+	if strings.Contains(string(rec), "//PERFSPY:TABLES") {
+		t.Error("the marker was not replaced")
+	}
+}
+
+// Without allocspy the recorder reads the statistics with ReadMemStats.
+func TestRecorderWithoutAllocspy(t *testing.T) {
+	rec := recorder(nil)
+	if !strings.Contains(rec, "const perfspyNTables = 0") || strings.Contains(rec, "allocspyReadMemStats") {
+		t.Errorf("recorder without tables:\n%s", rec[:min(len(rec), 2000)])
+	}
+}
+
+func TestOverlayUnknownRelease(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src", "testing")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testing", "benchmark.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A release whose StopTimer reads the statistics differently.
+	changed := strings.Replace(string(orig), "b.netAllocs += memStats.Mallocs - b.startAllocs", "b.netAllocs += memStats.Mallocs-b.startAllocs", 1)
+	if err := os.WriteFile(filepath.Join(src, "benchmark.go"), []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Overlay(root, t.TempDir(), Allocs)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), filepath.Join(src, "benchmark.go")) {
+		t.Fatalf("err = %v, want ErrUnsupported naming the file", err)
+	}
+	_, err = Overlay(t.TempDir(), t.TempDir())
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("no GOROOT: err = %v", err)
+	}
+}
+
+func TestReadReports(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stack := `[{"pc":1,"frames":[{"func":"p.f","file":"f.go","line":3}]}]`
+	a, err := ReadAllocs(write("a.json", `{"dropped":2,"sites":[{"stack":`+stack+`,"words":[9,9,9,9,0,0,0,0,0],"delta":[5,4,120,128,0,0,0,0,0]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Sites[0]; a.Dropped != 2 || s.Objects != 5 || s.Blocks != 4 || s.ReqBytes != 120 || s.AllocBytes != 128 || s.Stack[0].Frames[0].Func != "p.f" {
+		t.Errorf("allocs %+v", a)
+	}
+	c, err := ReadCopies(write("c.json", `{"dropped":0,"sites":[{"stack":`+stack+`,"words":[1,0,0,0,0,0,0,0,0],"delta":[0,1,2,3,4,10,20,30,40]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sites[0]; s.Kind != "memclr" || s.Calls != [4]uint64{1, 2, 3, 4} || s.Bytes != [4]uint64{10, 20, 30, 40} {
+		t.Errorf("copies %+v", c)
+	}
+	bad := write("bad.json", `{"sites":[{"stack":[],"words":[1],"delta":[1]}]}`)
+	if _, err := ReadAllocs(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("short site: err = %v, want the file named", err)
+	}
+	write("events.jsonl", `{"name":"BenchmarkA-2","n":10,"seq":3,"benchmem_allocs":1,"benchmem_bytes":2,"allocs":"1.allocs.json"}`+"\n"+`{"name":"B\"x","n":1}`+"\n")
+	ev, err := ReadEvents(dir)
+	if err != nil || len(ev) != 2 || ev[0].Seq != 3 || ev[1].Name != `B"x` {
+		t.Errorf("events %+v, %v", ev, err)
+	}
+	write("events.jsonl", "{\"name\":1}\n")
+	if _, err := ReadEvents(dir); err == nil || !strings.Contains(err.Error(), "events.jsonl:1") {
+		t.Errorf("bad event: %v, want the file and line", err)
+	}
+}
+
+// FuzzReadEvents: whatever the file holds, ReadEvents returns events or an
+// error, and never panics.
+func FuzzReadEvents(f *testing.F) {
+	f.Add([]byte(`{"name":"BenchmarkA-2","n":10,"seq":3}` + "\n"))
+	f.Add([]byte("{\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := ReadEvents(dir)
+		if err == nil && len(ev) > strings.Count(string(b), "\n")+1 {
+			t.Errorf("%d events from %d lines", len(ev), strings.Count(string(b), "\n")+1)
+		}
+	})
+}

@@ -1,0 +1,246 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/profkey"
+)
+
+const benchFixture = "../benchwin/testdata/fix"
+
+// TestBenchFixture measures benchwin's fixture, whose per-op costs are
+// known, and holds every figure to them exactly: the set-up before
+// ResetTimer and the work between StopTimer and StartTimer do not count,
+// b.Loop's set-up does not count, a 4096-byte copy and one getppid per
+// op do, and each sub-benchmark and each -count run has its own figures.
+func TestBenchFixture(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-bench", ".", "-benchtime", "2000x", "-count", "2", "-out", out, benchFixture}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitOK {
+		t.Fatalf("probe run -bench: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	var s BenchSummary
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		allocs, bytes, copied float64
+		syscall               string // one per op
+	}{
+		"BenchmarkSetup":     {1, 48, 0, ""},
+		"BenchmarkLoop":      {2, 1072, -1, ""},
+		"BenchmarkCopy":      {0, 0, 4096, ""},
+		"BenchmarkSyscall":   {0, 0, -1, "getppid"},
+		"BenchmarkSub/small": {1, 16, -1, ""},
+		"BenchmarkSub/big":   {1, 1024, -1, ""},
+		"BenchmarkParallel":  {-1, -1, -1, ""},
+	}
+	runs := map[string]int{}
+	for _, f := range s.Benchmarks {
+		name := procsSuffix.ReplaceAllString(f.Name, "")
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("unexpected result %s", f.Name)
+			continue
+		}
+		runs[name]++
+		if f.N != 2000 {
+			t.Errorf("%s: N %d, want 2000", f.Name, f.N)
+		}
+		if f.PerOp.Allocs != f.Benchmem.Allocs || f.PerOp.AllocBytes != f.Benchmem.Bytes {
+			t.Errorf("%s: allocspy %v allocs/op %v B/op, -benchmem %v %v", f.Name, f.PerOp.Allocs, f.PerOp.AllocBytes, f.Benchmem.Allocs, f.Benchmem.Bytes)
+		}
+		if w.allocs >= 0 {
+			objects, space := fixtureSum(t, out, f, "allocs", "")
+			if objects != w.allocs*float64(f.N) || space != w.bytes*float64(f.N) {
+				t.Errorf("%s: the fixture's sites %v allocs, %v B in %d ops; want %v, %v per op", f.Name, objects, space, f.N, w.allocs, w.bytes)
+			}
+		}
+		if w.copied >= 0 {
+			if _, moved := fixtureSum(t, out, f, "copies", "memmove"); moved != w.copied*float64(f.N) {
+				t.Errorf("%s: the fixture's sites copied %v B in %d ops, want %v per op", f.Name, moved, f.N, w.copied)
+			}
+		}
+		if f.PerOp.NS == nil || *f.PerOp.NS <= 0 {
+			t.Errorf("%s: no ns/op from the plain binary", f.Name)
+		}
+		checkBenchSyscalls(t, f, w.syscall)
+		checkBenchProfile(t, out, f)
+	}
+	for name := range want {
+		if runs[name] != 2 {
+			t.Errorf("%s: %d results, want 2 (-count 2)", name, runs[name])
+		}
+	}
+	checkBenchText(t, filepath.Join(out, "bench.txt"), len(s.Benchmarks))
+}
+
+// checkBenchSyscalls checks one syscall per op when the counter can run.
+func checkBenchSyscalls(t *testing.T, f BenchFigures, name string) {
+	t.Helper()
+	if err := capability.BPF("counting syscalls"); err != nil {
+		if f.PerOp.Syscalls != nil {
+			t.Errorf("%s: syscalls counted without the capability", f.Name)
+		}
+		t.Logf("syscall figures not checked: %v", err)
+		return
+	}
+	if f.PerOp.Syscalls == nil {
+		t.Errorf("%s: no syscall figures as root", f.Name)
+		return
+	}
+	if name != "" && f.PerOp.SyscallsByName[name] != 1 {
+		t.Errorf("%s: %s %v per op, want exactly 1 (%v)", f.Name, name, f.PerOp.SyscallsByName[name], f.PerOp.SyscallsByName)
+	}
+}
+
+// fixtureSum sums the two values of the samples of a result's profile
+// whose stack passes through the fixture's package (and whose label kind
+// is kind, when set): the runtime's own work in the region (a thread the
+// timer's stop of the world starts, the scavenger) is left out.
+func fixtureSum(t *testing.T, out string, f BenchFigures, name, kind string) (a, b float64) {
+	t.Helper()
+	p, err := readProfile(filepath.Join(out, f.Files[name]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sample {
+		if kind != "" && s.Label["kind"][0] != kind {
+			continue
+		}
+		in := false
+		for _, loc := range s.Location {
+			for _, ln := range loc.Line {
+				in = in || strings.Contains(ln.Function.Name, "benchwin/testdata/fix.")
+			}
+		}
+		if in {
+			a += float64(s.Value[0])
+			b += float64(s.Value[1])
+		}
+	}
+	return a, b
+}
+
+// checkBenchProfile reads a result's allocation profile: it carries the op
+// count, and its sites are the timed region's only (no set-up, nothing
+// between StopTimer and StartTimer).
+func checkBenchProfile(t *testing.T, out string, f BenchFigures) {
+	t.Helper()
+	p, err := readProfile(filepath.Join(out, f.Files["allocs"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := profkey.Requests(p); n != int64(f.N) {
+		t.Errorf("%s: profile op count %d, want %d", f.Name, n, f.N)
+	}
+	var objects, space int64
+	for _, s := range p.Sample {
+		objects += s.Value[0]
+		space += s.Value[1]
+	}
+	if uint64(objects) != f.Benchmem.AllocsTotal || uint64(space) != f.Benchmem.BytesTotal {
+		t.Errorf("%s: profile sums %d objects %d B, -benchmem %d, %d B", f.Name, objects, space, f.Benchmem.AllocsTotal, f.Benchmem.BytesTotal)
+	}
+}
+
+// checkBenchText reads bench.txt as benchstat does.
+func checkBenchText(t *testing.T, path string, want int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := benchfmt.NewReader(f, path)
+	results, exact := 0, 0
+	for r.Scan() {
+		switch x := r.Result().(type) {
+		case *benchfmt.Result:
+			results++
+			if _, ok := x.Value("copied-B/op"); !ok {
+				t.Errorf("%s: no copied-B/op", x.Name.Full())
+			}
+		case *benchfmt.UnitMetadata:
+			exact++
+		case *benchfmt.SyntaxError:
+			t.Error(x)
+		}
+	}
+	if results != want || exact != 4 {
+		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 4)", results, want, exact)
+	}
+}
+
+// TestBenchMismatch: allocspy's count that differs from -benchmem's fails
+// the run with the files written.
+func TestBenchMismatch(t *testing.T) {
+	rec := t.TempDir()
+	ev := benchwin.Event{Name: "BenchmarkX-2", N: 10, Seq: 3, BenchmemAllocs: 11, BenchmemBytes: 480, Allocs: "1.allocs.json"}
+	site := `{"dropped":0,"sites":[{"stack":[{"pc":4096,"frames":[{"func":"x.BenchmarkX","file":"x_test.go","line":9}]}],"words":[10,10,480,480,0,0,0,0,0],"delta":[10,10,480,480,0,0,0,0,0]}]}`
+	if err := os.WriteFile(filepath.Join(rec, "1.allocs.json"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	bo := &benchOutput{cfg: BenchConfig{Target: "x", Bench: ".", Count: 1}, tgt: &Target{GoVersion: "go1.26"}, commit: "c", dir: out,
+		win: &benchWindow{dir: rec, events: []benchwin.Event{ev}}, files: map[string][]byte{}}
+	if err := bo.write(); err != nil {
+		t.Fatal(err)
+	}
+	if len(bo.mismatch) != 1 || !strings.Contains(bo.mismatch[0], "allocspy counted 10 allocations, 480 B; -benchmem counted 11, 480 B") {
+		t.Errorf("mismatch %q", bo.mismatch)
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("files not written: %v", err)
+	}
+	var r wire.AllocReport
+	if err := wire.ReadJSON(filepath.Join(rec, "1.allocs.json"), &r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBenchErrors: bad input is refused with the flag or the package named.
+func TestBenchErrors(t *testing.T) {
+	skipShort(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-bench", "("}, ExitUsage, "-bench \"(\""},
+		{[]string{"-bench", ".", "-benchtime", "0x"}, ExitUsage, "-benchtime \"0x\""},
+		{[]string{"-bench", ".", "-count", "-1"}, ExitUsage, "-count -1"},
+		{[]string{"-bench", ".", "../targets/floor"}, ExitFailed, "has no test files"},
+		{[]string{"-bench", "NoSuchBenchmark", benchFixture}, ExitFailed, "no benchmark of"},
+		{[]string{"-bench", ".", "./no/such/dir"}, ExitFailed, "not a directory"},
+	} {
+		var o, e bytes.Buffer
+		args := append([]string{"run", "-q", "-out", filepath.Join(t.TempDir(), "out")}, c.args...)
+		code := Main(context.Background(), args, &o, &e)
+		if code != c.code || !strings.Contains(e.String(), c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, e.String(), c.code, c.msg)
+		}
+	}
+	checkNoOrphans(t)
+}
+
+var procsSuffix = regexp.MustCompile(`-[0-9]+$`)
