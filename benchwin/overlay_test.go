@@ -3,20 +3,30 @@ package benchwin
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
 
+// goroot is the GOROOT of the go command that builds the targets.
+func goroot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 func TestOverlayLocalGOROOT(t *testing.T) {
 	dir := t.TempDir()
-	ov, err := Overlay(runtime.GOROOT(), dir, Allocs, Copies)
+	ov, err := Overlay(goroot(t), dir, Allocs, Copies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench := filepath.Join(runtime.GOROOT(), "src", "testing", "benchmark.go")
-	added := filepath.Join(runtime.GOROOT(), "src", "testing", "zz_perfspy_bench.go")
+	bench := filepath.Join(goroot(t), "src", "testing", "benchmark.go")
+	added := filepath.Join(goroot(t), "src", "testing", "zz_perfspy_bench.go")
 	if len(ov) != 2 || ov[bench] == "" || ov[added] == "" {
 		t.Fatalf("overlay %v, want %s and %s", ov, bench, added)
 	}
@@ -57,7 +67,7 @@ func TestOverlayUnknownRelease(t *testing.T) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	orig, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testing", "benchmark.go"))
+	orig, err := os.ReadFile(filepath.Join(goroot(t), "src", "testing", "benchmark.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
