@@ -45,6 +45,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.Versions, "fold-versions", true, "fold module major versions (/vN) and vendor/ prefixes")
 	inline := fs.String("inline", "keep", "inlined frames: keep (their own rows) or fold (charged to the outer function)")
 	fs.BoolVar(&f.Lines, "lines", false, "add line numbers to the keys")
+	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -72,6 +73,11 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		}
 		pctLimit = v
 	}
+	perB, perA, err := parsePer(*perFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "allocdiff: -per %q: %v\n", *perFlag, err)
+		return 2
+	}
 	beforeFiles, afterFiles, err := splitSides(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
@@ -87,6 +93,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1
+	}
+	if perB > 0 {
+		before.SetOps(perB)
+		after.SetOps(perA)
 	}
 	res, err := Compare(before, after, Options{Sample: *sample, Folds: f, Stacks: *out != ""})
 	if err != nil {
@@ -108,6 +118,24 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parsePer reads -per: N for both sides, or BEFORE,AFTER.
+func parsePer(s string) (before, after int64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	b, a, two := strings.Cut(s, ",")
+	if !two {
+		a = b
+	}
+	if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
+		return 0, 0, errors.New("want a positive op count N, or BEFORE,AFTER")
+	}
+	if after, err = strconv.ParseInt(a, 10, 64); err != nil || after <= 0 {
+		return 0, 0, errors.New("want a positive op count N, or BEFORE,AFTER")
+	}
+	return before, after, nil
 }
 
 func validFormat(f string) bool {

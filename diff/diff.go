@@ -21,6 +21,22 @@ type Side struct {
 	Files    []string
 	Profiles []*profile.Profile
 	Requests []int64 // per file; 0 when a file has no perfspy.requests
+	// Ops is set when the counts are a benchmark's ops (a profile of
+	// probe run -bench, or SetOps), not requests.
+	Ops bool
+}
+
+// BenchComment marks the profiles of probe run -bench: their
+// perfspy.requests count is the benchmark's op count.
+const BenchComment = "perfspy.benchmark="
+
+// SetOps sets every file's op count to n: a plain go test -memprofile
+// profile carries none. n must be positive.
+func (s *Side) SetOps(n int64) {
+	for i := range s.Requests {
+		s.Requests[i] = n
+	}
+	s.Ops = true
 }
 
 // Load reads pprof files (gzipped or not) as one side.
@@ -41,6 +57,9 @@ func Load(paths []string) (*Side, error) {
 		s.Files = append(s.Files, path)
 		s.Profiles = append(s.Profiles, p)
 		s.Requests = append(s.Requests, profkey.Requests(p))
+		for _, c := range p.Comments {
+			s.Ops = s.Ops || strings.HasPrefix(c, BenchComment)
+		}
 	}
 	return s, nil
 }
@@ -106,8 +125,11 @@ func (r *Row) CumDelta() int64 { return r.CumAfter - r.CumBefore }
 // Result is a comparison. Rows add up: the sum of every row's flat delta is
 // TotalAfter - TotalBefore.
 type Result struct {
-	Sample, Unit            string
-	PerRequest              bool
+	Sample, Unit string
+	PerRequest   bool
+	// Per names what the counts divide by: "req" (requests) or "op" (a
+	// benchmark's ops).
+	Per                     string
 	ReqBefore, ReqAfter     int64
 	TotalBefore, TotalAfter int64
 	Rows                    []Row // sorted by |flat delta| (per request when known), |cum delta|, key
@@ -199,6 +221,10 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 	r.after = aggregate(after, sample, opt.Folds, r.keys, opt.Stacks)
 	r.ReqBefore, r.ReqAfter = before.totalRequests(), after.totalRequests()
 	r.PerRequest = r.ReqBefore > 0 && r.ReqAfter > 0
+	r.Per = "req"
+	if before.Ops || after.Ops {
+		r.Per = "op"
+	}
 	nk := len(r.keys.names)
 	sum := func(a *agg, m [][]int64) []int64 {
 		out := make([]int64, nk)

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -323,5 +324,63 @@ func TestSeveralFilesPerSide(t *testing.T) {
 	pp, err := exec.Command("go", "tool", "pprof", "-top", out).CombinedOutput()
 	if err != nil || !strings.Contains(string(pp), "flat") {
 		t.Errorf("go tool pprof -top on the -o profile: %v\n%s", err, pp)
+	}
+}
+
+// TestPerOps: plain profiles (no count) are totals, said so; -per N
+// divides them per op; probe run -bench's profiles are per op by their
+// comments; a bad -per is a usage error naming the flag.
+func TestPerOps(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, p *profile.Profile) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, encode(t, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	types := []string{"alloc_objects/count", "alloc_space/bytes"}
+	b, a := synthprof.Synthetic(21, 40, types), synthprof.Synthetic(22, 40, types)
+	plainB, plainA := write("b.pb.gz", b), write("a.pb.gz", a)
+	run := func(args ...string) (int, string, string) {
+		var o, e bytes.Buffer
+		code := Command(args, &o, &e)
+		return code, o.String(), e.String()
+	}
+	code, out, _ := run(plainB, plainA)
+	if code != 0 || !strings.Contains(out, "no request or op count") || strings.Contains(out, "/op") {
+		t.Errorf("plain profiles: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("-per", "100,200", plainB, plainA)
+	if code != 0 || !strings.Contains(out, "ops before 100 after 200") || !strings.Contains(out, "before/op") {
+		t.Errorf("-per 100,200: exit %d\n%s", code, out)
+	}
+	// The per-op total is the total over the ops.
+	var j struct {
+		Total struct{ Before, After int64 }
+		Rows  []struct {
+			Before, After int64
+			BeforePerRq   float64 `json:"before_per_request"`
+		}
+	}
+	code, out, _ = run("-per", "100", "-format", "json", "-top", "0", plainB, plainA)
+	if err := json.Unmarshal([]byte(out), &j); code != 0 || err != nil {
+		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, r := range j.Rows {
+		if r.BeforePerRq != float64(r.Before)/100 {
+			t.Errorf("row %d before, %v per op; want /100", r.Before, r.BeforePerRq)
+		}
+	}
+	b.Comments = []string{profkey.RequestsComment + "50", BenchComment + "BenchmarkX-2"}
+	a.Comments = []string{profkey.RequestsComment + "60", BenchComment + "BenchmarkX-2"}
+	code, out, _ = run(write("bb.pb.gz", b), write("ba.pb.gz", a))
+	if code != 0 || !strings.Contains(out, "ops before 50 after 60") {
+		t.Errorf("bench profiles: exit %d\n%s", code, out)
+	}
+	for _, bad := range []string{"0", "x", "5,", "-3"} {
+		if code, _, errOut := run("-per", bad, plainB, plainA); code != 2 || !strings.Contains(errOut, "-per") {
+			t.Errorf("-per %q: exit %d, %q", bad, code, errOut)
+		}
 	}
 }

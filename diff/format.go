@@ -40,11 +40,28 @@ func flSigned(v float64) string {
 	return s
 }
 
+// noCountNote says why a table has totals only.
+const noCountNote = "(no request or op count: a side's profiles carry no perfspy.requests comment, so these are totals; -per N divides each profile by its N ops)"
+
+func (r *Result) per() string {
+	if r.Per == "" {
+		return "req"
+	}
+	return r.Per
+}
+
+func (r *Result) countName() string {
+	if r.per() == "op" {
+		return "ops"
+	}
+	return "requests"
+}
+
 // header and cells are the table's columns, shared by text, markdown and csv.
 func (r *Result) header() []string {
 	h := []string{"key", "flat before", "flat after", "flat delta", "delta %", "cum before", "cum after", "cum delta"}
 	if r.PerRequest {
-		h = append(h, "before/req", "after/req", "delta/req")
+		h = append(h, "before/"+r.per(), "after/"+r.per(), "delta/"+r.per())
 	}
 	if r.hasP() {
 		h = append(h, "p")
@@ -114,9 +131,12 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 	case "text", "":
 		fmt.Fprintf(w, "sample %s (%s)", r.Sample, r.Unit)
 		if r.PerRequest {
-			fmt.Fprintf(w, ", requests before %d after %d", r.ReqBefore, r.ReqAfter)
+			fmt.Fprintf(w, ", %s before %d after %d", r.countName(), r.ReqBefore, r.ReqAfter)
 		}
 		fmt.Fprintln(w)
+		if !r.PerRequest {
+			fmt.Fprintln(w, noCountNote)
+		}
 		// Numbers align right; the key column is padded to align left.
 		rows := [][]string{r.header()}
 		for i := range r.Rows[:n] {
@@ -136,9 +156,12 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 	case "markdown":
 		fmt.Fprintf(w, "**%s** (%s)", r.Sample, r.Unit)
 		if r.PerRequest {
-			fmt.Fprintf(w, ", requests before %d, after %d", r.ReqBefore, r.ReqAfter)
+			fmt.Fprintf(w, ", %s before %d, after %d", r.countName(), r.ReqBefore, r.ReqAfter)
 		}
 		fmt.Fprint(w, "\n\n")
+		if !r.PerRequest {
+			fmt.Fprint(w, noCountNote+"\n\n")
+		}
 		h := r.header()
 		fmt.Fprintf(w, "| %s |\n|---%s|\n", strings.Join(h, " | "), strings.Repeat("|---:", len(h)-1))
 		for i := range r.Rows[:n] {
@@ -191,6 +214,7 @@ type jsonOut struct {
 	Sample     string    `json:"sample"`
 	Unit       string    `json:"unit"`
 	PerRequest bool      `json:"per_request"`
+	Per        string    `json:"per,omitempty"` // "req" or "op", when per_request
 	Requests   *[2]int64 `json:"requests,omitempty"`
 	Rows       []jsonRow `json:"rows"`
 	Total      jsonTotal `json:"total"`
@@ -203,6 +227,7 @@ func (r *Result) writeJSON(w io.Writer, n int) error {
 		Remainder: r.Remainder(n)}
 	if r.PerRequest {
 		out.Requests = &[2]int64{r.ReqBefore, r.ReqAfter}
+		out.Per = r.per()
 	}
 	for _, row := range r.Rows[:n] {
 		j := jsonRow{Key: row.Key, Before: row.FlatBefore, After: row.FlatAfter, Delta: row.FlatDelta(),
