@@ -116,6 +116,16 @@ type ABResult struct {
 	Reasons   []string             `json:"reasons,omitempty"`
 	Gate      []string             `json:"gate_failed,omitempty"`
 	Dir       string               `json:"-"`
+	// metrics are the metrics compared, in the report's order.
+	metrics []abMetric
+}
+
+// metricList is the metrics compared: those judge set, else the run's.
+func (r *ABResult) metricList(cfg ABConfig) []abMetric {
+	if r.metrics != nil {
+		return r.metrics
+	}
+	return metricsFor(cfg.Run)
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
@@ -270,7 +280,7 @@ func (ab *abRun) close() {
 func (ab *abRun) setup(ctx context.Context) error {
 	cfg := &ab.cfg
 	if cfg.Repo == "" {
-		cfg.Repo = "."
+		cfg.Repo = repoOf(cfg.Run)
 	}
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 4
@@ -313,6 +323,19 @@ func (ab *abRun) setup(ctx context.Context) error {
 		return err
 	}
 	return ab.worktrees(ctx)
+}
+
+// repoOf is the folder whose git repository holds the target: the
+// target's own folder when it is one, else the working directory.
+func repoOf(run Config) string {
+	t := run.Target
+	if t == "" && run.Bench == "" {
+		t = DefaultTarget
+	}
+	if st, err := os.Stat(t); err == nil && st.IsDir() {
+		return t
+	}
+	return "."
 }
 
 // makeOut makes the results folder, never an existing one.
@@ -380,6 +403,9 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	rc.Target = filepath.Join(ab.dirs[arm], ab.rel)
 	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
 	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(ab.shas[arm]))
+	if rc.Bench != "" {
+		return ab.benchRound(ctx, r, arm, rc)
+	}
 	rr, err := Run(ctx, rc, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
@@ -418,6 +444,10 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 func (ab *abRun) judge() {
 	cfg, res := ab.cfg, ab.res
 	metrics := metricsFor(cfg.Run)
+	if cfg.Run.Bench != "" {
+		metrics = benchABMetrics(ab.values["before"], ab.values["after"])
+	}
+	res.metrics = metrics
 	for _, m := range metrics {
 		res.Metrics[m.name] = compareMetric(ab.values["before"][m.name], ab.values["after"][m.name], m.judge, m.higherWorse)
 	}
@@ -440,7 +470,11 @@ func (ab *abRun) judge() {
 // functions compares each profile's functions: per-request deltas on
 // normalized keys, all rounds merged.
 func (ab *abRun) functions() error {
-	for _, p := range abProfiles {
+	profiles := abProfiles
+	if ab.cfg.Run.Bench != "" {
+		profiles = slices.Sorted(maps.Keys(ab.profiles["before"]))
+	}
+	for _, p := range profiles {
 		bf, af := ab.profiles["before"][p], ab.profiles["after"][p]
 		if len(bf) == 0 || len(af) == 0 {
 			continue
@@ -454,7 +488,7 @@ func (ab *abRun) functions() error {
 			return err
 		}
 		sample := ""
-		if p == "allocs" {
+		if p == "allocs" || strings.HasSuffix(p, " allocs") {
 			sample = "alloc_objects" // allocations per request, as allocs/req counts them
 		}
 		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: profkey.DefaultFolds, Stacks: true})
@@ -476,7 +510,7 @@ func (ab *abRun) functions() error {
 				ab.res.Functions = append(ab.res.Functions, f)
 			}
 		}
-		if p == "allocs" {
+		if p == "allocs" || strings.HasSuffix(p, " allocs") && ab.diffSVG == nil {
 			ab.diffSVG = diffFlame(bf, af)
 		}
 	}
@@ -485,14 +519,26 @@ func (ab *abRun) functions() error {
 
 // gate lists the metrics that regressed past -max-regress, in name order.
 func (ab *abRun) gate() error {
-	for _, name := range slices.Sorted(maps.Keys(ab.cfg.MaxRegress)) {
-		pct := ab.cfg.MaxRegress[name]
-		m := ab.res.Metrics[name]
-		if m == nil {
-			return fmt.Errorf("-max-regress %s: unknown metric", name)
+	for _, gated := range slices.Sorted(maps.Keys(ab.cfg.MaxRegress)) {
+		pct := ab.cfg.MaxRegress[gated]
+		names := []string{gated}
+		if ab.cfg.Run.Bench != "" {
+			// A unit gates it in every benchmark.
+			names = nil
+			for _, m := range ab.res.metrics {
+				if strings.HasSuffix(m.name, " "+gated) {
+					names = append(names, m.name)
+				}
+			}
 		}
-		if m.Verdict == "regression" && math.Abs(m.DeltaPct) > pct {
-			ab.res.Gate = append(ab.res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
+		for _, name := range names {
+			m := ab.res.Metrics[name]
+			if m == nil {
+				return fmt.Errorf("-max-regress %s: unknown metric", name)
+			}
+			if m.Verdict == "regression" && math.Abs(m.DeltaPct) > pct {
+				ab.res.Gate = append(ab.res.Gate, fmt.Sprintf("%s %+.2f%% (%.4g -> %.4g), past %g%%", name, m.DeltaPct, m.Before, m.After, pct))
+			}
 		}
 	}
 	return nil
@@ -566,7 +612,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
 	}
 	fmt.Fprint(w, "\n\n| metric | before | after | delta | delta % | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n")
-	for _, m := range metricsFor(cfg.Run) {
+	for _, m := range r.metricList(cfg) {
 		x := r.Metrics[m.name]
 		v := x.Verdict
 		if x.Why != "" {
@@ -581,7 +627,11 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 	for _, f := range r.Functions {
 		if f.Profile != cur {
 			cur = f.Profile
-			fmt.Fprintf(w, "\n## %s: top function changes per request\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur)
+			per := "request"
+			if cfg.Run.Bench != "" {
+				per = "op"
+			}
+			fmt.Fprintf(w, "\n## %s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, per)
 		}
 		fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
 	}
@@ -590,6 +640,14 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 
 // abConfigLine says how the arms were measured and what counts as a change.
 func abConfigLine(cfg ABConfig) string {
+	if r := cfg.Run; r.Bench != "" {
+		bt := r.BenchTime
+		if bt == "" {
+			bt = "1s"
+		}
+		return fmt.Sprintf("package `%s`, benchmarks `-bench %s -benchtime %s -count %d`; ns/op from the plain test binary, every other figure counted in each benchmark's timed region per op; counts are exact (a change beyond 0.5%% is one); ns/op and syscalls/op need p < 0.05 (Mann-Whitney U) and more than 2%%.",
+			r.Target, r.Bench, bt, max(r.Count, 1))
+	}
 	if cfg.Run.Instructions {
 		return fmt.Sprintf("target `%s`, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.",
 			cfg.Run.Target, cfg.Run.Requests, cfg.Run.CPUs)
@@ -625,7 +683,7 @@ func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
 	}{Before: r.Before["rev"], After: r.After["rev"], BeforeCommit: short(r.Before["commit"]), AfterCommit: short(r.After["commit"]),
 		Order: r.Order, Reasons: strings.Join(r.Reasons, "; "), Gate: strings.Join(r.Gate, "; "), Rounds: r.Rounds, Judged: r.Judged,
 		Config: abConfigLine(cfg)}
-	for _, m := range metricsFor(cfg.Run) {
+	for _, m := range r.metricList(cfg) {
 		x := r.Metrics[m.name]
 		if x.Verdict == "regression" {
 			page.Regressions++

@@ -216,7 +216,7 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, quiet, code, ok := parseRunFlags("probe ab", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&ab.Before, "before", "", "the `revision` to compare against")
 		fs.StringVar(&ab.After, "after", "", "the `revision` under review")
-		fs.StringVar(&ab.Repo, "repo", ".", "the git repository")
+		fs.StringVar(&ab.Repo, "repo", "", "the git repository (default: the target's own)")
 		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
 		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
@@ -232,8 +232,15 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, m := range metricsFor(cfg) {
 			known = known || m.name == name
 		}
+		if cfg.Bench != "" {
+			known = slices.Contains(benchUnits, name)
+		}
 		if !known {
-			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for this run (-instructions measures instructions/req only)\n", name)
+			if cfg.Bench != "" {
+				fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for benchmarks (want %s)\n", name, strings.Join(benchUnits, ", "))
+			} else {
+				fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for this run (-instructions measures instructions/req only)\n", name)
+			}
 			return ExitUsage
 		}
 	}

@@ -1,0 +1,79 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// benchUnits are the figures probe ab compares for each benchmark, in the
+// report's order.
+var benchUnits = []string{"ns/op", "allocs/op", "B/op", "copied-B/op", "syscalls/op"}
+
+// benchABMetrics lists each benchmark's metrics measured in both arms:
+// counts are exact; ns/op and syscalls/op (the scheduler's calls move with
+// timing) are judged as timings.
+func benchABMetrics(before, after map[string][]float64) []abMetric {
+	var out []abMetric
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := after[name]; !ok {
+			continue
+		}
+		judge := judgeExact
+		if strings.HasSuffix(name, " ns/op") || strings.HasSuffix(name, " syscalls/op") {
+			judge = judgeTiming
+		}
+		out = append(out, abMetric{name, judge, true})
+	}
+	// Benchmark by benchmark, each in benchUnits' order.
+	unit := func(n string) int { return slices.Index(benchUnits, n[strings.LastIndex(n, " ")+1:]) }
+	slices.SortStableFunc(out, func(a, b abMetric) int {
+		ba, bb := a.name[:strings.LastIndex(a.name, " ")], b.name[:strings.LastIndex(b.name, " ")]
+		if c := strings.Compare(ba, bb); c != 0 {
+			return c
+		}
+		return unit(a.name) - unit(b.name)
+	})
+	return out
+}
+
+// benchRound measures one arm's benchmarks once: each result's figures
+// per op are one value of its metrics (several with -count), its
+// profiles go to the function tables.
+func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) error {
+	bc := BenchConfig{Target: rc.Target, Bench: rc.Bench, BenchTime: rc.BenchTime, Count: rc.Count, Out: rc.Out, Env: rc.Env, Syscalls: rc.Syscalls, Copies: rc.Copies}
+	if bc.Syscalls == "proc-io" {
+		bc.Syscalls = "off"
+	}
+	res, err := RunBench(ctx, bc, nil)
+	if err != nil && !errors.Is(err, ErrBenchmemMismatch) {
+		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
+	}
+	if err != nil {
+		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s: %v", r+1, arm, err))
+	}
+	v := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	for _, b := range res.Summary.Benchmarks {
+		for unit, x := range map[string]float64{"ns/op": v(b.PerOp.NS), "allocs/op": b.PerOp.Allocs, "B/op": b.PerOp.AllocBytes,
+			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls)} {
+			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
+		}
+		for _, p := range []string{"allocs", "copies", "syscalls"} {
+			if f, ok := b.Files[p]; ok {
+				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(res.Dir, f))
+			}
+		}
+	}
+	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
+	return writeBenchText(&ab.bench, res.Summary)
+}

@@ -1,0 +1,91 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const benchLib = `package lib
+
+var sink []byte
+
+// Work allocates 32 bytes.
+func Work() { sink = make([]byte, 32) //CALL
+}
+
+//EXTRA
+`
+
+const benchLibTest = `package lib
+
+import "testing"
+
+func BenchmarkWork(b *testing.B) {
+	for range b.N {
+		Work()
+	}
+}
+`
+
+// TestABBench: probe ab -bench, with the repository found from the
+// target's folder (no -repo, run from another repository): one more
+// 64-byte allocation per op is +1 allocs/op and +64 B/op exactly, named
+// lib.extra, and fails the gate on allocs/op.
+func TestABBench(t *testing.T) {
+	skipShort(t)
+	r := newTestRepo(t, "example.com/abbench")
+	commit := func(src, msg string) string {
+		os.MkdirAll(filepath.Join(r.dir, "lib"), 0o755)
+		os.WriteFile(filepath.Join(r.dir, "go.mod"), []byte("module example.com/abbench\n\ngo 1.26\n"), 0o644)
+		os.WriteFile(filepath.Join(r.dir, "lib", "lib.go"), []byte(src), 0o644)
+		os.WriteFile(filepath.Join(r.dir, "lib", "lib_test.go"), []byte(benchLibTest), 0o644)
+		r.git("add", "-A")
+		r.git("commit", "-q", "-m", msg)
+		return r.git("rev-parse", "HEAD")
+	}
+	c1 := commit(benchLib, "one")
+	c2 := commit(strings.Replace(strings.Replace(benchLib, "//EXTRA", "//go:noinline\nfunc extra() { sink = make([]byte, 64) }", 1), "//CALL", "; extra()", 1), "two")
+	out := filepath.Join(t.TempDir(), "ab")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"ab", "-q", "-bench", ".", "-benchtime", "1000x", "-rounds", "4", "-before", c1, "-after", c2,
+		"-max-regress", "allocs/op=1", "-out", out, filepath.Join(r.dir, "lib")}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitFailed || !strings.Contains(e.String(), "allocs/op") {
+		t.Fatalf("probe ab -bench: exit %d, want 1 naming allocs/op\n%s%s", code, o.String(), e.String())
+	}
+	var res struct {
+		Metrics   map[string]ABMetric
+		Functions []ABFunction
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "ab.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	var allocs, space *ABMetric
+	for name, m := range res.Metrics {
+		m := m
+		switch {
+		case strings.HasPrefix(name, "BenchmarkWork") && strings.HasSuffix(name, " allocs/op"):
+			allocs = &m
+		case strings.HasPrefix(name, "BenchmarkWork") && strings.HasSuffix(name, " B/op"):
+			space = &m
+		}
+	}
+	if allocs == nil || allocs.Delta != 1 || allocs.Verdict != "regression" || space == nil || space.Delta != 64 {
+		t.Errorf("allocs/op %+v, B/op %+v; want +1 and +64 exactly, a regression", allocs, space)
+	}
+	found := false
+	for _, f := range res.Functions {
+		found = found || strings.HasSuffix(f.Profile, " allocs") && f.Key == "example.com/abbench/lib.extra" && f.Delta == 1
+	}
+	if !found {
+		t.Errorf("lib.extra +1 per op not among the functions: %+v", res.Functions)
+	}
+	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "top function changes per op") {
+		t.Errorf("report.md:\n%s", rep)
+	}
+}
