@@ -33,6 +33,10 @@ var recorderGo string
 // sequence number (0: no region open).
 const GateSymbol = "testing.perfspyGate"
 
+// TraceCategory is the category of the execution trace's log events that
+// mark each region: "open SEQ" and "close".
+const TraceCategory = "perfspy.bench"
+
 // Env names the folder the recorder writes its reports into; without it
 // the recorder does nothing.
 const Env = "PERFSPY_BENCH_DIR"

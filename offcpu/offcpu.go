@@ -73,6 +73,9 @@ type Result struct {
 	Requests []Request
 	Samples  []Sample
 	Span     int64 // nanoseconds from the first to the last event
+	// Windows is, with Options.Window, the waits that ended in each
+	// window, by window and reason.
+	Windows map[string]map[string]int64
 }
 
 // Request is one request's server-side time, from its region's start to
@@ -100,6 +103,7 @@ type Sample struct {
 	// it, "runtime" when the scheduler did (netpoll, timers), "" for a
 	// runnable or syscall state.
 	WokenBy string
+	Window  string // with Options.Window: the window it ended in
 	Stack   []trace.StackFrame
 	Nanos   int64
 	Count   int64
@@ -113,6 +117,11 @@ type Options struct {
 	// RegionType names the trace region that marks a request (default
 	// RegionType, the one the overlay opens).
 	RegionType string
+	// Window, when set, is the category of trace.Log events that open
+	// ("open ID") and close ("close") windows: only waits that end in a
+	// window count, from the window's opening at the earliest, by window
+	// (Result.Windows, Sample.Window).
+	Window string
 }
 
 type gstate struct {
@@ -193,7 +202,7 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 		opt.RegionType = RegionType
 	}
 	p := &parser{opt: opt, gs: map[trace.GoID]*gstate{}, index: map[skey]int{},
-		res: &Result{Nanos: map[string]int64{}, Background: map[string]int64{}}}
+		res: &Result{Nanos: map[string]int64{}, Background: map[string]int64{}, Windows: map[string]map[string]int64{}}}
 	var last trace.Time
 	for {
 		ev, err := tr.ReadEvent()
@@ -217,8 +226,8 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 
 // skey is what makes two waits one sample.
 type skey struct {
-	reason, wait, scope, waker string
-	stack                      trace.Stack
+	reason, wait, scope, waker, window string
+	stack                              trace.Stack
 }
 
 // parser follows every goroutine through a trace.
@@ -229,6 +238,9 @@ type parser struct {
 	index   map[skey]int
 	samples []*Sample
 	first   trace.Time
+	// window is the open window's ID ("" when none), opened at openAt.
+	window string
+	openAt trace.Time
 }
 
 func (p *parser) g(id trace.GoID, state trace.GoState) *gstate {
@@ -242,6 +254,14 @@ func (p *parser) g(id trace.GoID, state trace.GoState) *gstate {
 
 func (p *parser) event(ev *trace.Event, t trace.Time) {
 	switch ev.Kind() {
+	case trace.EventLog:
+		if l := ev.Log(); p.opt.Window != "" && l.Category == p.opt.Window {
+			id, open := strings.CutPrefix(l.Message, "open ")
+			p.window, p.openAt = "", 0
+			if open {
+				p.window, p.openAt = id, t
+			}
+		}
 	case trace.EventStateTransition:
 		p.transition(ev, t)
 	case trace.EventRegionBegin:
@@ -316,7 +336,11 @@ func (p *parser) transition(ev *trace.Event, t trace.Time) {
 		if g.state == trace.GoWaiting {
 			wb = g.waker
 		}
-		p.add(g, classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), wb, g.stack, int64(t-g.since))
+		since := g.since
+		if p.opt.Window != "" && since < p.openAt {
+			since = p.openAt // only the window's part of the wait
+		}
+		p.add(g, classify(g.state, g.reason, g.stack), waitWords(g.state, g.reason), wb, g.stack, int64(t-since))
 	}
 	if to == g.state {
 		return
@@ -337,8 +361,16 @@ func (p *parser) transition(ev *trace.Event, t trace.Time) {
 
 // add counts a wait of g; in a request it is also the request's.
 func (p *parser) add(g *gstate, reason, wait, wokenBy string, stack trace.Stack, d int64) {
-	if d <= 0 || reason == "" || hasPrefixFrame(stack, p.opt.Exclude) {
+	if d <= 0 || reason == "" || hasPrefixFrame(stack, p.opt.Exclude) || p.opt.Window != "" && p.window == "" {
 		return
+	}
+	if p.opt.Window != "" {
+		w := p.res.Windows[p.window]
+		if w == nil {
+			w = map[string]int64{}
+			p.res.Windows[p.window] = w
+		}
+		w[reason] += d
 	}
 	scope := ScopeBackground
 	if g.req != nil {
@@ -348,10 +380,10 @@ func (p *parser) add(g *gstate, reason, wait, wokenBy string, stack trace.Stack,
 		p.res.Background[reason] += d
 	}
 	p.res.Nanos[reason] += d
-	k := skey{reason, wait, scope, wokenBy, stack}
+	k := skey{reason, wait, scope, wokenBy, p.window, stack}
 	i, ok := p.index[k]
 	if !ok {
-		s := &Sample{Reason: reason, Wait: wait, Scope: scope, WokenBy: wokenBy}
+		s := &Sample{Reason: reason, Wait: wait, Scope: scope, WokenBy: wokenBy, Window: p.window}
 		for f := range stack.Frames() {
 			s.Stack = append(s.Stack, f)
 		}
@@ -400,6 +432,9 @@ func (p *parser) finish() {
 		if a.WokenBy != b.WokenBy {
 			return a.WokenBy < b.WokenBy
 		}
+		if a.Window != b.Window {
+			return a.Window < b.Window
+		}
 		return stackString(a.Stack) < stackString(b.Stack)
 	})
 	newIndex := make([]int, len(p.samples))
@@ -444,6 +479,15 @@ func stackString(st []trace.StackFrame) string {
 // scope keeps the samples of one scope (ScopeRequest, ScopeBackground);
 // "" keeps all.
 func (r *Result) Profile(scope string) *profile.Profile {
+	return r.profile(func(s Sample) bool { return scope == "" || s.Scope == scope })
+}
+
+// WindowProfile is Profile of the waits that ended in window id.
+func (r *Result) WindowProfile(id string) *profile.Profile {
+	return r.profile(func(s Sample) bool { return s.Window == id })
+}
+
+func (r *Result) profile(keep func(Sample) bool) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "delay", Unit: "nanoseconds"}, {Type: "waits", Unit: "count"}},
 		DefaultSampleType: "delay",
@@ -452,7 +496,7 @@ func (r *Result) Profile(scope string) *profile.Profile {
 	}
 	b := stacks.NewBuilder(p)
 	for _, s := range r.Samples {
-		if scope != "" && s.Scope != scope {
+		if !keep(s) {
 			continue
 		}
 		p.Sample = append(p.Sample, &profile.Sample{

@@ -2,6 +2,7 @@ package offcpu
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"runtime/trace"
 	"sync"
@@ -149,4 +150,60 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = res.Profile("")
 	})
+}
+
+// TestParseWindows: with Options.Window, only the waits that end inside a
+// window count, by window, from the window's opening at the earliest.
+func TestParseWindows(t *testing.T) {
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Skipf("skipped: cannot trace: %v", err)
+	}
+	ctx := context.Background()
+	time.Sleep(20 * time.Millisecond) // outside any window
+	ch := make(chan struct{})
+	done := make(chan struct{})
+	go func() { waitOnChannel(ch); close(done) }() // blocks from before window 1
+	time.Sleep(10 * time.Millisecond)
+	trace.Log(ctx, "w", "open 1")
+	time.Sleep(30 * time.Millisecond)
+	close(ch)
+	<-done
+	trace.Log(ctx, "w", "close")
+	time.Sleep(20 * time.Millisecond) // outside again
+	trace.Log(ctx, "w", "open 2")
+	sleepInSyscall(15 * time.Millisecond)
+	trace.Log(ctx, "w", "close")
+	trace.Stop()
+	res, err := Parse(bytes.NewReader(buf.Bytes()), Options{Window: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	w1, w2 := res.Windows["1"], res.Windows["2"]
+	t.Logf("window 1 %v, window 2 %v", w1, w2)
+	// The channel wait began 10 ms before window 1: only its 30 ms in it count.
+	if s := ms(w1["sync"]); s < 29 || s > 40 {
+		t.Errorf("window 1 sync %.1f ms, want about 30 (its part of a 40 ms wait)", s)
+	}
+	if s := ms(w2["syscall"]); s < 14 || s > 30 {
+		t.Errorf("window 2 syscall %.1f ms, want about 15", s)
+	}
+	if s := ms(w2["sleep"] + w1["sleep"]); s > 36 {
+		t.Errorf("sleeps outside the windows counted: %.1f ms in them", s)
+	}
+	if len(res.Windows) != 2 {
+		t.Errorf("windows %v, want 1 and 2", res.Windows)
+	}
+	var inWindow int64
+	for _, s := range res.WindowProfile("2").Sample {
+		inWindow += s.Value[0]
+	}
+	var sum2 int64
+	for _, v := range w2 {
+		sum2 += v
+	}
+	if inWindow != sum2 {
+		t.Errorf("window 2's profile sums %d ns, its reasons %d", inWindow, sum2)
+	}
 }

@@ -46,7 +46,7 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 // per op are one value of its metrics (several with -count), its
 // profiles go to the function tables.
 func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) error {
-	bc := BenchConfig{Target: rc.Target, Bench: rc.Bench, BenchTime: rc.BenchTime, Count: rc.Count, Out: rc.Out, Env: rc.Env, Syscalls: rc.Syscalls, Copies: rc.Copies}
+	bc := BenchConfig{Target: rc.Target, Bench: rc.Bench, BenchTime: rc.BenchTime, Count: rc.Count, Out: rc.Out, Env: rc.Env, Syscalls: rc.Syscalls, Copies: rc.Copies, OffCPU: rc.OffCPU}
 	if bc.Syscalls == "proc-io" {
 		bc.Syscalls = "off"
 	}
@@ -68,7 +68,7 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls)} {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
-		for _, p := range []string{"allocs", "copies", "syscalls"} {
+		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
 			if f, ok := b.Files[p]; ok {
 				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(res.Dir, f))
 			}

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -32,7 +35,10 @@ type BenchConfig struct {
 	Env       []string // added to the test binary's environment
 	Syscalls  string   // bpf (default; none when not root) or off
 	Copies    string   // overlay (default) or off
-	Flags     []string // every flag as given, for meta
+	// OffCPU adds a run under the execution tracer: off-CPU time per op
+	// by reason, in the timed regions.
+	OffCPU bool
+	Flags  []string // every flag as given, for meta
 }
 
 // check validates cfg and fills its defaults.
@@ -125,6 +131,12 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err != nil {
 		return nil, err
 	}
+	if cfg.OffCPU {
+		logf("tracing the benchmarks' timed regions (off-CPU time)")
+		if win.offcpu, err = runBenchTrace(ctx, tgt, cfg, priv, out); err != nil {
+			return nil, err
+		}
+	}
 	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
@@ -201,6 +213,52 @@ type benchWindow struct {
 	counter   *syscalls.Counter
 	sym       *elfsym.Table
 	sysReason string // why syscalls were not counted
+	// offcpu is the traced run's off-CPU time, by result (in the order
+	// of events).
+	offcpu []benchWaits
+}
+
+// benchWaits is one result's off-CPU time in its timed region.
+type benchWaits struct {
+	name    string
+	nanos   map[string]int64
+	profile *profile.Profile
+}
+
+// runBenchTrace runs the instrumented test binary once more under the
+// execution tracer (its writer would add allocations and syscalls to the
+// counted run) and reads each result's waits in its timed region, which
+// the recorder marks in the trace.
+func runBenchTrace(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out string) ([]benchWaits, error) {
+	dir := filepath.Join(priv, "trace")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	tracePath := filepath.Join(priv, "bench.trace")
+	cmd := exec.Command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir)
+	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil); err != nil {
+		return nil, fmt.Errorf("the traced benchmark run: %w", err)
+	}
+	events, err := benchwin.ReadEvents(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the traced run's results: %w", err)
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := offcpu.Parse(bufio.NewReader(f), offcpu.Options{Window: benchwin.TraceCategory, Exclude: []string{"runtime/trace.", "runtime.trace", "runtime.(*trace"}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tracePath, err)
+	}
+	var ws []benchWaits
+	for _, e := range events {
+		id := strconv.FormatUint(uint64(e.Seq), 10)
+		ws = append(ws, benchWaits{name: e.Name, nanos: res.Windows[id], profile: res.WindowProfile(id)})
+	}
+	return ws, nil
 }
 
 // runBenchWindow runs the instrumented test binary. As root, the syscall

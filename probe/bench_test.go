@@ -53,6 +53,7 @@ func TestBenchFixture(t *testing.T) {
 		"BenchmarkSub/small": {1, 16, -1, ""},
 		"BenchmarkSub/big":   {1, 1024, -1, ""},
 		"BenchmarkParallel":  {-1, -1, -1, ""},
+		"BenchmarkWait":      {-1, -1, -1, ""}, // its goroutine's first Sleep allocates a timer
 	}
 	runs := map[string]int{}
 	for _, f := range s.Benchmarks {
@@ -84,6 +85,7 @@ func TestBenchFixture(t *testing.T) {
 			t.Errorf("%s: no ns/op from the plain binary", f.Name)
 		}
 		checkBenchSyscalls(t, f, w.syscall)
+		checkBenchOffCPU(t, f, name == "BenchmarkWait")
 		checkBenchProfile(t, out, f)
 	}
 	for name := range want {
@@ -139,6 +141,26 @@ func fixtureSum(t *testing.T, out string, f BenchFigures, name, kind string) (a,
 		}
 	}
 	return a, b
+}
+
+// checkBenchOffCPU: the sleeping benchmark waits at least its 50 µs per
+// op, and not ten times that; the copying one does not wait.
+func checkBenchOffCPU(t *testing.T, f BenchFigures, sleeps bool) {
+	t.Helper()
+	if f.PerOp.OffCPUNS == nil {
+		t.Errorf("%s: no off-CPU figures", f.Name)
+		return
+	}
+	sleep := f.PerOp.OffCPUNS["sleep"]
+	switch {
+	case sleeps && (sleep < 50_000 || sleep > 5_000_000):
+		// Timers here fire on the millisecond: 50 µs sleeps last about 1.1 ms.
+		t.Errorf("%s: sleep %.0f ns/op, want 50 µs to 5 ms (%v)", f.Name, sleep, f.PerOp.OffCPUNS)
+	case sleeps && f.PerOp.OffCPUNS["sync"] > sleep/10:
+		t.Errorf("%s: sync %.0f ns/op beside sleep %.0f: a goroutine of the tracer's counted?", f.Name, f.PerOp.OffCPUNS["sync"], sleep)
+	case !sleeps && strings.HasPrefix(f.Name, "BenchmarkCopy") && sleep > 1000:
+		t.Errorf("%s: sleep %.0f ns/op in a benchmark that does not sleep", f.Name, sleep)
+	}
 }
 
 // checkBenchProfile reads a result's allocation profile: it carries the op

@@ -62,6 +62,9 @@ type BenchPerOp struct {
 	Syscalls       *float64           `json:"syscalls"`
 	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
 	NS             *float64           `json:"ns"` // the plain test binary's
+	// OffCPUNS is the time goroutines waited in the timed region, by
+	// reason, in ns per op (a run of its own, under the tracer).
+	OffCPUNS map[string]float64 `json:"offcpu_ns"`
 }
 
 // BenchMem is testing's own -benchmem count of the same run, per op and
@@ -109,6 +112,10 @@ func (o *benchOutput) write() error {
 	}
 	if o.tgt.Copies {
 		o.s.Sources["copies"] = "copyspy-overlay+benchwin"
+	}
+	if o.win.offcpu != nil {
+		o.s.Sources["offcpu"] = "runtime-trace+benchwin-marks (a run of its own)"
+		o.s.Blind = append(o.s.Blind, "off-CPU: waits that end in the timed region, from its start; syscalls outside entersyscall (the runtime's futex, epoll) are not seen")
 	}
 	if o.win.counted {
 		o.s.Sources["syscalls"] = syscalls.Source + "+benchwin-gate"
@@ -186,6 +193,9 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 			return f, err
 		}
 	}
+	if err := o.offCPUFigures(&f, e, folder, comments); err != nil {
+		return f, err
+	}
 	if ns := o.plain[e.Name]; k < len(ns) {
 		v := round(ns[k], 2)
 		f.PerOp.NS = &v
@@ -253,6 +263,25 @@ func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder s
 	p := syscalls.Profile(sites)
 	o.addTop(folder, "syscalls", "", p, 0, e.N)
 	return o.profile(f, folder, "syscalls", p, comments)
+}
+
+// offCPUFigures gives the result its waits from the traced run: the
+// result of the same place in that run's order.
+func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+	i := len(o.s.Benchmarks)
+	if i >= len(o.win.offcpu) {
+		return nil
+	}
+	w := o.win.offcpu[i]
+	if w.name != e.Name {
+		return fmt.Errorf("the traced run's result %d is %s, the counted run's %s", i+1, w.name, e.Name)
+	}
+	f.PerOp.OffCPUNS = map[string]float64{}
+	for reason, ns := range w.nanos {
+		f.PerOp.OffCPUNS[reason] = round(float64(ns)/float64(e.N), 2)
+	}
+	o.addTop(folder, "off-CPU time", "ns", w.profile, 0, e.N)
+	return o.profile(f, folder, "offcpu", w.profile, comments)
 }
 
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.
@@ -386,6 +415,9 @@ func WriteBenchTerminal(w io.Writer, r *BenchResult) {
 		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
 		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
 		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
+		if b.PerOp.OffCPUNS != nil {
+			fmt.Fprintf(w, "    off-CPU     ns/op%s  [%s]\n", byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
+		}
 	}
 	for _, b := range s.Blind {
 		fmt.Fprintf(w, "  note          %s\n", b)

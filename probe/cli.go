@@ -178,7 +178,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // mainBench is probe run -bench.
 func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) int {
-	bc := BenchConfig{Target: cfg.Target, Bench: cfg.Bench, BenchTime: cfg.BenchTime, Count: cfg.Count, Out: cfg.Out, Env: cfg.Env, Syscalls: cfg.Syscalls, Copies: cfg.Copies, Flags: cfg.Flags}
+	bc := BenchConfig{Target: cfg.Target, Bench: cfg.Bench, BenchTime: cfg.BenchTime, Count: cfg.Count, Out: cfg.Out, Env: cfg.Env, Syscalls: cfg.Syscalls, Copies: cfg.Copies, OffCPU: cfg.OffCPU, Flags: cfg.Flags}
 	if bc.Syscalls == "proc-io" {
 		bc.Syscalls = "off"
 		fmt.Fprintln(stderr, "probe run: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted")

@@ -5,6 +5,7 @@ package fix
 import (
 	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -80,4 +81,11 @@ func BenchmarkParallel(b *testing.B) {
 			sink = new(obj48)
 		}
 	})
+}
+
+// BenchmarkWait: each op sleeps 50 µs (off CPU, reason sleep).
+func BenchmarkWait(b *testing.B) {
+	for range b.N {
+		time.Sleep(50 * time.Microsecond)
+	}
 }
