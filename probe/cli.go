@@ -37,6 +37,9 @@ commands:
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `
+With -bench REGEXP, run and ab measure a package's Go benchmarks instead,
+per op in each timed region: a package folder, module/path/pkg@version or
+a standard-library import path (docs/bench.md).
 
 Run 'probe run -h' for the flags.
 `
