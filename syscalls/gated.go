@@ -88,47 +88,11 @@ func gatedProgram(tgid uint32, gate uint64, stacks, cnts int) asm.Instructions {
 			asm.Mov.Imm(asm.R7, MaxSyscall),
 			asm.StoreMem(asm.R10, keyOff+4, asm.R7, asm.Word).WithSymbol("inrange"),
 
-			asm.Mov.Reg(asm.R1, asm.R6),
-			asm.LoadMapPtr(asm.R2, stacks),
-			asm.Mov.Imm(asm.R3, bpfasm.UserStack),
-			asm.FnGetStackid.Call(),
-			asm.StoreMem(asm.R10, keyOff+8, asm.R0, asm.Word),
 			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.R10, keyOff+12, asm.R1, asm.Word),
-
-			// spword = *(u64 *)regs->sp
-			asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R10, keyOff+16, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
-			asm.Add.Imm(asm.R3, bpfasm.PtRegsSP),
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, spOff),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, keyOff+16),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.FnProbeReadUser.Call(),
+			asm.StoreMem(asm.R10, keyOff+12, asm.R1, asm.Word), // the padding
 		},
-		bpfasm.Lookup(cnts, keyOff),
-		asm.Instructions{
-			asm.JNE.Imm(asm.R0, 0, "add"),
-			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreMem(asm.R10, oneOff, asm.R1, asm.DWord),
-		},
-		bpfasm.InsertNew(cnts, keyOff, oneOff),
-		asm.Instructions{asm.JEq.Imm(asm.R0, 0, "exit")},
-		// Another CPU inserted it first: look it up again and add.
-		bpfasm.Lookup(cnts, keyOff),
-		asm.Instructions{
-			asm.JEq.Imm(asm.R0, 0, "exit"),
-			asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
-			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-			asm.Return(),
-		},
+		userStack(stacks, keyOff+8, keyOff+16, spOff),
+		addOne(cnts, keyOff, oneOff),
 	)
 }
 

@@ -138,38 +138,56 @@ func program(tgid uint32, counts, ctl, stacks, stackCnts int) asm.Instructions {
 			asm.JEq.Imm(asm.R1, 0, "exit"),
 
 			asm.StoreMem(asm.R10, keyOff, asm.R7, asm.Word),
-			asm.Mov.Reg(asm.R1, asm.R6),
-			asm.LoadMapPtr(asm.R2, stacks),
-			asm.Mov.Imm(asm.R3, bpfasm.UserStack),
-			asm.FnGetStackid.Call(),
-			asm.StoreMem(asm.R10, keyOff+4, asm.R0, asm.Word),
-
-			// spword = *(u64 *)regs->sp
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R10, keyOff+8, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
-			asm.Add.Imm(asm.R3, bpfasm.PtRegsSP),
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, spOff),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, keyOff+8),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.FnProbeReadUser.Call(),
 		},
-		bpfasm.Lookup(stackCnts, keyOff),
+		userStack(stacks, keyOff+4, keyOff+8, spOff),
+		addOne(stackCnts, keyOff, oneOff),
+	)
+}
+
+// userStack stores the bpf_get_stackid of the user stack at fp+idOff and
+// the word at the user stack pointer at fp+spwordOff (fp+spOff is
+// scratch); R6 holds the raw tracepoint's context.
+func userStack(stacks int, idOff, spwordOff, spOff int16) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, stacks),
+		asm.Mov.Imm(asm.R3, bpfasm.UserStack),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(asm.R10, idOff, asm.R0, asm.Word),
+
+		// spword = *(u64 *)regs->sp
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R10, spwordOff, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
+		asm.Add.Imm(asm.R3, bpfasm.PtRegsSP),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(spOff)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R3, asm.R10, spOff, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(spwordOff)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadUser.Call(),
+	}
+}
+
+// addOne adds 1 to map m's value under the key at fp+keyOff, inserting it
+// the first time (fp+oneOff is scratch), and returns 0 from the program
+// at the label exit.
+func addOne(m int, keyOff, oneOff int16) asm.Instructions {
+	return slices.Concat(
+		bpfasm.Lookup(m, keyOff),
 		asm.Instructions{
 			asm.JNE.Imm(asm.R0, 0, "add"),
 			asm.Mov.Imm(asm.R1, 1),
 			asm.StoreMem(asm.R10, oneOff, asm.R1, asm.DWord),
 		},
-		bpfasm.InsertNew(stackCnts, keyOff, oneOff),
+		bpfasm.InsertNew(m, keyOff, oneOff),
 		asm.Instructions{asm.JEq.Imm(asm.R0, 0, "exit")},
 		// Another CPU inserted it first: look it up again and add.
-		bpfasm.Lookup(stackCnts, keyOff),
+		bpfasm.Lookup(m, keyOff),
 		asm.Instructions{
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 			asm.Mov.Imm(asm.R1, 1).WithSymbol("add"),
