@@ -465,6 +465,17 @@ func (ab *abRun) judge() {
 		res.Reasons = append(res.Reasons, "too few rounds: need at least 2 per arm")
 	}
 	res.Judged = len(res.Reasons) == 0
+	if res.Judged {
+		return
+	}
+	// Timings from windows that cannot support a verdict (the driver set
+	// the pace, the machine moved) give none; exact counts still do.
+	for _, m := range metrics {
+		if x := res.Metrics[m.name]; m.judge == judgeTiming && (x.Verdict == "regression" || x.Verdict == "improvement") {
+			x.Why = fmt.Sprintf("%s %+.2f%%, p %.3f, but the comparison is not judged", x.Verdict, x.DeltaPct, x.P)
+			x.Verdict = "not judged"
+		}
+	}
 }
 
 // functions compares each profile's functions: per-request deltas on

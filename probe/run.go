@@ -48,8 +48,8 @@ type Config struct {
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
 	Proto        string // load driver: auto, http, framed, quic or udp (see newDriver)
-	// HTTPDriver is the HTTP/1.1 driver: nethttp (net/http's client, the
-	// default) or lean.
+	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
+	// (net/http's client, the reference).
 	HTTPDriver string
 	BodySize   int // framed: request body size, default 1024
 	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
@@ -150,7 +150,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
 		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
-		{"http-driver", &cfg.HTTPDriver, []string{"nethttp", "lean"}},
+		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
 	}
 	for _, d := range defaults {
 		if *d.v == "" {
