@@ -115,6 +115,34 @@ func TestBulkDrivers(t *testing.T) {
 	}
 }
 
+// TestUDPWithoutGSO: on a kernel that refuses UDP GSO the driver sends
+// with sendmmsg; the server reads the same datagrams.
+func TestUDPWithoutGSO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts targets/udpfloor; skipped with -short")
+	}
+	const size = 100<<10 + 7
+	addr := startBulk(t, "../targets/udpfloor", "-mode=push")
+	d, err := NewUDP(UDPOptions{Addr: addr, Size: size, Pkt: 1252})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.noGSO = true
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := d.RunN(ctx, 10)
+	if err != nil || r.OK != 10 || r.Errors != 0 {
+		t.Fatalf("10 transfers: %+v %v", r, err)
+	}
+	if s, _ := d.sock(0); s.gso != nil {
+		t.Error("GSO used although turned off")
+	}
+	if want := int64(10 * (83 + 1)); r.Datagrams != want { // ceil(102407/1236) = 83, and a reply
+		t.Errorf("%d datagrams, want %d", r.Datagrams, want)
+	}
+}
+
 func TestBulkBadOptions(t *testing.T) {
 	if _, err := NewQUIC(QUICOptions{}); err == nil {
 		t.Error("QUIC without an address")

@@ -70,8 +70,39 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 	} else {
 		fmt.Fprintf(env.Stdout, "  %s\n", wrkNote)
 	}
-	return nil
+	return otherDrivers(ctx, env)
 }}
+
+// otherDrivers sets the framed driver (targets/rpcecho) and the UDP
+// driver (targets/udpfloor, 1 MiB pushes) against their servers, measured
+// the same way: a driver must cost less per request than its server for
+// the server to set the pace.
+func otherDrivers(ctx context.Context, env Env) error {
+	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor"}
+	type figures struct{ driverUS, serverUS, serverCores []float64 }
+	got := map[string]*figures{"framed": {}, "udp": {}}
+	err := probeRounds(ctx, env, "framed and udp drivers", [2]string{"framed", "udp"}, func(m string) run {
+		return run{targets[m], []string{"-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
+	}, func(m string, s *summary) error {
+		if s.Driver == nil || s.PerRequest.CPUUS == nil {
+			return fmt.Errorf("%s: no driver figures in summary.json", m)
+		}
+		got[m].driverUS = append(got[m].driverUS, s.Driver.CPUUS)
+		got[m].serverUS = append(got[m].serverUS, *s.PerRequest.CPUUS)
+		got[m].serverCores = append(got[m].serverCores, s.ServerCores)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "other drivers against their servers, median of %d rounds\n", env.Rounds)
+	fmt.Fprintf(env.Stdout, "  %-10s %18s %18s %14s %16s\n", "driver", "own CPU µs/req", "server µs/req", "server cores", "driver / server")
+	for _, name := range []string{"framed", "udp"} {
+		f := got[name]
+		fmt.Fprintf(env.Stdout, "  %-10s %18.2f %18.2f %14.3f %15.3fx\n", name, median(f.driverUS), median(f.serverUS), median(f.serverCores), median(f.driverUS)/median(f.serverUS))
+	}
+	return nil
+}
 
 var wrkRequests = regexp.MustCompile(`(\d+) requests in`)
 
