@@ -3,10 +3,12 @@ package load
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -20,15 +22,19 @@ type HTTPOptions struct {
 	// Headers are added to every request (e.g. Accept-Encoding: gzip;
 	// the driver asks for no compression by itself).
 	Headers map[string]string
+	// TLS configures https URLs (nil: verify with the system's roots).
+	TLS *tls.Config
 }
 
 // HTTP is a keep-alive HTTP/1.1 driver: Conns workers, each with its own
 // connection, each sending one request at a time.
 type HTTP struct {
-	opt    HTTPOptions
-	client *http.Client
-	tr     *http.Transport
-	dials  atomic.Int64
+	opt     HTTPOptions
+	clients []*http.Client // worker i uses clients[i/per]
+	per     int
+	workers int
+	closers []func()
+	dials   atomic.Int64
 }
 
 // NewHTTP returns a driver for opt.
@@ -42,9 +48,9 @@ func NewHTTP(opt HTTPOptions) (*HTTP, error) {
 	if opt.Conns <= 0 {
 		opt.Conns = 8
 	}
-	d := &HTTP{opt: opt}
+	d := &HTTP{opt: opt, per: opt.Conns, workers: opt.Conns}
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	d.tr = &http.Transport{
+	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			d.dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)
@@ -55,35 +61,87 @@ func NewHTTP(opt HTTPOptions) (*HTTP, error) {
 		IdleConnTimeout:     5 * time.Minute,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
+		TLSClientConfig:     opt.TLS,
+		// HTTP/1.1 over TLS too: no ALPN upgrade to HTTP/2.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	d.client = &http.Client{Transport: d.tr, Timeout: 30 * time.Second}
+	d.clients = []*http.Client{{Transport: tr, Timeout: 30 * time.Second}}
+	d.closers = []func(){tr.CloseIdleConnections}
+	return d, nil
+}
+
+// NewH2 returns an HTTP/2 driver: conns connections, each with streams
+// concurrent streams (a worker each). An http URL speaks HTTP/2 without
+// TLS, with prior knowledge (h2c); an https URL negotiates h2 with ALPN.
+func NewH2(opt HTTPOptions, conns, streams int) (*HTTP, error) {
+	if opt.URL == "" {
+		return nil, errors.New("load: no URL")
+	}
+	if opt.Method == "" {
+		opt.Method = http.MethodGet
+	}
+	conns, streams = max(conns, 1), max(streams, 1)
+	h2c := strings.HasPrefix(opt.URL, "http://")
+	d := &HTTP{opt: opt, per: streams, workers: conns * streams}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	protos := new(http.Protocols)
+	if h2c {
+		protos.SetUnencryptedHTTP2(true)
+	} else {
+		protos.SetHTTP2(true)
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.dials.Add(1)
+		return dialer.DialContext(ctx, network, addr)
+	}
+	for range conns {
+		// One transport per connection: a transport keeps one HTTP/2
+		// connection per host as long as it has room for streams.
+		tr := &http.Transport{Protocols: protos, DisableCompression: true, TLSClientConfig: opt.TLS, DialContext: dial,
+			DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				d.dials.Add(1)
+				cfg := opt.TLS.Clone()
+				if cfg == nil {
+					cfg = &tls.Config{}
+				}
+				cfg.NextProtos = []string{"h2"}
+				if cfg.ServerName == "" {
+					cfg.ServerName, _, _ = net.SplitHostPort(addr)
+				}
+				return (&tls.Dialer{NetDialer: dialer, Config: cfg}).DialContext(ctx, network, addr)
+			}}
+		d.clients = append(d.clients, &http.Client{Transport: tr, Timeout: 30 * time.Second})
+		d.closers = append(d.closers, tr.CloseIdleConnections)
+	}
 	return d, nil
 }
 
 // Close closes idle connections.
 func (d *HTTP) Close() error {
-	d.tr.CloseIdleConnections()
+	for _, c := range d.closers {
+		c()
+	}
 	return nil
 }
 
 // Run implements Driver.
 func (d *HTTP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phase(ctx, dur, d.opt.Conns, step) }, ctx)
+	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phase(ctx, dur, d.workers, step) }, ctx)
 }
 
 // RunN implements Driver.
 func (d *HTTP) RunN(ctx context.Context, n int) (*Result, error) {
-	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phaseN(ctx, n, d.opt.Conns, step) }, ctx)
+	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phaseN(ctx, n, d.workers, step) }, ctx)
 }
 
 func (d *HTTP) runWith(ph func(step func(int, *Result)) (*Result, error), ctx context.Context) (*Result, error) {
 	dials0 := d.dials.Load()
-	bufs := make([][]byte, d.opt.Conns)
+	bufs := make([][]byte, d.workers)
 	res, err := ph(func(i int, r *Result) {
 		if bufs[i] == nil {
 			bufs[i] = make([]byte, 32<<10)
 		}
-		d.one(ctx, r, bufs[i])
+		d.one(ctx, d.clients[i/d.per], r, bufs[i])
 	})
 	if res != nil {
 		res.Dials = d.dials.Load() - dials0
@@ -91,7 +149,7 @@ func (d *HTTP) runWith(ph func(step func(int, *Result)) (*Result, error), ctx co
 	return res, err
 }
 
-func (d *HTTP) one(ctx context.Context, r *Result, buf []byte) {
+func (d *HTTP) one(ctx context.Context, client *http.Client, r *Result, buf []byte) {
 	var body io.Reader
 	if d.opt.Body != nil {
 		body = bytes.NewReader(d.opt.Body)
@@ -105,7 +163,7 @@ func (d *HTTP) one(ctx context.Context, r *Result, buf []byte) {
 		req.Header.Set(k, v)
 	}
 	t0 := time.Now()
-	resp, err := d.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.fail(r, err)

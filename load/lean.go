@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +26,9 @@ import (
 type Lean struct {
 	opt   HTTPOptions
 	addr  string
-	head  bool   // a HEAD request: responses have no body
-	req   []byte // the request, serialized once
+	head  bool        // a HEAD request: responses have no body
+	req   []byte      // the request, serialized once
+	tls   *tls.Config // https: the connections' TLS
 	mu    sync.Mutex
 	conns []*leanConn // one per worker, kept across phases
 	dials atomic.Int64
@@ -46,8 +48,8 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	if u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("load: the lean driver speaks http://host:port only, not %q", opt.URL)
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("load: the lean driver speaks http:// and https:// only, not %q", opt.URL)
 	}
 	if opt.Method == "" {
 		opt.Method = "GET"
@@ -56,8 +58,19 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 		opt.Conns = 8
 	}
 	d := &Lean{opt: opt, addr: u.Host, head: opt.Method == "HEAD", conns: make([]*leanConn, opt.Conns)}
+	port := "80"
+	if u.Scheme == "https" {
+		d.tls, port = opt.TLS, "443"
+		if d.tls == nil {
+			d.tls = &tls.Config{}
+		}
+		if d.tls.ServerName == "" {
+			d.tls = d.tls.Clone()
+			d.tls.ServerName = u.Hostname()
+		}
+	}
 	if _, _, err := net.SplitHostPort(d.addr); err != nil {
-		d.addr = net.JoinHostPort(d.addr, "80")
+		d.addr = net.JoinHostPort(d.addr, port)
 	}
 	d.req = serializeRequest(opt, u)
 	return d, nil
@@ -126,7 +139,7 @@ func (d *Lean) step(ctx context.Context) func(i int, r *Result) {
 func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 	c := d.conns[i]
 	if c == nil {
-		nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", d.addr)
+		nc, err := d.dial(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -146,6 +159,15 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 		d.drop(i, c)
 	}
 	return status, err
+}
+
+// dial opens a connection, with its TLS handshake done for https.
+func (d *Lean) dial(ctx context.Context) (net.Conn, error) {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	if d.tls == nil {
+		return dialer.DialContext(ctx, "tcp", d.addr)
+	}
+	return (&tls.Dialer{NetDialer: dialer, Config: d.tls}).DialContext(ctx, "tcp", d.addr)
 }
 
 // drop closes worker i's connection; its next request dials a new one.

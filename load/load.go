@@ -123,6 +123,15 @@ type statusError int
 
 func (e statusError) Error() string { return "status " + strconv.Itoa(int(e)) }
 
+func (statusError) answered() {}
+
+// answeredError is a request the server answered with a failure status
+// (HTTP non-2xx, a gRPC status other than OK): it counts in Non2xx.
+type answeredError interface {
+	error
+	answered()
+}
+
 // countDials runs a phase and sets its Dials: the connections opened
 // while it ran, from a driver's counter.
 func countDials(dials *atomic.Int64, phase func() (*Result, error)) (*Result, error) {
@@ -149,8 +158,8 @@ func countedStep(ctx context.Context, transfer func(ctx context.Context, i int) 
 		if ctx.Err() != nil {
 			return
 		}
-		var se statusError
-		if errors.As(err, &se) {
+		var ae answeredError
+		if errors.As(err, &ae) {
 			// An answer, not a failure of the transport: no pause.
 			r.Non2xx++
 			if r.FirstErr == "" {

@@ -78,14 +78,18 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&targetArgs, "args", "", "arguments for the target, split as a shell would")
 	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
-	fs.StringVar(&cfg.Method, "method", "GET", "request method")
+	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
+	var data string
+	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
+	fs.StringVar(&cfg.CACert, "cacert", "", "https, h2: verify the server's certificate against this PEM `file`")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "https, h2: do not verify the server's certificate (the report says so)")
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
-	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, else http), http, framed, quic or udp")
+	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
 	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
 	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
-	fs.IntVar(&cfg.Streams, "streams", 1, "quic: concurrent streams per connection")
+	fs.IntVar(&cfg.Streams, "streams", 1, "quic, h2c, h2: concurrent streams per connection")
 	fs.IntVar(&cfg.Pkt, "pkt", 1252, "udp: datagram size in bytes")
 	var env envFlag
 	fs.Var(&env, "env", "`KEY=VALUE` added to the target's environment (repeatable)")
@@ -144,6 +148,10 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	var err error
 	if cfg.Args, err = splitArgs(targetArgs); err != nil {
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
+		return cfg, false, ExitUsage, false
+	}
+	if cfg.Data, err = readData(data); err != nil {
+		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
 	if bodyFile != "" {
@@ -304,6 +312,17 @@ func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
 	}
 	return exitCode(stderr, "probe bulk", err)
+}
+
+// readData reads -data: JSON as given, or @file.
+func readData(v string) ([]byte, error) {
+	if f, ok := strings.CutPrefix(v, "@"); ok {
+		return os.ReadFile(f)
+	}
+	if v == "" {
+		return nil, nil
+	}
+	return []byte(v), nil
 }
 
 // gateFlag collects -max-regress METRIC=PCT flags.

@@ -62,6 +62,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s, timing window |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
 	if d := s.Driver; d != nil {
 		fmt.Fprintf(w, "| load driver's own CPU (%s) | %.2f µs, %.2f cores | %s of probe, timing window |\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
+		if d.TLS != "" {
+			fmt.Fprintf(w, "| TLS | %s | the server's certificate |\n", d.TLS)
+		}
 	}
 	if s.Floor != nil {
 		fmt.Fprintf(w, "| CPU vs the floor | %.2fx (floor %.2f µs, %s) | %s, same settings |\n", s.Floor.CPURatio, s.Floor.CPUUS, s.Floor.Verdict, s.Floor.Target)
@@ -194,6 +197,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
 	if d := s.Driver; d != nil {
 		fmt.Fprintf(w, "  driver        %s: %.2f µs/req of its own, %.2f cores  [%s]\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
+		if d.TLS != "" {
+			fmt.Fprintf(w, "  tls           %s\n", d.TLS)
+		}
 	}
 	if s.Floor != nil {
 		fmt.Fprintf(w, "  floor         %.2f µs/req (%s): the target costs %.2fx the floor\n", s.Floor.CPUUS, s.Floor.Target, s.Floor.CPURatio)

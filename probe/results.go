@@ -120,7 +120,7 @@ func (o *runOutput) summarize() {
 	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
-		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage"}
+		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
 	}
 	if cl.OK == 0 {
 		return

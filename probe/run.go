@@ -2,6 +2,8 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +49,13 @@ type Config struct {
 	Copies       string // copy counting: overlay (default) or off
 	Allocs       string // allocation source: allocspy (default) or heapprofile
 	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
-	Proto        string // load driver: auto, http, framed, quic or udp (see newDriver)
+	Proto        string // load driver: auto, http, https, h2c, h2, grpc, framed, quic or udp (see newDriver)
+	// CACert verifies a TLS server's certificate (https, h2); Insecure
+	// does not verify it, and the report says so.
+	CACert   string
+	Insecure bool
+	// Data is the gRPC request message as JSON (-data).
+	Data []byte
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
 	// (net/http's client, the reference).
 	HTTPDriver string
@@ -149,7 +157,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
-		{"proto", &cfg.Proto, []string{"auto", "http", "framed", "quic", "udp"}},
+		{"proto", &cfg.Proto, []string{"auto", "http", "https", "h2c", "h2", "grpc", "framed", "quic", "udp"}},
 		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
 	}
 	for _, d := range defaults {
@@ -265,10 +273,8 @@ func driverName(cfg Config, tgt *Target, ep endpoint) string {
 	return cfg.HTTPDriver
 }
 
-// newDriver picks the load driver. -proto auto takes the framed-TCP one
-// for targets/rpcecho and HTTP keep-alive for other TCP targets; for a
-// target that listens on UDP, the plain-UDP one for targets/udpfloor and
-// QUIC bulk transfers otherwise.
+// newDriver makes the load driver of cfg.Proto, -proto auto resolved
+// (resolveProto).
 func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":
@@ -277,22 +283,82 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 		return load.NewQUIC(load.QUICOptions{Addr: ep.addr, Conns: cfg.Conns, Streams: cfg.Streams, Size: cfg.Size})
 	case "udp":
 		return load.NewUDP(load.UDPOptions{Addr: ep.addr, Conns: cfg.Conns, Size: cfg.Size, Pkt: cfg.Pkt})
-	case "http":
-		u := url.URL{Scheme: "http", Host: ep.addr, Path: cfg.Path}
-		if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
-			u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
+	case "grpc":
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		method := cfg.Method
+		if tgt.Name == "grpcecho" && !strings.Contains(method, "/") {
+			method = "perfspy.echo.Echo/Echo" // its one method
 		}
-		opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers}
-		if cfg.HTTPDriver == "lean" {
-			return load.NewLean(opt)
-		}
-		return load.NewHTTP(opt)
+		return load.NewGRPC(ctx, load.GRPCOptions{Addr: ep.addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns})
+	case "http", "https", "h2c", "h2":
+		return newHTTPDriver(cfg, ep, proto)
 	default:
-		return nil, fmt.Errorf("-proto %q: want auto, http, framed, quic or udp", cfg.Proto)
+		return nil, fmt.Errorf("-proto %q: want auto, http, https, h2c, h2, grpc, framed, quic or udp", cfg.Proto)
 	}
 }
 
-// driverProto resolves -proto auto.
+// newHTTPDriver makes the HTTP drivers: HTTP/1.1 (lean or net/http's)
+// over TCP or TLS, HTTP/2 with prior knowledge (h2c) or over TLS (h2).
+func newHTTPDriver(cfg Config, ep endpoint, proto string) (load.Driver, error) {
+	scheme := "http"
+	if proto == "https" || proto == "h2" {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: ep.addr, Path: cfg.Path}
+	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
+		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
+	}
+	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers}
+	if scheme == "https" {
+		var err error
+		if opt.TLS, err = tlsConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case proto == "h2c" || proto == "h2":
+		return load.NewH2(opt, cfg.Conns, cfg.Streams)
+	case cfg.HTTPDriver == "lean":
+		return load.NewLean(opt)
+	}
+	return load.NewHTTP(opt)
+}
+
+// tlsConfig is the drivers' TLS: the server's certificate verified
+// against -cacert (else the system's roots), or not at all (-insecure).
+func tlsConfig(cfg Config) (*tls.Config, error) {
+	c := &tls.Config{InsecureSkipVerify: cfg.Insecure}
+	if cfg.CACert != "" {
+		b, err := os.ReadFile(cfg.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("-cacert: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("-cacert %s: no PEM certificate in it", cfg.CACert)
+		}
+	}
+	return c, nil
+}
+
+// tlsNote says how a TLS driver checked the server's certificate; "" for
+// the drivers without TLS.
+func tlsNote(cfg Config) string {
+	if cfg.Proto != "https" && cfg.Proto != "h2" {
+		return ""
+	}
+	switch {
+	case cfg.Insecure:
+		return "certificate NOT verified (-insecure)"
+	case cfg.CACert != "":
+		return "certificate verified against " + cfg.CACert + " (-cacert)"
+	}
+	return "certificate verified against the system's roots"
+}
+
+// driverProto resolves -proto auto where the target's name or socket
+// tells (resolveProto also asks the target).
 func driverProto(cfg Config, tgt *Target, ep endpoint) string {
 	if cfg.Proto != "" && cfg.Proto != "auto" {
 		return cfg.Proto
@@ -304,8 +370,20 @@ func driverProto(cfg Config, tgt *Target, ep endpoint) string {
 		return "quic"
 	case tgt.Name == "rpcecho":
 		return "framed"
+	case tgt.Name == "grpcecho" || strings.Contains(cfg.Method, "/"):
+		return "grpc"
 	}
 	return "http"
+}
+
+// resolveProto resolves -proto auto for a started target: gRPC when the
+// target answers the reflection service, else as driverProto says.
+func resolveProto(ctx context.Context, cfg Config, tgt *Target, ep endpoint) string {
+	p := driverProto(cfg, tgt, ep)
+	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && load.AnswersReflection(ctx, ep.addr) {
+		return "grpc"
+	}
+	return p
 }
 
 // pinLoad pins this process, the load driver, to the plan's load CPUs

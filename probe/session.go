@@ -110,7 +110,8 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.checkPinning()
-	if s.drv, err = newDriver(cfg, tgt, s.addr); err != nil {
+	s.cfg.Proto = resolveProto(ctx, s.cfg, tgt, s.addr)
+	if s.drv, err = newDriver(s.cfg, tgt, s.addr); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, func() { s.drv.Close() })
@@ -165,11 +166,17 @@ func (s *session) openSyscalls() error {
 func (s *session) window(ctx context.Context, name string, req wire.Request) (*windowResult, error) {
 	if s.cfg.Warmup > 0 {
 		s.logf("%s: warm-up %v", name, s.cfg.Warmup)
-		if _, err := s.drv.Run(ctx, s.cfg.Warmup); err != nil {
+		r, err := s.drv.Run(ctx, s.cfg.Warmup)
+		if err != nil {
 			return nil, err
 		}
 		if s.p.exited() {
 			return nil, fmt.Errorf("target exited during warm-up: %s", s.p.exitStatus())
+		}
+		if r != nil && r.OK == 0 && r.Errors+r.Non2xx > 0 {
+			// A certificate that does not verify, another protocol, a
+			// wrong path: said before any window opens.
+			return nil, fmt.Errorf("no request of the warm-up succeeded (%d failed, %d answered with a failure): %s", r.Errors, r.Non2xx, r.FirstErr)
 		}
 	}
 	s.logf("%s: snapshot 1, load for %v", name, s.cfg.Duration)

@@ -132,6 +132,9 @@ type DriverSummary struct {
 	CPUUS     float64 `json:"cpu_us"`
 	CoresUsed float64 `json:"cores_used"`
 	Source    string  `json:"source"`
+	// TLS says how the server's certificate was checked, for the
+	// drivers that speak TLS (https, h2).
+	TLS string `json:"tls,omitempty"`
 }
 
 // TailGroup is the mean split of a group of requests, in µs, and where

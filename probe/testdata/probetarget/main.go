@@ -196,6 +196,8 @@ func main() {
 	idle := flag.Int("idle", 0, "goroutines that block forever, to load goroutine-walking profilers")
 	workers := flag.Int("workers", 64, "the /pool endpoint's workers")
 	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
+	certFile := flag.String("tls-cert", "", "serve HTTPS (HTTP/1.1 and h2 by ALPN) with this certificate `file` (and -tls-key)")
+	keyFile := flag.String("tls-key", "", "the key `file` of -tls-cert")
 	flag.Parse()
 	if *cpuprof {
 		if err := pprof.StartCPUProfile(io.Discard); err != nil {
@@ -338,5 +340,14 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "probetarget: listening on %s\n", ln.Addr())
-	log.Fatal(http.Serve(ln, h))
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	if *certFile != "" {
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
+		log.Fatal(srv.ServeTLS(ln, *certFile, *keyFile))
+	}
+	// Without TLS: HTTP/1.1, and HTTP/2 with prior knowledge (h2c).
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	log.Fatal(srv.Serve(ln))
 }

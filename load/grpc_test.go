@@ -1,0 +1,84 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startGRPCEcho builds and starts targets/grpcecho with args and returns
+// its address.
+func startGRPCEcho(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "grpcecho")
+	if out, err := exec.Command("go", "build", "-o", bin, "../targets/grpcecho").CombinedOutput(); err != nil {
+		t.Fatalf("building grpcecho: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "grpcecho: listening on "); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return a
+		}
+	}
+	t.Fatal("grpcecho never said where it listens")
+	return ""
+}
+
+// TestGRPCDriver: the method resolved through reflection, calls counted
+// as OK; bad input is refused before any load, saying what was wrong.
+func TestGRPCDriver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts targets/grpcecho; skipped with -short")
+	}
+	addr := startGRPCEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !AnswersReflection(ctx, addr) {
+		t.Fatal("grpcecho does not answer reflection")
+	}
+	d, err := NewGRPC(ctx, GRPCOptions{Addr: addr, Method: "perfspy.echo.Echo/Echo", Data: []byte(`{"payload":"aGVsbG8=","repeat":3}`), Conns: 2,
+		Headers: map[string]string{"x-test": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.RunN(ctx, 200)
+	if err != nil || r.OK != 200 || r.Errors != 0 || r.Non2xx != 0 {
+		t.Fatalf("200 calls: %+v %v", r, err)
+	}
+	for _, c := range []struct {
+		opt  GRPCOptions
+		want string
+	}{
+		{GRPCOptions{Addr: addr, Method: "perfspy.echo.Echo/Nope"}, "has no method Nope (it has Echo)"},
+		{GRPCOptions{Addr: addr, Method: "perfspy.echo.Nope/Echo"}, "has no service perfspy.echo.Nope"},
+		{GRPCOptions{Addr: addr, Method: "Echo"}, "want package.Service/Method"},
+		{GRPCOptions{Addr: addr, Method: "perfspy.echo.Echo/Echo", Data: []byte(`{"payload":1}`)}, "-data does not match perfspy.echo.EchoRequest"},
+		{GRPCOptions{Addr: addr, Method: "perfspy.echo.Echo/Echo", Data: []byte(`{"nope":1}`)}, "-data does not match"},
+	} {
+		if _, err := NewGRPC(ctx, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err %v, want %q", c.opt, err, c.want)
+		}
+	}
+	noRefl := startGRPCEcho(t, "-reflection=false")
+	if AnswersReflection(ctx, noRefl) {
+		t.Error("a server without reflection answers it")
+	}
+	if _, err := NewGRPC(ctx, GRPCOptions{Addr: noRefl, Method: "perfspy.echo.Echo/Echo"}); err == nil || !strings.Contains(err.Error(), "-proto-file") {
+		t.Errorf("no reflection: err %v, want a hint at -proto-file", err)
+	}
+}

@@ -1,0 +1,151 @@
+package probe
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 and its key; the
+// certificate is its own CA.
+func selfSigned(t *testing.T) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "probetarget"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return cert, key
+}
+
+// TestProtocolsSameHandler: probetarget's /alloc10 (exactly 10 allocations
+// of 64 B in main.alloc10) measured over HTTP/1.1, h2c, HTTPS and h2 gives
+// the same allocations in the handler per request; the report says how
+// the certificate was checked.
+func TestProtocolsSameHandler(t *testing.T) {
+	skipShort(t)
+	cert, key := selfSigned(t)
+	tlsArgs := "-tls-cert " + cert + " -tls-key " + key
+	for _, c := range []struct {
+		proto string
+		extra []string
+		tls   string
+	}{
+		{"http", nil, ""},
+		{"h2c", []string{"-streams", "4", "-conns", "2"}, ""},
+		{"https", []string{"-args", tlsArgs, "-cacert", cert}, "verified against " + cert},
+		{"h2", []string{"-args", tlsArgs, "-insecure", "-streams", "4", "-conns", "2"}, "NOT verified (-insecure)"},
+	} {
+		t.Run(c.proto, func(t *testing.T) {
+			m := runTarget(t, "/alloc10", append([]string{"-proto", c.proto, "-offcpu=false", "-copies", "off"}, c.extra...)...)
+			n := requestsComment(t, m.allocs)
+			objs, bytes := siteCount(m.allocs, "main.alloc10")
+			if objs != 10*n || bytes != 640*n {
+				t.Errorf("%s: main.alloc10 %d objects, %d B in %d requests; want exactly 10 and 640 per request", c.proto, objs, bytes, n)
+			}
+			if h2 := profileHasPrefix(m.allocs, "net/http.(*http2serverConn)"); h2 != strings.HasPrefix(c.proto, "h2") {
+				t.Errorf("%s: the server's HTTP/2 code in the allocations: %v", c.proto, h2)
+			}
+			d, _ := m.summary["driver"].(map[string]any)
+			if got, _ := d["tls"].(string); !strings.Contains(got, c.tls) || (c.tls == "") != (got == "") {
+				t.Errorf("%s: driver tls %q, want %q", c.proto, got, c.tls)
+			}
+			if c.tls != "" && !strings.Contains(readFile(t, filepath.Join(m.dir, "report.md")), c.tls) {
+				t.Errorf("%s: report.md does not say %q", c.proto, c.tls)
+			}
+		})
+	}
+}
+
+// profileHasPrefix tells whether a sample's stack has a function
+// starting with prefix.
+func profileHasPrefix(p *profile.Profile, prefix string) bool {
+	for _, s := range p.Sample {
+		for _, loc := range s.Location {
+			for _, ln := range loc.Line {
+				if strings.HasPrefix(ln.Function.Name, prefix) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestProtocolErrors: a certificate that does not verify, a server that
+// speaks another protocol, an unknown gRPC method, JSON that does not
+// match the message: each a clear error before the window, exit 1, no
+// process left.
+func TestProtocolErrors(t *testing.T) {
+	skipShort(t)
+	cert, key := selfSigned(t)
+	tlsArgs := "-tls-cert " + cert + " -tls-key " + key
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-proto", "https", "-args", tlsArgs, "-path", "/none", "./testdata/probetarget"}, "certificate"},
+		{[]string{"-proto", "grpc", "-method", "a.B/C", "./testdata/probetarget"}, "does not answer gRPC reflection"},
+		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Nope", "../targets/grpcecho"}, "has no method Nope"},
+		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Echo", "-data", `{"repeat":"x"}`, "../targets/grpcecho"}, "-data does not match perfspy.echo.EchoRequest"},
+		{[]string{"-cacert", "/no/such/file", "-proto", "https", "-args", tlsArgs, "./testdata/probetarget"}, "-cacert"},
+	} {
+		code, stdout, stderr := probeRun(t, append([]string{"-offcpu=false", "-copies", "off"}, c.args...)...)
+		if code != ExitFailed || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want 1 and %q\n%s%s", c.args, code, c.want, stdout, stderr)
+		}
+	}
+}
+
+// TestGRPCEcho: grpcecho's -extra-allocs switch adds exactly its count of
+// allocations per call, in main.extraAlloc; -proto auto finds gRPC by
+// the reflection service.
+func TestGRPCEcho(t *testing.T) {
+	skipShort(t)
+	for _, extra := range []int{0, 3} {
+		out := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := probeRun(t, "-offcpu=false", "-copies", "off", "-out", out, "-data", `{"payload":"aGVsbG8=","repeat":2}`,
+			"-args", "-extra-allocs "+string(rune('0'+extra)), "../targets/grpcecho")
+		if code != ExitOK && code != ExitNotJudged {
+			t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "driver        grpc:") {
+			t.Errorf("not the gRPC driver:\n%s", stdout)
+		}
+		p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := requestsComment(t, p)
+		if objs, bytes := siteCount(p, "main.extraAlloc"); objs != int64(extra)*n || bytes != 64*int64(extra)*n {
+			t.Errorf("-extra-allocs %d: main.extraAlloc %d objects, %d B in %d calls", extra, objs, bytes, n)
+		}
+	}
+}
