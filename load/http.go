@@ -24,6 +24,10 @@ type HTTPOptions struct {
 	Headers map[string]string
 	// TLS configures https URLs (nil: verify with the system's roots).
 	TLS *tls.Config
+	// Mix, for the lean driver, replaces Method, the URL's path, Body and
+	// adds its headers: the requests are sent in Interleave's order, each
+	// worker taking the next.
+	Mix []Request
 }
 
 // HTTP is a keep-alive HTTP/1.1 driver: Conns workers, each with its own

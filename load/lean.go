@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"sort"
@@ -26,8 +27,10 @@ import (
 type Lean struct {
 	opt   HTTPOptions
 	addr  string
-	head  bool        // a HEAD request: responses have no body
-	req   []byte      // the request, serialized once
+	reqs  [][]byte // the requests, serialized once: one, or a mix's
+	heads []bool   // a HEAD request: its response has no body
+	order []int    // the mix's order of reqs
+	next  atomic.Uint64
 	tls   *tls.Config // https: the connections' TLS
 	mu    sync.Mutex
 	conns []*leanConn // one per worker, kept across phases
@@ -57,7 +60,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	if opt.Conns <= 0 {
 		opt.Conns = 8
 	}
-	d := &Lean{opt: opt, addr: u.Host, head: opt.Method == "HEAD", conns: make([]*leanConn, opt.Conns)}
+	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns)}
 	port := "80"
 	if u.Scheme == "https" {
 		d.tls, port = opt.TLS, "443"
@@ -72,15 +75,26 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	if _, _, err := net.SplitHostPort(d.addr); err != nil {
 		d.addr = net.JoinHostPort(d.addr, port)
 	}
-	d.req = serializeRequest(opt, u)
+	if len(opt.Mix) == 0 {
+		opt.Mix = []Request{{Method: opt.Method, Path: u.RequestURI(), Body: opt.Body, Weight: 1}}
+	}
+	for _, r := range opt.Mix {
+		one := opt
+		one.Method, one.Body, one.Headers = r.Method, r.Body, map[string]string{}
+		maps.Copy(one.Headers, opt.Headers)
+		maps.Copy(one.Headers, r.Headers)
+		d.reqs = append(d.reqs, serializeRequest(one, r.Path, u.Host))
+		d.heads = append(d.heads, r.Method == "HEAD")
+	}
+	d.order = Interleave(opt.Mix)
 	return d, nil
 }
 
 // serializeRequest writes the request line, Host, the user's headers in
 // name order, Content-Length for a body, and the body.
-func serializeRequest(opt HTTPOptions, u *url.URL) []byte {
+func serializeRequest(opt HTTPOptions, uri, host string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", opt.Method, u.RequestURI(), u.Host)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", opt.Method, uri, host)
 	names := make([]string, 0, len(opt.Headers))
 	for k := range opt.Headers {
 		names = append(names, k)
@@ -149,12 +163,16 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 		d.conns[i] = c
 		d.mu.Unlock()
 	}
+	k := 0
+	if len(d.reqs) > 1 {
+		k = d.order[(d.next.Add(1)-1)%uint64(len(d.order))]
+	}
 	c.c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.c.Write(d.req); err != nil {
+	if _, err := c.c.Write(d.reqs[k]); err != nil {
 		d.drop(i, c)
 		return 0, err
 	}
-	status, closeConn, err := ReadResponse(c.r, d.head)
+	status, closeConn, err := ReadResponse(c.r, d.heads[k])
 	if err != nil || closeConn {
 		d.drop(i, c)
 	}

@@ -1,0 +1,165 @@
+package load
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Request is one entry of a request file: an HTTP request and its weight
+// in the mix.
+type Request struct {
+	Method  string
+	Path    string // with its query
+	Headers map[string]string
+	Body    []byte
+	Weight  int
+}
+
+// Name is the entry as reports show it: "GET /json".
+func (r Request) Name() string { return r.Method + " " + r.Path }
+
+// ParseRequests reads a request file: one request per line,
+//
+//	METHOD PATH [weight=N] [header="Name: value"]... [body=@FILE]
+//
+// with blank lines and lines starting with # ignored. weight defaults to
+// 1; a body file is read relative to the request file's folder (dir).
+// Anything else is an error naming the line.
+func ParseRequests(r io.Reader, name, dir string) ([]Request, error) {
+	var out []Request
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		req, err := parseRequestLine(line, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		out = append(out, req)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no requests in it (want lines like: GET /path weight=2)", name)
+	}
+	return out, nil
+}
+
+// parseRequestLine reads one line of a request file.
+func parseRequestLine(line, dir string) (Request, error) {
+	words, err := splitQuoted(line)
+	if err != nil {
+		return Request{}, err
+	}
+	if len(words) < 2 {
+		return Request{}, fmt.Errorf("want METHOD PATH, got %q", line)
+	}
+	req := Request{Method: words[0], Path: words[1], Weight: 1}
+	if req.Method != strings.ToUpper(req.Method) || strings.ContainsAny(req.Method, "/:") {
+		return Request{}, fmt.Errorf("method %q: want an upper-case HTTP method like GET", req.Method)
+	}
+	if !strings.HasPrefix(req.Path, "/") {
+		return Request{}, fmt.Errorf("path %q: must start with /", req.Path)
+	}
+	for _, w := range words[2:] {
+		k, v, ok := strings.Cut(w, "=")
+		switch {
+		case !ok:
+			return Request{}, fmt.Errorf("%q: want weight=N, header=\"Name: value\" or body=@FILE", w)
+		case k == "weight":
+			if req.Weight, err = strconv.Atoi(v); err != nil || req.Weight < 1 || req.Weight > 1000 {
+				return Request{}, fmt.Errorf("weight %q: want 1 to 1000", v)
+			}
+		case k == "header":
+			hk, hv, ok := strings.Cut(v, ":")
+			if !ok || strings.TrimSpace(hk) == "" || strings.ContainsAny(hk, " \t") {
+				return Request{}, fmt.Errorf("header %q: want \"Name: value\"", v)
+			}
+			if req.Headers == nil {
+				req.Headers = map[string]string{}
+			}
+			req.Headers[strings.TrimSpace(hk)] = strings.TrimSpace(hv)
+		case k == "body":
+			f, ok := strings.CutPrefix(v, "@")
+			if !ok || f == "" {
+				return Request{}, fmt.Errorf("body %q: want body=@FILE", v)
+			}
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(dir, f)
+			}
+			if req.Body, err = os.ReadFile(f); err != nil {
+				return Request{}, fmt.Errorf("body: %w", err)
+			}
+		default:
+			return Request{}, fmt.Errorf("%q: unknown key %q (want weight, header or body)", w, k)
+		}
+	}
+	return req, nil
+}
+
+// splitQuoted splits a line at spaces, keeping "double quoted" parts
+// (with \" and \\ escapes) in their word.
+func splitQuoted(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
+			i++
+			cur.WriteByte(s[i])
+		case c == '"':
+			quoted, in = !quoted, true
+		case !quoted && (c == ' ' || c == '\t'):
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// Interleave is the fixed order in which a mix sends its requests: each
+// entry as often as its weight in every round of sum(weights), spread by
+// smooth weighted round-robin (weights 3 and 1 give 0 0 1 0, not 0 0 0 1).
+func Interleave(reqs []Request) []int {
+	total := 0
+	for _, r := range reqs {
+		total += r.Weight
+	}
+	cur := make([]int, len(reqs))
+	order := make([]int, 0, total)
+	for range total {
+		best := 0
+		for i, r := range reqs {
+			cur[i] += r.Weight
+			if cur[i] > cur[best] {
+				best = i
+			}
+		}
+		cur[best] -= total
+		order = append(order, best)
+	}
+	return order
+}

@@ -1,0 +1,121 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestParseRequests(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"a":1}`), 0o644)
+	src := `# a mix
+GET /json weight=3
+
+POST /echo?x=1 body=@body.json header="Content-Type: application/json" header="X-Quote: a \"b\""
+HEAD /  weight=1
+`
+	reqs, err := ParseRequests(strings.NewReader(src), "mix.txt", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 3 || reqs[0].Name() != "GET /json" || reqs[0].Weight != 3 || reqs[1].Path != "/echo?x=1" ||
+		string(reqs[1].Body) != `{"a":1}` || reqs[1].Headers["Content-Type"] != "application/json" || reqs[1].Headers["X-Quote"] != `a "b"` || reqs[2].Method != "HEAD" {
+		t.Errorf("parsed %+v", reqs)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"GET json", "mix.txt:1: path \"json\": must start with /"},
+		{"# only\n\nget /", "mix.txt:3: method \"get\""},
+		{"GET / weight=0", "mix.txt:1: weight \"0\""},
+		{"GET / weight=x", "weight \"x\""},
+		{"GET / body=x.json", "body \"x.json\": want body=@FILE"},
+		{"GET / body=@nope.json", "mix.txt:1: body: open"},
+		{"GET / header=\"NoColon\"", "header \"NoColon\""},
+		{"GET / color=red", "unknown key \"color\""},
+		{"GET / header=\"A: b", "unterminated quote"},
+		{"GET", "want METHOD PATH"},
+		{"# nothing\n", "no requests in it"},
+	} {
+		if _, err := ParseRequests(strings.NewReader(c.src), "mix.txt", dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+func TestInterleave(t *testing.T) {
+	got := Interleave([]Request{{Weight: 3}, {Weight: 1}})
+	if !slices.Equal(got, []int{0, 0, 1, 0}) && !slices.Equal(got, []int{0, 1, 0, 0}) {
+		t.Errorf("3:1 gives %v", got)
+	}
+	got = Interleave([]Request{{Weight: 2}, {Weight: 2}, {Weight: 1}})
+	count := map[int]int{}
+	for _, i := range got {
+		count[i]++
+	}
+	if len(got) != 5 || count[0] != 2 || count[1] != 2 || count[2] != 1 {
+		t.Errorf("2:2:1 gives %v", got)
+	}
+}
+
+// TestLeanMix: the lean driver sends a mix in its order, each request as
+// its entry says.
+func TestLeanMix(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("X-E")]++
+		mu.Unlock()
+		w.Write([]byte("ok"))
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	mix := []Request{{Method: "GET", Path: "/a", Weight: 3, Headers: map[string]string{"X-E": "a"}}, {Method: "POST", Path: "/b?q=1", Weight: 1, Body: []byte("x")}}
+	d, err := NewLean(HTTPOptions{URL: "http://" + ln.Addr().String() + "/", Conns: 2, Mix: mix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.RunN(context.Background(), 400)
+	if err != nil || r.OK != 400 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if seen["GET /a a"] != 300 || seen["POST /b?q=1 "] != 100 {
+		t.Errorf("seen %v, want 300 GET /a and 100 POST /b", fmt.Sprint(seen))
+	}
+}
+
+// FuzzParseRequests: any file gives requests or an error naming a line,
+// and never panics.
+func FuzzParseRequests(f *testing.F) {
+	f.Add("GET /json weight=3\nPOST /x header=\"A: b\"\n")
+	f.Add("# c\n\nGET / weight=1000")
+	f.Fuzz(func(t *testing.T, src string) {
+		reqs, err := ParseRequests(strings.NewReader(src), "f", t.TempDir())
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f:") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, r := range reqs {
+			if r.Weight < 1 || !strings.HasPrefix(r.Path, "/") || r.Method == "" {
+				t.Errorf("accepted %+v", r)
+			}
+		}
+		if o := Interleave(reqs); len(o) == 0 {
+			t.Error("empty order")
+		}
+	})
+}
