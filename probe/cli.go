@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfspy/perfspy/load"
 )
 
 // Exit codes shared by every perfspy command.
@@ -102,7 +104,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
 	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
-	fs.IntVar(&cfg.Requests, "requests", 2000, "with -instructions: requests in the window (the load is bounded by count)")
+	cfg.Requests = 2000
+	fs.Var(requestsFlag{&cfg}, "requests", "a request `FILE` (METHOD PATH [weight=N] [header=\"K: V\"] [body=@FILE] per line; see docs/probe.md); a number N is, with -instructions, the requests in its window (default 2000)")
 	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
 	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
@@ -312,6 +315,43 @@ func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
 	}
 	return exitCode(stderr, "probe bulk", err)
+}
+
+// requestsFlag is -requests: a request file, or (a number) the requests
+// of an -instructions window.
+type requestsFlag struct{ cfg *Config }
+
+func (f requestsFlag) String() string {
+	if f.cfg == nil {
+		return ""
+	}
+	if f.cfg.RequestFile != "" {
+		return f.cfg.RequestFile
+	}
+	return strconv.Itoa(f.cfg.Requests)
+}
+
+func (f requestsFlag) Set(v string) error {
+	if n, err := strconv.Atoi(v); err == nil {
+		if _, statErr := os.Stat(v); statErr != nil {
+			if n <= 0 {
+				return fmt.Errorf("want a positive count or a request file, got %q", v)
+			}
+			f.cfg.Requests = n
+			return nil
+		}
+	}
+	fh, err := os.Open(v)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	mix, err := load.ParseRequests(fh, v, filepath.Dir(v))
+	if err != nil {
+		return err
+	}
+	f.cfg.RequestFile, f.cfg.Mix = v, mix
+	return nil
 }
 
 // readData reads -data: JSON as given, or @file.

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -147,5 +148,49 @@ func TestGRPCEcho(t *testing.T) {
 		if objs, bytes := siteCount(p, "main.extraAlloc"); objs != int64(extra)*n || bytes != 64*int64(extra)*n {
 			t.Errorf("-extra-allocs %d: main.extraAlloc %d objects, %d B in %d calls", extra, objs, bytes, n)
 		}
+	}
+}
+
+// TestRequestFile: a request file of probetarget's /alloc10 (10
+// allocations in main.alloc10, weight 3) and /none (weight 1): the mix's
+// figures are 3/4 of alloc10's, and each request measured alone has its
+// own exact figures.
+func TestRequestFile(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("# two known costs\nGET /alloc10 weight=3\n\nGET /none\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false")
+	n := requestsComment(t, m.allocs)
+	objs, _ := siteCount(m.allocs, "main.alloc10")
+	if per := float64(objs) / float64(n); per < 7.3 || per > 7.7 {
+		t.Errorf("the mix: main.alloc10 %.3f per request, want 7.5 (10 in 3 of 4 requests)", per)
+	}
+	eps, _ := m.summary["endpoints"].([]any)
+	if len(eps) != 2 {
+		t.Fatalf("endpoints %v", m.summary["endpoints"])
+	}
+	for i, want := range []int64{10, 0} {
+		e := eps[i].(map[string]any)
+		files := e["files"].(map[string]any)
+		p, err := readProfile(filepath.Join(m.dir, files["allocs"].(string)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		en := requestsComment(t, p)
+		if o, b := siteCount(p, "main.alloc10"); o != want*en || b != 64*want*en {
+			t.Errorf("%s alone: main.alloc10 %d objects, %d B in %d requests; want %d per request", e["name"], o, b, en, want)
+		}
+	}
+	mix, _ := m.summary["mix"].(map[string]any)
+	if order := fmt.Sprint(mix["order"]); order != "[0 0 1 0]" {
+		t.Errorf("order %s, want [0 0 1 0]", order)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(m.dir, "report.md")), "each measured alone") {
+		t.Error("report.md has no per-request table")
+	}
+	// A bad file is a usage error naming the line.
+	os.WriteFile(file, []byte("GET /ok\nGET nope\n"), 0o644)
+	if code, _, stderr := probeRun(t, "-requests", file, "./testdata/probetarget"); code != ExitUsage || !strings.Contains(stderr, file+":2") {
+		t.Errorf("bad request file: exit %d, %q", code, stderr)
 	}
 }

@@ -99,6 +99,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 		fmt.Fprint(w, "Syscalls are every sys_enter of the target's threads, counted in the kernel; the timing window's CPU profile adds about 100 rt_sigreturn a second. ")
 	}
 	fmt.Fprint(w, "Copies count calls of memmove and memclrNoHeapPointers; copies the compiler inlines (constant sizes up to 16 B, array and struct assignment, inline zeroing) never reach them. Off-CPU time comes from an execution trace of its own window: the trace sees only syscalls that go through entersyscall.\n\n")
+	writeEndpoints(w, s, true)
 
 	if requests <= 0 || len(tot) < 2 {
 		return
@@ -233,6 +234,7 @@ func WriteTerminal(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "    %8.2f  %8.0f B  %s\n", float64(st.Values[0])/float64(n), float64(st.Values[1])/float64(n), st.Func)
 		}
 	}
+	writeEndpoints(w, s, false)
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
 }
 

@@ -43,7 +43,8 @@ type rawFiles struct {
 // without -offcpu.
 type windows struct {
 	clean, attr, copies, off *windowResult
-	wall                     *windowResult // the wall-clock profile's, nil without it
+	wall                     *windowResult    // the wall-clock profile's, nil without it
+	endpoints                []endpointWindow // each request of a request file alone
 }
 
 // runOutput is what a run measured, on its way to the results folder: the
@@ -67,7 +68,7 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.files = map[string][]byte{}
 	o.summarize()
 	o.reasons = append(o.reasons, o.timingReasons()...)
-	steps := []func() error{o.allocations, o.copies, o.judge, o.offCPU, o.syscallsAndCPU, o.flames, o.render}
+	steps := []func() error{o.allocations, o.copies, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

@@ -56,6 +56,11 @@ type Config struct {
 	Insecure bool
 	// Data is the gRPC request message as JSON (-data).
 	Data []byte
+	// RequestFile is -requests FILE; Mix its requests: the lean driver
+	// sends them in their fixed order, and each is also measured in
+	// windows of its own (Summary.Endpoints).
+	RequestFile string
+	Mix         []load.Request
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
 	// (net/http's client, the reference).
 	HTTPDriver string
@@ -309,7 +314,10 @@ func newHTTPDriver(cfg Config, ep endpoint, proto string) (load.Driver, error) {
 	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 	}
-	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers}
+	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix}
+	if len(cfg.Mix) > 0 && (proto == "h2c" || proto == "h2" || cfg.HTTPDriver != "lean") {
+		return nil, fmt.Errorf("-requests %s: request files are sent by the lean HTTP/1.1 driver (http or https, -http-driver lean)", cfg.RequestFile)
+	}
 	if scheme == "https" {
 		var err error
 		if opt.TLS, err = tlsConfig(cfg); err != nil {

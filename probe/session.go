@@ -230,7 +230,8 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 			return w, raw, err
 		}
 	}
-	return w, raw, nil
+	w.endpoints, err = s.endpointWindows(ctx)
+	return w, raw, err
 }
 
 // offCPUWindow tells whether the run has an off-CPU window: the

@@ -64,6 +64,10 @@ type Summary struct {
 	Transfer            *TransferSummary `json:"transfer,omitempty"`
 	DatagramsPerRequest *float64         `json:"datagrams_per_request,omitempty"`
 	PerDatagram         *PerDatagram     `json:"per_datagram,omitempty"`
+	// Mix is the request file's mix (-requests FILE); Endpoints each of
+	// its requests measured alone.
+	Mix       *MixSummary       `json:"mix,omitempty"`
+	Endpoints []EndpointSummary `json:"endpoints,omitempty"`
 	// FloorRatio is the target's figure over targets/udpfloor's, measured
 	// in the same run with the same transfers (-floor): cpu_us,
 	// syscalls and datagrams per transfer, and cpu_us per datagram.

@@ -1,0 +1,205 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/load"
+)
+
+// EndpointSummary is one request of a request file measured alone, in a
+// timing window (CPU, syscalls) and an attribution window (allocations,
+// copies) of its own, per request. Figures not measured are null.
+type EndpointSummary struct {
+	Name        string   `json:"name"` // "GET /path"
+	Weight      int      `json:"weight"`
+	Requests    int64    `json:"requests"` // successes in its timing window
+	CPUUS       *float64 `json:"cpu_us"`
+	Syscalls    *float64 `json:"syscalls"`
+	Allocs      *float64 `json:"allocs"`
+	AllocBytes  *float64 `json:"alloc_bytes"`
+	CopiedBytes *float64 `json:"copied_bytes"`
+	// Files are its attribution window's profiles (allocs, copies).
+	Files map[string]string `json:"files,omitempty"`
+}
+
+// MixSummary is a request file's mix: its requests and the fixed order
+// the driver sends them in, cycled (indexes into Requests).
+type MixSummary struct {
+	File     string   `json:"file"`
+	Requests []string `json:"requests"`
+	Weights  []int    `json:"weights"`
+	Order    []int    `json:"order"`
+}
+
+// endpointWindow is one request of a mix measured alone.
+type endpointWindow struct {
+	req            load.Request
+	timing, attr   *windowResult
+	allocs, copies string // the attribution window's reports, "" when not counted
+}
+
+// endpointWindows measures each request of a request file alone, after
+// the mix's windows: the driver sends that request only.
+func (s *session) endpointWindows(ctx context.Context) ([]endpointWindow, error) {
+	if len(s.cfg.Mix) < 2 {
+		return nil, nil
+	}
+	mixDrv := s.drv
+	defer func() { s.drv = mixDrv }()
+	var out []endpointWindow
+	for k, e := range s.cfg.Mix {
+		c := s.cfg
+		c.Mix = []load.Request{e}
+		d, err := newDriver(c, s.tgt, s.addr)
+		if err != nil {
+			return nil, err
+		}
+		s.drv = d
+		ew, err := s.endpointWindow(ctx, k, e)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ew)
+	}
+	return out, nil
+}
+
+// endpointWindow is request k's two windows: timing, then attribution
+// with the runtime spies that the target has.
+func (s *session) endpointWindow(ctx context.Context, k int, e load.Request) (endpointWindow, error) {
+	ew := endpointWindow{req: e}
+	var err error
+	if ew.timing, err = s.window(ctx, e.Name()+": timing window", wire.Request{Cmd: "begin"}); err != nil {
+		return ew, err
+	}
+	var raw rawFiles
+	full, _ := s.attributionRequest(&raw)
+	req := wire.Request{Cmd: "begin", Counters: map[string]string{}}
+	for name := range full.Counters {
+		path := filepath.Join(s.priv, "endpoint-"+strconv.Itoa(k)+"-"+name+".json")
+		req.Counters[name] = path
+		if name == "allocs" {
+			ew.allocs = path
+		} else if name == "copies" {
+			ew.copies = path
+		}
+	}
+	if len(req.Counters) == 0 {
+		return ew, nil // no runtime spies: the timing window's figures only
+	}
+	ew.attr, err = s.window(ctx, e.Name()+": attribution window", req)
+	return ew, err
+}
+
+// endpoints gives the summary each request's own figures, and the mix.
+func (o *runOutput) endpoints() error {
+	cfg := o.ses.cfg
+	if len(cfg.Mix) == 0 {
+		return nil
+	}
+	m := &MixSummary{File: cfg.RequestFile, Order: load.Interleave(cfg.Mix)}
+	for _, r := range cfg.Mix {
+		m.Requests, m.Weights = append(m.Requests, r.Name()), append(m.Weights, r.Weight)
+	}
+	o.s.Mix = m
+	for k, ew := range o.win.endpoints {
+		es, err := o.endpointFigures(k, ew)
+		if err != nil {
+			return err
+		}
+		o.s.Endpoints = append(o.s.Endpoints, es)
+	}
+	return nil
+}
+
+// endpointFigures divides request k's windows by their successes and
+// keeps its attribution window's profiles.
+func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, error) {
+	es := EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK}
+	if n := float64(ew.timing.load.OK); n > 0 {
+		es.CPUUS = f64(round(float64(ew.timing.cpu)/1e3/n, 3))
+		if ew.timing.sys != nil {
+			var total uint64
+			for _, c := range ew.timing.sys {
+				total += c
+			}
+			es.Syscalls = f64(round(float64(total)/n, 4))
+		}
+	}
+	if ew.attr == nil || ew.attr.load.OK == 0 {
+		return es, nil
+	}
+	n := float64(ew.attr.load.OK)
+	if ew.allocs != "" {
+		rep, err := allocspy.ReadReport(ew.allocs)
+		if err != nil {
+			return es, err
+		}
+		objects, space, _, _ := allocspy.Totals(rep)
+		es.Allocs, es.AllocBytes = f64(round(float64(objects)/n, 4)), f64(round(float64(space)/n, 2))
+		if err := o.endpointProfile(&es, k, "allocs", allocspy.Profile(rep), ew.attr); err != nil {
+			return es, err
+		}
+	}
+	if ew.copies != "" {
+		rep, err := copyspy.ReadReport(ew.copies)
+		if err != nil {
+			return es, err
+		}
+		var moved int64
+		for _, st := range copyspy.Sites(rep) {
+			if st.Kind == "memmove" {
+				moved += st.TotalBytes()
+			}
+		}
+		es.CopiedBytes = f64(round(float64(moved)/n, 2))
+		if err := o.endpointProfile(&es, k, "copies", copyspy.Profile(rep), ew.attr); err != nil {
+			return es, err
+		}
+	}
+	return es, nil
+}
+
+// endpointProfile adds request k's profile name, with its window's
+// comments (its own request count).
+func (o *runOutput) endpointProfile(es *EndpointSummary, k int, name string, p *profile.Profile, w *windowResult) error {
+	p.Comments = o.comments(w)
+	file := fmt.Sprintf("endpoint-%d-%s.pb.gz", k+1, name)
+	if err := o.addProfile(file, p); err != nil {
+		return err
+	}
+	if es.Files == nil {
+		es.Files = map[string]string{}
+	}
+	es.Files[name] = file
+	return nil
+}
+
+// writeEndpoints writes the mix's per-request table (report.md, the
+// terminal).
+func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
+	if s.Mix == nil {
+		return
+	}
+	if markdown {
+		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own:\n\n| request | weight | requests | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
+		for _, e := range s.Endpoints {
+			fmt.Fprintf(w, "| `%s` | %d | %d | %s | %s | %s | %s | %s |\n", e.Name, e.Weight, e.Requests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+		}
+		return
+	}
+	fmt.Fprintf(w, "  mix           %s: the figures above; each request alone, per request:\n", s.Mix.File)
+	for _, e := range s.Endpoints {
+		fmt.Fprintf(w, "    %-24s w%-3d cpu %s µs  allocs %s (%s B)  copied %s B  syscalls %s\n", e.Name, e.Weight, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+	}
+}
