@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,33 @@ func TestGRPCDriver(t *testing.T) {
 	if _, err := NewGRPC(ctx, GRPCOptions{Addr: noRefl, Method: "perfspy.echo.Echo/Echo"}); err == nil || !strings.Contains(err.Error(), "-proto-file") {
 		t.Errorf("no reflection: err %v, want a hint at -proto-file", err)
 	}
+	// The same server described by its .proto file.
+	dir := t.TempDir()
+	proto := filepath.Join(dir, "perfspy", "echo.proto")
+	os.MkdirAll(filepath.Dir(proto), 0o755)
+	os.WriteFile(proto, []byte(echoProto), 0o644)
+	files, err := ProtoFiles(ctx, []string{proto}, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := NewGRPC(ctx, GRPCOptions{Addr: noRefl, Method: "perfspy.echo.Echo/Echo", Data: []byte(`{"repeat":2}`), Conns: 1, Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	if r, err := pd.RunN(ctx, 50); err != nil || r.OK != 50 {
+		t.Errorf("with -proto-file: %+v %v", r, err)
+	}
+	os.WriteFile(proto, []byte("syntax = \"proto3\";\nmessage {"), 0o644)
+	if _, err := ProtoFiles(ctx, []string{proto}, nil); err == nil || !strings.Contains(err.Error(), "echo.proto") {
+		t.Errorf("a broken .proto: err %v, want the file named", err)
+	}
 }
+
+// echoProto is targets/grpcecho's service as a .proto file.
+const echoProto = `syntax = "proto3";
+package perfspy.echo;
+message EchoRequest { bytes payload = 1; int32 repeat = 2; }
+message EchoReply { bytes payload = 1; }
+service Echo { rpc Echo(EchoRequest) returns (EchoReply); }
+`

@@ -83,6 +83,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
 	var data string
 	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
+	var protoFiles, importPaths listFlag
+	fs.Var(&protoFiles, "proto-file", "-proto grpc: a .proto `FILE` describing the service, for a server without reflection (repeatable)")
+	fs.Var(&importPaths, "import-path", "-proto-file: a `DIR` to find imports in (repeatable; default: each file's folder)")
 	fs.StringVar(&cfg.CACert, "cacert", "", "https, h2: verify the server's certificate against this PEM `file`")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "https, h2: do not verify the server's certificate (the report says so)")
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
@@ -153,6 +156,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
+	cfg.ProtoFiles, cfg.ImportPaths = protoFiles, importPaths
 	if cfg.Data, err = readData(data); err != nil {
 		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
@@ -351,6 +355,16 @@ func (f requestsFlag) Set(v string) error {
 		return err
 	}
 	f.cfg.RequestFile, f.cfg.Mix = v, mix
+	return nil
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
 	return nil
 }
 

@@ -151,6 +151,30 @@ func TestGRPCEcho(t *testing.T) {
 	}
 }
 
+// TestGRPCProtoFile: a gRPC server without reflection, described by its
+// .proto file.
+func TestGRPCProtoFile(t *testing.T) {
+	skipShort(t)
+	dir := t.TempDir()
+	proto := filepath.Join(dir, "echo.proto")
+	os.WriteFile(proto, []byte("syntax = \"proto3\";\npackage perfspy.echo;\nmessage EchoRequest { bytes payload = 1; int32 repeat = 2; }\nmessage EchoReply { bytes payload = 1; }\nservice Echo { rpc Echo(EchoRequest) returns (EchoReply); }\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-offcpu=false", "-copies", "off", "-out", out, "-proto", "grpc", "-proto-file", proto,
+		"-method", "perfspy.echo.Echo/Echo", "-args", "-reflection=false -extra-allocs 2", "../targets/grpcecho")
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	p, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := requestsComment(t, p); n == 0 {
+		t.Fatal("no calls")
+	} else if objs, _ := siteCount(p, "main.extraAlloc"); objs != 2*n {
+		t.Errorf("main.extraAlloc %d in %d calls, want 2 per call", objs, n)
+	}
+}
+
 // TestRequestFile: a request file of probetarget's /alloc10 (10
 // allocations in main.alloc10, weight 3) and /none (weight 1): the mix's
 // figures are 3/4 of alloc10's, and each request measured alone has its

@@ -54,8 +54,11 @@ type Config struct {
 	// does not verify it, and the report says so.
 	CACert   string
 	Insecure bool
-	// Data is the gRPC request message as JSON (-data).
-	Data []byte
+	// Data is the gRPC request message as JSON (-data); ProtoFiles and
+	// ImportPaths describe a gRPC server without reflection.
+	Data        []byte
+	ProtoFiles  []string
+	ImportPaths []string
 	// RequestFile is -requests FILE; Mix its requests: the lean driver
 	// sends them in their fixed order, and each is also measured in
 	// windows of its own (Summary.Endpoints).
@@ -295,7 +298,14 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 		if tgt.Name == "grpcecho" && !strings.Contains(method, "/") {
 			method = "perfspy.echo.Echo/Echo" // its one method
 		}
-		return load.NewGRPC(ctx, load.GRPCOptions{Addr: ep.addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns})
+		opt := load.GRPCOptions{Addr: ep.addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns}
+		if len(cfg.ProtoFiles) > 0 {
+			var err error
+			if opt.Files, err = load.ProtoFiles(ctx, cfg.ProtoFiles, cfg.ImportPaths); err != nil {
+				return nil, err
+			}
+		}
+		return load.NewGRPC(ctx, opt)
 	case "http", "https", "h2c", "h2":
 		return newHTTPDriver(cfg, ep, proto)
 	default:
