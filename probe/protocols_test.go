@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,4 +219,46 @@ func TestRequestFile(t *testing.T) {
 	if code, _, stderr := probeRun(t, "-requests", file, "./testdata/probetarget"); code != ExitUsage || !strings.Contains(stderr, file+":2") {
 		t.Errorf("bad request file: exit %d, %q", code, stderr)
 	}
+}
+
+// TestPublicGRPCServer: a public gRPC server program from the module
+// proxy, grpc-gateway's example server, measured unchanged. It serves no
+// reflection: its Echo method is described by a .proto file of the same
+// wire shape (the module's own imports googleapis, which it does not ship).
+func TestPublicGRPCServer(t *testing.T) {
+	skipShort(t)
+	const mod, version = "github.com/grpc-ecosystem/grpc-gateway/v2", "v2.33.0"
+	dl := exec.Command("go", "mod", "download", "-json", mod+"@"+version)
+	dl.Dir = t.TempDir()
+	if err := dl.Run(); err != nil {
+		t.Skipf("the module proxy does not serve %s@%s here (%v): a public gRPC server cannot be fetched", mod, version, err)
+	}
+	dir := t.TempDir()
+	proto := filepath.Join(dir, "echo.proto")
+	os.WriteFile(proto, []byte(`syntax = "proto3";
+package grpc.gateway.examples.internal.proto.examplepb;
+message SimpleMessage { string id = 1; int64 num = 2; }
+service EchoService { rpc Echo(SimpleMessage) returns (SimpleMessage); }
+`), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-duration", "2s", "-offcpu=false", "-copies", "off", "-proto", "grpc", "-proto-file", proto,
+		"-method", "grpc.gateway.examples.internal.proto.examplepb.EchoService/Echo", "-data", `{"id":"perfspy","num":7}`,
+		"-args", "-addr 127.0.0.1:0", mod+"/examples/internal/cmd/example-grpc-server@"+version)
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Build; c == nil || c.Err() != nil || len(c.Changed) != 0 {
+		t.Errorf("build check %+v", c)
+	}
+	if s.Window.Requests == 0 || s.Window.Errors+s.Window.Non2xx != 0 || s.PerRequest.Allocs == nil || *s.PerRequest.Allocs < 1 {
+		t.Errorf("window %+v, allocs %v", s.Window, s.PerRequest.Allocs)
+	}
+	if !strings.Contains(stdout, "grpc") {
+		t.Errorf("no gRPC function among the top allocation sites:\n%s", stdout)
+	}
+	t.Logf("%s", stdout)
 }
