@@ -72,6 +72,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
 		return 1
 	}
+	if t.Ignored > 0 {
+		fmt.Fprintf(stderr, "flame: %s: ignored %d lines that are not \"stack count\", as flamegraph.pl does (the first: %v)\n", fs.Arg(0), t.Ignored, t.FirstIgnored)
+	}
 	var buf bytes.Buffer
 	if format == "html" {
 		err = WriteHTML(&buf, t, *title)
@@ -95,6 +98,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 
 func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
 	open := func(p string) (*os.File, error) {
+		if p == "-" {
+			return os.Stdin, nil
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err

@@ -76,7 +76,7 @@ func TestSVGShape(t *testing.T) {
 	WriteSVG(&b, readFile(t, "small.folded"), SVGOptions{})
 	s := b.String()
 	for _, want := range []string{
-		`<title>all (100 count, 100.00%)</title><rect x="10.00" y=`,
+		`<title>all (100 samples, 100.00%)</title><rect x="10.00" y=`,
 		`width="1180.00"`,
 		"function search(", "function zoom(",
 	} {
@@ -89,7 +89,7 @@ func TestSVGShape(t *testing.T) {
 		t.Fatalf("root total %d, want 100", tr.Root.Total)
 	}
 	// main.handler under main.main: 30+10+25+15 = 80 of 100, so 80% of 1180 px.
-	if !strings.Contains(s, `<title>main.handler (80 count, 80.00%)</title><rect x="10.00" y="`) || !strings.Contains(s, `width="944.00"`) {
+	if !strings.Contains(s, `<title>main.handler (80 samples, 80.00%)</title><rect x="10.00" y="`) || !strings.Contains(s, `width="944.00"`) {
 		t.Errorf("main.handler under main.main is not 80%% wide:\n%s", s)
 	}
 }
@@ -102,9 +102,9 @@ func TestDiff(t *testing.T) {
 	WriteSVG(&b, tr, SVGOptions{})
 	s := b.String()
 	for _, want := range []string{
-		`<g data-name="main.oldSite"><title>main.oldSite (after 0, before 20, -20 count, -100.0%, removed)</title>`,
-		`<g data-name="main.newSite"><title>main.newSite (after 30, before 0, +30 count, new)</title>`,
-		`<g data-name="main.handler.func*"><title>main.handler.func* (after 40, before 40, +0 count, +0.0%)</title>`,
+		`<g data-name="main.oldSite"><title>main.oldSite (after 0, before 20, -20 samples, -100.0%, removed)</title>`,
+		`<g data-name="main.newSite"><title>main.newSite (after 30, before 0, +30 samples, new)</title>`,
+		`<g data-name="main.handler.func*"><title>main.handler.func* (after 40, before 40, +0 samples, +0.0%)</title>`,
 		`fill="rgb(90,120,255)"`, // removed
 		`fill="rgb(255,55,55)"`,  // new: full red
 	} {
@@ -127,9 +127,8 @@ func TestBadInput(t *testing.T) {
 		in   string
 		want string
 	}{
-		{"a;b 10\nthis line has no count\n", "line 2"},
-		{"a;b 10\n\na;;b 5\n", "line 3"},
 		{"a;b -3\n", "line 1"},
+		{"no count\nat all\n", "line 1"},
 		{"", "empty"},
 		{"\n\n", "no samples"},
 	} {
@@ -138,8 +137,19 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("Read(%q): %v, want %q", tc.in, err, tc.want)
 		}
 	}
+	// As flamegraph.pl, lines that are not "stack count" are left out
+	// and counted.
+	for _, tc := range []struct {
+		in   string
+		line int
+	}{{"x 1\ny\n", 2}, {"a;b 10\nthis line has no count\n", 2}, {"a;b 10\n\na;;b 5\n", 3}} {
+		tr, err := Read(strings.NewReader(tc.in), Options{})
+		if err != nil || tr.Ignored != 1 || tr.FirstIgnored.Line != tc.line {
+			t.Errorf("Read(%q): %v, ignored %d", tc.in, err, tr.Ignored)
+		}
+	}
 	var fe *FoldedError
-	if _, err := Read(strings.NewReader("x 1\ny\n"), Options{}); !errors.As(err, &fe) || fe.Line != 2 {
+	if _, err := Read(strings.NewReader("y\nz 1\n"), Options{}); !errors.As(err, &fe) || fe.Line != 1 {
 		t.Errorf("FoldedError: %v", err)
 	}
 	p := synthprof.Synthetic(1, 10, []string{"alloc_objects/count", "alloc_space/bytes"})
@@ -160,7 +170,12 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "bad.folded"), []byte("a;b 1\nnope\n"), 0o644)
 	var o, e bytes.Buffer
-	if code := Command([]string{filepath.Join(dir, "bad.folded")}, &o, &e); code != 1 || !strings.Contains(e.String(), "bad.folded: line 2") {
+	if code := Command([]string{filepath.Join(dir, "bad.folded")}, &o, &e); code != 0 || !strings.Contains(e.String(), "bad.folded: ignored 1 lines") || !strings.Contains(e.String(), "line 2") {
+		t.Errorf("command on a bad line: exit %d, %q", code, e.String())
+	}
+	os.WriteFile(filepath.Join(dir, "bad.folded"), []byte("nope\n"), 0o644)
+	e.Reset()
+	if code := Command([]string{filepath.Join(dir, "bad.folded")}, &o, &e); code != 1 || !strings.Contains(e.String(), "bad.folded: line 1") {
 		t.Errorf("command on bad input: exit %d, %q", code, e.String())
 	}
 	for _, args := range [][]string{{}, {"-diff", "x"}, {"-o", "x.png", "y"}, {"-bogus"}} {

@@ -22,6 +22,7 @@ type pageData struct {
 	Diff  bool     `json:"diff"`
 	Req   int64    `json:"req,omitempty"`
 	BReq  int64    `json:"breq,omitempty"`
+	Scale int64    `json:"scale,omitempty"` // values count 1/scale units
 	Names []string `json:"names"`
 	N     []int    `json:"n"`
 	V     []int64  `json:"v"`
@@ -43,11 +44,12 @@ func WriteHTML(w io.Writer, t *Tree, title string) error {
 		}
 	}
 	total := setWidths(t.Root, t.Diff)
-	d := pageData{Title: title, Unit: t.Unit, Diff: t.Diff, Req: t.Requests, BReq: t.BeforeRequests}
+	d := pageData{Title: title, Unit: t.Unit, Diff: t.Diff, Req: t.Requests, BReq: t.BeforeRequests, Scale: t.Scale}
 	ids := map[string]int{}
 	var walk func(n *Node, depth int)
 	walk = func(n *Node, depth int) {
-		if n.w*20000 < total && depth > 0 {
+		// A division: a product would overflow past 4.6e14.
+		if n.w < total/20000 && depth > 0 {
 			return
 		}
 		id, ok := ids[n.Name]

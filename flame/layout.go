@@ -115,6 +115,16 @@ func (t *Tree) fill(n *Node) string {
 	if n == t.Root {
 		return "rgb(230,110,60)"
 	}
+	// perf's annotations, as flamegraph.pl colors them: kernel, JIT,
+	// inlined.
+	switch n.Annot {
+	case 'k':
+		return "rgb(230,140,50)"
+	case 'j':
+		return "rgb(80,190,80)"
+	case 'i':
+		return "rgb(80,200,200)"
+	}
 	return color(n.Name)
 }
 
@@ -124,7 +134,7 @@ func (t *Tree) describe(n *Node) string {
 	root := t.Root
 	if t.Diff {
 		d := n.Total - n.Before
-		s := fmt.Sprintf("%s (after %s, before %s, %s%s %s", n.Name, commas(n.Total), commas(n.Before), sign(d), commas(abs64(d)), t.Unit)
+		s := fmt.Sprintf("%s (after %s, before %s, %s%s %s", n.Name, t.value(n.Total), t.value(n.Before), sign(d), t.value(abs64(d)), t.Unit)
 		if n.Before > 0 {
 			s += fmt.Sprintf(", %+.1f%%", 100*float64(d)/float64(n.Before))
 		} else if n.Total > 0 {
@@ -138,11 +148,24 @@ func (t *Tree) describe(n *Node) string {
 		}
 		return s + ")"
 	}
-	s := fmt.Sprintf("%s (%s %s, %.2f%%", n.Name, commas(n.Total), t.Unit, 100*float64(n.Total)/float64(root.Total))
+	s := fmt.Sprintf("%s (%s %s, %.2f%%", n.Name, t.value(n.Total), t.Unit, 100*float64(n.Total)/float64(root.Total))
 	if t.Requests > 0 {
 		s += fmt.Sprintf(", %.2f per request", float64(n.Total)/float64(t.Requests))
 	}
 	return s + ")"
+}
+
+// value writes a value in its units: thousandths as a decimal fraction
+// when the tree counts them (Scale).
+func (t *Tree) value(v int64) string {
+	if t.Scale <= 1 {
+		return commas(v)
+	}
+	s := commas(v / t.Scale)
+	if f := v % t.Scale; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
+	}
+	return s
 }
 
 func sign(v int64) string {

@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:embed assets/svg.js
@@ -82,14 +83,23 @@ var FLIP = %d;
 	return bw.Flush()
 }
 
-// fitLabel shortens a name to what a frame w px wide shows at 7 px a char.
+// fitLabel shortens a name to what a frame w px wide shows at 7 px a
+// character, cutting between characters, never inside one.
 func fitLabel(name string, w float64) string {
 	fit := int((w - 6) / 7)
 	if fit < 3 {
 		return ""
 	}
-	if len(name) <= fit {
+	if utf8.RuneCountInString(name) <= fit {
 		return name
 	}
-	return strings.TrimRight(name[:fit-2], " ") + ".."
+	cut, n := 0, 0
+	for i := range name {
+		if n == fit-2 {
+			cut = i
+			break
+		}
+		n++
+	}
+	return strings.TrimRight(name[:cut], " ") + ".."
 }

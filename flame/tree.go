@@ -9,13 +9,16 @@ package flame
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 
@@ -25,6 +28,7 @@ import (
 // Node is a frame in the merged call tree.
 type Node struct {
 	Name   string
+	Annot  byte  // perf's annotation: 'k' kernel, 'j' JIT, 'i' inlined, 0 none
 	Total  int64 // after, for a differential tree
 	Before int64 // differential trees only
 	w      int64 // the value that sets the frame's width (Layout)
@@ -50,6 +54,14 @@ type Tree struct {
 	Diff     bool
 	// BeforeRequests is the before side's perfspy.requests (differential).
 	BeforeRequests int64
+	// Scale: values count 1/Scale units (1, or 1000 for folded stacks
+	// with fractional counts); 0 means 1.
+	Scale int64
+	// Ignored counts the folded lines that were not "stack count" and
+	// were left out, as flamegraph.pl leaves them; FirstIgnored is the
+	// first.
+	Ignored      int
+	FirstIgnored *FoldedError
 }
 
 // builder holds the call tree while it is read, compactly: a few integers
@@ -66,21 +78,26 @@ type builder struct {
 	nkids   []int32
 	index   map[uint64]int32 // (parent, name) -> child, for parents with many children
 	diff    bool             // keep before-values
+	scale   int64            // values count 1/scale units (folded fractions)
+	annot   map[int32]byte   // perf's annotation of a name: k, j or i
 }
 
 func newBuilder(diff bool) *builder {
-	b := &builder{nameIdx: map[string]int32{}, index: map[uint64]int32{}, diff: diff}
+	b := &builder{nameIdx: map[string]int32{}, index: map[uint64]int32{}, diff: diff, scale: 1}
 	b.newNode(b.intern("all"))
 	return b
 }
 
-func (b *builder) intern(s string) int32 {
-	if id, ok := b.nameIdx[s]; ok {
+func (b *builder) intern(s string) int32 { return b.internAs(s, s) }
+
+// internAs interns a frame under key, drawn as name.
+func (b *builder) internAs(key, name string) int32 {
+	if id, ok := b.nameIdx[key]; ok {
 		return id
 	}
 	id := int32(len(b.names))
-	b.nameIdx[s] = id
-	b.names = append(b.names, s)
+	b.nameIdx[key] = id
+	b.names = append(b.names, name)
 	return id
 }
 
@@ -109,23 +126,22 @@ func (b *builder) reserve(n int) {
 }
 
 // frameBound counts the frames of a folded file (semicolons and lines),
-// an upper bound on the tree's nodes, and rewinds it; 0 for other inputs.
-func frameBound(f *os.File) int {
-	head := make([]byte, 2)
-	if n, _ := f.ReadAt(head, 0); n < 2 || head[0] == 0x1f {
+// an upper bound on the tree's nodes, from its start; in is how it is
+// being read, which it does not disturb.
+func frameBound(f *os.File, in *input) int {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
 		return 0
 	}
 	buf := make([]byte, 1<<20)
 	n := 1
-	for {
-		k, err := f.Read(buf)
+	for off := int64(0); ; {
+		k, err := f.ReadAt(buf, off)
+		off += int64(k)
 		n += bytes.Count(buf[:k], []byte{';'}) + bytes.Count(buf[:k], []byte{'\n'})
 		if err != nil {
 			break
 		}
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0
 	}
 	return n + 1
 }
@@ -159,9 +175,19 @@ func (b *builder) child(p, name int32) int32 {
 	return c
 }
 
+// errOverflow is a sum past what an int64 holds.
+var errOverflow = errors.New("the values add up to more than 2^63: they overflow")
+
 // add adds a stack of interned names, root first.
-func (b *builder) add(stack []int32, v int64, before bool) {
+func (b *builder) add(stack []int32, v int64, before bool) error {
 	n := int32(0)
+	root := &b.total[0]
+	if before {
+		root = &b.before[0]
+	}
+	if v > math.MaxInt64-*root {
+		return errOverflow
+	}
 	if before {
 		b.before[n] += v
 	} else {
@@ -175,6 +201,38 @@ func (b *builder) add(stack []int32, v int64, before bool) {
 			b.total[n] += v
 		}
 	}
+	return nil
+}
+
+// checkTotal refuses a tree whose values are all zero: no graph to draw.
+func (b *builder) checkTotal() error {
+	if b.total[0] == 0 && (!b.diff || b.before[0] == 0) {
+		return fmt.Errorf("every value is zero: %w", ErrEmpty)
+	}
+	return nil
+}
+
+// rescale makes every value count 1/f units.
+func (b *builder) rescale(f int64) error {
+	if b.total[0] > math.MaxInt64/f || b.diff && b.before[0] > math.MaxInt64/f {
+		return errOverflow
+	}
+	for i := range b.total {
+		b.total[i] *= f
+	}
+	for i := range b.before {
+		b.before[i] *= f
+	}
+	b.scale *= f
+	return nil
+}
+
+// annotate records perf's annotation of name id.
+func (b *builder) annotate(id int32, k byte) {
+	if b.annot == nil {
+		b.annot = map[int32]byte{}
+	}
+	b.annot[id] = k
 }
 
 // nodes makes the Nodes of the frames worth drawing: every frame of a
@@ -187,7 +245,7 @@ func (b *builder) nodes(diff bool) *Node {
 	}
 	var mk func(i int32) *Node
 	mk = func(i int32) *Node {
-		n := &Node{Name: b.names[b.name[i]], Total: b.total[i]}
+		n := &Node{Name: b.names[b.name[i]], Total: b.total[i], Annot: b.annot[b.name[i]]}
 		if diff {
 			n.Before = b.before[i]
 		}
@@ -210,18 +268,44 @@ type Options struct {
 	Folds  profkey.Folds // name folding; differential graphs use profkey.DefaultFolds
 }
 
-// Read reads a pprof profile (gzipped or not) or folded stacks
-// ("a;b;c 10" lines), telling them apart by their first bytes.
+// Read reads a pprof profile (gzipped or not), a legacy text profile
+// (Go's debug=1 heap, mutex, goroutine and threadcreate profiles, the
+// C++ and Java text formats that go tool pprof reads) or folded stacks
+// ("a;b;c 10" lines, gzipped or not), telling them apart by their first
+// bytes. Folded stacks with two counts per line (difffolded.pl's "stack
+// before after") and profiles with negative values (a change, as
+// allocdiff -o writes) make a differential tree.
 func Read(r io.Reader, opt Options) (*Tree, error) {
-	t := &Tree{}
-	b := newBuilder(false)
-	if f, ok := r.(*os.File); ok {
-		b.reserve(frameBound(f))
-	}
-	if err := readInto(t, b, r, opt, false); err != nil {
+	in, err := classify(r)
+	if err != nil {
 		return nil, err
 	}
-	t.Root = b.nodes(false)
+	diff := in.kind == inputFolded2
+	var p *profile.Profile
+	if in.kind == inputProfile {
+		if p, err = parseInput(in); err != nil {
+			return nil, err
+		}
+		diff = hasNegative(p)
+	}
+	t := &Tree{Diff: diff}
+	b := newBuilder(diff)
+	if f, ok := r.(*os.File); ok && in.kind != inputProfile && !in.gzip {
+		b.reserve(frameBound(f, in))
+	}
+	if diff && in.kind == inputProfile && opt.Folds == (profkey.Folds{}) {
+		opt.Folds = profkey.DefaultFolds
+	}
+	switch {
+	case p != nil:
+		err = profileInto(t, b, p, opt, false)
+	default:
+		err = readFolded(t, b, in.br, opt, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Root = b.nodes(diff)
 	return t, nil
 }
 
@@ -251,38 +335,200 @@ func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {
 	return t, nil
 }
 
-func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) error {
+// Kinds of input.
+const (
+	inputProfile = iota // pprof, protobuf or legacy text
+	inputFolded         // "stack count"
+	inputFolded2        // "stack before after": difffolded.pl's
+)
+
+// input is an input told apart by its first bytes, decompressed.
+type input struct {
+	br   *bufio.Reader
+	kind int
+	gzip bool
+	// first is, for text, its first data line, which is not folded when
+	// the text is taken for a legacy profile.
+	first *FoldedError
+}
+
+// classify opens r: gunzipped when it is gzip, then a protobuf profile
+// (binary), folded stacks (text whose first line ends in one or two
+// counts) or a legacy text profile (any other text).
+func classify(r io.Reader) (*input, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	head, _ := br.Peek(2)
 	if len(head) == 0 {
-		return fmt.Errorf("empty input: %w", ErrEmpty)
+		return nil, fmt.Errorf("empty input: %w", ErrEmpty)
 	}
-	if head[0] == 0x1f && head[1] == 0x8b || !looksLikeText(br) {
-		b, err := io.ReadAll(br)
+	in := &input{br: br}
+	if head[0] == 0x1f && head[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("not a pprof profile nor gzipped folded stacks: gzip: %w", err)
+		}
+		in.br, in.gzip = bufio.NewReaderSize(gz, 1<<20), true
+		if head, _ = in.br.Peek(1); len(head) == 0 {
+			return nil, fmt.Errorf("empty input: %w", ErrEmpty)
+		}
+	}
+	if !looksLikeText(in.br) {
+		return in, nil
+	}
+	in.kind = inputProfile
+	if line, n, ok := firstDataLine(in.br); ok {
+		switch k := countFields(line); {
+		case legacyHeader(line):
+			// "threadcreate profile: total 7" ends in a number too.
+		case k == 1:
+			in.kind = inputFolded
+		case k == 2:
+			in.kind = inputFolded2
+		default:
+			in.first = &FoldedError{n, truncate(string(line))}
+		}
+	} else {
+		in.kind = inputFolded // comments or blank lines only: said empty below
+	}
+	return in, nil
+}
+
+// legacyHeaders start the legacy text profiles that go tool pprof reads.
+var legacyHeaders = []string{"heap profile:", "heap_v2/", "threadcreate profile:", "goroutine profile:", "--- ", "%"}
+
+func legacyHeader(line []byte) bool {
+	for _, h := range legacyHeaders {
+		if bytes.HasPrefix(line, []byte(h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstDataLine is the first line that is not blank or a # comment,
+// within what can be peeked.
+func firstDataLine(br *bufio.Reader) ([]byte, int, bool) {
+	b, _ := br.Peek(1 << 20)
+	for n := 1; len(b) > 0; n++ {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimRight(line, " \t\r")
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		return line, n, true
+	}
+	return nil, 0, false
+}
+
+// countFields tells how many counts end a folded line: 1 ("stack n"),
+// 2 ("stack before after"), 0 when it is not folded.
+func countFields(line []byte) int {
+	rest, _, ok := cutCount(line)
+	if !ok || len(rest) == 0 {
+		return 0
+	}
+	if r2, _, ok := cutCount(rest); ok && len(r2) > 0 {
+		return 2
+	}
+	return 1
+}
+
+// cutCount splits the last space- or tab-separated field off a line when
+// it is a count (an integer or a decimal fraction, not negative).
+func cutCount(line []byte) (rest []byte, v float64, ok bool) {
+	line = bytes.TrimRight(line, " \t\r")
+	sp := bytes.LastIndexAny(line, " \t")
+	if sp <= 0 {
+		return nil, 0, false
+	}
+	f := line[sp+1:]
+	v, err := strconv.ParseFloat(string(f), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || bytes.ContainsAny(f, "eEnNiIxX_+") {
+		return nil, 0, false
+	}
+	return bytes.TrimRight(line[:sp], " \t"), v, true
+}
+
+func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) error {
+	in, err := classify(r)
+	if err != nil {
+		return err
+	}
+	switch in.kind {
+	case inputProfile:
+		p, err := parseInput(in)
 		if err != nil {
 			return err
 		}
-		return readProfile(t, bld, b, opt, before)
+		return profileInto(t, bld, p, opt, before)
+	case inputFolded2:
+		return errors.New("two counts per line (difffolded.pl's \"stack before after\"): already a difference; draw it without -diff")
 	}
-	return readFolded(t, bld, br, opt, before)
+	return readFolded(t, bld, in.br, opt, before)
 }
 
-// looksLikeText peeks at the start of the input: folded stacks are text.
+// looksLikeText peeks at the start: a protobuf profile holds a NUL (its
+// string table starts with ""), text does not, and a few stray control
+// bytes in a frame name do not make a folded file binary.
 func looksLikeText(br *bufio.Reader) bool {
-	b, _ := br.Peek(512)
+	b, _ := br.Peek(4096)
+	ctl := 0
 	for _, c := range b {
-		if c < 0x09 || (c > 0x0d && c < 0x20) {
+		switch {
+		case c == 0:
 			return false
+		case c < 0x09 || (c > 0x0d && c < 0x20):
+			ctl++
 		}
 	}
-	return true
+	return ctl*10 < len(b)
 }
 
-func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) error {
-	p, err := profile.Parse(bytes.NewReader(b))
+// parseProfile reads a protobuf or legacy text profile.
+func parseProfile(r io.Reader) (*profile.Profile, error) {
+	b, err := io.ReadAll(r)
 	if err != nil {
-		return fmt.Errorf("not a pprof profile or folded stacks: %w", err)
+		return nil, err
 	}
+	p, err := profile.ParseData(b)
+	if err != nil {
+		return nil, fmt.Errorf("not a pprof profile (protobuf or legacy text) nor folded stacks (\"frame;frame;... count\" lines): %w", err)
+	}
+	return p, nil
+}
+
+// parseInput parses a profile input; text that is no legacy profile
+// either is said to be bad folded stacks, at its first line.
+func parseInput(in *input) (*profile.Profile, error) {
+	p, err := parseProfile(in.br)
+	if err != nil && in.first != nil {
+		return nil, fmt.Errorf("%w (nor a legacy text profile: %v)", in.first, errors.Unwrap(err))
+	}
+	return p, err
+}
+
+// hasNegative tells a profile of a change (negative values) from a
+// profile.
+func hasNegative(p *profile.Profile) bool {
+	for _, s := range p.Sample {
+		for _, v := range s.Value {
+			if v < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// profileInto adds a profile's samples of the chosen type. In a
+// differential tree read from one profile (a change), negative values
+// are the before side.
+func profileInto(t *Tree, bld *builder, p *profile.Profile, opt Options, before bool) error {
 	si := -1
 	want := opt.Sample
 	if want == "" {
@@ -314,6 +560,7 @@ func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) erro
 	if len(p.Sample) == 0 {
 		return fmt.Errorf("the profile has %w", ErrEmpty)
 	}
+	oneSided := bld.diff && !before && hasNegative(p)
 	names := map[uint64][]int32{} // location -> frames, outermost first
 	var stack []int32
 	for _, s := range p.Sample {
@@ -329,7 +576,7 @@ func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) erro
 				for j := len(loc.Line) - 1; j >= 0; j-- {
 					name := "?"
 					if fn := loc.Line[j].Function; fn != nil {
-						name = profkey.FuncKey(fn.Name, opt.Folds)
+						name = funcKey(fn.Name, opt.Folds)
 					}
 					fr = append(fr, bld.intern(name))
 				}
@@ -340,9 +587,15 @@ func readProfile(t *Tree, bld *builder, b []byte, opt Options, before bool) erro
 			}
 			stack = append(stack, fr...)
 		}
-		bld.add(stack, v, before)
+		side := before
+		if oneSided && v < 0 {
+			v, side = -v, true
+		}
+		if err := bld.add(stack, v, side); err != nil {
+			return err
+		}
 	}
-	return nil
+	return bld.checkTotal()
 }
 
 // FoldedError is a line of folded input that is not "frames count".
@@ -355,58 +608,185 @@ func (e *FoldedError) Error() string {
 	return fmt.Sprintf("line %d: want \"frame;frame;... count\", got %q", e.Line, e.Text)
 }
 
-// readFolded streams folded stacks: one "a;b;c count" per line.
+// readFolded streams folded stacks, as flamegraph.pl reads them: one
+// "a;b;c count" per line (a space or a tab before the count; a fraction
+// is a count), "# ..." lines skipped; with two counts per line, before
+// and after of a differential tree. perf's _[k], _[j] and _[i] suffixes
+// come off the names and color the frames.
 func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before bool) error {
-	t.Sample, t.Unit = "samples", "count"
+	t.Sample, t.Unit = "samples", "samples"
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	fr := &foldedReader{t: t, bld: bld, opt: opt, intern: map[string]int32{}}
 	n, lines := 0, 0
-	var stack []int32
-	intern := map[string]int32{}
 	for sc.Scan() {
 		n++
 		line := bytes.TrimRight(sc.Bytes(), " \t\r")
-		if len(line) == 0 {
+		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
-		sp := bytes.LastIndexByte(line, ' ')
-		if sp <= 0 {
-			return &FoldedError{n, truncate(string(line))}
+		if err := fr.line(line, before); err != nil {
+			if !errors.Is(err, errBadLine) {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			// As flamegraph.pl: a line that is not "stack count" is
+			// left out, and counted.
+			if t.Ignored == 0 {
+				t.FirstIgnored = &FoldedError{n, truncate(string(line))}
+			}
+			t.Ignored++
+			continue
 		}
-		v, err := strconv.ParseInt(string(line[sp+1:]), 10, 64)
-		if err != nil || v < 0 {
-			return &FoldedError{n, truncate(string(line))}
-		}
-		stack = stack[:0]
-		for rest := line[:sp]; ; {
-			f := rest
-			semi := bytes.IndexByte(rest, ';')
-			if semi >= 0 {
-				f, rest = rest[:semi], rest[semi+1:]
-			}
-			if len(f) == 0 {
-				return &FoldedError{n, truncate(string(line))}
-			}
-			id, ok := intern[string(f)]
-			if !ok {
-				id = bld.intern(profkey.FuncKey(string(f), opt.Folds))
-				intern[string(f)] = id
-			}
-			stack = append(stack, id)
-			if semi < 0 {
-				break
-			}
-		}
-		bld.add(stack, v, before)
 		lines++
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("line %d: %w", n+1, err)
 	}
+	if lines == 0 && t.FirstIgnored != nil {
+		return t.FirstIgnored
+	}
 	if lines == 0 {
 		return fmt.Errorf("folded input has %w", ErrEmpty)
 	}
-	return nil
+	return bld.checkTotal()
+}
+
+var errBadLine = errors.New("not a folded line")
+
+// foldedReader adds folded lines to a builder.
+type foldedReader struct {
+	t      *Tree
+	bld    *builder
+	opt    Options
+	intern map[string]int32
+	stack  []int32
+}
+
+// line adds one folded line.
+func (fr *foldedReader) line(line []byte, before bool) error {
+	rest, v, ok := cutCount(line)
+	if !ok {
+		return errBadLine
+	}
+	var vb float64
+	two := fr.bld.diff && !before && fr.t.Diff && countFields(line) == 2
+	if two {
+		vb = v
+		if rest, v, ok = cutCount(rest); !ok {
+			return errBadLine
+		}
+		v, vb = vb, v // "stack before after": after is the last
+	}
+	if err := fr.frames(rest); err != nil {
+		return err
+	}
+	if two {
+		if err := fr.addCount(vb, true); err != nil {
+			return err
+		}
+	}
+	return fr.addCount(v, before)
+}
+
+// frames interns a line's frames into fr.stack.
+func (fr *foldedReader) frames(rest []byte) error {
+	fr.stack = fr.stack[:0]
+	for {
+		f := rest
+		semi := bytes.IndexByte(rest, ';')
+		if semi >= 0 {
+			f, rest = rest[:semi], rest[semi+1:]
+		}
+		if len(f) == 0 {
+			return errBadLine
+		}
+		id, ok := fr.intern[string(f)]
+		if !ok {
+			name, annot := perfAnnotation(string(f))
+			key := funcKey(name, fr.opt.Folds)
+			if annot == 0 {
+				id = fr.bld.intern(key)
+			} else {
+				// memcpy_[k] and memcpy_[j] stay two frames, both
+				// named memcpy, as flamegraph.pl draws them.
+				id = fr.bld.internAs(key+"_["+string(annot)+"]", key)
+				fr.bld.annotate(id, annot)
+			}
+			fr.intern[string(f)] = id
+		}
+		fr.stack = append(fr.stack, id)
+		if semi < 0 {
+			return nil
+		}
+	}
+}
+
+// addCount adds v, a whole count or a fraction: the first fraction makes
+// every value count thousandths (Tree.Scale).
+func (fr *foldedReader) addCount(v float64, before bool) error {
+	if v != math.Trunc(v) && fr.bld.scale == 1 {
+		if err := fr.bld.rescale(1000); err != nil {
+			return err
+		}
+	}
+	scaled := math.Round(v * float64(fr.bld.scale))
+	if scaled >= math.MaxInt64/2 {
+		return errOverflow
+	}
+	fr.t.Scale = fr.bld.scale
+	return fr.bld.add(fr.stack, int64(scaled), before)
+}
+
+// perfAnnotation takes perf's _[k] (kernel), _[j] (JIT) and _[i]
+// (inlined) suffixes off a frame name.
+func perfAnnotation(name string) (string, byte) {
+	if len(name) > 4 && strings.HasSuffix(name, "]") && name[len(name)-4] == '_' && name[len(name)-3] == '[' {
+		switch k := name[len(name)-2]; k {
+		case 'k', 'j', 'i':
+			return name[:len(name)-4], k
+		}
+	}
+	return name, 0
+}
+
+// funcKey folds a Go function name as profkey does; any other name (a C
+// or C++ symbol, perf's [unknown] or [libc.so.6], a Java frame with
+// arguments) is left as it is.
+func funcKey(name string, f profkey.Folds) string {
+	name = sanitizeName(name)
+	if f == (profkey.Folds{}) || !looksGo(name) {
+		return name
+	}
+	return profkey.FuncKey(name, f)
+}
+
+// looksGo tells a Go function name (path/pkg.Func, pkg.(*T).M) from
+// others.
+func looksGo(name string) bool {
+	if name == "" || name[0] == '[' || strings.ContainsAny(name, " \t<>:@") || !strings.Contains(name, ".") {
+		return false
+	}
+	return true
+}
+
+// sanitizeName makes a frame name valid UTF-8 without control characters,
+// which no SVG or HTML page can carry: each becomes U+FFFD.
+func sanitizeName(s string) string {
+	ok := utf8.ValidString(s)
+	for i := 0; ok && i < len(s); i++ {
+		ok = s[i] >= 0x20 && s[i] != 0x7f
+	}
+	if ok && !strings.ContainsAny(s, "\u0080\u0081\u0082\u0083\u0084\u0085\u0086\u0087\u0088\u0089\u008a\u008b\u008c\u008d\u008e\u008f\u0090\u0091\u0092\u0093\u0094\u0095\u0096\u0097\u0098\u0099\u009a\u009b\u009c\u009d\u009e\u009f\ufffe\uffff") {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\ufffd") {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0xfffe || r == 0xffff {
+			r = '\ufffd'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func truncate(s string) string {

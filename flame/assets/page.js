@@ -15,7 +15,12 @@
     end[i] = j;
   }
   function name(i) { return D.names[D.n[i]]; }
-  function fmt(v) { return v.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  function fmt(v) {
+    if (D.scale > 1) v = +(v / D.scale).toFixed(3);
+    var p = v.toString().split(".");
+    p[0] = p[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return p.join(".");
+  }
   function describe(i, total) {
     var s = name(i) + " — ";
     if (D.diff) {
