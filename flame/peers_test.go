@@ -273,4 +273,3 @@ func FuzzWriters(f *testing.F) {
 		}
 	})
 }
-
