@@ -5,15 +5,19 @@ import (
 	"compress/gzip"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/synthprof"
 )
 
 // checkXML parses an SVG as XML: a browser refuses one that is not.
@@ -272,4 +276,57 @@ func FuzzWriters(f *testing.F) {
 			t.Fatal("HTML is not valid UTF-8")
 		}
 	})
+}
+
+// treeLines flattens a tree to "path total before" lines, sorted.
+func treeLines(n *Node, prefix string, out *[]string) {
+	p := prefix + ";" + n.Name
+	*out = append(*out, fmt.Sprintf("%s %d %d", p, n.Total, n.Before))
+	for _, c := range n.Children() {
+		treeLines(c, p, out)
+	}
+}
+
+// TestWireMatchesParse: the streaming decoder gives the tree that
+// github.com/google/pprof/profile's parser gives (the oracle), frame for
+// frame, on synthetic profiles (inlined frames, deep stacks, several
+// sample types) and on a profile of this process.
+func TestWireMatchesParse(t *testing.T) {
+	var inputs [][]byte
+	for seed := int64(1); seed <= 4; seed++ {
+		var b bytes.Buffer
+		synthprof.Synthetic(seed, 3000, []string{"alloc_objects/count", "alloc_space/bytes"}).Write(&b)
+		inputs = append(inputs, b.Bytes())
+	}
+	var heap bytes.Buffer
+	if err := pprof.Lookup("allocs").WriteTo(&heap, 0); err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, heap.Bytes())
+	for i, in := range inputs {
+		for _, sample := range []string{"", "alloc_objects"} {
+			got, err := Read(bytes.NewReader(in), Options{Sample: sample})
+			if err != nil {
+				t.Fatalf("input %d: %v", i, err)
+			}
+			p, err := profile.ParseData(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &Tree{}
+			b := newBuilder(false)
+			if err := profileInto(want, b, p, Options{Sample: sample}, false); err != nil {
+				t.Fatal(err)
+			}
+			want.Root = b.nodes(false)
+			var gl, wl []string
+			treeLines(got.Root, "", &gl)
+			treeLines(want.Root, "", &wl)
+			sort.Strings(gl)
+			sort.Strings(wl)
+			if strings.Join(gl, "\n") != strings.Join(wl, "\n") || got.Sample != want.Sample || got.Unit != want.Unit || got.Requests != want.Requests {
+				t.Errorf("input %d, sample %q: the streaming tree (%d frames, %s) differs from profile.Parse's (%d frames, %s)", i, sample, len(gl), got.Sample, len(wl), want.Sample)
+			}
+		}
+	}
 }

@@ -280,9 +280,31 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	var data []byte
+	if in.kind == inputProfile && !in.text {
+		if data, err = io.ReadAll(in.br); err != nil {
+			return nil, err
+		}
+		t, b := &Tree{}, newBuilder(false)
+		err := readWire(t, b, data, opt, false)
+		if err == nil {
+			t.Root = b.nodes(false)
+			return t, nil
+		}
+		if !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
+			return nil, err
+		}
+	}
 	diff := in.kind == inputFolded2
 	var p *profile.Profile
-	if in.kind == inputProfile {
+	switch {
+	case data != nil:
+		// A change, or a legacy binary profile: the general parser.
+		if p, err = parseProfile(bytes.NewReader(data)); err != nil {
+			return nil, err
+		}
+		diff = hasNegative(p)
+	case in.kind == inputProfile:
 		if p, err = parseInput(in); err != nil {
 			return nil, err
 		}
@@ -293,13 +315,12 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	if f, ok := r.(*os.File); ok && in.kind != inputProfile && !in.gzip {
 		b.reserve(frameBound(f, in))
 	}
-	if diff && in.kind == inputProfile && opt.Folds == (profkey.Folds{}) {
+	if diff && p != nil && opt.Folds == (profkey.Folds{}) {
 		opt.Folds = profkey.DefaultFolds
 	}
-	switch {
-	case p != nil:
+	if p != nil {
 		err = profileInto(t, b, p, opt, false)
-	default:
+	} else {
 		err = readFolded(t, b, in.br, opt, false)
 	}
 	if err != nil {
@@ -350,6 +371,7 @@ type input struct {
 	// first is, for text, its first data line, which is not folded when
 	// the text is taken for a legacy profile.
 	first *FoldedError
+	text  bool
 }
 
 // classify opens r: gunzipped when it is gzip, then a protobuf profile
@@ -375,7 +397,7 @@ func classify(r io.Reader) (*input, error) {
 	if !looksLikeText(in.br) {
 		return in, nil
 	}
-	in.kind = inputProfile
+	in.kind, in.text = inputProfile, true
 	if line, n, ok := firstDataLine(in.br); ok {
 		switch k := countFields(line); {
 		case legacyHeader(line):
@@ -461,6 +483,20 @@ func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) erro
 	}
 	switch in.kind {
 	case inputProfile:
+		if !in.text {
+			data, err := io.ReadAll(in.br)
+			if err != nil {
+				return err
+			}
+			if err := readWire(t, bld, data, opt, before); !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
+				return err
+			}
+			p, err := parseProfile(bytes.NewReader(data))
+			if err != nil {
+				return err
+			}
+			return profileInto(t, bld, p, opt, before)
+		}
 		p, err := parseInput(in)
 		if err != nil {
 			return err
