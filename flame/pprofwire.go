@@ -3,6 +3,8 @@ package flame
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,41 +50,10 @@ func readWire(t *Tree, bld *builder, data []byte, opt Options, before bool) erro
 	if err != nil {
 		return err
 	}
-	lt := newBuilder(false) // the call tree of location indexes
-	if err := wp.samples(data, si, lt); err != nil {
+	wp.names = map[uint64][]int32{}
+	if err := wp.samples(data, si, bld, opt, before); err != nil {
 		return err
 	}
-	if lt.total[0] == 0 {
-		return fmt.Errorf("the profile has %w", ErrEmpty)
-	}
-	wp.names = map[uint64][]int32{}
-	ids := make([]uint64, len(wp.locLines))
-	for id, i := range wp.locs {
-		ids[i] = id
-	}
-	root := int32(0)
-	add := func(n int32, v int64) {
-		if before {
-			bld.before[n] += v
-		} else {
-			bld.total[n] += v
-		}
-	}
-	if v := lt.total[0]; v > 0 {
-		add(root, v)
-	}
-	var walk func(ln, bn int32)
-	walk = func(ln, bn int32) {
-		for c := lt.first[ln]; c >= 0; c = lt.next[c] {
-			n := bn
-			for _, f := range wp.frames(bld, ids[lt.name[c]], opt) {
-				n = bld.child(n, f)
-				add(n, lt.total[c])
-			}
-			walk(c, n)
-		}
-	}
-	walk(0, root)
 	return bld.checkTotal()
 }
 
@@ -205,56 +176,32 @@ func (wp *wireProfile) sampleIndex(t *Tree, opt Options) (int, error) {
 	return si, nil
 }
 
-// samples is the second pass: each sample's value si added to the call
-// tree of location indexes, root first.
-func (wp *wireProfile) samples(b []byte, si int, lt *builder) error {
-	var locs []uint64
+// samples is the second pass: each sample's value si added to the tree
+// along its frames, root first (the locations are known by now).
+func (wp *wireProfile) samples(b []byte, si int, bld *builder, opt Options, before bool) error {
 	var stack []int32
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != 2 || typ != protowire.BytesType {
-			return nil
-		}
-		locs = locs[:0]
-		var val int64
-		vi := 0
-		err := eachField(v, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-			switch n {
-			case 1:
-				return eachVarint(typ, v, x, func(x uint64) { locs = append(locs, x) })
-			case 2:
-				return eachVarint(typ, v, x, func(x uint64) {
-					if vi == si {
-						val = int64(x)
-					}
-					vi++
-				})
-			}
-			return nil
-		})
-		if err != nil || val == 0 {
-			return err
-		}
-		if val < 0 {
-			return errNegative
-		}
+	return wp.eachSample(b, si, func(locs []uint64, v int64) error {
 		stack = stack[:0]
 		for i := len(locs) - 1; i >= 0; i-- {
-			li, ok := wp.locs[locs[i]]
-			if !ok {
-				return fmt.Errorf("corrupt profile: a sample names location %d, which the profile does not have", locs[i])
+			fr, err := wp.frames(bld, locs[i], opt)
+			if err != nil {
+				return err
 			}
-			stack = append(stack, li)
+			stack = append(stack, fr...)
 		}
-		return lt.add(stack, val, false)
+		return bld.add(stack, v, before)
 	})
 }
 
 // frames is a location's interned frames, outermost first.
-func (wp *wireProfile) frames(bld *builder, id uint64, opt Options) []int32 {
+func (wp *wireProfile) frames(bld *builder, id uint64, opt Options) ([]int32, error) {
 	if fr, ok := wp.names[id]; ok {
-		return fr
+		return fr, nil
 	}
-	li := wp.locs[id]
+	li, ok := wp.locs[id]
+	if !ok {
+		return nil, fmt.Errorf("corrupt profile: a sample names location %d, which the profile does not have", id)
+	}
 	lines := wp.locLines[li]
 	var fr []int32
 	for j := len(lines) - 1; j >= 0; j-- {
@@ -270,7 +217,7 @@ func (wp *wireProfile) frames(bld *builder, id uint64, opt Options) []int32 {
 		fr = []int32{bld.intern(fmt.Sprintf("0x%x", wp.locAddr[li]))}
 	}
 	wp.names[id] = fr
-	return fr
+	return fr, nil
 }
 
 // eachField calls f for each field of the message b: its number, type,
@@ -329,4 +276,127 @@ func eachVarint(typ protowire.Type, v []byte, x uint64, f func(uint64)) error {
 		v = v[n:]
 	}
 	return nil
+}
+
+// stackSet is every sample's frames, back to back, root first.
+type stackSet struct {
+	frames []int32
+	off    []int32 // sample i's frames are frames[off[i]:off[i+1]]
+	vals   []int64
+}
+
+func (ss *stackSet) stack(i int32) []int32 { return ss.frames[ss.off[i]:ss.off[i+1]] }
+
+// readWireTree reads an encoded profile into the tree a graph shows, for
+// one profile (not a differential): the samples' stacks are kept back to
+// back (4 bytes a frame), sorted, and the frames holding at least
+// 1/20000 of the total are made from the runs of equal prefixes. No
+// frame below that is ever made: a profile whose stacks are all
+// different (a long CPU profile of a big server) costs its frames, not a
+// tree node for each.
+func readWireTree(t *Tree, data []byte, opt Options) (*Node, error) {
+	wp := &wireProfile{funcs: map[uint64]int64{}, locs: map[uint64]int32{}, names: map[uint64][]int32{}}
+	if err := wp.meta(data); err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotWire, err)
+	}
+	si, err := wp.sampleIndex(t, opt)
+	if err != nil {
+		return nil, err
+	}
+	names := newBuilder(false) // its names only
+	ss := &stackSet{off: []int32{0}}
+	var total int64
+	err = wp.eachSample(data, si, func(locs []uint64, v int64) error {
+		if v > math.MaxInt64-total {
+			return errOverflow
+		}
+		total += v
+		for i := len(locs) - 1; i >= 0; i-- {
+			fr, err := wp.frames(names, locs[i], opt)
+			if err != nil {
+				return err
+			}
+			ss.frames = append(ss.frames, fr...)
+		}
+		ss.off = append(ss.off, int32(len(ss.frames)))
+		ss.vals = append(ss.vals, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
+	}
+	perm := make([]int32, len(ss.vals))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int { return slices.Compare(ss.stack(a), ss.stack(b)) })
+	root := &Node{Name: "all", Total: total}
+	ss.build(root, perm, 0, total/20000, names.names)
+	return root, nil
+}
+
+// build adds to parent the frames at depth of the samples perm, which
+// share their first depth frames: one child per run of an equal frame,
+// when it holds at least min.
+func (ss *stackSet) build(parent *Node, perm []int32, depth int, min int64, names []string) {
+	for lo := 0; lo < len(perm); {
+		st := ss.stack(perm[lo])
+		if len(st) <= depth {
+			lo++ // the sample ends here: its value is parent's own
+			continue
+		}
+		f := st[depth]
+		hi, v := lo, int64(0)
+		for ; hi < len(perm); hi++ {
+			s := ss.stack(perm[hi])
+			if len(s) <= depth || s[depth] != f {
+				break
+			}
+			v += ss.vals[perm[hi]]
+		}
+		if v >= min && v > 0 {
+			c := &Node{Name: names[f], Total: v}
+			parent.kids = append(parent.kids, c)
+			ss.build(c, perm[lo:hi], depth+1, min, names)
+		}
+		lo = hi
+	}
+}
+
+// eachSample calls f with each sample's locations (leaf first) and its
+// value si, skipping zero values; a negative one is errNegative.
+func (wp *wireProfile) eachSample(b []byte, si int, f func(locs []uint64, v int64) error) error {
+	var locs []uint64
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if num != 2 || typ != protowire.BytesType {
+			return nil
+		}
+		locs = locs[:0]
+		var val int64
+		vi := 0
+		err := eachField(v, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+			switch n {
+			case 1:
+				return eachVarint(typ, v, x, func(x uint64) { locs = append(locs, x) })
+			case 2:
+				return eachVarint(typ, v, x, func(x uint64) {
+					if vi == si {
+						val = int64(x)
+					}
+					vi++
+				})
+			}
+			return nil
+		})
+		switch {
+		case err != nil || val == 0:
+			return err
+		case val < 0:
+			return errNegative
+		}
+		return f(locs, val)
+	})
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,12 +69,14 @@ type Tree struct {
 type builder struct {
 	names   []string
 	nameIdx map[string]int32
-	name    []int32
-	total   []int64
-	before  []int64
-	first   []int32 // first child, -1 when none
-	next    []int32 // next sibling, -1 when none
-	nkids   []int32
+	// The frames, column by column, in chunks that never move: the
+	// arena grows without copies, and without garbage.
+	name   col32
+	total  col64
+	before col64
+	first  col32 // first child, -1 when none
+	next   col32 // next sibling, -1 when none
+	nkids  col32
 	index   map[uint64]int32 // (parent, name) -> child, for parents with many children
 	diff    bool             // keep before-values
 	scale   int64            // values count 1/scale units (folded fractions)
@@ -102,74 +103,87 @@ func (b *builder) internAs(key, name string) int32 {
 }
 
 func (b *builder) newNode(name int32) int32 {
-	id := int32(len(b.name))
-	b.name = append(b.name, name)
-	b.total = append(b.total, 0)
+	id := int32(b.name.n)
+	b.name.push(name)
+	b.total.push(0)
 	if b.diff {
-		b.before = append(b.before, 0)
+		b.before.push(0)
 	}
-	b.first = append(b.first, -1)
-	b.next = append(b.next, -1)
-	b.nkids = append(b.nkids, 0)
+	b.first.push(-1)
+	b.next.push(-1)
+	b.nkids.push(0)
 	return id
 }
 
-// reserve sizes the arena for n frames at most, so that it does not grow
-// by copies (and leave the old arrays to the collector).
-func (b *builder) reserve(n int) {
-	if n <= len(b.name) {
-		return
-	}
-	grow := func(s []int32) []int32 { return append(make([]int32, 0, n), s...) }
-	b.name, b.first, b.next, b.nkids = grow(b.name), grow(b.first), grow(b.next), grow(b.nkids)
-	b.total = append(make([]int64, 0, n), b.total...)
+// chunkBits sets the frames per chunk of a column: 32768.
+const chunkBits = 15
+
+// col32 and col64 are columns of the arena: chunks of 1<<chunkBits.
+type col32 struct {
+	c [][]int32
+	n int
 }
 
-// frameBound counts the frames of a folded file (semicolons and lines),
-// an upper bound on the tree's nodes, from its start; in is how it is
-// being read, which it does not disturb.
-func frameBound(f *os.File, in *input) int {
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return 0
+func (a *col32) push(v int32) {
+	if a.n>>chunkBits == len(a.c) {
+		a.c = append(a.c, make([]int32, 1<<chunkBits))
 	}
-	buf := make([]byte, 1<<20)
-	n := 1
-	for off := int64(0); ; {
-		k, err := f.ReadAt(buf, off)
-		off += int64(k)
-		n += bytes.Count(buf[:k], []byte{';'}) + bytes.Count(buf[:k], []byte{'\n'})
-		if err != nil {
-			break
+	a.c[a.n>>chunkBits][a.n&(1<<chunkBits-1)] = v
+	a.n++
+}
+
+func (a *col32) at(i int32) *int32 { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
+
+type col64 struct {
+	c [][]int64
+	n int
+}
+
+func (a *col64) push(v int64) {
+	if a.n>>chunkBits == len(a.c) {
+		a.c = append(a.c, make([]int64, 1<<chunkBits))
+	}
+	a.c[a.n>>chunkBits][a.n&(1<<chunkBits-1)] = v
+	a.n++
+}
+
+func (a *col64) at(i int32) *int64 { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
+
+// scale multiplies every value by f.
+func (a *col64) scale(f int64) {
+	for _, c := range a.c {
+		for i := range c {
+			c[i] *= f
 		}
 	}
-	return n + 1
 }
 
 const indexAbove = 16 // children searched linearly up to this many
 
 func (b *builder) child(p, name int32) int32 {
-	if b.nkids[p] > indexAbove {
+	nk := b.nkids.at(p)
+	if *nk > indexAbove {
 		if c, ok := b.index[uint64(p)<<32|uint64(uint32(name))]; ok {
 			return c
 		}
 	} else {
-		for c := b.first[p]; c >= 0; c = b.next[c] {
-			if b.name[c] == name {
+		for c := *b.first.at(p); c >= 0; c = *b.next.at(c) {
+			if *b.name.at(c) == name {
 				return c
 			}
 		}
 	}
 	c := b.newNode(name)
-	b.next[c] = b.first[p]
-	b.first[p] = c
-	b.nkids[p]++
+	nk = b.nkids.at(p) // the chunks may have grown, not moved
+	*b.next.at(c) = *b.first.at(p)
+	*b.first.at(p) = c
+	*nk++
 	switch {
-	case b.nkids[p] == indexAbove+1:
-		for k := b.first[p]; k >= 0; k = b.next[k] {
-			b.index[uint64(p)<<32|uint64(uint32(b.name[k]))] = k
+	case *nk == indexAbove+1:
+		for k := *b.first.at(p); k >= 0; k = *b.next.at(k) {
+			b.index[uint64(p)<<32|uint64(uint32(*b.name.at(k)))] = k
 		}
-	case b.nkids[p] > indexAbove+1:
+	case *nk > indexAbove+1:
 		b.index[uint64(p)<<32|uint64(uint32(name))] = c
 	}
 	return c
@@ -180,33 +194,26 @@ var errOverflow = errors.New("the values add up to more than 2^63: they overflow
 
 // add adds a stack of interned names, root first.
 func (b *builder) add(stack []int32, v int64, before bool) error {
-	n := int32(0)
-	root := &b.total[0]
+	col := &b.total
 	if before {
-		root = &b.before[0]
+		col = &b.before
 	}
+	n := int32(0)
+	root := col.at(0)
 	if v > math.MaxInt64-*root {
 		return errOverflow
 	}
-	if before {
-		b.before[n] += v
-	} else {
-		b.total[n] += v
-	}
+	*root += v
 	for _, f := range stack {
 		n = b.child(n, f)
-		if before {
-			b.before[n] += v
-		} else {
-			b.total[n] += v
-		}
+		*col.at(n) += v
 	}
 	return nil
 }
 
 // checkTotal refuses a tree whose values are all zero: no graph to draw.
 func (b *builder) checkTotal() error {
-	if b.total[0] == 0 && (!b.diff || b.before[0] == 0) {
+	if *b.total.at(0) == 0 && (!b.diff || *b.before.at(0) == 0) {
 		return fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
 	return nil
@@ -214,15 +221,11 @@ func (b *builder) checkTotal() error {
 
 // rescale makes every value count 1/f units.
 func (b *builder) rescale(f int64) error {
-	if b.total[0] > math.MaxInt64/f || b.diff && b.before[0] > math.MaxInt64/f {
+	if *b.total.at(0) > math.MaxInt64/f || b.diff && *b.before.at(0) > math.MaxInt64/f {
 		return errOverflow
 	}
-	for i := range b.total {
-		b.total[i] *= f
-	}
-	for i := range b.before {
-		b.before[i] *= f
-	}
+	b.total.scale(f)
+	b.before.scale(f)
 	b.scale *= f
 	return nil
 }
@@ -241,16 +244,17 @@ func (b *builder) annotate(id int32, k byte) {
 func (b *builder) nodes(diff bool) *Node {
 	min := int64(0)
 	if !diff {
-		min = b.total[0] / 20000
+		min = *b.total.at(0) / 20000
 	}
 	var mk func(i int32) *Node
 	mk = func(i int32) *Node {
-		n := &Node{Name: b.names[b.name[i]], Total: b.total[i], Annot: b.annot[b.name[i]]}
+		nm := *b.name.at(i)
+		n := &Node{Name: b.names[nm], Total: *b.total.at(i), Annot: b.annot[nm]}
 		if diff {
-			n.Before = b.before[i]
+			n.Before = *b.before.at(i)
 		}
-		for c := b.first[i]; c >= 0; c = b.next[c] {
-			if diff || b.total[c] >= min && b.total[c] > 0 {
+		for c := *b.first.at(i); c >= 0; c = *b.next.at(c) {
+			if v := *b.total.at(c); diff || v >= min && v > 0 {
 				n.kids = append(n.kids, mk(c))
 			}
 		}
@@ -285,10 +289,10 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 		if data, err = io.ReadAll(in.br); err != nil {
 			return nil, err
 		}
-		t, b := &Tree{}, newBuilder(false)
-		err := readWire(t, b, data, opt, false)
+		t := &Tree{}
+		root, err := readWireTree(t, data, opt)
 		if err == nil {
-			t.Root = b.nodes(false)
+			t.Root = root
 			return t, nil
 		}
 		if !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
@@ -312,9 +316,6 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	}
 	t := &Tree{Diff: diff}
 	b := newBuilder(diff)
-	if f, ok := r.(*os.File); ok && in.kind != inputProfile && !in.gzip {
-		b.reserve(frameBound(f, in))
-	}
 	if diff && p != nil && opt.Folds == (profkey.Folds{}) {
 		opt.Folds = profkey.DefaultFolds
 	}
@@ -488,7 +489,11 @@ func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) erro
 			if err != nil {
 				return err
 			}
-			if err := readWire(t, bld, data, opt, before); !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
+			err = readWire(t, bld, data, opt, before)
+			if errors.Is(err, errNegative) {
+				return errors.New("a profile with negative values is already a change (as allocdiff -o writes): draw it without -diff")
+			}
+			if !errors.Is(err, errNotWire) {
 				return err
 			}
 			p, err := parseProfile(bytes.NewReader(data))
