@@ -77,10 +77,10 @@ type builder struct {
 	first  col32 // first child, -1 when none
 	next   col32 // next sibling, -1 when none
 	nkids  col32
-	index   map[uint64]int32 // (parent, name) -> child, for parents with many children
-	diff    bool             // keep before-values
-	scale   int64            // values count 1/scale units (folded fractions)
-	annot   map[int32]byte   // perf's annotation of a name: k, j or i
+	index  map[uint64]int32 // (parent, name) -> child, for parents with many children
+	diff   bool             // keep before-values
+	scale  int64            // values count 1/scale units (folded fractions)
+	annot  map[int32]byte   // perf's annotation of a name: k, j or i
 }
 
 func newBuilder(diff bool) *builder {
