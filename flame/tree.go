@@ -118,39 +118,29 @@ func (b *builder) newNode(name int32) int32 {
 // chunkBits sets the frames per chunk of a column: 32768.
 const chunkBits = 15
 
-// col32 and col64 are columns of the arena: chunks of 1<<chunkBits.
-type col32 struct {
-	c [][]int32
+// col is a column of the arena: chunks of 1<<chunkBits that never move.
+type col[T int32 | int64] struct {
+	c [][]T
 	n int
 }
 
-func (a *col32) push(v int32) {
+type (
+	col32 = col[int32]
+	col64 = col[int64]
+)
+
+func (a *col[T]) push(v T) {
 	if a.n>>chunkBits == len(a.c) {
-		a.c = append(a.c, make([]int32, 1<<chunkBits))
+		a.c = append(a.c, make([]T, 1<<chunkBits))
 	}
 	a.c[a.n>>chunkBits][a.n&(1<<chunkBits-1)] = v
 	a.n++
 }
 
-func (a *col32) at(i int32) *int32 { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
-
-type col64 struct {
-	c [][]int64
-	n int
-}
-
-func (a *col64) push(v int64) {
-	if a.n>>chunkBits == len(a.c) {
-		a.c = append(a.c, make([]int64, 1<<chunkBits))
-	}
-	a.c[a.n>>chunkBits][a.n&(1<<chunkBits-1)] = v
-	a.n++
-}
-
-func (a *col64) at(i int32) *int64 { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
+func (a *col[T]) at(i int32) *T { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
 
 // scale multiplies every value by f.
-func (a *col64) scale(f int64) {
+func (a *col[T]) scale(f T) {
 	for _, c := range a.c {
 		for i := range c {
 			c[i] *= f

@@ -15,6 +15,19 @@ import (
 // returns its UDP address.
 func startBulk(t *testing.T, target string, args ...string) string {
 	t.Helper()
+	return startTarget(t, target, func(line string) (string, bool) {
+		// "listening on udp 127.0.0.1:port mode push"
+		if f := strings.Fields(line); len(f) >= 4 && f[0] == "listening" {
+			return f[3], true
+		}
+		return "", false
+	}, args...)
+}
+
+// startTarget builds and starts a target of this module with args and
+// returns the address that addr finds in a line of its standard error.
+func startTarget(t *testing.T, target string, addr func(line string) (string, bool), args ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), filepath.Base(target))
 	if out, err := exec.Command("go", "build", "-o", bin, target).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", target, err, out)
@@ -27,13 +40,12 @@ func startBulk(t *testing.T, target string, args ...string) string {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
-		// "listening on udp 127.0.0.1:port mode push"
-		if f := strings.Fields(sc.Text()); len(f) >= 4 && f[0] == "listening" {
+		if a, ok := addr(sc.Text()); ok {
 			go func() {
 				for sc.Scan() {
 				}
 			}()
-			return f[3]
+			return a
 		}
 	}
 	t.Fatalf("%s never said where it listens", target)

@@ -1,10 +1,8 @@
 package load
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,28 +13,9 @@ import (
 // its address.
 func startGRPCEcho(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "grpcecho")
-	if out, err := exec.Command("go", "build", "-o", bin, "../targets/grpcecho").CombinedOutput(); err != nil {
-		t.Fatalf("building grpcecho: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, args...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "grpcecho: listening on "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return a
-		}
-	}
-	t.Fatal("grpcecho never said where it listens")
-	return ""
+	return startTarget(t, "../targets/grpcecho", func(line string) (string, bool) {
+		return strings.CutPrefix(line, "grpcecho: listening on ")
+	}, args...)
 }
 
 // TestGRPCDriver: the method resolved through reflection, calls counted

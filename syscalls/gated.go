@@ -7,7 +7,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/perfspy/perfspy/internal/bpfasm"
@@ -44,17 +43,8 @@ func OpenGated(pid int, gateAddr uint64) (*Counter, error) {
 		c.Close()
 		return nil, fmt.Errorf("creating the counts map: %w", err)
 	}
-	c.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "sys_enter_gated", Type: ebpf.RawTracepoint, License: "GPL",
-		Instructions: gatedProgram(uint32(pid), gateAddr, c.stacks.FD(), c.stackCnts.FD()),
-	})
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("loading the gated sys_enter program: %w", err)
-	}
-	if c.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: c.prog}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("attaching to raw_syscalls:sys_enter: %w", err)
+	if err := c.attach("sys_enter_gated", gatedProgram(uint32(pid), gateAddr, c.stacks.FD(), c.stackCnts.FD())); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

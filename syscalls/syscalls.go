@@ -85,19 +85,26 @@ func Open(pid int) (*Counter, error) {
 		c.Close()
 		return nil, fmt.Errorf("creating the stack counts map: %w", err)
 	}
-	c.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "sys_enter_count", Type: ebpf.RawTracepoint, License: "GPL",
-		Instructions: program(uint32(pid), c.counts.FD(), c.ctl.FD(), c.stacks.FD(), c.stackCnts.FD()),
-	})
+	if err := c.attach("sys_enter_count", program(uint32(pid), c.counts.FD(), c.ctl.FD(), c.stacks.FD(), c.stackCnts.FD())); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// attach loads the program insns and attaches it to sys_enter; on an
+// error it closes the counter.
+func (c *Counter) attach(name string, insns asm.Instructions) error {
+	var err error
+	c.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.RawTracepoint, License: "GPL", Instructions: insns})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("loading the sys_enter program: %w", err)
+		return fmt.Errorf("loading the %s program: %w", name, err)
 	}
 	if c.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: c.prog}); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("attaching to raw_syscalls:sys_enter: %w", err)
+		return fmt.Errorf("attaching to raw_syscalls:sys_enter: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // program counts a sys_enter of process tgid by number and, when ctl[0] is
