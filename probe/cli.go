@@ -81,13 +81,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
 	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
-	var data string
-	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
-	var protoFiles, importPaths listFlag
-	fs.Var(&protoFiles, "proto-file", "-proto grpc: a .proto `FILE` describing the service, for a server without reflection (repeatable)")
-	fs.Var(&importPaths, "import-path", "-proto-file: a `DIR` to find imports in (repeatable; default: each file's folder)")
-	fs.StringVar(&cfg.CACert, "cacert", "", "https, h2: verify the server's certificate against this PEM `file`")
-	fs.BoolVar(&cfg.Insecure, "insecure", false, "https, h2: do not verify the server's certificate (the report says so)")
+	readData := protoFlags(fs, &cfg)
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
@@ -156,8 +150,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
-	cfg.ProtoFiles, cfg.ImportPaths = protoFiles, importPaths
-	if cfg.Data, err = readData(data); err != nil {
+	if err = readData(); err != nil {
 		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
@@ -368,15 +361,28 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// readData reads -data: JSON as given, or @file.
-func readData(v string) ([]byte, error) {
-	if f, ok := strings.CutPrefix(v, "@"); ok {
-		return os.ReadFile(f)
+// protoFlags adds the gRPC and TLS flags; the function it returns reads
+// -data (JSON as given, or @file) once the flags are parsed.
+func protoFlags(fs *flag.FlagSet, cfg *Config) func() error {
+	var data string
+	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
+	var protoFiles, importPaths listFlag
+	fs.Var(&protoFiles, "proto-file", "-proto grpc: a .proto `FILE` describing the service, for a server without reflection (repeatable)")
+	fs.Var(&importPaths, "import-path", "-proto-file: a `DIR` to find imports in (repeatable; default: each file's folder)")
+	fs.StringVar(&cfg.CACert, "cacert", "", "https, h2: verify the server's certificate against this PEM `file`")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "https, h2: do not verify the server's certificate (the report says so)")
+	return func() error {
+		cfg.ProtoFiles, cfg.ImportPaths = protoFiles, importPaths
+		if f, ok := strings.CutPrefix(data, "@"); ok {
+			b, err := os.ReadFile(f)
+			cfg.Data = b
+			return err
+		}
+		if data != "" {
+			cfg.Data = []byte(data)
+		}
+		return nil
 	}
-	if v == "" {
-		return nil, nil
-	}
-	return []byte(v), nil
 }
 
 // gateFlag collects -max-regress METRIC=PCT flags.
