@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 const usage = `usage: allocdiff [flags] BEFORE AFTER
@@ -167,6 +168,10 @@ func splitSides(args []string) ([]string, []string, error) {
 	expand := func(side string, in []string) ([]string, error) {
 		var out []string
 		for _, pat := range in {
+			if profstore.IsSelection(pat) {
+				out = append(out, pat) // a store's selection, not a glob
+				continue
+			}
 			m, err := filepath.Glob(pat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", pat, err)

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -9,11 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
 
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 // Side is one build's profiles: one file, or several merged.
@@ -46,13 +49,9 @@ func Load(paths []string) (*Side, error) {
 	}
 	s := &Side{}
 	for _, path := range paths {
-		b, err := os.ReadFile(path)
+		p, err := loadOne(path)
 		if err != nil {
 			return nil, err
-		}
-		p, err := Parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		s.Files = append(s.Files, path)
 		s.Profiles = append(s.Profiles, p)
@@ -62,6 +61,30 @@ func Load(paths []string) (*Side, error) {
 		}
 	}
 	return s, nil
+}
+
+// loadOne reads a profile file, or a profile store's selection
+// (pyroscope://...: the merged profile of the selection, with its merged
+// request count).
+func loadOne(path string) (*profile.Profile, error) {
+	if profstore.IsSelection(path) {
+		sel, err := profstore.ParseSelection(path, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return profstore.Fetch(ctx, sel)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
 }
 
 // Parse decodes one profile and checks it is usable.
@@ -188,9 +211,20 @@ func chooseSample(before, after *Side, want string) (string, string, error) {
 	} else if has("alloc_space") == nil {
 		want = "alloc_space"
 	} else {
+		// The last type of the first profile, else the one type all
+		// have (a store's selection holds one).
 		want = all[0].SampleType[len(all[0].SampleType)-1].Type
 		if err := has(want); err != nil {
-			return "", "", fmt.Errorf("no common sample type: %s has %s, %v", files[0], typeNames(all[0]), err)
+			common := ""
+			for _, st := range all[0].SampleType {
+				if has(st.Type) == nil {
+					common = st.Type
+				}
+			}
+			if common == "" {
+				return "", "", fmt.Errorf("no common sample type: %s has %s, %v", files[0], typeNames(all[0]), err)
+			}
+			want = common
 		}
 	}
 	unit := all[0].SampleType[sampleIndex(all[0], want)].Unit

@@ -2,6 +2,7 @@ package flame
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 const usage = `usage: flame [-o out.svg|out.html] [-sample NAME] INPUT
@@ -96,10 +99,33 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// fetchSelection reads a profile store's selection (pyroscope://...) as
+// an encoded profile.
+func fetchSelection(addr string) (io.ReadCloser, error) {
+	sel, err := profstore.ParseSelection(addr, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := profstore.Fetch(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(&b), nil
+}
+
 func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
-	open := func(p string) (*os.File, error) {
+	open := func(p string) (io.ReadCloser, error) {
 		if p == "-" {
 			return os.Stdin, nil
+		}
+		if profstore.IsSelection(p) {
+			return fetchSelection(p)
 		}
 		f, err := os.Open(p)
 		if err != nil {

@@ -411,6 +411,14 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
 	}
 	s := rr.Summary
+	if rc.Push.URL != "" {
+		if err := pushProfiles(ctx, rc.Push, rr.Dir, s, map[string]string{"arm": arm, "endpoint": endpointLabel(rc)}); err != nil {
+			ab.logf("round %d, %s: %v", r+1, arm, err)
+			if rc.Push.Required {
+				return err
+			}
+		}
+	}
 	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
 		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
 	}

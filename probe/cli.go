@@ -82,6 +82,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
 	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
 	readData := protoFlags(fs, &cfg)
+	pushLabels := pushFlags(fs, &cfg)
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
@@ -150,6 +151,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
+	pushLabels()
 	if err = readData(); err != nil {
 		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
@@ -178,6 +180,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainBench(ctx, cfg, logw, stdout, stderr)
 	}
 	res, err := Run(ctx, cfg, logw)
+	if perr := pushRun(ctx, cfg, res, stderr); perr != nil && err == nil {
+		err = perr
+	}
 	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
 		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
 			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
@@ -203,6 +208,24 @@ func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) 
 		WriteBenchTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)
+}
+
+// pushRun sends a finished run's profiles when -push asks; a failure is
+// said, and is the command's error only with -push-required.
+func pushRun(ctx context.Context, cfg Config, res *Result, stderr io.Writer) error {
+	if cfg.Push.URL == "" || res == nil {
+		return nil
+	}
+	err := pushProfiles(ctx, cfg.Push, res.Dir, res.Summary, map[string]string{"endpoint": endpointLabel(cfg)})
+	if err == nil {
+		fmt.Fprintf(stderr, "probe run: pushed the profiles of %s to %s\n", res.Dir, cfg.Push.URL)
+		return nil
+	}
+	fmt.Fprintf(stderr, "probe run: %v; the results are in %s\n", err, res.Dir)
+	if cfg.Push.Required {
+		return err
+	}
+	return nil
 }
 
 // exitCode maps a result to the exit codes and says why.
@@ -359,6 +382,24 @@ func (l *listFlag) String() string { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil
+}
+
+// pushFlags adds -push, -label and -push-required; the function it
+// returns sets the labels once the flags are parsed.
+func pushFlags(fs *flag.FlagSet, cfg *Config) func() {
+	var labels envFlag
+	fs.StringVar(&cfg.Push.URL, "push", "", "send every profile of the run to the Pyroscope server at this `URL` (http://host:port), labeled")
+	fs.Var(&labels, "label", "`K=V` added to the pushed profiles' labels (repeatable)")
+	fs.BoolVar(&cfg.Push.Required, "push-required", false, "exit 1 when the push fails (the results are kept either way)")
+	return func() {
+		for _, kv := range labels.kv {
+			k, v, _ := strings.Cut(kv, "=")
+			if cfg.Push.Labels == nil {
+				cfg.Push.Labels = map[string]string{}
+			}
+			cfg.Push.Labels[k] = v
+		}
+	}
 }
 
 // protoFlags adds the gRPC and TLS flags; the function it returns reads

@@ -64,6 +64,8 @@ type Config struct {
 	// windows of its own (Summary.Endpoints).
 	RequestFile string
 	Mix         []load.Request
+	// Push sends the run's profiles to a profile store (-push).
+	Push PushConfig
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
 	// (net/http's client, the reference).
 	HTTPDriver string

@@ -1,0 +1,85 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
+)
+
+// PushConfig sends a run's profiles to a Pyroscope server (-push).
+type PushConfig struct {
+	URL      string            // http://HOST:PORT
+	Labels   map[string]string // -label k=v, added to the run's own
+	Required bool              // a failed push fails the command
+}
+
+// ErrPush is a push that failed; the results on disk are kept.
+var ErrPush = errors.New("push to the profile store failed")
+
+// endpointLabel is what a run measured: the RPC, or the path.
+func endpointLabel(cfg Config) string {
+	switch {
+	case cfg.RequestFile != "":
+		return filepath.Base(cfg.RequestFile)
+	case cfg.Proto == "grpc" || len(cfg.Method) > 0 && cfg.Method[0] != '/' && containsSlash(cfg.Method):
+		return cfg.Method
+	}
+	return cfg.Path
+}
+
+func containsSlash(s string) bool {
+	for i := range s {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// pushProfiles sends every profile of a results folder (the files the
+// summary names) with the run's labels: service_name (the target),
+// commit, endpoint, go, host, verdict, and the user's; arm for probe ab.
+func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, extra map[string]string) error {
+	host, _ := os.Hostname()
+	labels := map[string]string{"commit": s.Commit, "go": s.Go, "host": host, "verdict": s.Verdict, "goarch": runtime.GOARCH}
+	for k, v := range extra {
+		labels[k] = v
+	}
+	for k, v := range pc.Labels {
+		labels[profstore.LabelName(k)] = v
+	}
+	service := filepath.Base(s.Target)
+	var names []string
+	for k, f := range s.Files {
+		if filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb" {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	until := time.Now()
+	from := until.Add(-time.Duration(s.Window.Seconds * float64(time.Second)))
+	var errs []error
+	for _, k := range names {
+		p, err := readProfile(filepath.Join(dir, s.Files[k]))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		u := profstore.Upload{Base: pc.URL, Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
+		if err := profstore.Push(ctx, u, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Files[k], err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w (%s): %w", ErrPush, pc.URL, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package probe
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/internal/storetest"
+	"github.com/perfspy/perfspy/profkey"
+)
+
+// TestStore: two builds of a known cost (probetarget's /alloc10 and
+// /alloc, labeled build=a and b), three runs each, pushed to a real
+// Pyroscope server; the store's per-request diff of the two selections
+// equals the local allocdiff of the same runs exactly.
+func TestStore(t *testing.T) {
+	skipShort(t)
+	base := storetest.Start(t)
+	local := map[string][]string{}
+	for _, b := range []struct{ build, path string }{{"a", "/alloc10"}, {"b", "/alloc"}} {
+		for run := 0; run < 3; run++ {
+			out := filepath.Join(t.TempDir(), "out")
+			code, stdout, stderr := probeRun(t, "-out", out, "-path", b.path, "-offcpu=false", "-copies", "off",
+				"-push", base, "-label", "build="+b.build, "-label", "suite=TestStore", "./testdata/probetarget")
+			if code != ExitOK && code != ExitNotJudged || !strings.Contains(stderr, "pushed the profiles") {
+				t.Fatalf("run %s/%d: exit %d\n%s%s", b.build, run, code, stdout, stderr)
+			}
+			local[b.build] = append(local[b.build], filepath.Join(out, "allocs.pb.gz"))
+		}
+	}
+	sel := func(build string) string {
+		return `pyroscope://` + strings.TrimPrefix(base, "http://") + `/{service_name="probetarget",suite="TestStore",build="` + build + `"}?type=alloc_objects&from=-1h`
+	}
+	compare := func(b, a []string) *diff.Result {
+		bs, err := diff.Load(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, err := diff.Load(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := diff.Compare(bs, as, diff.Options{Sample: "alloc_objects", Folds: profkey.DefaultFolds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := compare(local["a"], local["b"])
+	got := compare([]string{sel("a")}, []string{sel("b")})
+	if got.ReqBefore != want.ReqBefore || got.ReqAfter != want.ReqAfter || got.TotalBefore != want.TotalBefore || got.TotalAfter != want.TotalAfter {
+		t.Fatalf("store: requests %d/%d totals %d/%d; local: %d/%d, %d/%d", got.ReqBefore, got.ReqAfter, got.TotalBefore, got.TotalAfter,
+			want.ReqBefore, want.ReqAfter, want.TotalBefore, want.TotalAfter)
+	}
+	rows := map[string][2]float64{}
+	for _, r := range want.Rows {
+		rows[r.Key] = [2]float64{r.FlatBeforePR, r.FlatAfterPR}
+	}
+	for _, r := range got.Rows {
+		if w := rows[r.Key]; math.Abs(w[0]-r.FlatBeforePR) > 1e-12 || math.Abs(w[1]-r.FlatAfterPR) > 1e-12 {
+			t.Errorf("%s: store %.4f -> %.4f per request, local %.4f -> %.4f", r.Key, r.FlatBeforePR, r.FlatAfterPR, w[0], w[1])
+		}
+	}
+	if len(got.Rows) != len(want.Rows) {
+		t.Errorf("store %d rows, local %d", len(got.Rows), len(want.Rows))
+	}
+	// flame reads a selection wherever it reads a file.
+	svg := filepath.Join(t.TempDir(), "store.svg")
+	var fo, fe bytes.Buffer
+	if code := flame.Command([]string{"-o", svg, sel("a")}, &fo, &fe); code != 0 {
+		t.Errorf("flame on the store: exit %d, %s", code, fe.String())
+	} else if b, _ := os.ReadFile(svg); !strings.Contains(string(b), "main.alloc10") {
+		t.Error("flame's graph of the store has no main.alloc10")
+	}
+	// A selection that matches nothing is an error, not an empty table.
+	var o, e bytes.Buffer
+	if code := diff.Command([]string{sel("nope"), local["a"][0]}, &o, &e); code != 1 || !strings.Contains(e.String(), "no profile matches the selection") {
+		t.Errorf("empty selection: exit %d, %q", code, e.String())
+	}
+}
+
+// TestPushDown: a push to a server that is down keeps the results and
+// says why; exit non-zero only with -push-required.
+func TestPushDown(t *testing.T) {
+	skipShort(t)
+	for _, required := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "out")
+		args := []string{"-out", out, "-path", "/none", "-offcpu=false", "-copies", "off", "-push", "http://127.0.0.1:1"}
+		if required {
+			args = append(args, "-push-required")
+		}
+		code, _, stderr := probeRun(t, append(args, "./testdata/probetarget")...)
+		if !strings.Contains(stderr, "push to the profile store failed") || !strings.Contains(stderr, "connection refused") {
+			t.Errorf("required=%v: stderr %q", required, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "allocs.pb.gz")); err != nil {
+			t.Errorf("required=%v: results lost: %v", required, err)
+		}
+		if required && code != ExitFailed || !required && code != ExitOK && code != ExitNotJudged {
+			t.Errorf("required=%v: exit %d", required, code)
+		}
+	}
+}

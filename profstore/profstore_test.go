@@ -1,0 +1,72 @@
+package profstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+func TestParseSelection(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s, err := ParseSelection(`pyroscope://127.0.0.1:4040/{service_name="httpjson",commit="abc"}?from=-7d&type=alloc_objects`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Base != "http://127.0.0.1:4040" || s.Selector != `{service_name="httpjson",commit="abc"}` || s.Type != "alloc_objects" ||
+		!s.From.Equal(now.Add(-7*24*time.Hour)) || !s.Until.Equal(now) {
+		t.Errorf("%+v", s)
+	}
+	s, err = ParseSelection(`pyroscope://h:1/{a="b"}?from=1700000000&until=-2h`, now)
+	if err != nil || s.From.Unix() != 1700000000 || !s.Until.Equal(now.Add(-2*time.Hour)) {
+		t.Errorf("%+v %v", s, err)
+	}
+	for _, bad := range []string{"http://h/{a}", `pyroscope://h:1/a="b"?type=x`, `pyroscope:///{a="b"}`, `pyroscope://h:1/{a="b"}?from=7d`, `pyroscope://h:1/{a="b"}?from=-7y`} {
+		if _, err := ParseSelection(bad, now); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestLabelName(t *testing.T) {
+	for in, want := range map[string]string{"commit": "commit", "git-ref": "git_ref", "1x": "_1x", "": "_", "a.b/c": "a_b_c"} {
+		if got := LabelName(in); got != want {
+			t.Errorf("LabelName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestWithRequests(t *testing.T) {
+	fn := &profile.Function{ID: 1, Name: "main.f"}
+	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc-space", Unit: "bytes"}}, Function: []*profile.Function{fn}, Location: []*profile.Location{loc},
+		Sample: []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{640}}}}
+	q := WithRequests(p, 7)
+	if err := q.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.SampleType) != 2 || q.SampleType[0].Type != "alloc_space" || q.SampleType[1].Type != RequestsType || len(q.Sample) != 2 ||
+		q.Sample[0].Value[1] != 0 || q.Sample[1].Value[0] != 0 || q.Sample[1].Value[1] != 7 || q.Sample[1].Location[0].Line[0].Function.Name != RequestsFrame {
+		t.Errorf("%v", q)
+	}
+	if len(p.SampleType) != 1 || len(p.Sample[0].Value) != 1 {
+		t.Error("the input was changed")
+	}
+	if got := dropRequestsFrame(q.Sample); len(got) != 1 || got[0].Value[0] != 640 {
+		t.Errorf("dropRequestsFrame kept %v", got)
+	}
+}
+
+// FuzzParseSelection: any address gives a selection or an error, never
+// a panic.
+func FuzzParseSelection(f *testing.F) {
+	f.Add(`pyroscope://127.0.0.1:4040/{service_name="x"}?from=-7d&type=cpu`)
+	f.Add(`pyroscope://h/{}?until=-`)
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := ParseSelection(s, time.Unix(1_800_000_000, 0))
+		if err == nil && (!strings.HasPrefix(sel.Base, "http://") || !strings.HasPrefix(sel.Selector, "{")) {
+			t.Errorf("accepted %q as %+v", s, sel)
+		}
+	})
+}
