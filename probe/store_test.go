@@ -2,6 +2,8 @@ package probe
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,27 +16,33 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 )
 
-// TestStore: two builds of a known cost (probetarget's /alloc10 and
-// /alloc, labeled build=a and b), three runs each, pushed to a real
-// Pyroscope server; the store's per-request diff of the two selections
-// equals the local allocdiff of the same runs exactly.
+// TestStore: two builds of a known cost (the ab test repository's
+// commits 1 and 2: one more 64-byte allocation per request in
+// main.extraAlloc), three rounds each through probe ab -push, into a real
+// Pyroscope server; the store's per-request diff of the two arms equals
+// the local allocdiff of the same runs exactly.
 func TestStore(t *testing.T) {
 	skipShort(t)
 	base := storetest.Start(t)
-	local := map[string][]string{}
-	for _, b := range []struct{ build, path string }{{"a", "/alloc10"}, {"b", "/alloc"}} {
-		for run := 0; run < 3; run++ {
-			out := filepath.Join(t.TempDir(), "out")
-			code, stdout, stderr := probeRun(t, "-out", out, "-path", b.path, "-offcpu=false", "-copies", "off",
-				"-push", base, "-label", "build="+b.build, "-label", "suite=TestStore", "./testdata/probetarget")
-			if code != ExitOK && code != ExitNotJudged || !strings.Contains(stderr, "pushed the profiles") {
-				t.Fatalf("run %s/%d: exit %d\n%s%s", b.build, run, code, stdout, stderr)
-			}
-			local[b.build] = append(local[b.build], filepath.Join(out, "allocs.pb.gz"))
-		}
+	dir, c1, c2, _ := makeRepo(t)
+	out := filepath.Join(t.TempDir(), "ab")
+	cfg := abConfig(dir, c1, c2, out)
+	cfg.Rounds = 3
+	cfg.Run.Push = PushConfig{URL: base, Labels: map[string]string{"suite": "TestStore"}, Required: true}
+	if _, err := AB(context.Background(), cfg, nil); err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
 	}
-	sel := func(build string) string {
-		return `pyroscope://` + strings.TrimPrefix(base, "http://") + `/{service_name="probetarget",suite="TestStore",build="` + build + `"}?type=alloc_objects&from=-1h`
+	checkNoOrphans(t)
+	local := map[string][]string{}
+	for _, arm := range []string{"before", "after"} {
+		m, err := filepath.Glob(filepath.Join(out, "runs", "*-"+arm, "allocs.pb.gz"))
+		if err != nil || len(m) != 3 {
+			t.Fatalf("%s: %d runs (%v)", arm, len(m), err)
+		}
+		local[arm] = m
+	}
+	sel := func(arm string) string {
+		return `pyroscope://` + strings.TrimPrefix(base, "http://") + `/{service_name="server",suite="TestStore",arm="` + arm + `"}?type=alloc_objects&from=-1h`
 	}
 	compare := func(b, a []string) *diff.Result {
 		bs, err := diff.Load(b)
@@ -51,8 +59,8 @@ func TestStore(t *testing.T) {
 		}
 		return r
 	}
-	want := compare(local["a"], local["b"])
-	got := compare([]string{sel("a")}, []string{sel("b")})
+	want := compare(local["before"], local["after"])
+	got := compare([]string{sel("before")}, []string{sel("after")})
 	if got.ReqBefore != want.ReqBefore || got.ReqAfter != want.ReqAfter || got.TotalBefore != want.TotalBefore || got.TotalAfter != want.TotalAfter {
 		t.Fatalf("store: requests %d/%d totals %d/%d; local: %d/%d, %d/%d", got.ReqBefore, got.ReqAfter, got.TotalBefore, got.TotalAfter,
 			want.ReqBefore, want.ReqAfter, want.TotalBefore, want.TotalAfter)
@@ -69,17 +77,22 @@ func TestStore(t *testing.T) {
 	if len(got.Rows) != len(want.Rows) {
 		t.Errorf("store %d rows, local %d", len(got.Rows), len(want.Rows))
 	}
+	for _, r := range got.Rows {
+		if r.Key == "main.extraAlloc" && (r.FlatBeforePR != 0 || r.FlatAfterPR != 1) {
+			t.Errorf("main.extraAlloc %.4f -> %.4f per request, want 0 -> 1", r.FlatBeforePR, r.FlatAfterPR)
+		}
+	}
 	// flame reads a selection wherever it reads a file.
 	svg := filepath.Join(t.TempDir(), "store.svg")
 	var fo, fe bytes.Buffer
-	if code := flame.Command([]string{"-o", svg, sel("a")}, &fo, &fe); code != 0 {
+	if code := flame.Command([]string{"-o", svg, sel("after")}, &fo, &fe); code != 0 {
 		t.Errorf("flame on the store: exit %d, %s", code, fe.String())
-	} else if b, _ := os.ReadFile(svg); !strings.Contains(string(b), "main.alloc10") {
-		t.Error("flame's graph of the store has no main.alloc10")
+	} else if b, _ := os.ReadFile(svg); !strings.Contains(string(b), "main.extraAlloc") {
+		t.Error("flame's graph of the store has no main.extraAlloc")
 	}
 	// A selection that matches nothing is an error, not an empty table.
 	var o, e bytes.Buffer
-	if code := diff.Command([]string{sel("nope"), local["a"][0]}, &o, &e); code != 1 || !strings.Contains(e.String(), "no profile matches the selection") {
+	if code := diff.Command([]string{sel("nope"), local["before"][0]}, &o, &e); code != 1 || !strings.Contains(e.String(), "no profile matches the selection") {
 		t.Errorf("empty selection: exit %d, %q", code, e.String())
 	}
 }
