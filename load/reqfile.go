@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/shellwords"
 )
 
 // Request is one entry of a request file: an HTTP request and its weight
@@ -27,6 +29,7 @@ func (r Request) Name() string { return r.Method + " " + r.Path }
 //
 //	METHOD PATH [weight=N] [header="Name: value"]... [body=@FILE]
 //
+// split into words as a shell would (quotes, backslashes),
 // with blank lines and lines starting with # ignored. weight defaults to
 // 1; a body file is read relative to the request file's folder (dir).
 // Anything else is an error naming the line.
@@ -56,7 +59,7 @@ func ParseRequests(r io.Reader, name, dir string) ([]Request, error) {
 
 // parseRequestLine reads one line of a request file.
 func parseRequestLine(line, dir string) (Request, error) {
-	words, err := splitQuoted(line)
+	words, err := shellwords.Split(line)
 	if err != nil {
 		return Request{}, err
 	}
@@ -104,40 +107,6 @@ func parseRequestLine(line, dir string) (Request, error) {
 		}
 	}
 	return req, nil
-}
-
-// splitQuoted splits a line at spaces, keeping "double quoted" parts
-// (with \" and \\ escapes) in their word.
-func splitQuoted(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	in, quoted := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quoted && c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
-			i++
-			cur.WriteByte(s[i])
-		case c == '"':
-			quoted, in = !quoted, true
-		case !quoted && (c == ' ' || c == '\t'):
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if quoted {
-		return nil, fmt.Errorf("unterminated quote")
-	}
-	if in {
-		out = append(out, cur.String())
-	}
-	return out, nil
 }
 
 // Interleave is the fixed order in which a mix sends its requests: each

@@ -39,7 +39,7 @@ HEAD /  weight=1
 		{"GET / body=@nope.json", "mix.txt:1: body: open"},
 		{"GET / header=\"NoColon\"", "header \"NoColon\""},
 		{"GET / color=red", "unknown key \"color\""},
-		{"GET / header=\"A: b", "unterminated quote"},
+		{"GET / header=\"A: b", "unterminated double quote"},
 		{"GET", "want METHOD PATH"},
 		{"# nothing\n", "no requests in it"},
 	} {

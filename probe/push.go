@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/perfspy/perfspy/profkey"
@@ -24,24 +25,16 @@ type PushConfig struct {
 // ErrPush is a push that failed; the results on disk are kept.
 var ErrPush = errors.New("push to the profile store failed")
 
-// endpointLabel is what a run measured: the RPC, or the path.
+// endpointLabel is what a run measured: the request file, the RPC
+// (a method with a slash, as driverProto takes it), or the path.
 func endpointLabel(cfg Config) string {
 	switch {
 	case cfg.RequestFile != "":
 		return filepath.Base(cfg.RequestFile)
-	case cfg.Proto == "grpc" || len(cfg.Method) > 0 && cfg.Method[0] != '/' && containsSlash(cfg.Method):
+	case strings.Contains(cfg.Method, "/"):
 		return cfg.Method
 	}
 	return cfg.Path
-}
-
-func containsSlash(s string) bool {
-	for i := range s {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 // pushProfiles sends every profile of a results folder (the files the
