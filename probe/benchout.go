@@ -18,7 +18,6 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/copyspy"
-	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
@@ -294,15 +293,11 @@ func (o *benchOutput) profile(f *BenchFigures, folder, name string, p *profile.P
 	file := folder + "/" + name + ".pb.gz"
 	o.files[file] = buf.Bytes()
 	f.Files[name] = file
-	t, err := flame.Read(bytes.NewReader(buf.Bytes()), flame.Options{})
-	if err != nil {
-		return nil // an empty profile has no graph
-	}
-	var hb bytes.Buffer
-	if err := flame.WriteHTML(&hb, t, fmt.Sprintf("%s: %s (%s)", f.Name, name, t.Sample)); err != nil {
+	page, err := flamePage(buf.Bytes(), f.Name+": "+name)
+	if err != nil || page == nil {
 		return err
 	}
-	o.files[folder+"/flame-"+name+".html"] = hb.Bytes()
+	o.files[folder+"/flame-"+name+".html"] = page
 	f.Files["flame_"+name] = folder + "/flame-" + name + ".html"
 	return nil
 }

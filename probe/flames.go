@@ -19,17 +19,31 @@ func addFlames(files map[string][]byte, s *Summary) error {
 		if !ok {
 			continue
 		}
-		t, err := flame.Read(bytes.NewReader(files[file]), flame.Options{})
+		page, err := flamePage(files[file], s.Target+": "+name)
 		if err != nil {
-			continue // an empty profile (no samples in the window) has no graph
-		}
-		var buf bytes.Buffer
-		if err := flame.WriteHTML(&buf, t, fmt.Sprintf("%s: %s (%s)", s.Target, name, t.Sample)); err != nil {
 			return err
 		}
+		if page == nil {
+			continue // an empty profile (no samples in the window) has no graph
+		}
 		fn := "flame-" + name + ".html"
-		files[fn] = buf.Bytes()
+		files[fn] = page
 		s.Files["flame_"+name] = fn
 	}
 	return nil
+}
+
+// flamePage draws an encoded profile as a single-file HTML flame graph
+// titled "title (sample type)"; nil for a profile without samples (no
+// graph to draw).
+func flamePage(encoded []byte, title string) ([]byte, error) {
+	t, err := flame.Read(bytes.NewReader(encoded), flame.Options{})
+	if err != nil {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := flame.WriteHTML(&buf, t, fmt.Sprintf("%s (%s)", title, t.Sample)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
