@@ -13,22 +13,28 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // EndpointSummary is one request of a request file measured alone, in a
 // timing window (CPU, syscalls) and an attribution window (allocations,
 // copies) of its own, per request. Figures not measured are null.
 type EndpointSummary struct {
-	Name        string   `json:"name"` // "GET /path"
-	Weight      int      `json:"weight"`
-	Requests    int64    `json:"requests"` // successes in its timing window
-	CPUUS       *float64 `json:"cpu_us"`
-	Syscalls    *float64 `json:"syscalls"`
-	Allocs      *float64 `json:"allocs"`
-	AllocBytes  *float64 `json:"alloc_bytes"`
-	CopiedBytes *float64 `json:"copied_bytes"`
+	Name     string `json:"name"` // "GET /path"
+	Weight   int    `json:"weight"`
+	Requests int64  `json:"requests"` // successes in its timing window: CPU's and syscalls' denominator
+	// AttributionRequests are the successes in its attribution window:
+	// the allocations' and copies' denominator.
+	AttributionRequests int64    `json:"attribution_requests"`
+	CPUUS               *float64 `json:"cpu_us"`
+	Syscalls            *float64 `json:"syscalls"`
+	Allocs              *float64 `json:"allocs"`
+	AllocBytes          *float64 `json:"alloc_bytes"`
+	CopiedBytes         *float64 `json:"copied_bytes"`
 	// Files are its attribution window's profiles (allocs, copies).
 	Files map[string]string `json:"files,omitempty"`
+	// Sources name where each figure comes from, as summary.json's do.
+	Sources map[string]string `json:"sources"`
 }
 
 // MixSummary is a request file's mix: its requests and the fixed order
@@ -125,10 +131,12 @@ func (o *runOutput) endpoints() error {
 // endpointFigures divides request k's windows by their successes and
 // keeps its attribution window's profiles.
 func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, error) {
-	es := EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK}
+	es := EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK,
+		Sources: map[string]string{"cpu": ew.timing.cpuSource, "syscalls": SourceNone, "allocs": SourceNone, "copies": SourceNone}}
 	if n := float64(ew.timing.load.OK); n > 0 {
 		es.CPUUS = f64(round(float64(ew.timing.cpu)/1e3/n, 3))
 		if ew.timing.sys != nil {
+			es.Sources["syscalls"] = syscalls.Source
 			var total uint64
 			for _, c := range ew.timing.sys {
 				total += c
@@ -140,7 +148,9 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 		return es, nil
 	}
 	n := float64(ew.attr.load.OK)
+	es.AttributionRequests = ew.attr.load.OK
 	if ew.allocs != "" {
+		es.Sources["allocs"] = SourceAllocspy
 		rep, err := allocspy.ReadReport(ew.allocs)
 		if err != nil {
 			return es, err
@@ -152,6 +162,7 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 		}
 	}
 	if ew.copies != "" {
+		es.Sources["copies"] = SourceCopiesOverlay
 		rep, err := copyspy.ReadReport(ew.copies)
 		if err != nil {
 			return es, err
@@ -192,9 +203,13 @@ func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
 		return
 	}
 	if markdown {
-		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own:\n\n| request | weight | requests | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
+		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own, per request: CPU and syscalls over its timing window's requests, allocations and copies over its attribution window's.\n\n| request | weight | requests (timing / attribution) | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
 		for _, e := range s.Endpoints {
-			fmt.Fprintf(w, "| `%s` | %d | %d | %s | %s | %s | %s | %s |\n", e.Name, e.Weight, e.Requests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+			fmt.Fprintf(w, "| `%s` | %d | %d / %d | %s | %s | %s | %s | %s |\n", e.Name, e.Weight, e.Requests, e.AttributionRequests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+		}
+		if len(s.Endpoints) > 0 {
+			src := s.Endpoints[0].Sources
+			fmt.Fprintf(w, "\nSources: CPU %s, allocations %s, copies %s, syscalls %s.\n", src["cpu"], src["allocs"], src["copies"], src["syscalls"])
 		}
 		return
 	}

@@ -203,6 +203,9 @@ func TestRequestFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		en := requestsComment(t, p)
+		if float64(en) != e["attribution_requests"].(float64) || e["sources"].(map[string]any)["allocs"] != SourceAllocspy {
+			t.Errorf("%s: profile requests %d, summary %v, sources %v", e["name"], en, e["attribution_requests"], e["sources"])
+		}
 		if o, b := siteCount(p, "main.alloc10"); o != want*en || b != 64*want*en {
 			t.Errorf("%s alone: main.alloc10 %d objects, %d B in %d requests; want %d per request", e["name"], o, b, en, want)
 		}
