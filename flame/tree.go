@@ -679,6 +679,7 @@ func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before boo
 	if lines == 0 {
 		return fmt.Errorf("folded input has %w", ErrEmpty)
 	}
+	t.Scale = bld.scale
 	return bld.checkTotal()
 }
 
@@ -699,22 +700,20 @@ func (fr *foldedReader) line(line []byte, before bool) error {
 	if !ok {
 		return errBadLine
 	}
-	var vb float64
-	two := fr.bld.diff && !before && fr.t.Diff && countFields(line) == 2
-	if two {
-		vb = v
-		if rest, v, ok = cutCount(rest); !ok {
-			return errBadLine
+	// A differential file read alone: "stack before after".
+	if fr.t.Diff && fr.bld.diff && !before {
+		if stack, vb, ok := cutCount(rest); ok && len(stack) > 0 {
+			if err := fr.frames(stack); err != nil {
+				return err
+			}
+			if err := fr.addCount(vb, true); err != nil {
+				return err
+			}
+			return fr.addCount(v, false)
 		}
-		v, vb = vb, v // "stack before after": after is the last
 	}
 	if err := fr.frames(rest); err != nil {
 		return err
-	}
-	if two {
-		if err := fr.addCount(vb, true); err != nil {
-			return err
-		}
 	}
 	return fr.addCount(v, before)
 }
@@ -764,7 +763,6 @@ func (fr *foldedReader) addCount(v float64, before bool) error {
 	if scaled >= math.MaxInt64/2 {
 		return errOverflow
 	}
-	fr.t.Scale = fr.bld.scale
 	return fr.bld.add(fr.stack, int64(scaled), before)
 }
 
