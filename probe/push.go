@@ -49,7 +49,9 @@ func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, ex
 	for k, v := range pc.Labels {
 		labels[profstore.LabelName(k)] = v
 	}
-	service := filepath.Base(s.Target)
+	// A versioned target's service is its program; the version is its
+	// commit label.
+	service, _, _ := strings.Cut(filepath.Base(s.Target), "@")
 	var names []string
 	for k, f := range s.Files {
 		if filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb" {

@@ -52,6 +52,17 @@ func LabelName(s string) string {
 	return s
 }
 
+var badService = regexp.MustCompile(`[^a-zA-Z0-9._/-]`)
+
+// ServiceName makes a service name the server takes (it refuses '@',
+// spaces and the like): other characters become _.
+func ServiceName(s string) string {
+	if s = badService.ReplaceAllString(s, "_"); s == "" {
+		return "_"
+	}
+	return s
+}
+
 // WithRequests returns a copy of p with the requests sample type added:
 // 0 in every sample, and one sample on RequestsFrame holding n.
 func WithRequests(p *profile.Profile, n int64) *profile.Profile {
@@ -103,7 +114,7 @@ func Push(ctx context.Context, u Upload, p *profile.Profile) error {
 		parts = append(parts, LabelName(k)+"="+v)
 	}
 	q := url.Values{}
-	q.Set("name", service+"{"+strings.Join(parts, ",")+"}")
+	q.Set("name", ServiceName(service)+"{"+strings.Join(parts, ",")+"}")
 	q.Set("from", strconv.FormatInt(from.Unix(), 10))
 	q.Set("until", strconv.FormatInt(until.Unix(), 10))
 	q.Set("format", "pprof")

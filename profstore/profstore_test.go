@@ -37,6 +37,14 @@ func TestLabelName(t *testing.T) {
 	}
 }
 
+func TestServiceName(t *testing.T) {
+	for in, want := range map[string]string{"httpjson": "httpjson", "go-httpbin@v2.26.0": "go-httpbin_v2.26.0", "a b": "a_b", "": "_"} {
+		if got := ServiceName(in); got != want {
+			t.Errorf("ServiceName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestWithRequests(t *testing.T) {
 	fn := &profile.Function{ID: 1, Name: "main.f"}
 	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
