@@ -304,8 +304,16 @@ func main() {
 	})
 	mux.HandleFunc("/sysblock", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		// A signal (the GC's preemption, SIGURG) ends nanosleep early with
+		// EINTR: sleep the remainder, so that the request waits all N ms.
 		ts := syscall.NsecToTimespec(int64(ms) * 1e6)
-		syscall.Nanosleep(&ts, nil)
+		for {
+			var rem syscall.Timespec
+			if err := syscall.Nanosleep(&ts, &rem); err != syscall.EINTR {
+				break
+			}
+			ts = rem
+		}
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/mutex", func(w http.ResponseWriter, r *http.Request) {
