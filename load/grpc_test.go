@@ -54,6 +54,22 @@ func TestGRPCDriver(t *testing.T) {
 			t.Errorf("%+v: err %v, want %q", c.opt, err, c.want)
 		}
 	}
+	// A server with only the old reflection service (v1alpha).
+	alpha := startGRPCEcho(t, "-reflection=v1alpha")
+	if !AnswersReflection(ctx, alpha) {
+		t.Error("a server with v1alpha reflection does not answer it")
+	}
+	ad, err := NewGRPC(ctx, GRPCOptions{Addr: alpha, Method: "perfspy.echo.Echo/Echo", Data: []byte(`{"repeat":2}`), Conns: 1})
+	if err != nil {
+		t.Fatalf("v1alpha reflection: %v", err)
+	}
+	defer ad.Close()
+	if r, err := ad.RunN(ctx, 50); err != nil || r.OK != 50 {
+		t.Errorf("through v1alpha reflection: %+v %v", r, err)
+	}
+	if _, err := NewGRPC(ctx, GRPCOptions{Addr: alpha, Method: "perfspy.echo.Nope/Echo"}); err == nil || !strings.Contains(err.Error(), "has no service perfspy.echo.Nope") {
+		t.Errorf("v1alpha, unknown service: err %v", err)
+	}
 	noRefl := startGRPCEcho(t, "-reflection=false")
 	if AnswersReflection(ctx, noRefl) {
 		t.Error("a server without reflection answers it")

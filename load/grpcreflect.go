@@ -26,10 +26,13 @@ func reflectFiles(ctx context.Context, addr, svc string) (Resolver, error) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	raw, err := reflectV1(ctx, conn, svc)
-	if status.Code(err) == codes.Unimplemented {
-		raw, err = reflectV1Alpha(ctx, conn, svc)
-	}
+	var raw [][]byte
+	err = eachReflection(func(service string) error {
+		resp, err := reflectionCall(ctx, conn, service, &rpb.ServerReflectionRequest{
+			MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: svc}})
+		raw = resp.GetFileDescriptorResponse().GetFileDescriptorProto()
+		return err
+	})
 	if status.Code(err) == codes.NotFound {
 		return nil, fmt.Errorf("load: %s has no service %s (its reflection service: %v)", addr, svc, status.Convert(err).Message())
 	}
@@ -55,24 +58,42 @@ func reflectFiles(ctx context.Context, addr, svc string) (Resolver, error) {
 	return files, nil
 }
 
-// reflectV1 asks grpc.reflection.v1 for the files containing symbol.
-func reflectV1(ctx context.Context, conn *grpc.ClientConn, symbol string) ([][]byte, error) {
-	st, err := rpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+// The reflection services, newest first. v1alpha's messages are v1's on
+// the wire, under another service name, so v1's types serve for both.
+var reflectionServices = []string{"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
+
+// eachReflection calls f with each reflection service until the server
+// does not answer Unimplemented, and returns f's last error.
+func eachReflection(f func(service string) error) error {
+	var err error
+	for _, s := range reflectionServices {
+		if err = f(s); status.Code(err) != codes.Unimplemented {
+			return err
+		}
+	}
+	return err
+}
+
+// reflectionCall sends one request on service's ServerReflectionInfo
+// stream and returns its answer; an error answer is returned as its status.
+func reflectionCall(ctx context.Context, conn *grpc.ClientConn, service string, req *rpb.ServerReflectionRequest) (*rpb.ServerReflectionResponse, error) {
+	desc := &grpc.StreamDesc{StreamName: "ServerReflectionInfo", ClientStreams: true, ServerStreams: true}
+	st, err := conn.NewStream(ctx, desc, "/"+service+"/ServerReflectionInfo")
 	if err != nil {
 		return nil, err
 	}
 	defer st.CloseSend()
-	if err := st.Send(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}}); err != nil {
+	if err := st.SendMsg(req); err != nil {
 		return nil, err
 	}
-	resp, err := st.Recv()
-	if err != nil {
+	resp := &rpb.ServerReflectionResponse{}
+	if err := st.RecvMsg(resp); err != nil {
 		return nil, err
 	}
 	if e := resp.GetErrorResponse(); e != nil {
 		return nil, status.Error(codes.Code(e.GetErrorCode()), e.GetErrorMessage())
 	}
-	return resp.GetFileDescriptorResponse().GetFileDescriptorProto(), nil
+	return resp, nil
 }
 
 // AnswersReflection tells whether addr answers the gRPC reflection
@@ -85,15 +106,9 @@ func AnswersReflection(ctx context.Context, addr string) bool {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	st, err := rpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-	if err == nil {
-		defer st.CloseSend()
-		if err = st.Send(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_ListServices{}}); err == nil {
-			_, err = st.Recv()
-		}
-	}
-	if status.Code(err) == codes.Unimplemented {
-		return listV1Alpha(ctx, conn) == nil
-	}
-	return err == nil
+	return eachReflection(func(service string) error {
+		_, err := reflectionCall(ctx, conn, service, &rpb.ServerReflectionRequest{
+			MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}})
+		return err
+	}) == nil
 }

@@ -5,11 +5,14 @@
 // costs by known amounts (targets/README.md):
 //
 //	-extra-allocs N   N more 64-byte heap allocations per call, in main.extraAlloc
-//	-reflection=false no reflection service (clients need -proto-file)
+//	-reflection=false   no reflection service (clients need -proto-file)
+//	-reflection=v1alpha only the old reflection service (as older servers have)
 //
 // The messages are described in code (echoDescriptor) and handled as
 // dynamic messages: no generated code, no protoc.
 package main
+
+//lint:file-ignore SA1019 v1alpha is deprecated; -reflection=v1alpha stands for the servers that still have only it
 
 import (
 	"context"
@@ -21,6 +24,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
+	rpbalpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -32,7 +36,7 @@ import (
 var (
 	addr        = flag.String("addr", "127.0.0.1:0", "listen address")
 	extraAllocs = flag.Int("extra-allocs", 0, "64-byte heap allocations added to each call")
-	withReflect = flag.Bool("reflection", true, "serve the reflection service")
+	withReflect = flag.String("reflection", "true", "serve the reflection service: true (v1 and v1alpha), v1alpha (only the old one) or false")
 )
 
 // echoDescriptor is perfspy/echo.proto:
@@ -113,8 +117,14 @@ func main() {
 		}}},
 		Metadata: "perfspy/echo.proto",
 	}, struct{}{})
-	if *withReflect {
+	switch *withReflect {
+	case "true":
 		reflection.Register(s)
+	case "v1alpha":
+		rpbalpha.RegisterServerReflectionServer(s, reflection.NewServer(reflection.ServerOptions{Services: s}))
+	case "false":
+	default:
+		log.Fatalf("-reflection %q: want true, v1alpha or false", *withReflect)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
