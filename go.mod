@@ -3,11 +3,13 @@ module github.com/perfspy/perfspy
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/bufbuild/protocompile v0.14.1
 	github.com/cilium/ebpf v0.22.0
 	github.com/felixge/fgprof v0.9.5
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
+	github.com/grafana/pyroscope/api v1.1.0
 	github.com/quic-go/quic-go v0.65.0
 	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	golang.org/x/net v0.61.0
@@ -20,6 +22,8 @@ require (
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20260209203927-2842357ff358 // indirect
 	golang.org/x/mod v0.42.0 // indirect

@@ -37,6 +37,20 @@ func endpointLabel(cfg Config) string {
 	return cfg.Path
 }
 
+// storeNames are the names in the store of the profiles that have one
+// the store's own user interface knows; the others are perfspy_KIND.
+var storeNames = map[string]string{"cpu": "process_cpu", "allocs": "memory", "block": "block", "mutex": "mutex", "wallclock": "wall"}
+
+// StoreName is the store's name (__name__) for a run's profile of kind k
+// (its key in summary.json's files): a selection's type= can be
+// NAME:SAMPLE_TYPE.
+func StoreName(k string) string {
+	if n, ok := storeNames[k]; ok {
+		return n
+	}
+	return "perfspy_" + k
+}
+
 // pushProfiles sends every profile of a results folder (the files the
 // summary names) with the run's labels: service_name (the target),
 // commit, endpoint, go, host, verdict, and the user's; arm for probe ab.
@@ -68,7 +82,7 @@ func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, ex
 			errs = append(errs, err)
 			continue
 		}
-		u := profstore.Upload{Base: pc.URL, Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
+		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
 		if err := profstore.Push(ctx, u, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Files[k], err))
 		}

@@ -3,17 +3,22 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/internal/storetest"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 // TestStore: two builds of a known cost (the ab test repository's
@@ -28,6 +33,8 @@ func TestStore(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ab")
 	cfg := abConfig(dir, c1, c2, out)
 	cfg.Rounds = 3
+	// Every kind of profile, so that each is seen to keep its own series.
+	cfg.Run.OffCPU, cfg.Run.Wallclock, cfg.Run.Copies = true, true, "overlay"
 	cfg.Run.Push = PushConfig{URL: base, Labels: map[string]string{"suite": "TestStore"}, Required: true}
 	if _, err := AB(context.Background(), cfg, nil); err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -82,6 +89,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("main.extraAlloc %.4f -> %.4f per request, want 0 -> 1", r.FlatBeforePR, r.FlatAfterPR)
 		}
 	}
+	checkStoreKinds(t, base, filepath.Join(out, "runs"))
 	// flame reads a selection wherever it reads a file.
 	svg := filepath.Join(t.TempDir(), "store.svg")
 	var fo, fe bytes.Buffer
@@ -95,6 +103,68 @@ func TestStore(t *testing.T) {
 	if code := diff.Command([]string{sel("nope"), local["before"][0]}, &o, &e); code != 1 || !strings.Contains(e.String(), "no profile matches the selection") {
 		t.Errorf("empty selection: exit %d, %q", code, e.String())
 	}
+}
+
+// checkStoreKinds: every kind of profile the after arm's runs pushed
+// keeps a series of its own: for each of its sample types, the store's
+// merged total and requests equal the sums over the local runs.
+func checkStoreKinds(t *testing.T, base, runs string) {
+	t.Helper()
+	var s Summary
+	sums, err := filepath.Glob(filepath.Join(runs, "*-after", "summary.json"))
+	if err != nil || len(sums) == 0 {
+		t.Fatalf("no summaries in %s: %v", runs, err)
+	}
+	if b, err := os.ReadFile(sums[0]); err != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("%s: %v", sums[0], err)
+	}
+	kinds := 0
+	for k, f := range s.Files {
+		if !strings.HasSuffix(f, ".pb.gz") {
+			continue
+		}
+		kinds++
+		local, _ := filepath.Glob(filepath.Join(runs, "*-after", f))
+		var profs []*profile.Profile
+		var requests int64
+		for _, l := range local {
+			p, err := readProfile(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			profs = append(profs, p)
+			requests += profkey.Requests(p)
+		}
+		for i, st := range profs[0].SampleType {
+			var want int64
+			for _, p := range profs {
+				for _, smp := range p.Sample {
+					want += smp.Value[i]
+				}
+			}
+			typ := StoreName(k) + ":" + strings.ReplaceAll(st.Type, "-", "_")
+			sel, err := profstore.ParseSelection(`pyroscope://`+strings.TrimPrefix(base, "http://")+`/{service_name="server",suite="TestStore",arm="after"}?from=-1h&type=`+typ, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := profstore.Fetch(context.Background(), sel)
+			if want == 0 {
+				continue // the store keeps no empty profiles
+			}
+			if err != nil {
+				t.Errorf("%s (%s): %v", k, typ, err)
+				continue
+			}
+			var total int64
+			for _, smp := range got.Sample {
+				total += smp.Value[0]
+			}
+			if total != want || profkey.Requests(got) != requests {
+				t.Errorf("%s (%s): store %d over %d requests, local runs %d over %d", k, typ, total, profkey.Requests(got), want, requests)
+			}
+		}
+	}
+	t.Logf("%d kinds of profile checked in the store", kinds)
 }
 
 // TestPushDown: a push to a server that is down keeps the results and

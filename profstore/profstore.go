@@ -7,18 +7,21 @@
 // perfspy.requests) holds the run's requests: merged, it is the requests
 // of every run in the selection, and Fetch divides by it.
 //
-// The client side is the server's public HTTP API: POST /ingest with a
-// raw pprof body, and the Connect API (querier.v1.QuerierService:
-// ProfileTypes in JSON, SelectMergeProfile in protobuf, whose answer is
-// a pprof profile).
+// Each kind of profile goes under a name of its own (the store's
+// __name__: process_cpu, memory, perfspy_syscalls, ...): the store keys a
+// series by name, sample type and period type, and the legacy /ingest
+// endpoint names profiles by their sample types, which puts Go's block
+// and mutex profiles, or two off-CPU profiles, in one series.
+//
+// The client side is the server's public Connect API, through the
+// Apache-2.0 module github.com/grafana/pyroscope/api: push.v1.PusherService
+// (Push), querier.v1.QuerierService (ProfileTypes, SelectMergeProfile).
 package profstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -28,8 +31,14 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/pprof/profile"
-	"google.golang.org/protobuf/encoding/protowire"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -39,6 +48,10 @@ const RequestsType = "requests"
 
 // RequestsFrame is the root frame of the requests' sample.
 const RequestsFrame = "perfspy.requests"
+
+// NoStackFrame is the frame pushed for samples without a stack (off-CPU
+// waits of goroutines the trace saw without one).
+const NoStackFrame = "[no stack]"
 
 var badLabel = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 
@@ -64,7 +77,8 @@ func ServiceName(s string) string {
 }
 
 // WithRequests returns a copy of p with the requests sample type added:
-// 0 in every sample, and one sample on RequestsFrame holding n.
+// 0 in every sample, and one sample on RequestsFrame holding n. The store
+// drops samples without a stack, so those go under NoStackFrame.
 func WithRequests(p *profile.Profile, n int64) *profile.Profile {
 	q := p.Copy()
 	for _, st := range q.SampleType {
@@ -81,70 +95,71 @@ func WithRequests(p *profile.Profile, n int64) *profile.Profile {
 	for _, l := range q.Location {
 		lid = max(lid, l.ID)
 	}
-	fn := &profile.Function{ID: fid + 1, Name: RequestsFrame, SystemName: RequestsFrame}
-	loc := &profile.Location{ID: lid + 1, Line: []profile.Line{{Function: fn}}}
-	q.Function, q.Location = append(q.Function, fn), append(q.Location, loc)
+	root := func(name string) *profile.Location {
+		fid, lid = fid+1, lid+1
+		fn := &profile.Function{ID: fid, Name: name, SystemName: name}
+		loc := &profile.Location{ID: lid, Line: []profile.Line{{Function: fn}}}
+		q.Function, q.Location = append(q.Function, fn), append(q.Location, loc)
+		return loc
+	}
+	var noStack *profile.Location
+	for _, s := range q.Sample {
+		if len(s.Location) == 0 {
+			if noStack == nil {
+				noStack = root(NoStackFrame)
+			}
+			s.Location = []*profile.Location{noStack}
+		}
+	}
 	vals := make([]int64, len(q.SampleType))
 	vals[len(vals)-1] = n
-	q.Sample = append(q.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: vals})
+	q.Sample = append(q.Sample, &profile.Sample{Location: []*profile.Location{root(RequestsFrame)}, Value: vals})
 	return q
 }
 
-// Upload is one profile to push: the server, the service and labels it
-// goes under, the requests it holds and the time it covers.
+// Upload is one profile to push: the server, the profile's name in the
+// store, the service and labels it goes under, the requests it holds and
+// the time it covers.
 type Upload struct {
 	Base        string // http://HOST:PORT
+	Name        string // the store's __name__ (letters, digits and _)
 	Service     string
 	Labels      map[string]string
 	Requests    int64
 	From, Until time.Time
 }
 
-// Push sends p, with its requests, as u says: one POST /ingest of the raw
-// (not gzipped) pprof body. An error says what the server answered.
+// Push sends p, with its requests, as u says: one push.v1 Push of the raw
+// pprof body. An error says what the server answered.
 func Push(ctx context.Context, u Upload, p *profile.Profile) error {
-	base, service, labels, from, until := u.Base, u.Service, u.Labels, u.From, u.Until
-	var body bytes.Buffer
-	if err := WithRequests(p, u.Requests).WriteUncompressed(&body); err != nil {
+	q := WithRequests(p, u.Requests)
+	q.TimeNanos, q.DurationNanos = u.From.UnixNano(), u.Until.Sub(u.From).Nanoseconds()
+	var body strings.Builder
+	if err := q.WriteUncompressed(&body); err != nil {
 		return err
 	}
-	var parts []string
-	for _, k := range sortedKeys(labels) {
-		v := strings.NewReplacer(`\`, `\\`, `"`, `\"`, ",", "_", "}", "_").Replace(labels[k])
-		parts = append(parts, LabelName(k)+"="+v)
+	// __delta__=false: the profile is the window's own, not a running
+	// total the server should take the difference of.
+	labels := []*typesv1.LabelPair{{Name: "__name__", Value: LabelName(u.Name)}, {Name: "__delta__", Value: "false"},
+		{Name: "service_name", Value: ServiceName(u.Service)}}
+	for _, k := range sortedKeys(u.Labels) {
+		labels = append(labels, &typesv1.LabelPair{Name: LabelName(k), Value: u.Labels[k]})
 	}
-	q := url.Values{}
-	q.Set("name", ServiceName(service)+"{"+strings.Join(parts, ",")+"}")
-	q.Set("from", strconv.FormatInt(from.Unix(), 10))
-	q.Set("until", strconv.FormatInt(until.Unix(), 10))
-	q.Set("format", "pprof")
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(base, "/")+"/ingest?"+q.Encode(), &body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	return do(req, nil)
+	req := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{Labels: labels, Samples: []*pushv1.RawSample{{RawProfile: []byte(body.String())}}}}}
+	_, err := pushv1connect.NewPusherServiceClient(http.DefaultClient, u.Base).Push(ctx, connect.NewRequest(req))
+	return serverError(u.Base, "Push", err)
 }
 
-// do sends req and reads a 2xx answer into out; otherwise the error
-// holds the server's message.
-func do(req *http.Request, out *[]byte) error {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+// serverError names the server and the call, and keeps what it answered.
+func serverError(base, call string, err error) error {
+	if err == nil {
+		return nil
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
+	var ce *connect.Error
+	if errors.As(err, &ce) && ce.Code() != connect.CodeUnavailable {
+		return fmt.Errorf("%s %s: %s: %s", base, call, ce.Code(), ce.Message())
 	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(b)))
-	}
-	if out != nil {
-		*out = b
-	}
-	return nil
+	return fmt.Errorf("%s %s: %w", base, call, err)
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -219,54 +234,58 @@ func parseTime(v string, now, def time.Time) (time.Time, error) {
 // profileTypes lists the server's profile type IDs in the time range
 // (name:sample_type:sample_unit:period_type:period_unit).
 func profileTypes(ctx context.Context, sel *Selection) ([]string, error) {
-	body, _ := json.Marshal(map[string]string{"start": strconv.FormatInt(sel.From.UnixMilli(), 10), "end": strconv.FormatInt(sel.Until.UnixMilli(), 10)})
-	req, err := http.NewRequestWithContext(ctx, "POST", sel.Base+"/querier.v1.QuerierService/ProfileTypes", bytes.NewReader(body))
+	resp, err := querierv1connect.NewQuerierServiceClient(http.DefaultClient, sel.Base).ProfileTypes(ctx,
+		connect.NewRequest(&querierv1.ProfileTypesRequest{Start: sel.From.UnixMilli(), End: sel.Until.UnixMilli()}))
 	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	var b []byte
-	if err := do(req, &b); err != nil {
-		return nil, err
-	}
-	var resp struct {
-		ProfileTypes []struct {
-			ID string `json:"ID"`
-		} `json:"profileTypes"`
-	}
-	if err := json.Unmarshal(b, &resp); err != nil {
-		return nil, fmt.Errorf("%s: ProfileTypes: %w", sel.Base, err)
+		return nil, serverError(sel.Base, "ProfileTypes", err)
 	}
 	var out []string
-	for _, t := range resp.ProfileTypes {
+	for _, t := range resp.Msg.ProfileTypes {
 		out = append(out, t.ID)
 	}
 	sort.Strings(out)
 	return out, nil
 }
 
-// typeIDs picks the profile type of sample type want, and the requests
-// type pushed beside it (the same name and period).
-func typeIDs(types []string, want string) (typeID, reqID string, ok bool) {
-	want = strings.ReplaceAll(want, "-", "_")
+// typeIDs picks the profile type of want, a sample type or
+// NAME:SAMPLE_TYPE, and the requests type pushed beside it (the same
+// name and period). A sample type that several names have is an error
+// that lists them.
+func typeIDs(types []string, want string) (typeID, reqID string, err error) {
+	name, sample, named := strings.Cut(strings.ReplaceAll(want, "-", "_"), ":")
+	if !named {
+		name, sample = "", name
+	}
+	var found []string
 	for _, id := range types {
 		f := strings.Split(id, ":")
-		if len(f) == 5 && f[1] == want {
-			typeID, ok = id, true
-			reqID = strings.Join([]string{f[0], RequestsType, "count", f[3], f[4]}, ":")
-			break
+		if len(f) == 5 && f[1] == sample && (name == "" || f[0] == name) {
+			found = append(found, id)
+			typeID, reqID = id, strings.Join([]string{f[0], RequestsType, "count", f[3], f[4]}, ":")
 		}
 	}
-	return typeID, reqID, ok
+	switch len(found) {
+	case 0:
+		return "", "", fmt.Errorf("no profiles of type %s in that time (it has %s)", want, strings.Join(sampleTypes(types), ", "))
+	case 1:
+		return typeID, reqID, nil
+	}
+	var names []string
+	for _, id := range found {
+		f := strings.Split(id, ":")
+		names = append(names, f[0]+":"+f[1])
+	}
+	return "", "", fmt.Errorf("type %s is in several profiles: name one (type=%s)", want, strings.Join(names, " or type="))
 }
 
+// sampleTypes lists the types a selection can name, NAME:SAMPLE_TYPE.
 func sampleTypes(types []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, id := range types {
-		if f := strings.Split(id, ":"); len(f) == 5 && !seen[f[1]] && f[1] != RequestsType {
-			seen[f[1]] = true
-			out = append(out, f[1])
+		if f := strings.Split(id, ":"); len(f) == 5 && !seen[f[0]+":"+f[1]] && f[1] != RequestsType {
+			seen[f[0]+":"+f[1]] = true
+			out = append(out, f[0]+":"+f[1])
 		}
 	}
 	sort.Strings(out)
@@ -275,28 +294,20 @@ func sampleTypes(types []string) []string {
 
 // selectMerge asks for the merged profile of a type over the selection.
 func selectMerge(ctx context.Context, sel *Selection, typeID string) (*profile.Profile, error) {
-	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendString(b, typeID)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendString(b, sel.Selector)
-	b = protowire.AppendTag(b, 3, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(sel.From.UnixMilli()))
-	b = protowire.AppendTag(b, 4, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(sel.Until.UnixMilli()))
-	req, err := http.NewRequestWithContext(ctx, "POST", sel.Base+"/querier.v1.QuerierService/SelectMergeProfile", bytes.NewReader(b))
+	resp, err := querierv1connect.NewQuerierServiceClient(http.DefaultClient, sel.Base).SelectMergeProfile(ctx,
+		connect.NewRequest(&querierv1.SelectMergeProfileRequest{ProfileTypeID: typeID, LabelSelector: sel.Selector,
+			Start: sel.From.UnixMilli(), End: sel.Until.UnixMilli()}))
+	if err != nil {
+		return nil, serverError(sel.Base, "SelectMergeProfile", err)
+	}
+	b, err := proto.Marshal(resp.Msg)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/proto")
-	var out []byte
-	if err := do(req, &out); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
+	if len(b) == 0 {
 		return &profile.Profile{}, nil
 	}
-	return profile.ParseData(out)
+	return profile.ParseData(b)
 }
 
 // Fetch reads the selection's merged profile of its type and its merged
@@ -311,9 +322,9 @@ func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
 	if sel.Type == "" {
 		return nil, fmt.Errorf("%s: no type= in the address (the store has %s)", sel.Selector, strings.Join(sampleTypes(types), ", "))
 	}
-	typeID, reqID, ok := typeIDs(types, sel.Type)
-	if !ok {
-		return nil, fmt.Errorf("%s has no profiles of type %s in that time (it has %s)", sel.Base, sel.Type, strings.Join(sampleTypes(types), ", "))
+	typeID, reqID, err := typeIDs(types, sel.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sel.Base, err)
 	}
 	p, err := selectMerge(ctx, sel, typeID)
 	if err != nil {

@@ -64,6 +64,18 @@ func TestWithRequests(t *testing.T) {
 	if got := dropRequestsFrame(q.Sample); len(got) != 1 || got[0].Value[0] != 640 {
 		t.Errorf("dropRequestsFrame kept %v", got)
 	}
+	// A sample without a stack (the store would drop it) goes under NoStackFrame.
+	p.Sample = append(p.Sample, &profile.Sample{Value: []int64{9}})
+	q = WithRequests(p, 7)
+	if err := q.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if s := q.Sample[1]; len(s.Location) != 1 || s.Location[0].Line[0].Function.Name != NoStackFrame || s.Value[0] != 9 {
+		t.Errorf("a sample without a stack pushed as %v", s)
+	}
+	if len(p.Sample[1].Location) != 0 {
+		t.Error("the input was changed")
+	}
 }
 
 // FuzzParseSelection: any address gives a selection or an error, never
@@ -77,4 +89,23 @@ func FuzzParseSelection(f *testing.F) {
 			t.Errorf("accepted %q as %+v", s, sel)
 		}
 	})
+}
+
+func TestTypeIDs(t *testing.T) {
+	types := []string{"block:contentions:count:contentions:count", "block:delay:nanoseconds:contentions:count", "block:requests:count:contentions:count",
+		"mutex:delay:nanoseconds:contentions:count", "mutex:requests:count:contentions:count", "memory:alloc_objects:count:space:bytes"}
+	id, req, err := typeIDs(types, "alloc_objects")
+	if err != nil || id != "memory:alloc_objects:count:space:bytes" || req != "memory:requests:count:space:bytes" {
+		t.Errorf("alloc_objects: %q %q %v", id, req, err)
+	}
+	id, req, err = typeIDs(types, "mutex:delay")
+	if err != nil || id != "mutex:delay:nanoseconds:contentions:count" || req != "mutex:requests:count:contentions:count" {
+		t.Errorf("mutex:delay: %q %q %v", id, req, err)
+	}
+	if _, _, err := typeIDs(types, "delay"); err == nil || !strings.Contains(err.Error(), "type=block:delay or type=mutex:delay") {
+		t.Errorf("delay in two kinds: %v", err)
+	}
+	if _, _, err := typeIDs(types, "copied_bytes"); err == nil || !strings.Contains(err.Error(), "block:contentions, block:delay, memory:alloc_objects, mutex:delay") {
+		t.Errorf("an unknown type: %v", err)
+	}
 }
