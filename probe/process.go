@@ -244,7 +244,23 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, erro
 	if err := checkOwners(l.Port, owners, pids); err != nil {
 		return endpoint{}, err
 	}
-	return endpoint{addr: l.Addr(), udp: l.UDP}, nil
+	return endpoint{addr: loopbackAddr(l), udp: l.UDP}, nil
+}
+
+// loopbackAddr is where the load goes for listener l. A TCP socket on
+// [::] (Go's ":port") is usually dual-stack: when 127.0.0.1 answers on
+// its port, the load goes there, the address that users' certificates
+// and firewall rules name, rather than to [::1]. Its owner is the target:
+// checkOwners refused any other.
+func loopbackAddr(l Listener) string {
+	if !l.UDP && l.IP.IsUnspecified() && l.IP.To4() == nil {
+		a := net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port))
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			return a
+		}
+	}
+	return l.Addr()
 }
 
 // checkOwners refuses a port held by a process outside the target's group,

@@ -3,6 +3,7 @@ package probe
 import (
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,36 @@ func TestParseIO(t *testing.T) {
 	}
 	if _, err := parseIO([]byte("rchar: 1\n")); err == nil {
 		t.Error("no syscr: no error")
+	}
+}
+
+// TestLoopbackAddr: a dual-stack [::] listener (Go's ":0") is loaded at
+// 127.0.0.1; an IPv6-only one at [::1].
+func TestLoopbackAddr(t *testing.T) {
+	for _, c := range []struct{ network, addr, want string }{{"tcp", ":0", "127.0.0.1"}, {"tcp6", "[::]:0", "::1"}, {"tcp4", "127.0.0.1:0", "127.0.0.1"}} {
+		ln, err := net.Listen(c.network, c.addr)
+		if err != nil {
+			t.Logf("skipped %s %s: %v", c.network, c.addr, err)
+			continue
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		byPID, err := processListeners([]int{os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, l := range byPID[os.Getpid()] {
+			if l.Port == port {
+				found = true
+				if got := loopbackAddr(l); got != net.JoinHostPort(c.want, strconv.Itoa(port)) {
+					t.Errorf("%s %s: load goes to %s, want %s", c.network, c.addr, got, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s %s: port %d not among the listeners", c.network, c.addr, port)
+		}
+		ln.Close()
 	}
 }
 
