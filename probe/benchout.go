@@ -410,7 +410,11 @@ func WriteBenchTerminal(w io.Writer, r *BenchResult) {
 		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
 		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
 		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
-		if b.PerOp.OffCPUNS != nil {
+		switch {
+		case b.PerOp.OffCPUNS == nil: // not traced
+		case len(b.PerOp.OffCPUNS) == 0:
+			fmt.Fprintf(w, "    off-CPU     no wait ended in the timed region  [%s]\n", s.Sources["offcpu"])
+		default:
 			fmt.Fprintf(w, "    off-CPU     ns/op%s  [%s]\n", byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
 		}
 	}

@@ -1,0 +1,27 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBenchTerminalOffCPU: a benchmark that waited says how, one that
+// did not says so, and one not traced has no off-CPU line.
+func TestBenchTerminalOffCPU(t *testing.T) {
+	s := &BenchSummary{Target: "pkg", Sources: map[string]string{"offcpu": "trace"}, Benchmarks: []BenchFigures{
+		{Name: "BenchmarkWaits", N: 10, PerOp: BenchPerOp{OffCPUNS: map[string]float64{"sleep": 50000}}},
+		{Name: "BenchmarkBusy", N: 10, PerOp: BenchPerOp{OffCPUNS: map[string]float64{}}},
+		{Name: "BenchmarkUntraced", N: 10},
+	}}
+	var b strings.Builder
+	WriteBenchTerminal(&b, &BenchResult{Dir: "out", Summary: s})
+	out := b.String()
+	for _, want := range []string{"off-CPU     ns/op (sleep 50000)  [trace]", "off-CPU     no wait ended in the timed region  [trace]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "off-CPU"); n != 2 {
+		t.Errorf("%d off-CPU lines, want 2:\n%s", n, out)
+	}
+}
