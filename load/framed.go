@@ -31,8 +31,8 @@ type Framed struct {
 	opt   FramedOptions
 	mu    sync.Mutex
 	conns []*framedConn // one per worker, kept across phases
-	dials atomic.Int64
-	id    atomic.Uint64
+	workers
+	id atomic.Uint64
 }
 
 type framedConn struct {
@@ -57,7 +57,9 @@ func NewFramed(opt FramedOptions) (*Framed, error) {
 	if opt.BodySize > frame.MaxBody {
 		return nil, fmt.Errorf("load: body size %d over %d", opt.BodySize, frame.MaxBody)
 	}
-	return &Framed{opt: opt, conns: make([]*framedConn, opt.Conns)}, nil
+	d := &Framed{opt: opt, conns: make([]*framedConn, opt.Conns)}
+	d.workers.n, d.workers.step = opt.Conns, d.step
+	return d, nil
 }
 
 // Close closes the connections.
@@ -138,16 +140,6 @@ func (d *Framed) one(fc *framedConn) error {
 		return fmt.Errorf("%w: reply body differs from the request's", frame.ErrBadFrame)
 	}
 	return nil
-}
-
-// Run implements Driver.
-func (d *Framed) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phase(ctx, dur, d.opt.Conns, d.step(ctx)) })
-}
-
-// RunN implements Driver.
-func (d *Framed) RunN(ctx context.Context, n int) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phaseN(ctx, n, d.opt.Conns, d.step(ctx)) })
 }
 
 // step sends one request on worker i's connection.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -47,7 +45,7 @@ type GRPC struct {
 	req    rawMessage
 	md     metadata.MD
 	conns  []*grpc.ClientConn
-	dials  atomic.Int64
+	workers
 }
 
 // rawMessage is a message already encoded; rawCodec sends it as it is and
@@ -83,6 +81,7 @@ func NewGRPC(ctx context.Context, opt GRPCOptions) (*GRPC, error) {
 		return nil, fmt.Errorf("load: -method %q: want package.Service/Method", opt.Method)
 	}
 	d := &GRPC{opt: opt, method: "/" + svc + "/" + m, md: metadata.New(opt.Headers)}
+	d.workers.n, d.workers.step = opt.Conns, d.step
 	files := opt.Files
 	if files == nil {
 		var err error
@@ -157,16 +156,6 @@ func (d *GRPC) Close() error {
 		}
 	}
 	return nil
-}
-
-// Run implements Driver.
-func (d *GRPC) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phase(ctx, dur, d.opt.Conns, d.step(ctx)) })
-}
-
-// RunN implements Driver.
-func (d *GRPC) RunN(ctx context.Context, n int) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phaseN(ctx, n, d.opt.Conns, d.step(ctx)) })
 }
 
 // step is one call of worker i; a status other than OK is a Non2xx.

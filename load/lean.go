@@ -34,7 +34,7 @@ type Lean struct {
 	tls   *tls.Config // https: the connections' TLS
 	mu    sync.Mutex
 	conns []*leanConn // one per worker, kept across phases
-	dials atomic.Int64
+	workers
 }
 
 type leanConn struct {
@@ -61,6 +61,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 		opt.Conns = 8
 	}
 	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns)}
+	d.workers.n, d.workers.step = opt.Conns, d.step
 	port := "80"
 	if u.Scheme == "https" {
 		d.tls, port = opt.TLS, "443"
@@ -122,16 +123,6 @@ func (d *Lean) Close() error {
 		}
 	}
 	return nil
-}
-
-// Run implements Driver.
-func (d *Lean) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phase(ctx, dur, d.opt.Conns, d.step(ctx)) })
-}
-
-// RunN implements Driver.
-func (d *Lean) RunN(ctx context.Context, n int) (*Result, error) {
-	return countDials(&d.dials, func() (*Result, error) { return phaseN(ctx, n, d.opt.Conns, d.step(ctx)) })
 }
 
 // step is one request of worker i: sent on its connection (dialled when

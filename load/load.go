@@ -132,6 +132,25 @@ type answeredError interface {
 	answered()
 }
 
+// workers are the Run and RunN of a driver whose n workers each keep a
+// connection and make one exchange per step; dials counts the
+// connections opened, for Result.Dials.
+type workers struct {
+	n     int
+	dials atomic.Int64
+	step  func(ctx context.Context) func(i int, r *Result)
+}
+
+// Run implements Driver.
+func (w *workers) Run(ctx context.Context, dur time.Duration) (*Result, error) {
+	return countDials(&w.dials, func() (*Result, error) { return phase(ctx, dur, w.n, w.step(ctx)) })
+}
+
+// RunN implements Driver.
+func (w *workers) RunN(ctx context.Context, n int) (*Result, error) {
+	return countDials(&w.dials, func() (*Result, error) { return phaseN(ctx, n, w.n, w.step(ctx)) })
+}
+
 // countDials runs a phase and sets its Dials: the connections opened
 // while it ran, from a driver's counter.
 func countDials(dials *atomic.Int64, phase func() (*Result, error)) (*Result, error) {
