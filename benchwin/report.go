@@ -45,8 +45,9 @@ func ReadEvents(dir string) ([]Event, error) {
 	return out, sc.Err()
 }
 
-// tableReport is a table's report: its slots' counter words (words 7 to 15
-// of a slot), after the run and their change in it.
+// tableReport is a table's report: its slots' counter words (those after
+// the key and the pcs, wire.CounterWords), after the run and their change
+// in it.
 type tableReport struct {
 	Dropped uint64 `json:"dropped"`
 	Sites   []struct {
@@ -62,15 +63,14 @@ func readTable(path string) (*tableReport, error) {
 		return nil, err
 	}
 	for i, s := range r.Sites {
-		if len(s.Words) != 9 || len(s.Delta) != 9 {
-			return nil, fmt.Errorf("%s: site %d has %d and %d counter words, want 9", path, i, len(s.Words), len(s.Delta))
+		if len(s.Words) != wire.CounterWords || len(s.Delta) != wire.CounterWords {
+			return nil, fmt.Errorf("%s: site %d has %d and %d counter words, want %d", path, i, len(s.Words), len(s.Delta), wire.CounterWords)
 		}
 	}
 	return &r, nil
 }
 
-// ReadAllocs reads an allocs report as allocspy's: objects, blocks, bytes
-// asked for, bytes taken, in the slot's order.
+// ReadAllocs reads an allocs report as allocspy's.
 func ReadAllocs(path string) (*wire.AllocReport, error) {
 	t, err := readTable(path)
 	if err != nil {
@@ -78,14 +78,12 @@ func ReadAllocs(path string) (*wire.AllocReport, error) {
 	}
 	r := &wire.AllocReport{Dropped: t.Dropped}
 	for _, s := range t.Sites {
-		d := s.Delta
-		r.Sites = append(r.Sites, wire.AllocSite{Stack: s.Stack, Objects: d[0], Blocks: d[1], ReqBytes: d[2], AllocBytes: d[3]})
+		r.Sites = append(r.Sites, wire.AllocSiteOf(s.Stack, s.Delta))
 	}
 	return r, nil
 }
 
-// ReadCopies reads a copies report as copyspy's: the kind (a word that
-// does not count), then calls and bytes by size bucket.
+// ReadCopies reads a copies report as copyspy's.
 func ReadCopies(path string) (*wire.CopyReport, error) {
 	t, err := readTable(path)
 	if err != nil {
@@ -93,13 +91,7 @@ func ReadCopies(path string) (*wire.CopyReport, error) {
 	}
 	r := &wire.CopyReport{Dropped: t.Dropped}
 	for _, s := range t.Sites {
-		site := wire.CopySite{Kind: "memmove", Stack: s.Stack}
-		if s.Words[0] == 1 {
-			site.Kind = "memclr"
-		}
-		copy(site.Calls[:], s.Delta[1:5])
-		copy(site.Bytes[:], s.Delta[5:9])
-		r.Sites = append(r.Sites, site)
+		r.Sites = append(r.Sites, wire.CopySiteOf(s.Stack, s.Words[0], s.Delta))
 	}
 	return r, nil
 }

@@ -24,15 +24,13 @@ func allocspyRead(dst []uint64) (n int, dropped uint64, full bool)
 //go:linkname allocspyLayout runtime.allocspyLayout
 func allocspyLayout() (slots, depth, slotSize int)
 
-// Slot layout in words, as the runtime file declares it: key, pcs,
-// objects, blocks, bytes asked for, bytes taken, padding.
+// Slot layout in words, as the runtime file declares it: key, pcs, then
+// the counter words wire.AllocSiteOf reads (objects, blocks, bytes asked
+// for, bytes taken, padding).
 const (
-	depth       = 6
-	words       = 16
-	wObjects    = 1 + depth
-	wBlocks     = wObjects + 1
-	wReqBytes   = wBlocks + 1
-	wAllocBytes = wReqBytes + 1
+	depth     = 6
+	words     = 16
+	wCounters = 1 + depth
 )
 
 func init() {
@@ -61,11 +59,7 @@ func (s *source) End(path string) error {
 	}
 	rep := wire.AllocReport{Dropped: dropped}
 	for _, st := range sites {
-		rep.Sites = append(rep.Sites, wire.AllocSite{
-			Stack:   agent.Symbolize(st.PCs),
-			Objects: st.Delta[wObjects], Blocks: st.Delta[wBlocks],
-			ReqBytes: st.Delta[wReqBytes], AllocBytes: st.Delta[wAllocBytes],
-		})
+		rep.Sites = append(rep.Sites, wire.AllocSiteOf(agent.Symbolize(st.PCs), st.Delta[wCounters:]))
 	}
 	return wire.WriteJSON(path, &rep)
 }

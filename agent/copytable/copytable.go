@@ -24,15 +24,13 @@ func copyspyRead(dst []uint64) (n int, dropped uint64, full bool)
 //go:linkname copyspyLayout runtime.copyspyLayout
 func copyspyLayout() (slots, depth, slotSize int)
 
-// Slot layout in words, as the runtime file declares it: key, pcs, kind,
-// calls by bucket, bytes by bucket.
+// Slot layout in words, as the runtime file declares it: key, pcs, then
+// the counter words wire.CopySiteOf reads (kind, calls and bytes by
+// bucket).
 const (
-	depth    = 6
-	words    = 16
-	wKind    = 1 + depth
-	wCalls   = wKind + 1
-	wBytes   = wCalls + 4
-	nBuckets = 4
+	depth     = 6
+	words     = 16
+	wCounters = 1 + depth
 )
 
 func init() {
@@ -61,13 +59,7 @@ func (s *source) End(path string) error {
 	}
 	rep := wire.CopyReport{Dropped: dropped}
 	for _, st := range sites {
-		site := wire.CopySite{Kind: "memmove", Stack: agent.Symbolize(st.PCs)}
-		if st.Words[wKind] == 1 {
-			site.Kind = "memclr"
-		}
-		copy(site.Calls[:], st.Delta[wCalls:wCalls+nBuckets])
-		copy(site.Bytes[:], st.Delta[wBytes:wBytes+nBuckets])
-		rep.Sites = append(rep.Sites, site)
+		rep.Sites = append(rep.Sites, wire.CopySiteOf(agent.Symbolize(st.PCs), st.Words[wCounters], st.Delta[wCounters:]))
 	}
 	return wire.WriteJSON(path, &rep)
 }

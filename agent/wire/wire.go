@@ -60,6 +60,30 @@ type CopySite struct {
 	Bytes [4]uint64  `json:"bytes"`
 }
 
+// CounterWords is how many counter words a slot of allocspy's and
+// copyspy's tables has after its key and its pcs, as the runtime
+// overlays declare them; AllocSiteOf and CopySiteOf read them.
+const CounterWords = 9
+
+// CopySiteOf decodes a copyspy slot: kind is its first counter word (1
+// for memclr; it does not count), delta its counter words' change in the
+// window (calls by size bucket, then bytes by size bucket, after kind).
+func CopySiteOf(stack []PCFrames, kind uint64, delta []uint64) CopySite {
+	s := CopySite{Kind: "memmove", Stack: stack}
+	if kind == 1 {
+		s.Kind = "memclr"
+	}
+	copy(s.Calls[:], delta[1:5])
+	copy(s.Bytes[:], delta[5:9])
+	return s
+}
+
+// AllocSiteOf decodes an allocspy slot from its counter words' change in
+// the window: objects, blocks, bytes asked for, bytes taken.
+func AllocSiteOf(stack []PCFrames, delta []uint64) AllocSite {
+	return AllocSite{Stack: stack, Objects: delta[0], Blocks: delta[1], ReqBytes: delta[2], AllocBytes: delta[3]}
+}
+
 // AllocReport is the JSON file the allocation counter writes at the end of
 // a window.
 type AllocReport struct {
