@@ -180,7 +180,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainBench(ctx, cfg, logw, stdout, stderr)
 	}
 	res, err := Run(ctx, cfg, logw)
-	if perr := pushRun(ctx, cfg, res, stderr); perr != nil && err == nil {
+	// A required push that failed fails the command (exit 1), even when
+	// the run was not judged (exit 3): the verdict is printed either way.
+	if perr := pushRun(ctx, cfg, res, stderr); perr != nil && (err == nil || errors.Is(err, ErrNotJudged)) {
 		err = perr
 	}
 	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
