@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 // Exit codes shared by every perfspy command.
@@ -151,7 +152,10 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
-	pushLabels()
+	if err = pushLabels(); err != nil {
+		fmt.Fprintf(stderr, "%s: -label %v\n", name, err)
+		return cfg, false, ExitUsage, false
+	}
 	if err = readData(); err != nil {
 		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
@@ -388,19 +392,23 @@ func (l *listFlag) Set(v string) error {
 
 // pushFlags adds -push, -label and -push-required; the function it
 // returns sets the labels once the flags are parsed.
-func pushFlags(fs *flag.FlagSet, cfg *Config) func() {
+func pushFlags(fs *flag.FlagSet, cfg *Config) func() error {
 	var labels envFlag
 	fs.StringVar(&cfg.Push.URL, "push", "", "send every profile of the run to the Pyroscope server at this `URL` (http://host:port), labeled")
 	fs.Var(&labels, "label", "`K=V` added to the pushed profiles' labels (repeatable)")
 	fs.BoolVar(&cfg.Push.Required, "push-required", false, "exit 1 when the push fails (the results are kept either way)")
-	return func() {
+	return func() error {
 		for _, kv := range labels.kv {
 			k, v, _ := strings.Cut(kv, "=")
+			if n := profstore.LabelName(k); n == "service_name" || strings.HasPrefix(n, "__") {
+				return fmt.Errorf("%q: %s is the store's own (the service is the target's name)", kv, n)
+			}
 			if cfg.Push.Labels == nil {
 				cfg.Push.Labels = map[string]string{}
 			}
 			cfg.Push.Labels[k] = v
 		}
+		return nil
 	}
 }
 

@@ -337,6 +337,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"-bogus", "./testdata/probetarget"}, ExitUsage, []string{"-bogus"}},
 		{"two targets", []string{"./a", "./b"}, ExitUsage, []string{"one target"}},
 		{"bad env", []string{"-env", "NOVALUE", "./testdata/probetarget"}, ExitUsage, []string{"-env", "KEY=VALUE"}},
+		{"reserved label", []string{"-push", "http://127.0.0.1:1", "-label", "service_name=x", "./testdata/probetarget"}, ExitUsage, []string{"-label", "service_name", "the store's own"}},
 		{"bad size", []string{"-size", "-5", "./targets/quicecho"}, ExitUsage, []string{"-size -5"}},
 		{"bad pkt", []string{"-pkt", "8", "./targets/udpfloor"}, ExitUsage, []string{"-pkt 8"}},
 		{"bad proto", []string{"-proto", "smtp", "./testdata/probetarget"}, ExitUsage, []string{"-proto", "quic"}},
