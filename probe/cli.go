@@ -186,8 +186,13 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res, err := Run(ctx, cfg, logw)
 	// A required push that failed fails the command (exit 1), even when
 	// the run was not judged (exit 3): the verdict is printed either way.
-	if perr := pushRun(ctx, cfg, res, stderr); perr != nil && (err == nil || errors.Is(err, ErrNotJudged)) {
-		err = perr
+	if res != nil {
+		perr := pushRun(cfg, res.Dir, stderr, func() error {
+			return pushProfiles(ctx, cfg.Push, res.Dir, res.Summary, map[string]string{"endpoint": endpointLabel(cfg)})
+		})
+		if perr != nil && (err == nil || errors.Is(err, ErrNotJudged)) {
+			err = perr
+		}
 	}
 	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
 		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
@@ -211,23 +216,28 @@ func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) 
 	}
 	res, err := RunBench(ctx, bc, logw)
 	if res != nil {
+		perr := pushRun(cfg, res.Dir, stderr, func() error { return pushBench(ctx, cfg.Push, res.Dir, res.Summary, nil) })
+		if perr != nil && err == nil {
+			err = perr
+		}
 		WriteBenchTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)
 }
 
-// pushRun sends a finished run's profiles when -push asks; a failure is
-// said, and is the command's error only with -push-required.
-func pushRun(ctx context.Context, cfg Config, res *Result, stderr io.Writer) error {
-	if cfg.Push.URL == "" || res == nil {
+// pushRun sends a finished run's profiles (in dir) with send when -push
+// asks; a failure is said, and is the command's error only with
+// -push-required.
+func pushRun(cfg Config, dir string, stderr io.Writer, send func() error) error {
+	if cfg.Push.URL == "" {
 		return nil
 	}
-	err := pushProfiles(ctx, cfg.Push, res.Dir, res.Summary, map[string]string{"endpoint": endpointLabel(cfg)})
+	err := send()
 	if err == nil {
-		fmt.Fprintf(stderr, "probe run: pushed the profiles of %s to %s\n", res.Dir, cfg.Push.URL)
+		fmt.Fprintf(stderr, "probe run: pushed the profiles of %s to %s\n", dir, cfg.Push.URL)
 		return nil
 	}
-	fmt.Fprintf(stderr, "probe run: %v; the results are in %s\n", err, res.Dir)
+	fmt.Fprintf(stderr, "probe run: %v; the results are in %s\n", err, dir)
 	if cfg.Push.Required {
 		return err
 	}

@@ -55,38 +55,73 @@ func StoreName(k string) string {
 // summary names) with the run's labels: service_name (the target),
 // commit, endpoint, go, host, verdict, and the user's; arm for probe ab.
 func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, extra map[string]string) error {
+	labels := runLabels(pc, map[string]string{"commit": s.Commit, "go": s.Go, "verdict": s.Verdict}, extra)
+	until := time.Now()
+	from := until.Add(-time.Duration(s.Window.Seconds * float64(time.Second)))
+	return pushErrors(pc, pushFiles(ctx, pc, dir, s.Target, s.Files, labels, from, until))
+}
+
+// pushBench sends each benchmark's profiles, its ops inside as the
+// requests, with endpoint = the benchmark's name (as testing prints it).
+func pushBench(ctx context.Context, pc PushConfig, dir string, s *BenchSummary, extra map[string]string) error {
+	var errs []error
+	for _, b := range s.Benchmarks {
+		labels := runLabels(pc, map[string]string{"commit": s.Commit, "go": s.Go, "endpoint": b.Name}, extra)
+		until := time.Now()
+		from := until.Add(-time.Second)
+		if b.PerOp.NS != nil {
+			from = until.Add(-time.Duration(*b.PerOp.NS * float64(b.N)))
+		}
+		errs = append(errs, pushFiles(ctx, pc, dir, s.Target, b.Files, labels, from, until)...)
+	}
+	return pushErrors(pc, errs)
+}
+
+// runLabels are a push's labels: the run's, the host's, the command's
+// (extra: arm, endpoint) and the user's, in that order of precedence.
+func runLabels(pc PushConfig, run, extra map[string]string) map[string]string {
 	host, _ := os.Hostname()
-	labels := map[string]string{"commit": s.Commit, "go": s.Go, "host": host, "verdict": s.Verdict, "goarch": runtime.GOARCH}
-	for k, v := range extra {
-		labels[k] = v
+	labels := map[string]string{"host": host, "goarch": runtime.GOARCH}
+	for _, m := range []map[string]string{run, extra} {
+		for k, v := range m {
+			labels[k] = v
+		}
 	}
 	for k, v := range pc.Labels {
 		labels[profstore.LabelName(k)] = v
 	}
+	return labels
+}
+
+// pushFiles sends the profiles among files (kind -> path in dir), each
+// under its kind's store name.
+func pushFiles(ctx context.Context, pc PushConfig, dir, target string, files, labels map[string]string, from, until time.Time) []error {
 	// A versioned target's service is its program; the version is its
 	// commit label.
-	service, _, _ := strings.Cut(filepath.Base(s.Target), "@")
+	service, _, _ := strings.Cut(filepath.Base(target), "@")
 	var names []string
-	for k, f := range s.Files {
+	for k, f := range files {
 		if filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb" {
 			names = append(names, k)
 		}
 	}
 	sort.Strings(names)
-	until := time.Now()
-	from := until.Add(-time.Duration(s.Window.Seconds * float64(time.Second)))
 	var errs []error
 	for _, k := range names {
-		p, err := readProfile(filepath.Join(dir, s.Files[k]))
+		p, err := readProfile(filepath.Join(dir, files[k]))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
 		if err := profstore.Push(ctx, u, p); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", s.Files[k], err))
+			errs = append(errs, fmt.Errorf("%s: %w", files[k], err))
 		}
 	}
+	return errs
+}
+
+func pushErrors(pc PushConfig, errs []error) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%w (%s): %w", ErrPush, pc.URL, errors.Join(errs...))
 	}

@@ -91,6 +91,7 @@ func TestStore(t *testing.T) {
 		}
 	}
 	checkStoreKinds(t, base, filepath.Join(out, "runs"))
+	checkStoreBench(t, base)
 	// flame reads a selection wherever it reads a file.
 	svg := filepath.Join(t.TempDir(), "store.svg")
 	var fo, fe bytes.Buffer
@@ -166,6 +167,47 @@ func checkStoreKinds(t *testing.T, base, runs string) {
 		}
 	}
 	t.Logf("%d kinds of profile checked in the store", kinds)
+}
+
+// checkStoreBench: probe run -bench -push sends each benchmark's profiles
+// with its ops as the requests and its name as the endpoint: the store's
+// figures per op are the fixture's known costs (BenchmarkSetup 1
+// allocation of 48 B per op, BenchmarkSub/big 1 of 1024 B).
+func checkStoreBench(t *testing.T, base string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bench")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-bench", "BenchmarkSetup$|BenchmarkSub$/big", "-benchtime", "500x", "-offcpu=false",
+		"-push", base, "-push-required", "-label", "suite=TestStoreBench", "-out", out, benchFixture}, &o, &e)
+	if code != ExitOK || !strings.Contains(e.String(), "pushed the profiles") {
+		t.Fatalf("probe run -bench -push: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	for _, c := range []struct {
+		bench         string
+		allocs, bytes float64
+	}{{"BenchmarkSetup", 1, 48}, {"BenchmarkSub/big", 1, 1024}} {
+		for _, w := range []struct {
+			typ  string
+			want float64
+		}{{"alloc_objects", c.allocs}, {"alloc_space", c.bytes}} {
+			sel, err := profstore.ParseSelection(`pyroscope://`+strings.TrimPrefix(base, "http://")+`/{service_name="fix",suite="TestStoreBench",endpoint=~"`+c.bench+`(-[0-9]+)?"}?from=-1h&type=`+w.typ, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := profstore.Fetch(context.Background(), sel)
+			if err != nil {
+				t.Errorf("%s %s: %v", c.bench, w.typ, err)
+				continue
+			}
+			var total int64
+			for _, smp := range p.Sample {
+				total += smp.Value[0]
+			}
+			if n := profkey.Requests(p); n != 500 || float64(total)/float64(n) != w.want {
+				t.Errorf("%s %s: store %d over %d ops, want %.0f per op over 500", c.bench, w.typ, total, n, w.want)
+			}
+		}
+	}
 }
 
 // TestPushDown: a push to a server that is down keeps the results and

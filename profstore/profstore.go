@@ -194,7 +194,16 @@ func ParseSelection(s string, now time.Time) (*Selection, error) {
 	if !ok {
 		return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{selector}?type=TYPE", s)
 	}
-	hostPart, query, _ := strings.Cut(rest, "?")
+	// The query follows the selector's closing brace: a selector's regular
+	// expression may hold a '?' of its own.
+	hostPart, query := rest, ""
+	if i := strings.LastIndex(rest, "}"); i >= 0 {
+		hostPart, query = rest[:i+1], rest[i+1:]
+		if query != "" && query[0] != '?' {
+			return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{label=\"value\"}?type=TYPE", s)
+		}
+		query = strings.TrimPrefix(query, "?")
+	}
 	host, selector, _ := strings.Cut(hostPart, "/")
 	if host == "" || !strings.HasPrefix(selector, "{") || !strings.HasSuffix(selector, "}") {
 		return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{label=\"value\"}?type=TYPE", s)

@@ -22,7 +22,12 @@ func TestParseSelection(t *testing.T) {
 	if err != nil || s.From.Unix() != 1700000000 || !s.Until.Equal(now.Add(-2*time.Hour)) {
 		t.Errorf("%+v %v", s, err)
 	}
-	for _, bad := range []string{"http://h/{a}", `pyroscope://h:1/a="b"?type=x`, `pyroscope:///{a="b"}`, `pyroscope://h:1/{a="b"}?from=7d`, `pyroscope://h:1/{a="b"}?from=-7y`} {
+	// A regular expression's '?' stays in the selector.
+	s, err = ParseSelection(`pyroscope://h:1/{endpoint=~"BenchmarkX(-[0-9]+)?"}?type=alloc_space`, now)
+	if err != nil || s.Selector != `{endpoint=~"BenchmarkX(-[0-9]+)?"}` || s.Type != "alloc_space" {
+		t.Errorf("%+v %v", s, err)
+	}
+	for _, bad := range []string{`pyroscope://h:1/{a="b"}type=x`, "http://h/{a}", `pyroscope://h:1/a="b"?type=x`, `pyroscope:///{a="b"}`, `pyroscope://h:1/{a="b"}?from=7d`, `pyroscope://h:1/{a="b"}?from=-7y`} {
 		if _, err := ParseSelection(bad, now); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
