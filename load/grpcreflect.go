@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"google.golang.org/grpc"
@@ -83,7 +85,9 @@ func reflectionCall(ctx context.Context, conn *grpc.ClientConn, service string, 
 		return nil, err
 	}
 	defer st.CloseSend()
-	if err := st.SendMsg(req); err != nil {
+	// io.EOF: the server has ended the stream already (Unimplemented, on
+	// a server without this service); RecvMsg returns its status.
+	if err := st.SendMsg(req); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	resp := &rpb.ServerReflectionResponse{}
