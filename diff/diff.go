@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
@@ -68,13 +67,7 @@ func Load(paths []string) (*Side, error) {
 // request count).
 func loadOne(path string) (*profile.Profile, error) {
 	if profstore.IsSelection(path) {
-		sel, err := profstore.ParseSelection(path, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return profstore.Fetch(ctx, sel)
+		return profstore.FetchAddress(context.Background(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

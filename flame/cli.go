@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
@@ -102,13 +101,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 // fetchSelection reads a profile store's selection (pyroscope://...) as
 // an encoded profile.
 func fetchSelection(addr string) (io.ReadCloser, error) {
-	sel, err := profstore.ParseSelection(addr, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := profstore.Fetch(ctx, sel)
+	p, err := profstore.FetchAddress(context.Background(), addr)
 	if err != nil {
 		return nil, err
 	}

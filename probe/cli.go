@@ -416,7 +416,9 @@ func pushFlags(fs *flag.FlagSet, cfg *Config) func() error {
 			if cfg.Push.Labels == nil {
 				cfg.Push.Labels = map[string]string{}
 			}
-			cfg.Push.Labels[k] = v
+			// Named as the store names them, once: two spellings of one
+			// name (git-ref, git_ref) are one label, the later flag's.
+			cfg.Push.Labels[profstore.LabelName(k)] = v
 		}
 		return nil
 	}

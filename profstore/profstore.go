@@ -359,6 +359,19 @@ func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
 	return p, nil
 }
 
+// FetchAddress reads the profile at a store address (pyroscope://...),
+// as Fetch does, within a minute: what allocdiff and flame open in place
+// of a file.
+func FetchAddress(ctx context.Context, addr string) (*profile.Profile, error) {
+	sel, err := ParseSelection(addr, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return Fetch(ctx, sel)
+}
+
 // dropRequestsFrame leaves out the requests' own sample.
 func dropRequestsFrame(samples []*profile.Sample) []*profile.Sample {
 	out := samples[:0]
