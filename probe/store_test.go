@@ -17,6 +17,7 @@ import (
 
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/storetest"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
@@ -120,12 +121,12 @@ func checkStoreKinds(t *testing.T, base, runs string) {
 	if b, err := os.ReadFile(sums[0]); err != nil || json.Unmarshal(b, &s) != nil {
 		t.Fatalf("%s: %v", sums[0], err)
 	}
-	kinds := 0
+	var kinds []string
 	for k, f := range s.Files {
 		if !strings.HasSuffix(f, ".pb.gz") {
 			continue
 		}
-		kinds++
+		kinds = append(kinds, k)
 		local, _ := filepath.Glob(filepath.Join(runs, "*-after", f))
 		var profs []*profile.Profile
 		var requests int64
@@ -160,7 +161,18 @@ func checkStoreKinds(t *testing.T, base, runs string) {
 			}
 		}
 	}
-	t.Logf("%d kinds of profile checked in the store", kinds)
+	// Every kind the run was asked for was there to check: off-CPU and
+	// wall clock on, copies on, syscalls where eBPF can count them.
+	slices.Sort(kinds)
+	want := []string{"allocs", "block", "copies", "cpu", "mutex", "offcpu", "offcpu_background", "wallclock"}
+	if capability.BPF("counting syscalls") == nil {
+		want = append(want, "syscalls")
+		slices.Sort(want)
+	}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("kinds of profile pushed %v, want %v", kinds, want)
+	}
+	t.Logf("%d kinds of profile checked in the store: %v", len(kinds), kinds)
 }
 
 // checkStoreBench: probe run -bench -push sends each benchmark's profiles
