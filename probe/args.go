@@ -6,12 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/perfspy/perfspy/internal/shellwords"
 )
-
-// splitArgs splits -args as a POSIX shell would, without expansion.
-var splitArgs = shellwords.Split
 
 // CPUPlan says where the target and the load driver run. Empty lists mean
 // unpinned.

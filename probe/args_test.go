@@ -7,64 +7,6 @@ import (
 	"testing"
 )
 
-func TestSplitArgs(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"  -addr :8080  ", []string{"-addr", ":8080"}},
-		{`-name 'a b' "c d" e\ f`, []string{"-name", "a b", "c d", "e f"}},
-		{`"a\"b" 'it''s'`, []string{`a"b`, "its"}},
-		{`-x "" ''`, []string{"-x", "", ""}},
-		{`"$HOME" \$x`, []string{"$HOME", "$x"}},
-	} {
-		got, err := splitArgs(tc.in)
-		if err != nil {
-			t.Errorf("splitArgs(%q): %v", tc.in, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("splitArgs(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	for _, bad := range []string{`'open`, `"open`, `trailing\`} {
-		if _, err := splitArgs(bad); err == nil {
-			t.Errorf("splitArgs(%q): no error", bad)
-		}
-	}
-}
-
-// quote is the inverse of splitArgs for the fuzzer.
-func quote(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}
-
-func FuzzSplitArgs(f *testing.F) {
-	f.Add(`-addr :8080 -name 'a b'`)
-	f.Add(`"x\"y" z\ w`)
-	f.Fuzz(func(t *testing.T, s string) {
-		words, err := splitArgs(s)
-		if err != nil {
-			return
-		}
-		again, err := splitArgs(quote(words))
-		if err != nil {
-			t.Fatalf("re-splitting %q: %v", quote(words), err)
-		}
-		if len(words) == 0 && len(again) == 0 {
-			return
-		}
-		if !reflect.DeepEqual(words, again) {
-			t.Fatalf("round trip of %q: %q then %q", s, words, again)
-		}
-	})
-}
-
 func TestParseCPUs(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -148,7 +149,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		return cfg, false, ExitUsage, false
 	}
 	var err error
-	if cfg.Args, err = splitArgs(targetArgs); err != nil {
+	if cfg.Args, err = shellwords.Split(targetArgs); err != nil {
 		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
