@@ -55,7 +55,11 @@ func traceRequests(t *testing.T) ([]byte, time.Duration) {
 		sleepInSyscall(10 * time.Millisecond)
 		r.End()
 	}()
-	go func() { defer wg.Done(); waitIdle(idle) }()
+	// The idle goroutine says when it starts: on a loaded machine it starts
+	// late, and its wait would be shorter than the 30 ms slept below.
+	started := make(chan struct{})
+	go func() { defer wg.Done(); close(started); waitIdle(idle) }()
+	<-started
 	time.Sleep(20 * time.Millisecond)
 	wakeUp(ch)
 	time.Sleep(10 * time.Millisecond)
