@@ -396,6 +396,21 @@ func (ab *abRun) rounds(ctx context.Context) error {
 	return nil
 }
 
+// push sends a round's profiles with send when -push asks: a failure is
+// logged, and ends the comparison only with -push-required.
+func (ab *abRun) push(rc Config, r int, arm string, send func() error) error {
+	if rc.Push.URL == "" {
+		return nil
+	}
+	if err := send(); err != nil {
+		ab.logf("round %d, %s: %v", r+1, arm, err)
+		if rc.Push.Required {
+			return err
+		}
+	}
+	return nil
+}
+
 // round measures one arm once, and its control endpoint when asked.
 func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	cfg := ab.cfg
@@ -411,13 +426,10 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
 	}
 	s := rr.Summary
-	if rc.Push.URL != "" {
-		if err := pushProfiles(ctx, rc.Push, rr.Dir, s, map[string]string{"arm": arm, "endpoint": endpointLabel(rc)}); err != nil {
-			ab.logf("round %d, %s: %v", r+1, arm, err)
-			if rc.Push.Required {
-				return err
-			}
-		}
+	if err := ab.push(rc, r, arm, func() error {
+		return pushProfiles(ctx, rc.Push, rr.Dir, s, map[string]string{"arm": arm, "endpoint": endpointLabel(rc)})
+	}); err != nil {
+		return err
 	}
 	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
 		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))

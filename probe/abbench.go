@@ -57,13 +57,8 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 	if err != nil {
 		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s: %v", r+1, arm, err))
 	}
-	if rc.Push.URL != "" {
-		if err := pushBench(ctx, rc.Push, res.Dir, res.Summary, map[string]string{"arm": arm}); err != nil {
-			ab.logf("round %d, %s: %v", r+1, arm, err)
-			if rc.Push.Required {
-				return err
-			}
-		}
+	if err := ab.push(rc, r, arm, func() error { return pushBench(ctx, rc.Push, res.Dir, res.Summary, map[string]string{"arm": arm}) }); err != nil {
+		return err
 	}
 	v := func(p *float64) float64 {
 		if p == nil {
