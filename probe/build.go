@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/agentmod"
+	"github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/offcpu"
@@ -71,18 +72,8 @@ func (e *BuildError) Error() string {
 func (e *BuildError) Unwrap() error { return e.Err }
 
 // cacheDir is where binaries and temporary module files go, never the
-// target's directory.
-func cacheDir() (string, error) {
-	if d := os.Getenv("PERFSPY_CACHE"); d != "" {
-		return d, os.MkdirAll(d, 0o755)
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	d = filepath.Join(d, "perfspy")
-	return d, os.MkdirAll(d, 0o755)
-}
+// target's directory: private to the user, checked on every use.
+func cacheDir() (string, error) { return cache.Dir() }
 
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -139,16 +130,16 @@ type BuildOptions struct {
 // The binary's build list is checked against a plain build's: a binary
 // that differs in anything but the agent module is refused.
 func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Target, error) {
-	cache, err := cacheDir()
+	root, err := cacheDir()
 	if err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
+		return nil, err
 	}
-	work, err := os.MkdirTemp(cache, "build-")
+	work, err := os.MkdirTemp(root, "build-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	b := &builder{t: &Target{Spec: spec}, opts: opts, work: work, cache: cache, logf: logf}
+	b := &builder{t: &Target{Spec: spec}, opts: opts, work: work, cache: root, logf: logf}
 	steps := []func(context.Context) error{b.locate, b.prepare, b.overlays, b.compile, b.check}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -578,7 +569,7 @@ func firstLines(s string, n int) string {
 // fetchVersioned downloads module/path/cmd/x@version and returns the
 // package's directory in a writable copy of its module: the go command
 // refuses overlays inside the module cache.
-func fetchVersioned(ctx context.Context, spec, work, cache string, anyPackage bool, logf func(string, ...any)) (string, error) {
+func fetchVersioned(ctx context.Context, spec, work, cacheRoot string, anyPackage bool, logf func(string, ...any)) (string, error) {
 	path, version, _ := strings.Cut(spec, "@")
 	if path == "" || version == "" || strings.Contains(version, "@") {
 		return "", fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
@@ -611,48 +602,20 @@ func fetchVersioned(ctx context.Context, spec, work, cache string, anyPackage bo
 		return "", err
 	}
 	key := strings.NewReplacer("/", "_", "@", "_").Replace(f[2] + "@" + f[3])
-	dst := filepath.Join(cache, "src", key)
-	if _, err := os.Stat(filepath.Join(dst, "go.mod")); err != nil {
-		tmp := filepath.Join(work, "src")
-		if err := copyTree(f[4], tmp); err != nil {
-			return "", fmt.Errorf("copying %s: %w", f[4], err)
-		}
-		if _, err := os.Stat(filepath.Join(tmp, "go.mod")); err != nil {
-			if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module "+f[2]+"\n"), 0o644); err != nil {
-				return "", err
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", err
-		}
-		os.RemoveAll(dst)
-		if err := os.Rename(tmp, dst); err != nil {
-			return "", err
-		}
+	// The copy is checked against the module cache (which the go command
+	// verifies) on every build, and written anew when it differs.
+	files, err := cache.ReadTree(f[4])
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", f[4], err)
+	}
+	if _, ok := files["go.mod"]; !ok {
+		files["go.mod"] = []byte("module " + f[2] + "\n")
+	}
+	dst := filepath.Join(cacheRoot, "src", key)
+	if err := cache.Install(dst, files); err != nil {
+		return "", fmt.Errorf("copying %s: %w", f[4], err)
 	}
 	return filepath.Join(dst, rel), nil
-}
-
-// copyTree copies the regular files under src to dst, writable.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
 }
 
 // writeWrapModule writes an empty module in which a module/path@version
@@ -679,11 +642,11 @@ func gitCommit(ctx context.Context, dir string) (string, bool) {
 // defaultTargetDir is the default target's folder: in perfspy's source
 // tree when probe has one, else the copy embedded in probe, written to the
 // cache as a module of its own.
-func defaultTargetDir(cache string) (string, error) {
+func defaultTargetDir(cacheRoot string) (string, error) {
 	if root, err := srcroot.Dir(); err == nil {
 		return filepath.Join(root, filepath.FromSlash(DefaultTarget)), nil
 	}
-	dir := filepath.Join(cache, "default-target", "httpjson")
+	dir := filepath.Join(cacheRoot, "default-target", "httpjson")
 	files := map[string][]byte{"go.mod": []byte("module perfspy.invalid/httpjson\n\ngo 1.22\n")}
 	ents, err := perfspy.DefaultTarget.ReadDir("targets/httpjson")
 	if err != nil {
@@ -699,5 +662,5 @@ func defaultTargetDir(cache string) (string, error) {
 		}
 		files[e.Name()] = b
 	}
-	return dir, agentmod.WriteTree(dir, files)
+	return dir, cache.Install(dir, files)
 }

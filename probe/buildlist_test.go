@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/agentmod"
+	"github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/withagent"
 )
 
@@ -147,7 +148,11 @@ func TestBuildKeepsOlderModules(t *testing.T) {
 // copyDir copies the files of src into dst.
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
-	if err := copyTree(src, dst); err != nil {
+	files, err := cache.ReadTree(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.WriteTree(dst, files); err != nil {
 		t.Fatal(err)
 	}
 }

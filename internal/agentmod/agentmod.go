@@ -10,13 +10,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/perfspy/perfspy"
+	"github.com/perfspy/perfspy/internal/cache"
 )
 
 // Path is the agent module's path, and the import path of the agent.
@@ -75,50 +75,21 @@ func Version(files map[string][]byte) string {
 	return "v0.0.0-00010101000000-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// Write writes the agent module under cache/agent/<version>, once: a
-// folder that exists is complete (it is renamed into place).
-func Write(cache string) (*Module, error) {
+// Write writes the agent module under cache/agent/<version>. A folder
+// that exists is compared file by file with the embedded sources before
+// every build and replaced when it differs in anything: the cache is
+// never trusted because a file is there.
+func Write(cacheDir string) (*Module, error) {
 	files, err := Files()
 	if err != nil {
 		return nil, fmt.Errorf("agent sources: %w", err)
 	}
 	m := &Module{Version: Version(files), Files: files}
-	m.Dir = filepath.Join(cache, "agent", m.Version)
-	if _, err := os.Stat(filepath.Join(m.Dir, "go.mod")); err == nil {
-		return m, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(m.Dir), 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(m.Dir), "tmp-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := WriteTree(tmp, files); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, m.Dir); err != nil {
-		if _, err2 := os.Stat(filepath.Join(m.Dir, "go.mod")); err2 == nil {
-			return m, nil // another probe wrote it first
-		}
+	m.Dir = filepath.Join(cacheDir, "agent", m.Version)
+	if err := cache.Install(m.Dir, files); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// WriteTree writes files (slash paths) under dir.
-func WriteTree(dir string, files map[string][]byte) error {
-	for n, b := range files {
-		p := filepath.Join(dir, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Packages returns the import paths of the module's packages, sorted.

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/cache"
 )
 
 // Version is the server built: the newest the module proxy serves here.
@@ -45,11 +47,11 @@ replace gopkg.in/yaml.v3 => github.com/colega/go-yaml-yaml v0.0.0-20220720105220
 // test, saying why, when it cannot be built (no module proxy).
 func Binary(t *testing.T) string {
 	t.Helper()
-	cache, err := os.UserCacheDir()
+	root, err := cache.UserDir()
 	if err != nil {
-		cache = os.TempDir()
+		t.Fatal(err)
 	}
-	dir := filepath.Join(cache, "perfspy", "pyroscope", Version)
+	dir := filepath.Join(root, "pyroscope", Version)
 	bin := filepath.Join(dir, "pyroscope")
 	if _, err := os.Stat(bin); err == nil {
 		return bin

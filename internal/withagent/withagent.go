@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/agentmod"
+	"github.com/perfspy/perfspy/internal/cache"
 )
 
 // Modes.
@@ -352,7 +353,7 @@ func (s *Setup) vendor(t Target, work string) error {
 			files[n] = b
 		}
 	}
-	if err := agentmod.WriteTree(dst, files); err != nil {
+	if err := cache.WriteTree(dst, files); err != nil {
 		return err
 	}
 	mt, err := os.ReadFile(filepath.Join(t.ModRoot, "vendor", "modules.txt"))
