@@ -92,7 +92,9 @@ func TestInstallReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tamper := range map[string]func() error{
-		"changed": func() error { return os.WriteFile(filepath.Join(dir, "a", "a.go"), []byte("package a\nfunc init() { panic(1) }\n"), 0o600) },
+		"changed": func() error {
+			return os.WriteFile(filepath.Join(dir, "a", "a.go"), []byte("package a\nfunc init() { panic(1) }\n"), 0o600)
+		},
 		"added":   func() error { return os.WriteFile(filepath.Join(dir, "a", "evil.go"), []byte("package a\n"), 0o600) },
 		"missing": func() error { return os.Remove(filepath.Join(dir, "go.mod")) },
 		"symlink": func() error { return os.Symlink("/etc/passwd", filepath.Join(dir, "a", "b.go")) },
