@@ -1,15 +1,19 @@
 package diff
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -46,6 +50,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.Versions, "fold-versions", true, "fold module major versions (/vN) and vendor/ prefixes")
 	inline := fs.String("inline", "keep", "inlined frames: keep (their own rows) or fold (charged to the outer function)")
 	fs.BoolVar(&f.Lines, "lines", false, "add line numbers to the keys")
+	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse a profile over this many `bytes`, inflated")
+	var access profstore.Access
+	access.AddFlags(fs)
 	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -85,12 +92,27 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	before, err := Load(beforeFiles)
+	if *maxBytes <= 0 {
+		fmt.Fprintf(stderr, "allocdiff: -max-profile-size %d: want a positive number of bytes\n", *maxBytes)
+		return 2
+	}
+	if err := access.FromEnv(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
+		return 2
+	}
+	if *out != "" {
+		if err := outfile.SameAsInput("-o", *out, append(slices.Clone(beforeFiles), afterFiles...)); err != nil {
+			fmt.Fprintf(stderr, "allocdiff: %v\n", err)
+			return 2
+		}
+	}
+	lo := LoadOptions{MaxBytes: *maxBytes, Access: &access}
+	before, err := Load(beforeFiles, lo)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1
 	}
-	after, err := Load(afterFiles)
+	after, err := Load(afterFiles, lo)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1
@@ -235,13 +257,9 @@ func (r *Result) Regressed(pct, abs float64) string {
 func pctString(b, a int64) string { return pct(b, a) }
 
 func writeDiffProfile(path string, r *Result) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := r.DiffProfile().Write(&b); err != nil {
 		return err
 	}
-	if err := r.DiffProfile().Write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return outfile.Write(path, b.Bytes(), 0o644)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -42,13 +43,20 @@ func (s *Side) SetOps(n int64) {
 }
 
 // Load reads pprof files (gzipped or not) as one side.
-func Load(paths []string) (*Side, error) {
+// LoadOptions bound and route Load's reads; the zero value has the
+// defaults.
+type LoadOptions struct {
+	MaxBytes int64             // a profile inflated; 0 is limits.Profile
+	Access   *profstore.Access // for pyroscope:// addresses
+}
+
+func Load(paths []string, opt LoadOptions) (*Side, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no profile files")
 	}
 	s := &Side{}
 	for _, path := range paths {
-		p, err := loadOne(path)
+		p, err := loadOne(path, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -65,13 +73,29 @@ func Load(paths []string) (*Side, error) {
 // loadOne reads a profile file, or a profile store's selection
 // (pyroscope://...: the merged profile of the selection, with its merged
 // request count).
-func loadOne(path string) (*profile.Profile, error) {
+func loadOne(path string, opt LoadOptions) (*profile.Profile, error) {
 	if profstore.IsSelection(path) {
-		return profstore.FetchAddress(context.Background(), path)
+		return profstore.FetchAddress(context.Background(), opt.Access, path)
 	}
-	b, err := os.ReadFile(path)
+	limit := opt.MaxBytes
+	if limit <= 0 {
+		limit = limits.Profile
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder: want a pprof profile", path)
+	}
+	raw, err := limits.ReadAll(f, limit, "file", "-max-profile-size")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	b, err := limits.Inflate(raw, limit, "-max-profile-size")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	p, err := Parse(b)
 	if err != nil {

@@ -57,11 +57,11 @@ func TestTwoBuilds(t *testing.T) {
 		t.Skip("builds two programs; skipped with -short")
 	}
 	before, after := buildProg(t, "v1", false), buildProg(t, "v2", true)
-	b, err := Load([]string{before})
+	b, err := Load([]string{before}, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Load([]string{after})
+	a, err := Load([]string{after}, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +256,8 @@ func TestRealVersions(t *testing.T) {
 	if code := Command([]string{"-format", "json", "-top", "0", "testdata/httpbin/v2.25.0.allocs.pb.gz", "testdata/httpbin/v2.26.0.allocs.pb.gz"}, &o, &e); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	b, _ := Load([]string{"testdata/httpbin/v2.25.0.allocs.pb.gz"})
-	a, _ := Load([]string{"testdata/httpbin/v2.26.0.allocs.pb.gz"})
+	b, _ := Load([]string{"testdata/httpbin/v2.25.0.allocs.pb.gz"}, LoadOptions{})
+	a, _ := Load([]string{"testdata/httpbin/v2.26.0.allocs.pb.gz"}, LoadOptions{})
 	r, err := Compare(b, a, Options{Folds: profkey.DefaultFolds})
 	if err != nil {
 		t.Fatal(err)

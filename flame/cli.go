@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -41,6 +43,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	isDiff := fs.Bool("diff", false, "differential: BEFORE AFTER")
 	icicle := fs.Bool("icicle", false, "SVG: draw the root at the top")
 	fold := fs.Bool("fold", false, "fold names as allocdiff does (closure numbers, generics, wrappers, versions); always on with -diff")
+	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse an input over this many `bytes` inflated (gzip) or, for a profile, read whole")
+	maxDepth := fs.Int("max-depth", limits.Depth, fmt.Sprintf("refuse a stack of more than this many `frames` (at most %d)", limits.MaxDepth))
+	var access profstore.Access
+	access.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -65,7 +71,21 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flame: -o %s: want a .svg or .html file\n", *out)
 		return 2
 	}
-	opt := Options{Sample: *sample}
+	if *maxBytes <= 0 || *maxDepth <= 0 || *maxDepth > limits.MaxDepth {
+		fmt.Fprintf(stderr, "flame: -max-profile-size and -max-depth want a positive number (-max-depth at most %d)\n", limits.MaxDepth)
+		return 2
+	}
+	if err := access.FromEnv(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "flame: %v\n", err)
+		return 2
+	}
+	if *out != "" {
+		if err := outfile.SameAsInput("-o", *out, fs.Args()); err != nil {
+			fmt.Fprintf(stderr, "flame: %v\n", err)
+			return 2
+		}
+	}
+	opt := Options{Sample: *sample, MaxBytes: *maxBytes, MaxDepth: *maxDepth, access: &access}
 	if *fold {
 		opt.Folds = profkey.DefaultFolds
 	}
@@ -91,7 +111,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		stdout.Write(buf.Bytes())
 		return 0
 	}
-	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+	if err := outfile.Write(*out, buf.Bytes(), 0o644); err != nil {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
 		return 1
 	}
@@ -100,8 +120,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 
 // fetchSelection reads a profile store's selection (pyroscope://...) as
 // an encoded profile.
-func fetchSelection(addr string) (io.ReadCloser, error) {
-	p, err := profstore.FetchAddress(context.Background(), addr)
+func fetchSelection(addr string, a *profstore.Access) (io.ReadCloser, error) {
+	p, err := profstore.FetchAddress(context.Background(), a, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +138,15 @@ func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
 			return os.Stdin, nil
 		}
 		if profstore.IsSelection(p) {
-			return fetchSelection(p)
+			return fetchSelection(p, opt.access)
 		}
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err
+		}
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			f.Close()
+			return nil, fmt.Errorf("%s is a folder: want a profile or folded stacks", p)
 		}
 		return f, nil
 	}

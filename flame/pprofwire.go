@@ -318,6 +318,9 @@ func readWireTree(t *Tree, data []byte, opt Options) (*Node, error) {
 			}
 			ss.frames = append(ss.frames, fr...)
 		}
+		if d := len(ss.frames) - int(ss.off[len(ss.off)-1]); d > opt.maxDepth() {
+			return depthError(d, opt.maxDepth())
+		}
 		ss.off = append(ss.off, int32(len(ss.frames)))
 		ss.vals = append(ss.vals, v)
 		return nil

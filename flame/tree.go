@@ -21,7 +21,9 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/profstore"
 )
 
 // Node is a frame in the merged call tree.
@@ -81,10 +83,13 @@ type builder struct {
 	diff   bool             // keep before-values
 	scale  int64            // values count 1/scale units (folded fractions)
 	annot  map[int32]byte   // perf's annotation of a name: k, j or i
+	// maxDepth bounds a stack's frames: the tree's walks recurse once
+	// a frame.
+	maxDepth int
 }
 
 func newBuilder(diff bool) *builder {
-	b := &builder{nameIdx: map[string]int32{}, index: map[uint64]int32{}, diff: diff, scale: 1}
+	b := &builder{nameIdx: map[string]int32{}, index: map[uint64]int32{}, diff: diff, scale: 1, maxDepth: limits.Depth}
 	b.newNode(b.intern("all"))
 	return b
 }
@@ -184,6 +189,9 @@ var errOverflow = errors.New("the values add up to more than 2^63: they overflow
 
 // add adds a stack of interned names, root first.
 func (b *builder) add(stack []int32, v int64, before bool) error {
+	if len(stack) > b.maxDepth {
+		return depthError(len(stack), b.maxDepth)
+	}
 	col := &b.total
 	if before {
 		col = &b.before
@@ -260,6 +268,31 @@ var ErrEmpty = errors.New("no samples")
 type Options struct {
 	Sample string        // pprof sample type; default the profile's default, else the last
 	Folds  profkey.Folds // name folding; differential graphs use profkey.DefaultFolds
+	// MaxBytes bounds an input inflated (a gzipped input) or read whole
+	// (a profile); 0 is limits.Profile.
+	MaxBytes int64
+	// MaxDepth bounds the frames of one stack; 0 is limits.Depth.
+	MaxDepth int
+	access   *profstore.Access // the store's, for pyroscope:// inputs
+}
+
+func (o Options) maxBytes() int64 {
+	if o.MaxBytes <= 0 {
+		return limits.Profile
+	}
+	return o.MaxBytes
+}
+
+func (o Options) maxDepth() int {
+	if o.MaxDepth <= 0 {
+		return limits.Depth
+	}
+	return min(o.MaxDepth, limits.MaxDepth)
+}
+
+// depthError is a stack deeper than the limit.
+func depthError(n, limit int) error {
+	return &limits.Error{What: "a stack", Size: int64(n), Limit: int64(limit), Unit: "frames", Flag: "-max-depth"}
 }
 
 // Read reads a pprof profile (gzipped or not), a legacy text profile
@@ -270,13 +303,13 @@ type Options struct {
 // before after") and profiles with negative values (a change, as
 // allocdiff -o writes) make a differential tree.
 func Read(r io.Reader, opt Options) (*Tree, error) {
-	in, err := classify(r)
+	in, err := classify(r, opt)
 	if err != nil {
 		return nil, err
 	}
 	var data []byte
 	if in.kind == inputProfile && !in.text {
-		if data, err = io.ReadAll(in.br); err != nil {
+		if data, err = readWhole(in.br, opt); err != nil {
 			return nil, err
 		}
 		t := &Tree{}
@@ -294,18 +327,19 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	switch {
 	case data != nil:
 		// A change, or a legacy binary profile: the general parser.
-		if p, err = parseProfile(bytes.NewReader(data)); err != nil {
+		if p, err = parseProfile(bytes.NewReader(data), opt); err != nil {
 			return nil, err
 		}
 		diff = hasNegative(p)
 	case in.kind == inputProfile:
-		if p, err = parseInput(in); err != nil {
+		if p, err = parseInput(in, opt); err != nil {
 			return nil, err
 		}
 		diff = hasNegative(p)
 	}
 	t := &Tree{Diff: diff}
 	b := newBuilder(diff)
+	b.maxDepth = opt.maxDepth()
 	if diff && p != nil && opt.Folds == (profkey.Folds{}) {
 		opt.Folds = profkey.DefaultFolds
 	}
@@ -329,6 +363,7 @@ func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {
 	}
 	t := &Tree{Diff: true}
 	b := newBuilder(true)
+	b.maxDepth = opt.maxDepth()
 	if err := readInto(t, b, before, opt, true); err != nil {
 		return nil, fmt.Errorf("before: %w", err)
 	}
@@ -368,20 +403,30 @@ type input struct {
 // classify opens r: gunzipped when it is gzip, then a protobuf profile
 // (binary), folded stacks (text whose first line ends in one or two
 // counts) or a legacy text profile (any other text).
-func classify(r io.Reader) (*input, error) {
+func classify(r io.Reader, opt Options) (*input, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	head, _ := br.Peek(2)
+	head, err := br.Peek(2)
 	if len(head) == 0 {
+		if err != nil && err != io.EOF {
+			return nil, err // a folder, an unreadable file
+		}
 		return nil, fmt.Errorf("empty input: %w", ErrEmpty)
 	}
 	in := &input{br: br}
-	if head[0] == 0x1f && head[1] == 0x8b {
+	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("not a pprof profile nor gzipped folded stacks: gzip: %w", err)
 		}
-		in.br, in.gzip = bufio.NewReaderSize(gz, 1<<20), true
-		if head, _ = in.br.Peek(1); len(head) == 0 {
+		lim := &limits.Reader{R: gz, N: opt.maxBytes(), Limit: opt.maxBytes(), What: "input inflated", Flag: "-max-profile-size"}
+		in.br, in.gzip = bufio.NewReaderSize(lim, 1<<20), true
+		if head, err = in.br.Peek(1); len(head) == 0 {
+			if err == io.ErrUnexpectedEOF {
+				return nil, fmt.Errorf("gzip stream cut short (a truncated file?): %w", err)
+			}
+			if err != nil && err != io.EOF {
+				return nil, fmt.Errorf("gzip: %w", err)
+			}
 			return nil, fmt.Errorf("empty input: %w", ErrEmpty)
 		}
 	}
@@ -391,6 +436,10 @@ func classify(r io.Reader) (*input, error) {
 	in.kind, in.text = inputProfile, true
 	if line, n, ok := firstDataLine(in.br); ok {
 		switch k := countFields(line); {
+		case line == nil:
+			// A first line longer than can be peeked: no legacy
+			// profile has one; the folded reader takes it whole.
+			in.kind = inputFolded
 		case legacyHeader(line):
 			// "threadcreate profile: total 7" ends in a number too.
 		case k == 1:
@@ -420,12 +469,16 @@ func legacyHeader(line []byte) bool {
 
 // firstDataLine is the first line that is not blank or a # comment,
 // within what can be peeked.
+// A line that does not end within it is nil, with ok.
 func firstDataLine(br *bufio.Reader) ([]byte, int, bool) {
 	b, _ := br.Peek(1 << 20)
+	full := len(b) == 1<<20
 	for n := 1; len(b) > 0; n++ {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			line, b = b[:i], b[i+1:]
+		} else if full {
+			return nil, n, true
 		} else {
 			b = nil
 		}
@@ -468,14 +521,14 @@ func cutCount(line []byte) (rest []byte, v float64, ok bool) {
 }
 
 func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) error {
-	in, err := classify(r)
+	in, err := classify(r, opt)
 	if err != nil {
 		return err
 	}
 	switch in.kind {
 	case inputProfile:
 		if !in.text {
-			data, err := io.ReadAll(in.br)
+			data, err := readWhole(in.br, opt)
 			if err != nil {
 				return err
 			}
@@ -486,13 +539,13 @@ func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) erro
 			if !errors.Is(err, errNotWire) {
 				return err
 			}
-			p, err := parseProfile(bytes.NewReader(data))
+			p, err := parseProfile(bytes.NewReader(data), opt)
 			if err != nil {
 				return err
 			}
 			return profileInto(t, bld, p, opt, before)
 		}
-		p, err := parseInput(in)
+		p, err := parseInput(in, opt)
 		if err != nil {
 			return err
 		}
@@ -520,9 +573,14 @@ func looksLikeText(br *bufio.Reader) bool {
 	return ctl*10 < len(b)
 }
 
+// readWhole reads an input whole, within opt's limit.
+func readWhole(r io.Reader, opt Options) ([]byte, error) {
+	return limits.ReadAll(r, opt.maxBytes(), "input", "-max-profile-size")
+}
+
 // parseProfile reads a protobuf or legacy text profile.
-func parseProfile(r io.Reader) (*profile.Profile, error) {
-	b, err := io.ReadAll(r)
+func parseProfile(r io.Reader, opt Options) (*profile.Profile, error) {
+	b, err := readWhole(r, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -535,8 +593,8 @@ func parseProfile(r io.Reader) (*profile.Profile, error) {
 
 // parseInput parses a profile input; text that is no legacy profile
 // either is said to be bad folded stacks, at its first line.
-func parseInput(in *input) (*profile.Profile, error) {
-	p, err := parseProfile(in.br)
+func parseInput(in *input, opt Options) (*profile.Profile, error) {
+	p, err := parseProfile(in.br, opt)
 	if err != nil && in.first != nil {
 		return nil, fmt.Errorf("%w (nor a legacy text profile: %v)", in.first, errors.Unwrap(err))
 	}
@@ -647,7 +705,7 @@ func (e *FoldedError) Error() string {
 func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before bool) error {
 	t.Sample, t.Unit = "samples", "samples"
 	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), maxFoldedLine)
 	fr := &foldedReader{t: t, bld: bld, opt: opt, intern: map[string]int32{}}
 	n, lines := 0, 0
 	for sc.Scan() {
@@ -671,6 +729,9 @@ func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before boo
 		lines++
 	}
 	if err := sc.Err(); err != nil {
+		if err == bufio.ErrTooLong {
+			err = fmt.Errorf("a line over %d bytes: %w", maxFoldedLine, err)
+		}
 		return fmt.Errorf("line %d: %w", n+1, err)
 	}
 	if lines == 0 && t.FirstIgnored != nil {
@@ -684,6 +745,9 @@ func readFolded(t *Tree, bld *builder, br *bufio.Reader, opt Options, before boo
 }
 
 var errBadLine = errors.New("not a folded line")
+
+// maxFoldedLine is the longest folded line read.
+const maxFoldedLine = 64 << 20
 
 // foldedReader adds folded lines to a builder.
 type foldedReader struct {
@@ -745,6 +809,9 @@ func (fr *foldedReader) frames(rest []byte) error {
 			fr.intern[string(f)] = id
 		}
 		fr.stack = append(fr.stack, id)
+		if len(fr.stack) > fr.bld.maxDepth {
+			return depthError(len(fr.stack)+bytes.Count(rest, []byte{';'})+1, fr.bld.maxDepth)
+		}
 		if semi < 0 {
 			return nil
 		}

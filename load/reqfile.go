@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/shellwords"
 )
 
@@ -33,7 +34,7 @@ func (r Request) Name() string { return r.Method + " " + r.Path }
 // with blank lines and lines starting with # ignored. weight defaults to
 // 1; a body file is read relative to the request file's folder (dir).
 // Anything else is an error naming the line.
-func ParseRequests(r io.Reader, name, dir string) ([]Request, error) {
+func ParseRequests(r io.Reader, name, dir string, maxBody int64) ([]Request, error) {
 	var out []Request
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
@@ -42,7 +43,7 @@ func ParseRequests(r io.Reader, name, dir string) ([]Request, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		req, err := parseRequestLine(line, dir)
+		req, err := parseRequestLine(line, dir, maxBody)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
@@ -58,7 +59,7 @@ func ParseRequests(r io.Reader, name, dir string) ([]Request, error) {
 }
 
 // parseRequestLine reads one line of a request file.
-func parseRequestLine(line, dir string) (Request, error) {
+func parseRequestLine(line, dir string, maxBody int64) (Request, error) {
 	words, err := shellwords.Split(line)
 	if err != nil {
 		return Request{}, err
@@ -67,11 +68,14 @@ func parseRequestLine(line, dir string) (Request, error) {
 		return Request{}, fmt.Errorf("want METHOD PATH, got %q", line)
 	}
 	req := Request{Method: words[0], Path: words[1], Weight: 1}
-	if req.Method != strings.ToUpper(req.Method) || strings.ContainsAny(req.Method, "/:") {
+	if req.Method != strings.ToUpper(req.Method) || !isToken(req.Method) {
 		return Request{}, fmt.Errorf("method %q: want an upper-case HTTP method like GET", req.Method)
 	}
 	if !strings.HasPrefix(req.Path, "/") {
 		return Request{}, fmt.Errorf("path %q: must start with /", req.Path)
+	}
+	if err := CheckPath(req.Path); err != nil {
+		return Request{}, err
 	}
 	for _, w := range words[2:] {
 		k, v, ok := strings.Cut(w, "=")
@@ -87,6 +91,9 @@ func parseRequestLine(line, dir string) (Request, error) {
 			if !ok || strings.TrimSpace(hk) == "" || strings.ContainsAny(hk, " \t") {
 				return Request{}, fmt.Errorf("header %q: want \"Name: value\"", v)
 			}
+			if err := CheckHeader(strings.TrimSpace(hk), hv); err != nil {
+				return Request{}, err
+			}
 			if req.Headers == nil {
 				req.Headers = map[string]string{}
 			}
@@ -99,7 +106,7 @@ func parseRequestLine(line, dir string) (Request, error) {
 			if !filepath.IsAbs(f) {
 				f = filepath.Join(dir, f)
 			}
-			if req.Body, err = os.ReadFile(f); err != nil {
+			if req.Body, err = ReadBody(f, maxBody); err != nil {
 				return Request{}, fmt.Errorf("body: %w", err)
 			}
 		default:
@@ -131,4 +138,63 @@ func Interleave(reqs []Request) []int {
 		order = append(order, best)
 	}
 	return order
+}
+
+// CheckPath refuses a request path that cannot go on a request line as
+// it is: a space, a control character or a byte past ASCII (percent-encode
+// them), which a server answers with 400.
+func CheckPath(p string) error {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("path %q: byte %d is %q; percent-encode it (%%%02X)", p, i, c, c)
+		}
+	}
+	return nil
+}
+
+// CheckHeader refuses a header whose name is not an HTTP token or whose
+// value holds a line break or NUL: either would split the request.
+func CheckHeader(name, value string) error {
+	if !isToken(name) {
+		return fmt.Errorf("header name %q: want letters, digits and !#$%%&'*+-.^_`|~", name)
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("header %s: its value holds a line break or NUL", name)
+	}
+	return nil
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadBody reads a request body from a file, within maxBody bytes (0:
+// limits.Body): /dev/zero or a pipe that never ends is an error, not a
+// run that reads forever.
+func ReadBody(path string, maxBody int64) ([]byte, error) {
+	if maxBody <= 0 {
+		maxBody = limits.Body
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder", path)
+	}
+	b, err := limits.ReadAll(f, maxBody, path, "-max-body")
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -22,7 +22,7 @@ GET /json weight=3
 POST /echo?x=1 body=@body.json header="Content-Type: application/json" header="X-Quote: a \"b\""
 HEAD /  weight=1
 `
-	reqs, err := ParseRequests(strings.NewReader(src), "mix.txt", dir)
+	reqs, err := ParseRequests(strings.NewReader(src), "mix.txt", dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ HEAD /  weight=1
 		{"GET", "want METHOD PATH"},
 		{"# nothing\n", "no requests in it"},
 	} {
-		if _, err := ParseRequests(strings.NewReader(c.src), "mix.txt", dir); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := ParseRequests(strings.NewReader(c.src), "mix.txt", dir, 0); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err %v, want %q", c.src, err, c.want)
 		}
 	}
@@ -102,7 +102,7 @@ func FuzzParseRequests(f *testing.F) {
 	f.Add("GET /json weight=3\nPOST /x header=\"A: b\"\n")
 	f.Add("# c\n\nGET / weight=1000")
 	f.Fuzz(func(t *testing.T, src string) {
-		reqs, err := ParseRequests(strings.NewReader(src), "f", t.TempDir())
+		reqs, err := ParseRequests(strings.NewReader(src), "f", t.TempDir(), 0)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f:") {
 				t.Errorf("error %q does not name the file", err)

@@ -352,7 +352,7 @@ func (ab *abRun) makeOut() error {
 		return err
 	}
 	ab.res.Dir = ab.out
-	return os.Mkdir(filepath.Join(ab.out, "runs"), 0o755)
+	return os.Mkdir(filepath.Join(ab.out, "runs"), 0o700)
 }
 
 // worktrees checks out each revision in a temporary worktree.
@@ -510,11 +510,11 @@ func (ab *abRun) functions() error {
 		if len(bf) == 0 || len(af) == 0 {
 			continue
 		}
-		b, err := diff.Load(bf)
+		b, err := diff.Load(bf, diff.LoadOptions{})
 		if err != nil {
 			return err
 		}
-		a, err := diff.Load(af)
+		a, err := diff.Load(af, diff.LoadOptions{})
 		if err != nil {
 			return err
 		}

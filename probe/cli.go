@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profstore"
@@ -86,6 +87,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	readData := protoFlags(fs, &cfg)
 	pushLabels := pushFlags(fs, &cfg)
 	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
+	maxBody := fs.Int64("max-body", limits.Body, "refuse a request body (-body, -data @file, a request file's body=@) over this many `bytes`")
+	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
@@ -141,6 +144,14 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		}
 	}
 	cfg.Env = env.kv
+	if *maxBody <= 0 {
+		fmt.Fprintf(stderr, "%s: -max-body %d: want a positive number of bytes\n", name, *maxBody)
+		return cfg, false, ExitUsage, false
+	}
+	if err := readRequestFile(&cfg, *maxBody); err != nil {
+		fmt.Fprintf(stderr, "%s: -requests: %v\n", name, err)
+		return cfg, false, ExitUsage, false
+	}
 	if *fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
@@ -154,21 +165,21 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		return cfg, false, ExitUsage, false
 	}
 	if err = pushLabels(); err != nil {
-		fmt.Fprintf(stderr, "%s: -label %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
-	if err = readData(); err != nil {
+	if err = readData(*maxBody); err != nil {
 		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
 	if bodyFile != "" {
-		if cfg.Body, err = os.ReadFile(bodyFile); err != nil {
+		if cfg.Body, err = load.ReadBody(bodyFile, *maxBody); err != nil {
 			fmt.Fprintf(stderr, "%s: -body: %v\n", name, err)
 			return cfg, false, ExitUsage, false
 		}
 	}
 	cfg.Headers = headers.m
-	fs.Visit(func(f *flag.Flag) { cfg.Flags = append(cfg.Flags, "-"+f.Name+"="+f.Value.String()) })
+	cfg.Flags = recordedFlags(fs)
 	return cfg, *q, 0, true
 }
 
@@ -185,6 +196,19 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainBench(ctx, cfg, logw, stdout, stderr)
 	}
 	res, err := Run(ctx, cfg, logw)
+	if res != nil {
+		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+			err = fmt.Errorf("-results-mode: %w", merr)
+		}
+	}
+	// The verdict and the results folder are printed before any push, so
+	// that a store that does not answer hides nothing.
+	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
+		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
+			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
+	} else if res != nil {
+		WriteTerminal(stdout, res)
+	}
 	// A required push that failed fails the command (exit 1), even when
 	// the run was not judged (exit 3): the verdict is printed either way.
 	if res != nil {
@@ -194,12 +218,6 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if perr != nil && (err == nil || errors.Is(err, ErrNotJudged)) {
 			err = perr
 		}
-	}
-	if res != nil && res.Summary.Verdict == VerdictCountsOnly {
-		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
-			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
-	} else if res != nil {
-		WriteTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)
 }
@@ -217,11 +235,16 @@ func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) 
 	}
 	res, err := RunBench(ctx, bc, logw)
 	if res != nil {
+		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+			err = fmt.Errorf("-results-mode: %w", merr)
+		}
+	}
+	if res != nil {
+		WriteBenchTerminal(stdout, res)
 		perr := pushRun(cfg, res.Dir, stderr, func() error { return pushBench(ctx, cfg.Push, res.Dir, res.Summary, nil) })
 		if perr != nil && err == nil {
 			err = perr
 		}
-		WriteBenchTerminal(stdout, res)
 	}
 	return exitCode(stderr, "probe run", err)
 }
@@ -235,7 +258,7 @@ func pushRun(cfg Config, dir string, stderr io.Writer, send func() error) error 
 	}
 	err := send()
 	if err == nil {
-		fmt.Fprintf(stderr, "probe run: pushed the profiles of %s to %s\n", dir, cfg.Push.URL)
+		fmt.Fprintf(stderr, "probe run: pushed the profiles of %s to %s\n", dir, profstore.Redact(cfg.Push.URL))
 		return nil
 	}
 	fmt.Fprintf(stderr, "probe run: %v; the results are in %s\n", err, dir)
@@ -305,6 +328,11 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := AB(ctx, ab, logw)
 	if res != nil {
+		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+			err = fmt.Errorf("-results-mode: %w", merr)
+		}
+	}
+	if res != nil {
 		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
 		stdout.Write(b)
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
@@ -347,6 +375,11 @@ func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	res, err := Sweep(ctx, sw, logf)
 	if res != nil {
+		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+			err = fmt.Errorf("-results-mode: %w", merr)
+		}
+	}
+	if res != nil {
 		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
 		stdout.Write(b)
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
@@ -378,17 +411,25 @@ func (f requestsFlag) Set(v string) error {
 			return nil
 		}
 	}
-	fh, err := os.Open(v)
+	if _, err := os.Stat(v); err != nil {
+		return err
+	}
+	f.cfg.RequestFile = v // read once every flag is parsed (-max-body)
+	return nil
+}
+
+// readRequestFile reads -requests FILE, bodies within maxBody bytes.
+func readRequestFile(cfg *Config, maxBody int64) error {
+	if cfg.RequestFile == "" {
+		return nil
+	}
+	fh, err := os.Open(cfg.RequestFile)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	mix, err := load.ParseRequests(fh, v, filepath.Dir(v))
-	if err != nil {
-		return err
-	}
-	f.cfg.RequestFile, f.cfg.Mix = v, mix
-	return nil
+	cfg.Mix, err = load.ParseRequests(fh, cfg.RequestFile, filepath.Dir(cfg.RequestFile), maxBody)
+	return err
 }
 
 // listFlag collects a repeatable string flag.
@@ -405,14 +446,23 @@ func (l *listFlag) Set(v string) error {
 // returns sets the labels once the flags are parsed.
 func pushFlags(fs *flag.FlagSet, cfg *Config) func() error {
 	var labels envFlag
-	fs.StringVar(&cfg.Push.URL, "push", "", "send every profile of the run to the Pyroscope server at this `URL` (http://host:port), labeled")
+	fs.StringVar(&cfg.Push.URL, "push", "", "send every profile of the run to the Pyroscope server at this `URL` (http://host:port or https://host:port), labeled; credentials from "+profstore.EnvToken+" or "+profstore.EnvBasic+" (docs/fleet.md)")
 	fs.Var(&labels, "label", "`K=V` added to the pushed profiles' labels (repeatable)")
 	fs.BoolVar(&cfg.Push.Required, "push-required", false, "exit 1 when the push fails (the results are kept either way)")
+	cfg.Push.Access.AddFlags(fs)
 	return func() error {
+		if err := cfg.Push.Access.FromEnv(os.Getenv); err != nil {
+			return err
+		}
+		if cfg.Push.URL != "" {
+			if err := cfg.Push.Access.Check(cfg.Push.URL); err != nil {
+				return fmt.Errorf("-push: %w", err)
+			}
+		}
 		for _, kv := range labels.kv {
 			k, v, _ := strings.Cut(kv, "=")
 			if n := profstore.LabelName(k); n == "service_name" || strings.HasPrefix(n, "__") {
-				return fmt.Errorf("%q: %s is the store's own (the service is the target's name)", kv, n)
+				return fmt.Errorf("-label %q: %s is the store's own (the service is the target's name)", kv, n)
 			}
 			if cfg.Push.Labels == nil {
 				cfg.Push.Labels = map[string]string{}
@@ -427,7 +477,7 @@ func pushFlags(fs *flag.FlagSet, cfg *Config) func() error {
 
 // protoFlags adds the gRPC and TLS flags; the function it returns reads
 // -data (JSON as given, or @file) once the flags are parsed.
-func protoFlags(fs *flag.FlagSet, cfg *Config) func() error {
+func protoFlags(fs *flag.FlagSet, cfg *Config) func(maxBody int64) error {
 	var data string
 	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
 	var protoFiles, importPaths listFlag
@@ -435,10 +485,10 @@ func protoFlags(fs *flag.FlagSet, cfg *Config) func() error {
 	fs.Var(&importPaths, "import-path", "-proto-file: a `DIR` to find imports in (repeatable; default: each file's folder)")
 	fs.StringVar(&cfg.CACert, "cacert", "", "https, h2: verify the server's certificate against this PEM `file`")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "https, h2: do not verify the server's certificate (the report says so)")
-	return func() error {
+	return func(maxBody int64) error {
 		cfg.ProtoFiles, cfg.ImportPaths = protoFiles, importPaths
 		if f, ok := strings.CutPrefix(data, "@"); ok {
-			b, err := os.ReadFile(f)
+			b, err := load.ReadBody(f, maxBody)
 			cfg.Data = b
 			return err
 		}
@@ -497,11 +547,96 @@ func (h *headerFlag) String() string {
 func (h *headerFlag) Set(v string) error {
 	k, val, ok := strings.Cut(v, ":")
 	if !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("want K: V, got %q", v)
+		return fmt.Errorf("want K: V, got %q", profstore.RedactHeader(v))
+	}
+	if err := load.CheckHeader(strings.TrimSpace(k), val); err != nil {
+		return err
 	}
 	if h.m == nil {
 		h.m = map[string]string{}
 	}
 	h.m[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	return nil
+}
+
+// recordedFlags is every flag set, as meta records it: the values of
+// flags that carry secrets (headers, the target's environment, the
+// target's arguments that look like credentials, a URL's userinfo) are
+// redacted, their names kept.
+func recordedFlags(fs *flag.FlagSet) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		out = append(out, "-"+f.Name+"="+redactFlag(f.Name, f.Value.String()))
+	})
+	return out
+}
+
+func redactFlag(name, value string) string {
+	switch name {
+	case "header", "push-header":
+		var parts []string
+		for _, h := range strings.Split(value, ", ") {
+			parts = append(parts, profstore.RedactHeader(h))
+		}
+		return strings.Join(parts, ", ")
+	case "env":
+		var parts []string
+		for _, kv := range strings.Fields(value) {
+			k, _, _ := strings.Cut(kv, "=")
+			parts = append(parts, k+"=REDACTED")
+		}
+		return strings.Join(parts, " ")
+	case "push", "path":
+		return profstore.Redact(value)
+	case "args":
+		words, err := shellwords.Split(value)
+		if err != nil {
+			return "REDACTED (unparsable)"
+		}
+		return strings.Join(RedactArgs(words), " ")
+	}
+	return value
+}
+
+// RedactArgs hides the values of a target's arguments that look like
+// credentials (--token=x, -password x, a URL's userinfo).
+func RedactArgs(args []string) []string {
+	words := slices.Clone(args)
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if strings.Contains(w, "://") {
+			words[i] = profstore.Redact(w)
+			continue
+		}
+		name, _, eq := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if !strings.HasPrefix(w, "-") || !profstore.SensitiveName(name) {
+			continue
+		}
+		if eq {
+			words[i] = w[:strings.Index(w, "=")+1] + "REDACTED"
+		} else if i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
+			words[i+1] = "REDACTED"
+			i++
+		}
+	}
+	return words
+}
+
+// modeFlag is -results-mode: an octal permission mode.
+type modeFlag struct{ m *os.FileMode }
+
+func (f modeFlag) String() string {
+	if f.m == nil || *f.m == 0 {
+		return "0700"
+	}
+	return fmt.Sprintf("%04o", uint32(*f.m))
+}
+
+func (f modeFlag) Set(v string) error {
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 || n&0o700 != 0o700 {
+		return fmt.Errorf("want an octal mode from 0700 to 0777 (the owner keeps rwx), got %q", v)
+	}
+	*f.m = os.FileMode(n)
 	return nil
 }

@@ -38,7 +38,7 @@ func startTarget(bin string, args, env []string, logPath string, cpus []int) (*p
 // startCmd starts cmd as startTarget does, its output to logPath.
 func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 	bin := cmd.Path
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -17,16 +17,18 @@ import (
 
 // PushConfig sends a run's profiles to a Pyroscope server (-push).
 type PushConfig struct {
-	URL      string            // http://HOST:PORT
+	URL      string            // http://HOST:PORT or https://HOST:PORT
 	Labels   map[string]string // -label k=v, added to the run's own
 	Required bool              // a failed push fails the command
+	Access   profstore.Access  // headers, credentials (from the environment), limits
 }
 
 // ErrPush is a push that failed; the results on disk are kept.
 var ErrPush = errors.New("push to the profile store failed")
 
 // endpointLabel is what a run measured: the request file, the RPC
-// (a method with a slash, as driverProto takes it), or the path.
+// (a method with a slash, as driverProto takes it), or the path without
+// its query (which may hold a token, and would make a series a request).
 func endpointLabel(cfg Config) string {
 	switch {
 	case cfg.RequestFile != "":
@@ -34,7 +36,8 @@ func endpointLabel(cfg Config) string {
 	case strings.Contains(cfg.Method, "/"):
 		return cfg.Method
 	}
-	return cfg.Path
+	path, _, _ := strings.Cut(cfg.Path, "?")
+	return path
 }
 
 // storeNames are the names in the store of the profiles that have one
@@ -114,7 +117,7 @@ func pushFiles(ctx context.Context, pc PushConfig, dir, target string, files, la
 			continue
 		}
 		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
-		if err := profstore.Push(ctx, u, p); err != nil {
+		if err := profstore.Push(ctx, &pc.Access, u, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", files[k], err))
 		}
 	}
@@ -123,7 +126,7 @@ func pushFiles(ctx context.Context, pc PushConfig, dir, target string, files, la
 
 func pushErrors(pc PushConfig, errs []error) error {
 	if len(errs) > 0 {
-		return fmt.Errorf("%w (%s): %w", ErrPush, pc.URL, errors.Join(errs...))
+		return fmt.Errorf("%w (%s): %w", ErrPush, profstore.Redact(pc.URL), errors.Join(errs...))
 	}
 	return nil
 }

@@ -415,7 +415,7 @@ func collectMeta(cfg Config, tgt *Target, commit string, hello *wire.Response, p
 		"cpus-server":     formatCPUList(plan.Server),
 		"cpus-load":       formatCPUList(plan.Load),
 		"cpus-readback":   strings.Join(allowed, " "),
-		"target-args":     strings.Join(cfg.Args, " "),
+		"target-args":     strings.Join(RedactArgs(cfg.Args), " "),
 		"flags":           strings.Join(cfg.Flags, " "),
 		"binary":          tgt.Binary,
 		"perfspy-version": "v1",
@@ -531,13 +531,14 @@ func floorRatios(s, floor *Summary) map[string]float64 {
 	return out
 }
 
-// writeFiles writes each file into dir, in name order.
+// writeFiles writes each file into dir, in name order, readable by the
+// user alone (-results-mode opens the folder afterwards).
 func writeFiles(dir string, files map[string][]byte) error {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -575,4 +576,24 @@ func windowReasons(windows []namedWindow, min int64) []string {
 		out = append([]string{fmt.Sprintf("too few successful requests (%s; need %d)", strings.Join(counts, ", "), min)}, out...)
 	}
 	return out
+}
+
+// applyResultsMode gives a finished results folder, and every folder and
+// file in it, -results-mode (files without execute); 0 leaves them
+// private (0700 and 0600).
+func applyResultsMode(dir string, mode os.FileMode) error {
+	if mode == 0 || mode == 0o700 {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return os.Chmod(p, mode)
+		case d.Type().IsRegular():
+			return os.Chmod(p, mode&^0o111)
+		}
+		return nil
+	})
 }

@@ -27,6 +27,9 @@ import (
 	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
 
+// MaxConns is the most connections -conns takes.
+const MaxConns = 4096
+
 // DefaultTarget is what probe run measures when no target is named.
 const DefaultTarget = "./targets/httpjson"
 
@@ -103,7 +106,10 @@ type Config struct {
 	Floor bool
 	// timingOnly measures the timing window alone (the floor run).
 	timingOnly bool
-	Flags      []string // every flag as given, for meta
+	Flags      []string // every flag as given, for meta (secrets redacted)
+	// ResultsMode is the results folder's permission mode (its files get
+	// it without execute); 0 is 0700.
+	ResultsMode os.FileMode
 	// Bench makes the run a benchmark run (RunBench) of the package's
 	// benchmarks matching it; BenchTime and Count are go test's.
 	Bench     string
@@ -120,8 +126,19 @@ func (cfg *Config) check() (CPUPlan, error) {
 	if cfg.Warmup < 0 {
 		return CPUPlan{}, fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
 	}
-	if cfg.Conns < 0 {
-		return CPUPlan{}, fmt.Errorf("-conns %d: must be positive", cfg.Conns)
+	if cfg.Conns < 0 || cfg.Conns > MaxConns {
+		return CPUPlan{}, fmt.Errorf("-conns %d: want 1 to %d (each connection is dialed before a window opens; more stretch the window without loading the server harder)", cfg.Conns, MaxConns)
+	}
+	if cfg.ReadyTimeout < 0 {
+		return CPUPlan{}, fmt.Errorf("-ready-timeout %v: must be positive", cfg.ReadyTimeout)
+	}
+	if cfg.MinRequests < 0 {
+		return CPUPlan{}, fmt.Errorf("-min-requests %d: must not be negative", cfg.MinRequests)
+	}
+	if cfg.Out != "" {
+		if _, err := os.Lstat(cfg.Out); err == nil {
+			return CPUPlan{}, fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", cfg.Out)
+		}
 	}
 	if cfg.Target == "" && cfg.Bench == "" {
 		cfg.Target = DefaultTarget
@@ -134,6 +151,9 @@ func (cfg *Config) check() (CPUPlan, error) {
 	}
 	if !strings.HasPrefix(cfg.Path, "/") {
 		return CPUPlan{}, fmt.Errorf("-path %q: must start with /", cfg.Path)
+	}
+	if err := load.CheckPath(cfg.Path); err != nil {
+		return CPUPlan{}, fmt.Errorf("-path: %w", err)
 	}
 	if cfg.Size == 0 {
 		cfg.Size = 1 << 20
@@ -514,7 +534,7 @@ func prepareRun(cfg Config, tgt *Target) (commit, out, priv string, err error) {
 // gets a numeric suffix.
 func makeOutDir(out, commit, name string) (string, error) {
 	if out != "" {
-		if err := os.Mkdir(out, 0o755); err != nil {
+		if err := os.Mkdir(out, 0o700); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
 			}
@@ -532,7 +552,7 @@ func makeOutDir(out, commit, name string) (string, error) {
 		if i > 1 {
 			dir = fmt.Sprintf("%s-%d", base, i)
 		}
-		err := os.Mkdir(dir, 0o755)
+		err := os.Mkdir(dir, 0o700)
 		if err == nil {
 			return dir, nil
 		}

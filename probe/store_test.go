@@ -54,11 +54,11 @@ func TestStore(t *testing.T) {
 		return `pyroscope://` + strings.TrimPrefix(base, "http://") + `/{service_name="server",suite="TestStore",arm="` + arm + `"}?type=alloc_objects&from=-1h`
 	}
 	compare := func(b, a []string) *diff.Result {
-		bs, err := diff.Load(b)
+		bs, err := diff.Load(b, diff.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		as, err := diff.Load(a)
+		as, err := diff.Load(a, diff.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func checkStoreKinds(t *testing.T, base, runs string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := profstore.Fetch(context.Background(), sel)
+			got, err := profstore.Fetch(context.Background(), nil, sel)
 			if want == 0 {
 				continue // the store keeps no empty profiles
 			}
@@ -206,7 +206,7 @@ func checkStoreBench(t *testing.T, base string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := profstore.Fetch(context.Background(), sel)
+			p, err := profstore.Fetch(context.Background(), nil, sel)
 			if err != nil {
 				t.Errorf("%s %s: %v", name, typ, err)
 				continue

@@ -125,7 +125,7 @@ func sweepOut(cfg SweepConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return out, os.Mkdir(filepath.Join(out, "runs"), 0o755)
+	return out, os.Mkdir(filepath.Join(out, "runs"), 0o700)
 }
 
 // sweep is a bulk sweep on its way.

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -131,7 +130,11 @@ type Upload struct {
 
 // Push sends p, with its requests, as u says: one push.v1 Push of the raw
 // pprof body. An error says what the server answered.
-func Push(ctx context.Context, u Upload, p *profile.Profile) error {
+func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
+	a = a.orDefault()
+	if err := a.Check(u.Base); err != nil {
+		return err
+	}
 	q := WithRequests(p, u.Requests)
 	q.TimeNanos, q.DurationNanos = u.From.UnixNano(), u.Until.Sub(u.From).Nanoseconds()
 	var body strings.Builder
@@ -146,20 +149,26 @@ func Push(ctx context.Context, u Upload, p *profile.Profile) error {
 		labels = append(labels, &typesv1.LabelPair{Name: LabelName(k), Value: u.Labels[k]})
 	}
 	req := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{Labels: labels, Samples: []*pushv1.RawSample{{RawProfile: []byte(body.String())}}}}}
-	_, err := pushv1connect.NewPusherServiceClient(http.DefaultClient, u.Base).Push(ctx, connect.NewRequest(req))
-	return serverError(u.Base, "Push", err)
+	hc, err := a.client()
+	if err != nil {
+		return err
+	}
+	_, err = pushv1connect.NewPusherServiceClient(hc, u.Base, a.options()...).Push(ctx, connect.NewRequest(req))
+	return serverError(a, u.Base, "Push", err)
 }
 
-// serverError names the server and the call, and keeps what it answered.
-func serverError(base, call string, err error) error {
+// serverError names the server and the call, the limit that ended it,
+// and keeps what it answered.
+func serverError(a *Access, base, call string, err error) error {
 	if err == nil {
 		return nil
 	}
+	base = Redact(base)
 	var ce *connect.Error
-	if errors.As(err, &ce) && ce.Code() != connect.CodeUnavailable {
+	if errors.As(err, &ce) && ce.Code() != connect.CodeUnavailable && ce.Code() != connect.CodeResourceExhausted && ce.Code() != connect.CodeDeadlineExceeded {
 		return fmt.Errorf("%s %s: %s: %s", base, call, ce.Code(), ce.Message())
 	}
-	return fmt.Errorf("%s %s: %w", base, call, err)
+	return fmt.Errorf("%s %s: %w", base, call, a.callError(err))
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -174,11 +183,12 @@ func sortedKeys(m map[string]string) []string {
 // Selection is a store address:
 //
 //	pyroscope://HOST:PORT/{service_name="x",commit="abc"}?from=-7d&type=alloc_objects
+//	pyroscope+https://HOST:PORT/{...}?type=...   (the store over TLS)
 //
 // from and until are times relative to now (-7d, -2h, -30m, 0) or Unix
 // seconds; from defaults to -1h, until to now; type is the sample type.
 type Selection struct {
-	Base     string // http://HOST:PORT
+	Base     string // http://HOST:PORT or https://HOST:PORT
 	Selector string
 	Type     string
 	From     time.Time
@@ -186,14 +196,20 @@ type Selection struct {
 }
 
 // IsSelection tells a store address from a file name.
-func IsSelection(s string) bool { return strings.HasPrefix(s, "pyroscope://") }
+func IsSelection(s string) bool {
+	return strings.HasPrefix(s, "pyroscope://") || strings.HasPrefix(s, "pyroscope+https://")
+}
 
-// ParseSelection reads a store address.
-func ParseSelection(s string, now time.Time) (*Selection, error) {
-	rest, ok := strings.CutPrefix(s, "pyroscope://")
-	if !ok {
-		return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{selector}?type=TYPE", s)
+// ParseSelection reads a store address. Credentials in it are refused:
+// they come from the environment (Access).
+func ParseSelection(raw string, now time.Time) (*Selection, error) {
+	scheme, rest, ok := "http://", "", false
+	if rest, ok = strings.CutPrefix(raw, "pyroscope+https://"); ok {
+		scheme = "https://"
+	} else if rest, ok = strings.CutPrefix(raw, "pyroscope://"); !ok {
+		return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{selector}?type=TYPE", Redact(raw))
 	}
+	s := Redact(raw)
 	// The query follows the selector's closing brace: a selector's regular
 	// expression may hold a '?' of its own.
 	hostPart, query := rest, ""
@@ -205,6 +221,9 @@ func ParseSelection(s string, now time.Time) (*Selection, error) {
 		query = strings.TrimPrefix(query, "?")
 	}
 	host, selector, _ := strings.Cut(hostPart, "/")
+	if strings.Contains(host, "@") {
+		return nil, fmt.Errorf("%q: credentials in the address are refused (ps and every error would show them): set %s or %s, or their _FILE forms", s, EnvBasic, EnvToken)
+	}
 	if host == "" || !strings.HasPrefix(selector, "{") || !strings.HasSuffix(selector, "}") {
 		return nil, fmt.Errorf("%q: want pyroscope://HOST:PORT/{label=\"value\"}?type=TYPE", s)
 	}
@@ -212,7 +231,7 @@ func ParseSelection(s string, now time.Time) (*Selection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q: %w", s, err)
 	}
-	sel := &Selection{Base: "http://" + host, Selector: selector, Type: q.Get("type"), Until: now}
+	sel := &Selection{Base: scheme + host, Selector: selector, Type: q.Get("type"), Until: now}
 	if sel.From, err = parseTime(q.Get("from"), now, now.Add(-time.Hour)); err != nil {
 		return nil, fmt.Errorf("%q: from: %w", s, err)
 	}
@@ -242,11 +261,15 @@ func parseTime(v string, now, def time.Time) (time.Time, error) {
 
 // profileTypes lists the server's profile type IDs in the time range
 // (name:sample_type:sample_unit:period_type:period_unit).
-func profileTypes(ctx context.Context, sel *Selection) ([]string, error) {
-	resp, err := querierv1connect.NewQuerierServiceClient(http.DefaultClient, sel.Base).ProfileTypes(ctx,
+func profileTypes(ctx context.Context, a *Access, sel *Selection) ([]string, error) {
+	qc, err := querier(a, sel)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := qc.ProfileTypes(ctx,
 		connect.NewRequest(&querierv1.ProfileTypesRequest{Start: sel.From.UnixMilli(), End: sel.Until.UnixMilli()}))
 	if err != nil {
-		return nil, serverError(sel.Base, "ProfileTypes", err)
+		return nil, serverError(a, sel.Base, "ProfileTypes", err)
 	}
 	var out []string
 	for _, t := range resp.Msg.ProfileTypes {
@@ -302,12 +325,16 @@ func sampleTypes(types []string) []string {
 }
 
 // selectMerge asks for the merged profile of a type over the selection.
-func selectMerge(ctx context.Context, sel *Selection, typeID string) (*profile.Profile, error) {
-	resp, err := querierv1connect.NewQuerierServiceClient(http.DefaultClient, sel.Base).SelectMergeProfile(ctx,
+func selectMerge(ctx context.Context, a *Access, sel *Selection, typeID string) (*profile.Profile, error) {
+	qc, err := querier(a, sel)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := qc.SelectMergeProfile(ctx,
 		connect.NewRequest(&querierv1.SelectMergeProfileRequest{ProfileTypeID: typeID, LabelSelector: sel.Selector,
 			Start: sel.From.UnixMilli(), End: sel.Until.UnixMilli()}))
 	if err != nil {
-		return nil, serverError(sel.Base, "SelectMergeProfile", err)
+		return nil, serverError(a, sel.Base, "SelectMergeProfile", err)
 	}
 	b, err := proto.Marshal(resp.Msg)
 	if err != nil {
@@ -323,8 +350,12 @@ func selectMerge(ctx context.Context, sel *Selection, typeID string) (*profile.P
 // request count, which it puts in the profile's perfspy.requests comment
 // (as a run's profile carries it), so that allocdiff and flame divide by
 // it. A selection that matches nothing is an error.
-func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
-	types, err := profileTypes(ctx, sel)
+func Fetch(ctx context.Context, a *Access, sel *Selection) (*profile.Profile, error) {
+	a = a.orDefault()
+	if err := a.Check(sel.Base); err != nil {
+		return nil, err
+	}
+	types, err := profileTypes(ctx, a, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +366,7 @@ func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sel.Base, err)
 	}
-	p, err := selectMerge(ctx, sel, typeID)
+	p, err := selectMerge(ctx, a, sel, typeID)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +375,7 @@ func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
 	}
 	var requests int64
 	if slices.Contains(types, reqID) {
-		rp, err := selectMerge(ctx, sel, reqID)
+		rp, err := selectMerge(ctx, a, sel, reqID)
 		if err != nil {
 			return nil, err
 		}
@@ -360,16 +391,22 @@ func Fetch(ctx context.Context, sel *Selection) (*profile.Profile, error) {
 }
 
 // FetchAddress reads the profile at a store address (pyroscope://...),
-// as Fetch does, within a minute: what allocdiff and flame open in place
-// of a file.
-func FetchAddress(ctx context.Context, addr string) (*profile.Profile, error) {
+// as Fetch does, each call within a's timeout: what allocdiff and flame
+// open in place of a file.
+func FetchAddress(ctx context.Context, a *Access, addr string) (*profile.Profile, error) {
 	sel, err := ParseSelection(addr, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	return Fetch(ctx, sel)
+	return Fetch(ctx, a, sel)
+}
+
+func querier(a *Access, sel *Selection) (querierv1connect.QuerierServiceClient, error) {
+	hc, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	return querierv1connect.NewQuerierServiceClient(hc, sel.Base, a.options()...), nil
 }
 
 // dropRequestsFrame leaves out the requests' own sample.

@@ -1,0 +1,104 @@
+// Package limits holds the bounds perfspy puts on what it reads from
+// files and servers it does not control, and the error that names a bound
+// and the flag that raises it (docs/security.md).
+package limits
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+)
+
+// Defaults. A real profile is far below each: a 100k-sample CPU profile
+// inflates to about 20 MB, Go's runtime keeps stacks up to 128 frames.
+const (
+	Profile = 256 << 20 // bytes of a profile, inflated (-max-profile-size)
+	Depth   = 10000     // frames of one stack (-max-depth)
+	// MaxDepth is the most -max-depth takes: the tree code recurses once
+	// a frame, and a million frames stay far inside Go's 1 GB stack.
+	MaxDepth = 1_000_000
+	Body     = 64 << 20 // bytes of a request body read from a file (-max-body)
+)
+
+// Error is input past a limit.
+type Error struct {
+	What  string // "profile", "stack", "body"
+	Size  int64  // how much there was, or Limit+1 when reading stopped
+	Limit int64
+	Unit  string // "bytes", "frames"
+	Flag  string // the flag that raises it
+}
+
+func (e *Error) Error() string {
+	if e.Size == e.Limit+1 { // reading stopped there
+		return fmt.Sprintf("%s over the limit of %d %s (%s raises it)", e.What, e.Limit, e.Unit, e.Flag)
+	}
+	return fmt.Sprintf("%s of %d %s, over the limit of %d %s (%s raises it)", e.What, e.Size, e.Unit, e.Limit, e.Unit, e.Flag)
+}
+
+// ReadAll reads r to its end, or fails with an *Error past limit bytes.
+func ReadAll(r io.Reader, limit int64, what, flag string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &Error{What: what, Size: limit + 1, Limit: limit, Unit: "bytes", Flag: flag}
+	}
+	return b, nil
+}
+
+// Reader reads through r and fails with an *Error once more than limit
+// bytes came: for streams read a piece at a time (gzipped folded stacks).
+type Reader struct {
+	R     io.Reader
+	N     int64 // bytes left
+	Limit int64
+	What  string
+	Flag  string
+}
+
+func (l *Reader) Read(p []byte) (int, error) {
+	if l.N < 0 {
+		return 0, &Error{What: l.What, Size: l.Limit + 1, Limit: l.Limit, Unit: "bytes", Flag: l.Flag}
+	}
+	if int64(len(p)) > l.N+1 {
+		p = p[:l.N+1]
+	}
+	n, err := l.R.Read(p)
+	l.N -= int64(n)
+	if l.N < 0 {
+		return n, &Error{What: l.What, Size: l.Limit + 1, Limit: l.Limit, Unit: "bytes", Flag: l.Flag}
+	}
+	return n, err
+}
+
+// Inflate returns b, gunzipped when it is gzip, within limit bytes
+// inflated (a megabyte of gzipped zeros inflates to a gigabyte).
+func Inflate(b []byte, limit int64, flag string) ([]byte, error) {
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		if int64(len(b)) > limit {
+			return nil, &Error{What: "profile", Size: int64(len(b)), Limit: limit, Unit: "bytes", Flag: flag}
+		}
+		return b, nil
+	}
+	gz, err := gzip.NewReader(bufio.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	out, err := ReadAll(gz, limit, "profile inflated", flag)
+	if err != nil {
+		return nil, unexpected(err)
+	}
+	return out, nil
+}
+
+// unexpected names a gzip stream cut short.
+func unexpected(err error) error {
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("gzip stream cut short (a truncated file?): %w", err)
+	}
+	return err
+}
