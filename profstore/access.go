@@ -28,8 +28,8 @@ const (
 // The environment an Access reads its credentials from: never a flag,
 // whose value ps shows and meta records.
 const (
-	EnvHeaders   = "PERFSPY_PUSH_HEADERS"   // K=V lines (or K=V,K=V): X-Scope-OrgID=tenant
-	EnvToken     = "PERFSPY_PUSH_TOKEN"     // a bearer token
+	EnvHeaders   = "PERFSPY_PUSH_HEADERS"    // K=V lines (or K=V,K=V): X-Scope-OrgID=tenant
+	EnvToken     = "PERFSPY_PUSH_TOKEN"      // a bearer token
 	EnvTokenFile = "PERFSPY_PUSH_TOKEN_FILE" // a file holding one
 	EnvBasic     = "PERFSPY_PUSH_BASIC_AUTH" // USER:PASSWORD
 	EnvBasicFile = "PERFSPY_PUSH_BASIC_AUTH_FILE"
