@@ -215,10 +215,15 @@ func FuzzFolded(f *testing.F) {
 	b, _ := os.ReadFile("testdata/small.folded")
 	f.Add(b)
 	f.Add([]byte("a;b 1\n;c 2\n"))
+	f.Add([]byte("a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a;a 1\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		tr, err := Read(bytes.NewReader(in), Options{})
+		// Small limits, so that the fuzzer reaches them.
+		tr, err := Read(bytes.NewReader(in), Options{MaxBytes: 1 << 12, MaxDepth: 32})
 		if err != nil {
 			return
+		}
+		if d := depth(tr.Root); d > 33 {
+			t.Fatalf("a tree %d deep past a limit of 32 frames", d)
 		}
 		var sum int64
 		for _, c := range tr.Root.Children() {
@@ -232,4 +237,12 @@ func FuzzFolded(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func depth(n *Node) int {
+	d := 0
+	for _, c := range n.Children() {
+		d = max(d, depth(c))
+	}
+	return d + 1
 }

@@ -39,6 +39,11 @@ HEAD /  weight=1
 		{"GET / body=@nope.json", "mix.txt:1: body: open"},
 		{"GET / header=\"NoColon\"", "header \"NoColon\""},
 		{"GET / color=red", "unknown key \"color\""},
+		{"GET \"/a b\"", "mix.txt:1: path \"/a b\": byte 2 is ' '; percent-encode it (%20)"},
+		{"GET /a\x00", "mix.txt:1: path \"/a\\x00\": byte 2"},
+		{"GET / header=\"X-A: b\rc\"", "mix.txt:1: header X-A: its value holds a line break or NUL"},
+		{"GET / header=\"X(A): b\"", "mix.txt:1: header name \"X(A)\""},
+		{"POST / body=@/dev/zero", "mix.txt:1: body: /dev/zero over the limit of 67108864 bytes (-max-body raises it)"},
 		{"GET / header=\"A: b", "unterminated double quote"},
 		{"GET", "want METHOD PATH"},
 		{"# nothing\n", "no requests in it"},
@@ -101,8 +106,10 @@ func TestLeanMix(t *testing.T) {
 func FuzzParseRequests(f *testing.F) {
 	f.Add("GET /json weight=3\nPOST /x header=\"A: b\"\n")
 	f.Add("# c\n\nGET / weight=1000")
+	f.Add("GET \"/a b\"\nGET /x header=\"A: b\\rc\"\n")
+	f.Add("POST /x body=@/dev/zero\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		reqs, err := ParseRequests(strings.NewReader(src), "f", t.TempDir(), 0)
+		reqs, err := ParseRequests(strings.NewReader(src), "f", t.TempDir(), 1<<10)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f:") {
 				t.Errorf("error %q does not name the file", err)
@@ -110,8 +117,13 @@ func FuzzParseRequests(f *testing.F) {
 			return
 		}
 		for _, r := range reqs {
-			if r.Weight < 1 || !strings.HasPrefix(r.Path, "/") || r.Method == "" {
+			if r.Weight < 1 || !strings.HasPrefix(r.Path, "/") || r.Method == "" || CheckPath(r.Path) != nil || len(r.Body) > 1<<10 {
 				t.Errorf("accepted %+v", r)
+			}
+			for k, v := range r.Headers {
+				if CheckHeader(k, v) != nil {
+					t.Errorf("accepted header %q: %q", k, v)
+				}
 			}
 		}
 		if o := Interleave(reqs); len(o) == 0 {
