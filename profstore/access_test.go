@@ -157,10 +157,10 @@ func TestAccessRefuses(t *testing.T) {
 // TestRedact keeps names and hides values.
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://u:pw@h:1/x":            "http://REDACTED@h:1/x",
-		"/get?token=abc&page=2":        "/get?page=2&token=REDACTED",
-		"http://h:1":                   "http://h:1",
-		"http://u:pw@[::1":             "http://REDACTED@[::1",
+		"http://u:pw@h:1/x":     "http://REDACTED@h:1/x",
+		"/get?token=abc&page=2": "/get?page=2&token=REDACTED",
+		"http://h:1":            "http://h:1",
+		"http://u:pw@[::1":      "http://REDACTED@[::1",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
