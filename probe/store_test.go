@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,13 +254,17 @@ func fixtureSamples(p *profile.Profile, i int) int64 {
 // even for a run that was not judged (-min-requests out of reach).
 func TestPushDown(t *testing.T) {
 	skipShort(t)
+	silent := silentServer(t)
 	for _, c := range []struct {
-		required, notJudged bool
-		want                []int
+		required, notJudged, silent bool
+		want                        []int
 	}{
-		{false, false, []int{ExitOK, ExitNotJudged}},
-		{false, true, []int{ExitNotJudged}},
-		{true, true, []int{ExitFailed}},
+		{false, false, false, []int{ExitOK, ExitNotJudged}},
+		{false, true, false, []int{ExitNotJudged}},
+		{true, true, false, []int{ExitFailed}},
+		// A store that accepts and never answers: the push ends at its
+		// deadline, after the verdict and the folder were printed (-q).
+		{false, false, true, []int{ExitOK, ExitNotJudged}},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		args := []string{"-out", out, "-path", "/none", "-offcpu=false", "-copies", "off", "-push", "http://127.0.0.1:1"}
@@ -268,8 +274,25 @@ func TestPushDown(t *testing.T) {
 		if c.notJudged {
 			args = append(args, "-min-requests", "1000000000")
 		}
-		code, _, stderr := probeRun(t, append(args, "./testdata/probetarget")...)
-		if !strings.Contains(stderr, "push to the profile store failed") || !strings.Contains(stderr, "connection refused") {
+		if c.silent {
+			args = append(args, "-q", "-push", "http://"+silent, "-push-timeout", "2s", "-header", "Authorization: Bearer hdr-s3cret")
+		}
+		code, stdout, stderr := probeRun(t, append(args, "./testdata/probetarget")...)
+		want := "connection refused"
+		if c.silent {
+			want = "-push-timeout"
+			if !strings.Contains(stdout, "results       "+out) {
+				t.Errorf("%+v: the results folder was not printed: %q", c, stdout)
+			}
+			meta, err := os.Stat(filepath.Join(out, "meta"))
+			if err != nil || meta.Mode().Perm() != 0o600 {
+				t.Errorf("%+v: meta %v, want mode 0600", c, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(out, "meta")); strings.Contains(string(b), "hdr-s3cret") || !strings.Contains(string(b), "Authorization:REDACTED") {
+				t.Errorf("%+v: meta's header is not redacted:\n%s", c, b)
+			}
+		}
+		if !strings.Contains(stderr, "push to the profile store failed") || !strings.Contains(stderr, want) {
 			t.Errorf("%+v: stderr %q", c, stderr)
 		}
 		if _, err := os.Stat(filepath.Join(out, "allocs.pb.gz")); err != nil {
@@ -279,4 +302,34 @@ func TestPushDown(t *testing.T) {
 			t.Errorf("%+v: exit %d", c, code)
 		}
 	}
+}
+
+// silentServer accepts connections and never answers; its address.
+func silentServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }

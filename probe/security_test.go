@@ -1,0 +1,105 @@
+package probe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/profstore"
+)
+
+// TestFlagsRedacted: what meta records of the flags keeps every flag's
+// name and none of the secrets: header values, -env values, credentials
+// among the target's arguments, a path's token.
+func TestFlagsRedacted(t *testing.T) {
+	t.Setenv(profstore.EnvToken, "envtoken-s3cret")
+	var stderr strings.Builder
+	cfg, _, code, ok := parseRunFlags("probe run", []string{
+		"-header", "Authorization: Bearer hdr-s3cret", "-env", "API_KEY=env-s3cret",
+		"-args", "--listen :0 --password pw-s3cret --api-token=tok-s3cret --db postgres://u:url-s3cret@h/db",
+		"-path", "/get?token=path-s3cret&page=2", "-push", "http://127.0.0.1:4040", "-push-header", "X-Scope-OrgID=tenant",
+		"./targets/httpjson"}, &stderr, nil)
+	if !ok {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	meta := formatMeta(map[string]string{"flags": strings.Join(cfg.Flags, " "), "target-args": strings.Join(RedactArgs(cfg.Args), " ")})
+	for _, secret := range []string{"hdr-s3cret", "env-s3cret", "pw-s3cret", "tok-s3cret", "url-s3cret", "path-s3cret", "envtoken-s3cret"} {
+		if strings.Contains(meta, secret) {
+			t.Errorf("meta holds %s:\n%s", secret, meta)
+		}
+	}
+	for _, kept := range []string{"-header=Authorization:REDACTED", "-env=API_KEY=REDACTED", "--password REDACTED", "--api-token=REDACTED", "page=2", "--listen :0", "-push=http://127.0.0.1:4040"} {
+		if !strings.Contains(meta, kept) {
+			t.Errorf("meta lacks %q:\n%s", kept, meta)
+		}
+	}
+	// What the run uses is not redacted.
+	if cfg.Headers["Authorization"] != "Bearer hdr-s3cret" || cfg.Push.Access.Token != "envtoken-s3cret" || cfg.Push.Access.Headers["X-Scope-Orgid"] != "tenant" {
+		t.Errorf("config lost a value: headers %v, access %+v", cfg.Headers, cfg.Push.Access)
+	}
+	if got := endpointLabel(cfg); got != "/get" {
+		t.Errorf("endpoint label %q, want the path without its query", got)
+	}
+}
+
+// TestRefusedBeforeBuild: flags that cannot work are usage errors at
+// once, before any build, and name the flag.
+func TestRefusedBeforeBuild(t *testing.T) {
+	existing := t.TempDir()
+	body := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(body, make([]byte, 2048), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-push", "http://user:pw-s3cret@127.0.0.1:4040"}, "-push: store http://REDACTED@127.0.0.1:4040: credentials in the address are refused"},
+		{[]string{"-push", "ftp://h"}, "-push: store ftp://h: want http://HOST:PORT"},
+		{[]string{"-push", "127.0.0.1:4040"}, "-push: store 127.0.0.1:4040: want"},
+		{[]string{"-out", existing}, "-out " + existing + ": already exists"},
+		{[]string{"-ready-timeout", "-5s"}, "-ready-timeout -5s: must be positive"},
+		{[]string{"-min-requests", "-1"}, "-min-requests -1: must not be negative"},
+		{[]string{"-conns", "100000"}, "-conns 100000: want 1 to 4096"},
+		{[]string{"-path", "/a b"}, "-path: path \"/a b\": byte 2 is ' '"},
+		{[]string{"-header", "X-A: b\rc"}, "its value holds a line break"},
+		{[]string{"-body", body, "-max-body", "1024"}, "-body: " + body + " over the limit of 1024 bytes (-max-body raises it)"},
+		{[]string{"-body", "/dev/zero"}, "-body: /dev/zero over the limit of 67108864 bytes (-max-body raises it)"},
+		{[]string{"-results-mode", "0644"}, "-results-mode"},
+	} {
+		var stderr strings.Builder
+		_, _, code, ok := parseRunFlags("probe run", append(c.args, "./targets/httpjson"), &stderr, nil)
+		if ok || code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, %q; want usage and %q", c.args, code, stderr.String(), c.want)
+		}
+		if strings.Contains(stderr.String(), "s3cret") {
+			t.Errorf("%q: the password was printed: %q", c.args, stderr.String())
+		}
+	}
+}
+
+// TestResultsMode: a results folder is private unless asked.
+func TestResultsMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFiles(dir, map[string][]byte{"meta": []byte("x"), "sub/a.pb.gz": nil}); err != nil {
+		t.Fatal(err)
+	}
+	mode := func(p string) os.FileMode {
+		st, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	if mode(".") != 0o700 || mode("meta") != 0o600 || mode("sub") != 0o700 || mode("sub/a.pb.gz") != 0o600 {
+		t.Errorf("modes %04o %04o %04o %04o, want 0700 0600 0700 0600", mode("."), mode("meta"), mode("sub"), mode("sub/a.pb.gz"))
+	}
+	if err := applyResultsMode(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if mode(".") != 0o755 || mode("meta") != 0o644 || mode("sub/a.pb.gz") != 0o644 {
+		t.Errorf("-results-mode 0755: %04o %04o, want 0755 0644", mode("."), mode("meta"))
+	}
+}
