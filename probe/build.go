@@ -76,12 +76,8 @@ func (e *BuildError) Unwrap() error { return e.Err }
 func cacheDir() (string, error) { return cache.Dir() }
 
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	err := cmd.Run()
+	err := withagent.RunGo(ctx, dir, env, &out, &out, args...)
 	return out.String(), err
 }
 
@@ -170,7 +166,13 @@ type builder struct {
 // version fetched through the proxy.
 func (b *builder) locate(ctx context.Context) error {
 	t, spec := b.t, b.t.Spec
-	b.env = os.Environ()
+	// The go command's temporary folders go into the build's own, which
+	// is removed however the build ends.
+	gotmp := filepath.Join(b.work, "gotmp")
+	if err := os.Mkdir(gotmp, 0o700); err != nil {
+		return err
+	}
+	b.env = append(os.Environ(), "GOTMPDIR="+gotmp)
 	if strings.Contains(spec, "@") {
 		dir, err := fetchVersioned(ctx, spec, b.work, b.cache, b.opts.Test, b.logf)
 		if err != nil {
@@ -581,7 +583,7 @@ func fetchVersioned(ctx context.Context, spec, work, cacheRoot string, anyPackag
 	if err := writeWrapModule(wrap); err != nil {
 		return "", err
 	}
-	wrapEnv := append(os.Environ(), "GOWORK=off")
+	wrapEnv := append(os.Environ(), "GOWORK=off", "GOTMPDIR="+filepath.Join(work, "gotmp"))
 	logf("fetching %s", spec)
 	if out, err := goCmd(ctx, wrap, wrapEnv, "get", spec); err != nil {
 		return "", &BuildError{Spec: spec, Output: out, Err: err}

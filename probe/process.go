@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perfspy/perfspy/internal/contain"
 )
 
 // proc is a running target, leader of its own process group.
 type proc struct {
 	cmd     *exec.Cmd
+	group   *contain.Group // the target and all it starts
 	pid     int
 	done    chan struct{}
 	waitErr error
@@ -45,7 +48,12 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 	defer logf.Close()
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	group, err := contain.New()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	group.Prepare(cmd.SysProcAttr)
 	if len(cpus) > 0 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -58,10 +66,23 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 		}
 		defer unix.SchedSetaffinity(0, &old)
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if err != nil && group.Cgroup() != "" && cmd.Process == nil {
+		// A kernel without clone into a cgroup: the process group.
+		group.NoCgroup()
+		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
+		retry.Env, retry.Dir, retry.Stdin, retry.Stdout, retry.Stderr, retry.ExtraFiles = cmd.Env, cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
+		retry.SysProcAttr = cmd.SysProcAttr
+		retry.SysProcAttr.UseCgroupFD = false
+		cmd = retry
+		err = cmd.Start()
+	}
+	if err != nil {
+		group.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
+	group.Started(cmd.Process.Pid)
+	p := &proc{cmd: cmd, group: group, pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -121,9 +142,11 @@ func (p *proc) stop() {
 	case <-p.done:
 	case <-time.After(grace):
 	}
-	// Children may outlive the leader; the group is killed either way.
+	// Children may outlive the leader; the group is killed either way,
+	// with what left it (a cgroup, or orphans reparented to probe).
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	<-p.done
+	p.group.Close()
 	for i := 0; i < 100 && len(groupPIDs(p.pid)) > 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -369,10 +369,7 @@ func TestBadInput(t *testing.T) {
 // it must stop the target and exit.
 func TestInterrupt(t *testing.T) {
 	skipShort(t)
-	bin := filepath.Join(t.TempDir(), "probe")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/probe").CombinedOutput(); err != nil {
-		t.Fatalf("building probe: %v\n%s", err, out)
-	}
+	bin := buildProbe(t)
 	cmd := exec.Command(bin, "run", "-warmup", "0s", "-duration", "30s", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -27,11 +27,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
@@ -489,14 +492,28 @@ func copyIfExists(src, dst string) error {
 // goOut runs the go command in dir and returns its standard output; the
 // error carries its standard error.
 func goOut(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := RunGo(ctx, dir, env, &out, &errb, args...); err != nil {
 		return out.String(), fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
+}
+
+// RunGo runs the go command in dir. It leads a process group of its own:
+// when ctx ends (Ctrl-C), the go command and the compilers it started are
+// interrupted, as a terminal would, so that it removes its temporary
+// work folder, and killed 10 s later if any is left.
+func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writer, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+	}
+	return err
 }
 
 // Check is the comparison of the measured binary's build list with the

@@ -40,10 +40,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -209,7 +211,11 @@ func main() {
 	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
 	certFile := flag.String("tls-cert", "", "serve HTTPS (HTTP/1.1 and h2 by ALPN) with this certificate `file` (and -tls-key)")
 	keyFile := flag.String("tls-key", "", "the key `file` of -tls-cert")
+	spawn := flag.String("spawn", "", "start two sleeping children, one in a session of its own, and write their pids to this `file`")
 	flag.Parse()
+	if *spawn != "" {
+		spawnChildren(*spawn)
+	}
 	if *cpuprof {
 		if err := pprof.StartCPUProfile(io.Discard); err != nil {
 			log.Fatal(err)
@@ -220,7 +226,7 @@ func main() {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "probetarget: exiting at start as asked")
 		os.Exit(3)
-	case "nolisten":
+	case "nolisten", "sleeper":
 		time.Sleep(time.Hour)
 		return
 	}
@@ -369,4 +375,22 @@ func main() {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	log.Fatal(srv.Serve(ln))
+}
+
+// spawnChildren starts two copies of this program that sleep: one in the
+// target's process group, one that started a session of its own (as a
+// daemon does); their pids go to file once both run.
+func spawnChildren(file string) {
+	var pids []string
+	for _, setsid := range []bool{false, true} {
+		cmd := exec.Command(os.Args[0], "-mode", "sleeper")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
+		}
+		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(pids, " ")), 0o644); err != nil {
+		log.Fatal(err)
+	}
 }

@@ -1,0 +1,306 @@
+// Package contain keeps a target and every process it starts together, so
+// that all of them end with probe however probe ends (docs/security.md):
+//
+//   - where the machine allows it (cgroup v2 writable, as root in CI), the
+//     target starts inside a cgroup of its own (clone into the cgroup, so
+//     that not one instruction runs outside it), and cgroup.kill ends it
+//     and every descendant, a daemon that started a session of its own
+//     included;
+//   - elsewhere the target leads a process group, and probe is a child
+//     subreaper: descendants orphaned on the way are reparented to probe
+//     and killed with the group;
+//   - a watchdog (a shell of its own process group, holding a pipe from
+//     probe) kills the cgroup or the group when the pipe closes without
+//     the word "done": probe killed by SIGKILL or crashed.
+package contain
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Group is where one target and what it starts are kept.
+type Group struct {
+	cgroup string // the cgroup's folder, "" when none
+	fd     int    // its descriptor, for clone
+	pgid   int
+	wd     *exec.Cmd
+	wdIn   *os.File
+}
+
+// New makes a group: a cgroup when one can be made, and the watchdog.
+func New() (*Group, error) {
+	g := &Group{fd: -1}
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	if dir, err := makeCgroup(); err == nil {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			g.cgroup, g.fd = dir, fd
+		} else {
+			os.Remove(dir)
+		}
+	}
+	if err := g.startWatchdog(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Cgroup is the group's cgroup folder, "" when the machine gave none.
+func (g *Group) Cgroup() string { return g.cgroup }
+
+// Prepare makes a command start in the group: its own process group, the
+// cgroup when there is one, and SIGKILL when probe's thread dies.
+func (g *Group) Prepare(attr *syscall.SysProcAttr) {
+	attr.Setpgid = true
+	attr.Pdeathsig = syscall.SIGKILL
+	if g.fd >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, g.fd
+	}
+}
+
+// NoCgroup takes the cgroup out of the group, when starting in it failed
+// (an old kernel without clone into a cgroup): the group falls back to the
+// process group.
+func (g *Group) NoCgroup() {
+	if g.fd >= 0 {
+		unix.Close(g.fd)
+		os.Remove(g.cgroup)
+		g.fd, g.cgroup = -1, ""
+	}
+}
+
+// Started tells the group the target's pid (its process group).
+func (g *Group) Started(pid int) {
+	g.pgid = pid
+	fmt.Fprintf(g.wdIn, "%d\n", pid)
+}
+
+// Kill ends every process of the group and waits (up to 5 s) until none
+// is left.
+func (g *Group) Kill() {
+	if g.cgroup != "" {
+		os.WriteFile(filepath.Join(g.cgroup, "cgroup.kill"), []byte("1"), 0)
+	}
+	if g.pgid > 0 {
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	}
+	g.killOrphans()
+	for i := 0; i < 500 && g.alive(); i++ {
+		time.Sleep(10 * time.Millisecond)
+		g.killOrphans()
+	}
+}
+
+// alive tells whether a process of the group is left.
+func (g *Group) alive() bool {
+	if g.cgroup != "" {
+		b, _ := os.ReadFile(filepath.Join(g.cgroup, "cgroup.procs"))
+		if len(strings.TrimSpace(string(b))) > 0 {
+			return true
+		}
+	}
+	return g.pgid > 0 && syscall.Kill(-g.pgid, 0) == nil
+}
+
+// killOrphans kills and reaps probe's children that probe did not start
+// with exec (the watchdog aside): descendants of the target whose parent
+// died, reparented to probe, the subreaper.
+func (g *Group) killOrphans() {
+	if g.pgid <= 0 {
+		return
+	}
+	for _, pid := range childrenOf(os.Getpid()) {
+		if pid == g.pgid || (g.wd != nil && g.wd.Process != nil && pid == g.wd.Process.Pid) {
+			continue
+		}
+		// probe's own children stay in its process group, or are older
+		// than the target; an orphan of the target left it, later.
+		if pgid, err := syscall.Getpgid(pid); err == nil && !g.inCgroup(pid) && (pgid == syscall.Getpgrp() || startedBefore(pid, g.pgid)) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+func (g *Group) inCgroup(pid int) bool {
+	if g.cgroup == "" {
+		return false
+	}
+	b, _ := os.ReadFile(filepath.Join(g.cgroup, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if f == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close kills what is left, removes the cgroup and lets the watchdog go.
+func (g *Group) Close() {
+	g.Kill()
+	if g.wdIn != nil {
+		fmt.Fprintln(g.wdIn, "done")
+		g.wdIn.Close()
+		done := make(chan struct{})
+		go func() { g.wd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			g.wd.Process.Kill()
+		}
+		g.wdIn = nil
+	}
+	if g.fd >= 0 {
+		unix.Close(g.fd)
+		g.fd = -1
+	}
+	if g.cgroup != "" {
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(g.cgroup); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// watchdogScript reads the target's process group, then waits: "done"
+// lets it go; anything else (the pipe closed: probe died) kills the
+// cgroup, when there is one, and the process group.
+const watchdogScript = `read pgid
+read word
+[ "$word" = done ] && exit 0
+[ -n "$1" ] && echo 1 > "$1/cgroup.kill"
+[ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
+[ -n "$1" ] && for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$1" 2>/dev/null && break; sleep 0.2; done
+exit 0
+`
+
+func (g *Group) startWatchdog() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "perfspy-watchdog", g.cgroup)
+	cmd.Stdin = r
+	// A process group of its own: the terminal's Ctrl-C does not end it
+	// before probe has cleaned up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return fmt.Errorf("starting the watchdog: %w", err)
+	}
+	r.Close()
+	g.wd, g.wdIn = cmd, w
+	return nil
+}
+
+// makeCgroup makes a cgroup v2 folder beside probe's own cgroup (a child
+// of it), when the unified hierarchy is mounted and writable.
+func makeCgroup() (string, error) {
+	mnt, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	var own string
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	if own == "" {
+		return "", errors.New("no cgroup v2 membership")
+	}
+	dir := filepath.Join(mnt, filepath.FromSlash(own), fmt.Sprintf("perfspy-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		os.Remove(dir)
+		return "", errors.New("no cgroup.kill (kernel before 5.14)")
+	}
+	return dir, nil
+}
+
+// cgroup2Mount finds where the unified hierarchy is mounted.
+func cgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ... mount-point ... - fstype source options
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		if pf, qf := strings.Fields(pre), strings.Fields(post); len(pf) > 4 && len(qf) > 0 && qf[0] == "cgroup2" {
+			return pf[4], nil
+		}
+	}
+	return "", errors.New("no cgroup2 mount")
+}
+
+// childrenOf lists the pids whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := statField(n, 4); ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// startedBefore tells whether pid started before other (start times
+// from /proc/PID/stat, in clock ticks since boot).
+func startedBefore(pid, other int) bool {
+	a, err1 := statField(pid, 22)
+	b, err2 := statField(other, 22)
+	return err1 == nil && err2 == nil && a < b
+}
+
+// statField reads field n (1-based, as proc(5) numbers them) of
+// /proc/PID/stat.
+func statField(pid, n int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces
+	if i < 0 {
+		return 0, errors.New("bad stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if n-3 >= len(f) || n < 3 {
+		return 0, errors.New("bad stat")
+	}
+	return strconv.Atoi(f[n-3])
+}
