@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // Formats allocdiff writes.
@@ -129,7 +131,7 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 	n := r.shown(top)
 	switch format {
 	case "text", "":
-		fmt.Fprintf(w, "sample %s (%s)", r.Sample, r.Unit)
+		fmt.Fprintf(w, "sample %s (%s)", safetext.Text(r.Sample), safetext.Text(r.Unit))
 		if r.PerRequest {
 			fmt.Fprintf(w, ", %s before %d after %d", r.countName(), r.ReqBefore, r.ReqAfter)
 		}
@@ -140,7 +142,9 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 		// Numbers align right; the key column is padded to align left.
 		rows := [][]string{r.header()}
 		for i := range r.Rows[:n] {
-			rows = append(rows, r.cells(&r.Rows[i]))
+			c := r.cells(&r.Rows[i])
+			c[0] = safetext.Text(c[0])
+			rows = append(rows, c)
 		}
 		rows = append(rows, r.tail(top)...)
 		width := 0
@@ -154,7 +158,7 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 		}
 		return tw.Flush()
 	case "markdown":
-		fmt.Fprintf(w, "**%s** (%s)", r.Sample, r.Unit)
+		fmt.Fprintf(w, "**%s** (%s)", safetext.Markdown(r.Sample), safetext.Markdown(r.Unit))
 		if r.PerRequest {
 			fmt.Fprintf(w, ", %s before %d, after %d", r.countName(), r.ReqBefore, r.ReqAfter)
 		}
@@ -166,7 +170,7 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 		fmt.Fprintf(w, "| %s |\n|---%s|\n", strings.Join(h, " | "), strings.Repeat("|---:", len(h)-1))
 		for i := range r.Rows[:n] {
 			c := r.cells(&r.Rows[i])
-			c[0] = "`" + strings.ReplaceAll(c[0], "|", "\\|") + "`"
+			c[0] = safetext.Code(c[0])
 			fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
 		}
 		for _, c := range r.tail(top) {
@@ -177,7 +181,9 @@ func (r *Result) Write(w io.Writer, format string, top int) error {
 		cw := csv.NewWriter(w)
 		cw.Write(r.header())
 		for i := range r.Rows[:n] {
-			cw.Write(r.cells(&r.Rows[i]))
+			c := r.cells(&r.Rows[i])
+			c[0] = safetext.CSVField(c[0])
+			cw.Write(c)
 		}
 		for _, c := range r.tail(top) {
 			cw.Write(c)

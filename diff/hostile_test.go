@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfspy/perfspy/internal/synthprof"
 )
 
@@ -57,5 +59,52 @@ func TestOutputIsInput(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := Command([]string{"-o", filepath.Join(dir, "d.pb.gz"), x, y}, &o, &e); code != 0 {
 		t.Errorf("allocdiff -o NEW: exit %d, %s", code, e.String())
+	}
+}
+
+// TestHostileNames: a function name with an OSC 52 clipboard write, a
+// newline, a bidirectional override, a backtick and a pipe reaches none
+// of allocdiff's text, markdown and CSV outputs raw.
+func TestHostileNames(t *testing.T) {
+	dir := t.TempDir()
+	bad := "main.evil\x1b]52;c;aGk=\x07\nrow|`x`\u202egnp.exe"
+	mk := func(name string, v int64) []byte {
+		fn := &profile.Function{ID: 1, Name: bad}
+		loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}},
+			Sample: []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{v, 16 * v}}}, Location: []*profile.Location{loc}, Function: []*profile.Function{fn},
+			Comments: []string{"perfspy.requests=10"}}
+		path := filepath.Join(dir, name)
+		var buf bytes.Buffer
+		p.Write(&buf)
+		os.WriteFile(path, buf.Bytes(), 0o644)
+		return nil
+	}
+	a, b := filepath.Join(dir, "a.pb.gz"), filepath.Join(dir, "b.pb.gz")
+	mk("a.pb.gz", 10)
+	mk("b.pb.gz", 30)
+	for _, format := range []string{"text", "markdown", "csv"} {
+		var o, e bytes.Buffer
+		if code := Command([]string{"-format", format, "-top", "0", "-fold-closures=false", a, b}, &o, &e); code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, e.String())
+		}
+		out := o.String()
+		for _, raw := range []string{"\x1b", "\x07", "\u202e", "evil\x1b", "\nrow"} {
+			if strings.Contains(out, raw) {
+				t.Errorf("%s: the output holds %q raw", format, raw)
+			}
+		}
+		if !strings.Contains(out, `\x1b]52`) || !strings.Contains(out, `\u202egnp.exe`) {
+			t.Errorf("%s: the name is not shown escaped:\n%s", format, out)
+		}
+		if format == "markdown" {
+			lines := strings.Split(out, "\n")
+			cols := strings.Count(lines[2], "|") // the header
+			for _, line := range lines {
+				if strings.Contains(line, "evil") && (!strings.HasPrefix(line, "| ``main.evil") || strings.Count(line, "|")-strings.Count(line, `\|`) != cols) {
+					t.Errorf("markdown row broken: %q", line)
+				}
+			}
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"html"
 	"io"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 //go:embed assets/page.html
@@ -44,7 +46,7 @@ func WriteHTML(w io.Writer, t *Tree, title string) error {
 		}
 	}
 	total := setWidths(t.Root, t.Diff)
-	d := pageData{Title: title, Unit: t.Unit, Diff: t.Diff, Req: t.Requests, BReq: t.BeforeRequests, Scale: t.Scale}
+	d := pageData{Title: safetext.Text(title), Unit: safetext.Text(t.Unit), Diff: t.Diff, Req: t.Requests, BReq: t.BeforeRequests, Scale: t.Scale}
 	ids := map[string]int{}
 	var walk func(n *Node, depth int)
 	walk = func(n *Node, depth int) {
@@ -70,7 +72,7 @@ func WriteHTML(w io.Writer, t *Tree, title string) error {
 	}
 	// Keep the JSON inert inside <script>.
 	data := strings.ReplaceAll(string(b), "</", `<\/`)
-	r := strings.NewReplacer("{{TITLE}}", html.EscapeString(title), "{{DATA}}", data, "{{JS}}", pageJS)
+	r := strings.NewReplacer("{{TITLE}}", html.EscapeString(safetext.Text(title)), "{{DATA}}", data, "{{JS}}", pageJS)
 	_, err = io.WriteString(w, r.Replace(pageHTML))
 	return err
 }

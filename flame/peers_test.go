@@ -84,19 +84,27 @@ func TestLegacyTextProfiles(t *testing.T) {
 	}
 }
 
-// Names cut to fit are cut between characters; invalid UTF-8 and control
-// bytes become U+FFFD: the SVG stays well-formed XML.
+// Names cut to fit are cut between characters; invalid UTF-8, control
+// bytes, bidirectional overrides and zero-width characters are written as
+// escapes: the SVG stays well-formed XML, and a name reads as it is.
 func TestNamesWellFormed(t *testing.T) {
 	long := strings.Repeat("日本語の関数", 20)
-	in := "main;" + long + " 1\nmain;other 1000\nmain;bad\xff\xfe\x01name\x7f 5\n"
+	in := "main;" + long + " 1\nmain;other 1000\nmain;bad\xff\xfe\x01name\x7f 5\nmain;main.rtl\u202Egnp.exe 5\nmain;zero\u200bwidth\x1b]52;c;aGk=\x07 5\n"
 	tr, err := Read(strings.NewReader(in), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svg := svgOf(t, tr)
 	checkXML(t, svg)
-	if !strings.Contains(string(svg), "bad\ufffd\ufffdname\ufffd") {
-		t.Error("invalid bytes were not replaced by U+FFFD")
+	for _, want := range []string{`bad\xff\xfe\x01name\x7f`, `main.rtl\u202egnp.exe`, `zero\u200bwidth\x1b]52`, `aGk=\x07`} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the SVG lacks %s, escaped", want)
+		}
+	}
+	for _, r := range []string{"\u202e", "\u200b", "\x1b", "\x07"} {
+		if strings.Contains(string(svg), r) {
+			t.Errorf("the SVG holds %q raw", r)
+		}
 	}
 	if l := fitLabel(long, 60); !utf8.ValidString(l) || !strings.HasSuffix(l, "..") {
 		t.Errorf("fitLabel cut %q", l)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 //go:embed assets/svg.js
@@ -69,7 +71,7 @@ var FLIP = %d;
 <text id="search" x="%.0f" y="24">Search</text>
 <text id="matched" x="%.0f" y="%.0f"> </text>
 <g id="frames">
-`, opt.Width, height, opt.Width, height, flip, svgJS, opt.Width/2, html.EscapeString(opt.Title), height-17, opt.Width-110, opt.Width-110, height-17)
+`, opt.Width, height, opt.Width, height, flip, svgJS, opt.Width/2, html.EscapeString(safetext.Text(opt.Title)), height-17, opt.Width-110, opt.Width-110, height-17)
 	for _, f := range frames {
 		y := height - bottom - float64(f.Depth+1)*frameHeight
 		if opt.Inverted {

@@ -17,11 +17,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -865,25 +865,11 @@ func looksGo(name string) bool {
 	return true
 }
 
-// sanitizeName makes a frame name valid UTF-8 without control characters,
-// which no SVG or HTML page can carry: each becomes U+FFFD.
-func sanitizeName(s string) string {
-	ok := utf8.ValidString(s)
-	for i := 0; ok && i < len(s); i++ {
-		ok = s[i] >= 0x20 && s[i] != 0x7f
-	}
-	if ok && !strings.ContainsAny(s, "\u0080\u0081\u0082\u0083\u0084\u0085\u0086\u0087\u0088\u0089\u008a\u008b\u008c\u008d\u008e\u008f\u0090\u0091\u0092\u0093\u0094\u0095\u0096\u0097\u0098\u0099\u009a\u009b\u009c\u009d\u009e\u009f\ufffe\uffff") {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\ufffd") {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0xfffe || r == 0xffff {
-			r = '\ufffd'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// sanitizeName makes a frame name safe on a page and in a terminal:
+// control characters, bidirectional overrides, invisible characters and
+// invalid UTF-8 are written as escapes (\x1b, \u202e), so that
+// main.rtl\u202Egnp.exe does not read as ...exe.png.
+func sanitizeName(s string) string { return safetext.Text(s) }
 
 func truncate(s string) string {
 	if len(s) > 80 {

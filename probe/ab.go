@@ -23,6 +23,8 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/profkey"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // ABSchema is the schema name of ab.json.
@@ -638,7 +640,7 @@ func diffFlame(before, after []string) []byte {
 // writeABReport writes the table a reviewer pastes.
 func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 	fmt.Fprintf(w, "# probe ab: %s → %s\n\n", r.Before["rev"], r.After["rev"])
-	fmt.Fprintf(w, "`%s` → `%s`, %d rounds per arm, order %s", short(r.Before["commit"]), short(r.After["commit"]), r.Rounds, r.Order)
+	fmt.Fprintf(w, "%s → %s, %d rounds per arm, order %s", safetext.Code(short(r.Before["commit"])), safetext.Code(short(r.After["commit"])), r.Rounds, r.Order)
 	if !r.Judged {
 		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
 	}
@@ -664,7 +666,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 			}
 			fmt.Fprintf(w, "\n## %s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, per)
 		}
-		fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %+.2f |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta)
 	}
 	fmt.Fprintf(w, "\n## Configuration\n\n%s\n", abConfigLine(cfg))
 }
@@ -676,15 +678,15 @@ func abConfigLine(cfg ABConfig) string {
 		if bt == "" {
 			bt = "1s"
 		}
-		return fmt.Sprintf("package `%s`, benchmarks `-bench %s -benchtime %s -count %d`; ns/op from the plain test binary, every other figure counted in each benchmark's timed region per op; counts are exact (a change beyond 0.5%% is one); ns/op and syscalls/op need p < 0.05 (Mann-Whitney U) and more than 2%%.",
-			r.Target, r.Bench, bt, max(r.Count, 1))
+		return fmt.Sprintf("package %s, benchmarks %s; ns/op from the plain test binary, every other figure counted in each benchmark's timed region per op; counts are exact (a change beyond 0.5%% is one); ns/op and syscalls/op need p < 0.05 (Mann-Whitney U) and more than 2%%.",
+			safetext.Code(r.Target), safetext.Code(fmt.Sprintf("-bench %s -benchtime %s -count %d", r.Bench, bt, max(r.Count, 1))))
 	}
 	if cfg.Run.Instructions {
-		return fmt.Sprintf("target `%s`, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.",
-			cfg.Run.Target, cfg.Run.Requests, cfg.Run.CPUs)
+		return fmt.Sprintf("target %s, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.",
+			safetext.Code(cfg.Run.Target), cfg.Run.Requests, safetext.Markdown(cfg.Run.CPUs))
 	}
-	return fmt.Sprintf("target `%s`, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.",
-		cfg.Run.Target, cfg.Run.Duration, cfg.Run.Warmup, connsName(cfg.Run.Conns), cfg.Run.CPUs)
+	return fmt.Sprintf("target %s, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.",
+		safetext.Code(cfg.Run.Target), cfg.Run.Duration, cfg.Run.Warmup, connsName(cfg.Run.Conns), safetext.Markdown(cfg.Run.CPUs))
 }
 
 //go:embed assets/ab.html.tmpl

@@ -21,6 +21,8 @@ import (
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // BenchSummary is summary.json of a benchmark run (probe run -bench).
@@ -353,7 +355,7 @@ func writeBenchText(w io.Writer, s *BenchSummary) error {
 // largest sites per op, with what the rows leave out.
 func (o *benchOutput) writeReport(w io.Writer) {
 	s := o.s
-	fmt.Fprintf(w, "# probe run -bench: %s `%s`\n\n", s.Target, s.Commit)
+	fmt.Fprintf(w, "# probe run -bench: %s %s\n\n", safetext.Markdown(s.Target), safetext.Code(s.Commit))
 	fmt.Fprintf(w, "`-bench %s`", s.Bench)
 	if s.Benchtime != "" {
 		fmt.Fprintf(w, " `-benchtime %s`", s.Benchtime)

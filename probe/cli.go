@@ -14,18 +14,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profstore"
 )
 
-// Exit codes shared by every perfspy command.
+// Exit codes shared by every perfspy command (internal/cmdmain).
 const (
-	ExitOK        = 0
-	ExitFailed    = 1
-	ExitUsage     = 2
-	ExitNotJudged = 3
+	ExitOK        = cmdmain.OK
+	ExitFailed    = cmdmain.Failed
+	ExitUsage     = cmdmain.Usage
+	ExitNotJudged = cmdmain.NotJudged
 )
 
 const usage = `usage: probe <command> [flags] [target]

@@ -14,6 +14,8 @@ import (
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // EndpointSummary is one request of a request file measured alone, in a
@@ -205,7 +207,7 @@ func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
 	if markdown {
 		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own, per request: CPU and syscalls over its timing window's requests, allocations and copies over its attribution window's.\n\n| request | weight | requests (timing / attribution) | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
 		for _, e := range s.Endpoints {
-			fmt.Fprintf(w, "| `%s` | %d | %d / %d | %s | %s | %s | %s | %s |\n", e.Name, e.Weight, e.Requests, e.AttributionRequests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+			fmt.Fprintf(w, "| %s | %d | %d / %d | %s | %s | %s | %s | %s |\n", safetext.Code(e.Name), e.Weight, e.Requests, e.AttributionRequests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
 		}
 		if len(s.Endpoints) > 0 {
 			src := s.Endpoints[0].Sources

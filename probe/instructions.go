@@ -16,6 +16,8 @@ import (
 	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/load"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // SourceInstructions names the instruction counts' source.
@@ -246,7 +248,7 @@ func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n
 		if callgrind.MemmoveClass(row.Func) {
 			note = " (bytes, not time: rep movsb counts one per byte)"
 		}
-		fmt.Fprintf(w, "| `%s`%s | %.2f |\n", row.Func, note, float64(row.Cost)/float64(n))
+		fmt.Fprintf(w, "| %s%s | %.2f |\n", safetext.Code(row.Func), note, float64(row.Cost)/float64(n))
 	}
 	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
 	fmt.Fprintf(w, "\nThe figure is the total less `runtime.sysmon` (%.2f per request): the runtime's monitor thread runs on a clock, and under callgrind its cost follows the window's wall time, not the requests. The build keeps it asleep unless a timer falls due.\n",

@@ -15,6 +15,8 @@ import (
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/profkey"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // SourceOffCPU names the off-CPU figures' source in summary.json: the
@@ -215,7 +217,7 @@ func writeWaitRows(w io.Writer, rows []WaitRow) {
 	}
 	fmt.Fprintf(w, "| µs | reason | wait | in | woken by |\n|---:|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %.2f | %s | %s | `%s` | %s |\n", r.US, r.Reason, r.Wait, r.Func, r.WokenBy)
+		fmt.Fprintf(w, "| %.2f | %s | %s | %s | %s |\n", r.US, r.Reason, safetext.Markdown(r.Wait), safetext.Code(r.Func), safetext.Markdown(r.WokenBy))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/withagent"
+
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // TopSites is how many allocation sites report.md and the terminal list.
@@ -46,8 +48,8 @@ func (r *reportInput) markdown(w io.Writer) {
 // each figure, then the top allocation sites; the sites add up to the
 // total, the rest shown as one row.
 func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []int64) {
-	fmt.Fprintf(w, "# perfspy: %s\n\n", s.Target)
-	fmt.Fprintf(w, "commit `%s`, %s, verdict **%s**", s.Commit, s.Go, s.Verdict)
+	fmt.Fprintf(w, "# perfspy: %s\n\n", safetext.Markdown(s.Target))
+	fmt.Fprintf(w, "commit %s, %s, verdict **%s**", safetext.Code(s.Commit), s.Go, s.Verdict)
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(s.Reasons, "; "))
 	}
@@ -113,7 +115,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 		}
 		shownO += st.Values[0]
 		shownB += st.Values[1]
-		fmt.Fprintf(w, "| `%s` | %.2f | %.0f |\n", st.Func, float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
+		fmt.Fprintf(w, "| %s | %.2f | %.0f |\n", safetext.Code(st.Func), float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
 	}
 	if len(sites) > TopSites {
 		fmt.Fprintf(w, "| other %d sites | %.2f | %.0f |\n", len(sites)-TopSites, float64(tot[0]-shownO)/float64(requests), float64(tot[1]-shownB)/float64(requests))
@@ -138,7 +140,7 @@ func writeCopyReport(w io.Writer, sites []copyspy.Site, requests int64, tot [2]i
 		s := &sites[i]
 		shownC += s.TotalCalls()
 		shownB += s.TotalBytes()
-		fmt.Fprintf(w, "| `%s` | `%s` | %s | %.2f | %.0f | %.2f / %.2f / %.2f / %.2f |\n", s.User, s.Direct, s.Kind,
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.0f | %.2f / %.2f / %.2f / %.2f |\n", safetext.Code(s.User), safetext.Code(s.Direct), s.Kind,
 			per(s.TotalCalls()), per(s.TotalBytes()), per(s.Calls[0]), per(s.Calls[1]), per(s.Calls[2]), per(s.Calls[3]))
 	}
 	if len(sites) > TopSites {
@@ -175,7 +177,7 @@ func writeSyscallReport(w io.Writer, s *Summary) {
 			nrest++
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.4f |\n", r.name, r.v)
+		fmt.Fprintf(w, "| %s | %.4f |\n", safetext.Markdown(r.name), r.v)
 	}
 	if nrest > 0 {
 		fmt.Fprintf(w, "| other %d names (each < 0.0001) | %.4f |\n", nrest, rest)

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,32 @@ func TestResultsMode(t *testing.T) {
 	}
 	if mode(".") != 0o755 || mode("meta") != 0o644 || mode("sub/a.pb.gz") != 0o644 {
 		t.Errorf("-results-mode 0755: %04o %04o, want 0755 0644", mode("."), mode("meta"))
+	}
+}
+
+// TestReportEscapes: a target folder named like HTML, and a site with a
+// backtick and a pipe, stay text in report.md.
+func TestReportEscapes(t *testing.T) {
+	r := fullReport()
+	r.s.Target = "./<img src=x onerror=alert(1)>"
+	r.s.Commit = "abc`def"
+	if len(r.sites) > 0 {
+		r.sites[0].Func = "main.f`|g\u202e"
+	}
+	var buf bytes.Buffer
+	r.markdown(&buf)
+	md := buf.String()
+	for _, raw := range []string{" <img", "/<img", "\u202e", "f`|g"} {
+		if strings.Contains(md, raw) {
+			t.Errorf("report.md holds %q raw", raw)
+		}
+	}
+	for _, want := range []string{"commit ``abc`def``", "``main.f`\\|g\\u202e``"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %s", want)
+		}
+	}
+	if !strings.Contains(md, `# perfspy: ./\<img src=x onerror=alert(1)\>`) {
+		t.Errorf("heading: %q", strings.SplitN(md, "\n", 2)[0])
 	}
 }

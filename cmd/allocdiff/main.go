@@ -3,11 +3,13 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 func main() {
-	os.Exit(diff.Command(os.Args[1:], os.Stdout, os.Stderr))
+	cmdmain.Run(func(stdout, stderr io.Writer) int { return diff.Command(os.Args[1:], stdout, stderr) })
 }

@@ -9,11 +9,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/cost"
 )
 
@@ -25,13 +27,13 @@ var malloc = cost.Micro{
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := 2
-	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
-		benches := []cost.Bench{cost.MicroBench(malloc), cost.HTTPJSONAllocs, cost.Attribution}
-		code = cost.Main(ctx, cost.Command{Name: "allocspy", Benches: benches, Defaults: "malloc,httpjson-allocs"}, os.Args[2:], os.Stdout, os.Stderr)
-	} else {
-		fmt.Fprintln(os.Stderr, "usage: allocspy cost [-what malloc,httpjson-allocs,attribution] [-rounds N] [-duration D]")
-	}
-	stop()
-	os.Exit(code)
+	defer stop()
+	cmdmain.Run(func(stdout, stderr io.Writer) int {
+		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
+			benches := []cost.Bench{cost.MicroBench(malloc), cost.HTTPJSONAllocs, cost.Attribution}
+			return cost.Main(ctx, cost.Command{Name: "allocspy", Benches: benches, Defaults: "malloc,httpjson-allocs"}, os.Args[2:], stdout, stderr)
+		}
+		fmt.Fprintln(stderr, "usage: allocspy cost [-what malloc,httpjson-allocs,attribution] [-rounds N] [-duration D]")
+		return cmdmain.Usage
+	})
 }

@@ -8,11 +8,13 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/cost"
 )
 
@@ -26,13 +28,12 @@ var memmove = cost.Micro{
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var code int
-	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
-		benches := []cost.Bench{cost.MicroBench(memmove), cost.HTTPJSONCopies}
-		code = cost.Main(ctx, cost.Command{Name: "copyspy", Benches: benches, Defaults: "memmove,httpjson"}, os.Args[2:], os.Stdout, os.Stderr)
-	} else {
-		code = copyspy.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	}
-	stop()
-	os.Exit(code)
+	defer stop()
+	cmdmain.Run(func(stdout, stderr io.Writer) int {
+		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
+			benches := []cost.Bench{cost.MicroBench(memmove), cost.HTTPJSONCopies}
+			return cost.Main(ctx, cost.Command{Name: "copyspy", Benches: benches, Defaults: "memmove,httpjson"}, os.Args[2:], stdout, stderr)
+		}
+		return copyspy.Command(ctx, os.Args[1:], stdout, stderr)
+	})
 }

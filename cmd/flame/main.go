@@ -3,15 +3,17 @@
 package main
 
 import (
+	"io"
 	"os"
 	"runtime/debug"
 
 	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 func main() {
 	// The call tree is one large pointer-free arena: a tighter GC target
 	// keeps the peak close to it, at little cost in time.
 	debug.SetGCPercent(25)
-	os.Exit(flame.Command(os.Args[1:], os.Stdout, os.Stderr))
+	cmdmain.Run(func(stdout, stderr io.Writer) int { return flame.Command(os.Args[1:], stdout, stderr) })
 }

@@ -9,23 +9,24 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/cost"
 	"github.com/perfspy/perfspy/probe"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var code int
-	if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
-		benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.Allocdiff, cost.Flame, cost.Attribution}
-		code = cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], os.Stdout, os.Stderr)
-	} else {
-		code = probe.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	}
-	stop()
-	os.Exit(code)
+	defer stop()
+	cmdmain.Run(func(stdout, stderr io.Writer) int {
+		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
+			benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.Allocdiff, cost.Flame, cost.Attribution}
+			return cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], stdout, stderr)
+		}
+		return probe.Main(ctx, os.Args[1:], stdout, stderr)
+	})
 }

@@ -1,0 +1,94 @@
+package safetext
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestText(t *testing.T) {
+	for in, want := range map[string]string{
+		"main.(*T).M":           "main.(*T).M",
+		"日本語の関数":                "日本語の関数",
+		"a\x1b[2Jb":             `a\x1b[2Jb`,
+		"osc\x1b]52;c;aGk=\x07": `osc\x1b]52;c;aGk=\x07`,
+		"main.rtl\u202egnp.exe": `main.rtl\u202egnp.exe`,
+		"zero\u200bwidth\ufeff": `zero\u200bwidth\ufeff`,
+		"line\nbreak\r":         `line\x0abreak\x0d`,
+		"bad\xffutf8":           `bad\xffutf8`,
+		"c1\u0085":              `c1\u0085`,
+		"isolate\u2066x\u2069":  `isolate\u2066x\u2069`,
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	if got := Markdown("<img src=x onerror=alert(1)>"); got != `\<img src=x onerror=alert(1)\>` {
+		t.Errorf("Markdown = %q", got)
+	}
+	if got := Markdown("a|b `c` [l](u) *e* sample_type"); got != "a\\|b \\`c\\` \\[l\\](u) \\*e\\* sample_type" {
+		t.Errorf("Markdown = %q", got)
+	}
+	for in, want := range map[string]string{
+		"main.f":      "`main.f`",
+		"a`b":         "``a`b``",
+		"`start":      "`` `start ``",
+		"x|y":         "`x\\|y`",
+		"nl\nrow|cut": "`nl\\x0arow\\|cut`",
+	} {
+		if got := Code(in); got != want {
+			t.Errorf("Code(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := CSVField("=cmd|' /C calc'!A0"); got != "'=cmd|' /C calc'!A0" {
+		t.Errorf("CSVField = %q", got)
+	}
+}
+
+// TestWriterSplitRunes: a rune cut between two Writes is kept whole.
+func TestWriterSplitRunes(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	in := []byte("é\u202e日\n\t")
+	for i := range in {
+		w.Write(in[i : i+1])
+	}
+	if got := b.String(); got != "é\\u202e日\n\t" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// FuzzText: whatever goes in, what comes out is valid UTF-8 with no
+// unsafe rune, and safe text comes back unchanged.
+func FuzzText(f *testing.F) {
+	f.Add("main.f")
+	f.Add("a\x1b]52;c;x\x07\u202e\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Text(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Text(%q) = %q: invalid UTF-8", s, out)
+		}
+		for _, r := range out {
+			if unsafe(r) {
+				t.Fatalf("Text(%q) = %q holds %U", s, out, r)
+			}
+		}
+		if Clean(s) && out != s {
+			t.Fatalf("clean %q changed to %q", s, out)
+		}
+		var b bytes.Buffer
+		w := NewWriter(&b)
+		for _, part := range strings.SplitAfter(s, "\x00") {
+			w.Write([]byte(part))
+		}
+		for _, r := range b.String() {
+			if unsafe(r) && r != '\n' && r != '\t' {
+				t.Fatalf("Writer passed %U", r)
+			}
+		}
+	})
+}
