@@ -1,9 +1,11 @@
 package probe
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfspy/perfspy/internal/contain"
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // proc is a running target, leader of its own process group.
@@ -118,16 +121,89 @@ func (p *proc) exitStatus() string {
 }
 
 func (p *proc) logTail() string {
-	b, _ := os.ReadFile(p.logPath)
-	s := strings.TrimSpace(string(b))
-	if s == "" {
+	lines := crashLines(p.logPath)
+	if len(lines) == 0 {
 		return ""
 	}
-	lines := strings.Split(s, "\n")
-	if len(lines) > 10 {
-		lines = lines[len(lines)-10:]
-	}
 	return "; its last output:\n  " + strings.Join(lines, "\n  ")
+}
+
+// Bounds of what logTail shows: a target's output is not the user's
+// terminal's to fill (a 100 MB line without a newline).
+const (
+	tailLines    = 10
+	tailLineMax  = 300
+	tailReadMax  = 64 << 10
+	crashContext = 14 // lines from "panic:" or "fatal error:" on: the message and its goroutine
+)
+
+// crashLines is what says why a target ended: from the last line that
+// starts a Go crash report ("panic: ", "fatal error: ") on, or else the
+// last lines; each line cut to tailLineMax bytes and made safe.
+func crashLines(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var crash []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	sc.Split(cutLines)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: "):
+			crash = []string{line}
+		case crash != nil && len(crash) < crashContext:
+			crash = append(crash, line)
+		}
+	}
+	if crash != nil {
+		return clip(crash)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := max(st.Size()-tailReadMax, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if off > 0 && len(lines) > 1 {
+		lines = lines[1:] // cut in the middle
+	}
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	}
+	return clip(lines)
+}
+
+// cutLines is bufio.ScanLines that cuts a line longer than the buffer
+// instead of failing.
+func cutLines(data []byte, atEOF bool) (int, []byte, error) {
+	adv, tok, err := bufio.ScanLines(data, atEOF)
+	if adv == 0 && tok == nil && len(data) == 64<<10 {
+		return len(data), data, nil
+	}
+	return adv, tok, err
+}
+
+func clip(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if len(l) > tailLineMax {
+			l = l[:tailLineMax] + fmt.Sprintf("... (%d bytes more)", len(l)-tailLineMax)
+		}
+		out[i] = safetext.Text(l)
+	}
+	return out
 }
 
 // stop ends the whole process group: SIGTERM, then SIGKILL after a grace
@@ -190,7 +266,7 @@ func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Dur
 		if time.Now().After(deadline) {
 			what := "listened on a TCP or UDP port"
 			if addr != "" {
-				what = "listened on " + addr
+				what = "listened on " + addr + openPorts(p.pid)
 			}
 			return endpoint{}, fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
 		}
@@ -314,4 +390,27 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// openPorts names what the target listens on instead, for an -addr it
+// never opened.
+func openPorts(pgid int) string {
+	byPID, err := processListeners(groupPIDs(pgid))
+	if err != nil {
+		return ""
+	}
+	var list []string
+	for _, ls := range byPID {
+		for _, l := range ls {
+			a := l.Addr()
+			if l.UDP {
+				a = "udp " + a
+			}
+			list = append(list, a)
+		}
+	}
+	if len(list) == 0 {
+		return " (it listens on no port)"
+	}
+	return " (it listens on " + strings.Join(sortedStrings(list), ", ") + ": pass that to -addr, or leave -addr out)"
 }

@@ -184,8 +184,15 @@ func (o *runOutput) paceReason() string {
 	if loadCores == 0 {
 		loadCores = float64(runtime.NumCPU())
 	}
+	if want := o.ses.cfg.Duration.Seconds(); want > 0 && o.s.Window.Seconds > 1.5*want {
+		return fmt.Sprintf("%s, and the window took %.1f s for -duration %v (%s): the driver spent it opening connections; lower -conns", why, o.s.Window.Seconds, o.ses.cfg.Duration, figures)
+	}
 	if d.CoresUsed < minServerCoreFrac*loadCores {
-		return fmt.Sprintf("%s, and the load driver was not busy either (%s): the server waits on something with too few requests in flight; raise -conns", why, figures)
+		advice := "raise -conns"
+		if o.ses.cfg.Conns >= MaxConns {
+			advice = fmt.Sprintf("-conns is at its most (%d)", MaxConns)
+		}
+		return fmt.Sprintf("%s, and the load driver was not busy either (%s): the server waits on something with too few requests in flight; %s", why, figures, advice)
 	}
 	return fmt.Sprintf("%s: the load driver, not the server, set the pace (%s)", why, figures)
 }

@@ -26,6 +26,10 @@
 //	            100 B in runtime.slicebytetostring under main.str100, and
 //	            2 x 200 B in bytes.(*Buffer).Write under main.bufWrites
 //
+// -mode panic panics in a goroutine after -crash-after requests; -mode
+// flood writes 10 MB without a newline and exits; -spawn FILE starts two
+// sleeping children (one in a session of its own) and writes their pids.
+//
 // -cpuprofile keeps the CPU profiler on, so SIGPROF arrives while copies are
 // recorded. -mode chooses a failure: exit (exits at start), nolisten (never listens),
 // crash (exits after -crash-after requests).
@@ -229,6 +233,10 @@ func main() {
 	case "nolisten", "sleeper":
 		time.Sleep(time.Hour)
 		return
+	case "flood":
+		// 10 MB on one line without a newline, then exit.
+		os.Stderr.Write(bytes.Repeat([]byte("x"), 10<<20))
+		os.Exit(3)
 	}
 	var err error
 	if devnull, err = syscall.Open("/dev/null", syscall.O_WRONLY, 0); err != nil {
@@ -351,11 +359,22 @@ func main() {
 		w.Write([]byte("ok"))
 	})
 	var h http.Handler = mux
-	if *mode == "crash" {
+	switch *mode {
+	case "crash":
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if served.Add(1) > *crashAfter {
 				fmt.Fprintln(os.Stderr, "probetarget: crashing as asked")
 				os.Exit(2)
+			}
+			mux.ServeHTTP(w, r)
+		})
+	case "panic":
+		// A panic in a goroutine of its own (net/http recovers a
+		// handler's), then more output, as a crash report has.
+		var once sync.Once
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if served.Add(1) > *crashAfter {
+				once.Do(func() { go panicDeep(20) })
 			}
 			mux.ServeHTTP(w, r)
 		})
@@ -393,4 +412,13 @@ func spawnChildren(file string) {
 	if err := os.WriteFile(file, []byte(strings.Join(pids, " ")), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// panicDeep panics n calls down, so that the end of the report is far
+// from its "panic:" line.
+func panicDeep(n int) {
+	if n == 0 {
+		panic("probetarget: panicking as asked")
+	}
+	panicDeep(n - 1)
 }
