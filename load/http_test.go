@@ -34,9 +34,10 @@ func TestHTTPCountsMatchServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if warm.Dials != 4 {
-		t.Errorf("warm-up opened %d connections, want 4", warm.Dials)
-	}
+	// Counts only, no timing: on a busy machine a worker may not have
+	// dialed before a 100 ms warm-up ended, and dials in the window
+	// instead; what keep-alive guarantees is that no connection is
+	// dialed twice.
 	s0 := served.Load()
 	r, err := d.Run(context.Background(), 300*time.Millisecond)
 	if err != nil {
@@ -45,8 +46,8 @@ func TestHTTPCountsMatchServer(t *testing.T) {
 	if got := served.Load() - s0; got != r.OK {
 		t.Errorf("driver counted %d successes, server served %d", r.OK, got)
 	}
-	if r.Dials != 0 {
-		t.Errorf("window opened %d connections; keep-alive should reuse the warm-up's", r.Dials)
+	if warm.Dials+r.Dials != 4 {
+		t.Errorf("warm-up and window opened %d+%d connections, want 4 in all: keep-alive reuses them", warm.Dials, r.Dials)
 	}
 	if r.Errors != 0 || r.Non2xx != 0 || r.OK == 0 {
 		t.Errorf("result %+v", r)

@@ -295,6 +295,10 @@ const clockTicks = 100
 type CPUReading struct {
 	Nanos  uint64
 	Source string
+	// WaitNanos is the time the threads waited in a run queue, ready to
+	// run while other work had the CPU (schedstat's second field; 0 from
+	// /proc/PID/stat): a busy machine, not the server.
+	WaitNanos uint64
 }
 
 // readCPU sums the on-CPU time of pid's threads from their schedstat files
@@ -303,7 +307,7 @@ func readCPU(pid int) (CPUReading, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err == nil {
-		var sum uint64
+		var sum, wait uint64
 		ok := len(ents) > 0
 		for _, e := range ents {
 			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
@@ -325,9 +329,13 @@ func readCPU(pid int) (CPUReading, error) {
 				break
 			}
 			sum += n
+			if len(f) > 1 {
+				w, _ := strconv.ParseUint(f[1], 10, 64)
+				wait += w
+			}
 		}
 		if ok {
-			return CPUReading{Nanos: sum, Source: "schedstat"}, nil
+			return CPUReading{Nanos: sum, Source: "schedstat", WaitNanos: wait}, nil
 		}
 	}
 	st, err := readStat(pid)

@@ -121,6 +121,7 @@ func (o *runOutput) summarize() {
 	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
+		s.ServerRunQueueWait = round(float64(clean.runqWait)/1e9/secs, 3)
 		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
 	}
 	if cl.OK == 0 {
@@ -169,6 +170,12 @@ func (o *runOutput) timingReasons() []string {
 	return reasons
 }
 
+// BusyMachineWait is the run-queue wait of the target's threads, in
+// seconds per second of the window, past which a server that did not use
+// its cores is said to share a busy machine: on an idle one it waits a few
+// hundredths (FACTS: 0.6 to 2.1 on a busy one).
+const BusyMachineWait = 0.2
+
 // paceReason says why a server that did not use its cores was not judged:
 // the driver set the pace when it was busy itself; when it was not, the
 // server waited (on a sleep, a lock, a backend) with too few requests in
@@ -180,6 +187,9 @@ func (o *runOutput) paceReason() string {
 		return why + ": the load driver, not the server, set the pace"
 	}
 	figures := fmt.Sprintf("driver %s %.2f µs/req on %.2f cores, server %.2f µs/req", d.Name, d.CPUUS, d.CoresUsed, *cpu)
+	if o.s.ServerRunQueueWait >= BusyMachineWait {
+		return fmt.Sprintf("%s: the machine was busy, not the server: its threads waited %.2f s per second in a run queue while other work had the CPUs (%s); rerun on a quiet machine", why, o.s.ServerRunQueueWait, figures)
+	}
 	loadCores := float64(len(o.ses.plan.Load))
 	if loadCores == 0 {
 		loadCores = float64(runtime.NumCPU())

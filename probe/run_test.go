@@ -1108,6 +1108,7 @@ func TestLightTargetJudged(t *testing.T) {
 		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
 	}
 	var stdout, stderr string
+	busy := 0
 	for try := 1; try <= 3; try++ {
 		var code int
 		code, stdout, stderr = probeRun(t, "-offcpu=false", "-copies", "off", "-duration", "2s", "../targets/floor")
@@ -1118,6 +1119,14 @@ func TestLightTargetJudged(t *testing.T) {
 			return
 		}
 		t.Logf("try %d: exit %d\n%s%s", try, code, stdout, stderr)
+		// The run names a busy machine (its threads waited in a run
+		// queue): the light target cannot be judged there, and that is
+		// the right answer. Retried once, then skipped with the reason.
+		if code == ExitNotJudged && strings.Contains(stdout, "the machine was busy") {
+			if busy++; busy == 2 {
+				t.Skipf("skipped: the machine was busy in two runs (the run said so):\n%s", stdout)
+			}
+		}
 	}
 	t.Errorf("targets/floor not judged in three tries with the lean driver:\n%s%s", stdout, stderr)
 }

@@ -364,6 +364,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	}
 	if cpu1.Nanos >= cpu0.Nanos && cpu0.Source == cpu1.Source {
 		w.cpu = cpu1.Nanos - cpu0.Nanos
+		if cpu1.WaitNanos >= cpu0.WaitNanos {
+			w.runqWait = cpu1.WaitNanos - cpu0.WaitNanos
+		}
 	}
 	return w, nil
 }

@@ -51,6 +51,11 @@ type Summary struct {
 	// Floor is targets/floor measured with the same settings (-floor).
 	Floor       *FloorSummary `json:"floor,omitempty"`
 	ServerCores float64       `json:"server_cores"`
+	// ServerRunQueueWait is the time the target's threads waited, ready,
+	// in a run queue per second of the timing window (schedstat): CPUs
+	// other work took. Past BusyMachineWait the machine, not the server,
+	// is named as the reason of a verdict.
+	ServerRunQueueWait float64 `json:"server_runqueue_wait"`
 	// Driver is the load driver's own cost in the timing window.
 	Driver         *DriverSummary     `json:"driver,omitempty"`
 	CoresAvailable float64            `json:"cores_available"`
