@@ -51,7 +51,7 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 	defer logf.Close()
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	group, err := contain.New()
+	group, err := contain.New(contain.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -38,17 +38,30 @@ type Group struct {
 	wdIn   *os.File
 }
 
+// Options choose how a group holds its processes; the zero value is
+// the best the machine allows.
+type Options struct {
+	// NoCgroup keeps the group a process group (with probe as the
+	// subreaper) even where a cgroup could be made.
+	NoCgroup bool
+}
+
 // New makes a group: a cgroup when one can be made, and the watchdog.
-func New() (*Group, error) {
+func New(opt Options) (*Group, error) {
 	g := &Group{fd: -1}
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	if dir, err := makeCgroup(); err == nil {
+	if dir, err := makeCgroup(); err == nil && !opt.NoCgroup {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err == nil {
 			g.cgroup, g.fd = dir, fd
 		} else {
 			os.Remove(dir)
 		}
+	}
+	if g.cgroup == "" {
+		// Without a cgroup, orphans come to probe (not init), to be
+		// killed with the group. With one, cgroup.kill reaches them
+		// wherever they are, and init reaps them.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
 	if err := g.startWatchdog(); err != nil {
 		g.Close()
@@ -78,6 +91,7 @@ func (g *Group) NoCgroup() {
 		unix.Close(g.fd)
 		os.Remove(g.cgroup)
 		g.fd, g.cgroup = -1, ""
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
 }
 
@@ -118,7 +132,7 @@ func (g *Group) alive() bool {
 // with exec (the watchdog aside): descendants of the target whose parent
 // died, reparented to probe, the subreaper.
 func (g *Group) killOrphans() {
-	if g.pgid <= 0 {
+	if g.pgid <= 0 || g.cgroup != "" {
 		return
 	}
 	for _, pid := range childrenOf(os.Getpid()) {
@@ -185,7 +199,7 @@ const watchdogScript = `read pgid
 read word
 [ "$word" = done ] && exit 0
 [ -n "$1" ] && echo 1 > "$1/cgroup.kill"
-[ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
+[ -n "$pgid" ] && kill -KILL "-$pgid" 2>/dev/null
 [ -n "$1" ] && for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$1" 2>/dev/null && break; sleep 0.2; done
 exit 0
 `

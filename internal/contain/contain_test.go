@@ -1,0 +1,130 @@
+package contain
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// family starts, in g, a shell that starts a child in its process group
+// and one in a session of its own, then exits itself: both children are
+// orphans. It returns their pids.
+func family(t *testing.T, g *Group) []int {
+	t.Helper()
+	pids := filepath.Join(t.TempDir(), "pids")
+	cmd := exec.Command("/bin/sh", "-c", `sleep 300 & a=$!; setsid sleep 300 & b=$!; echo "$a $b" > "$1"`, "sh", pids)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	g.Prepare(cmd.SysProcAttr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.Started(cmd.Process.Pid)
+	cmd.Wait()
+	var out []int
+	for i := 0; i < 100 && len(out) < 2; i++ {
+		time.Sleep(20 * time.Millisecond)
+		b, _ := os.ReadFile(pids)
+		out = out[:0]
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("children not started: %v", out)
+	}
+	time.Sleep(100 * time.Millisecond) // setsid has run
+	return out
+}
+
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func checkGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		for i := 0; i < 100 && running(pid); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if running(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("pid %d outlived its group", pid)
+		}
+	}
+}
+
+// TestClose: Close ends orphans of the group, one in a session of its
+// own included, with a cgroup and without.
+func TestClose(t *testing.T) {
+	for _, opt := range []Options{{}, {NoCgroup: true}} {
+		g, err := New(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !opt.NoCgroup && g.Cgroup() == "" {
+			t.Log("no cgroup on this machine: the process group alone")
+		}
+		pids := family(t, g)
+		g.Close()
+		checkGone(t, pids)
+		if g.Cgroup() != "" {
+			if _, err := os.Stat(g.Cgroup()); err == nil {
+				t.Errorf("cgroup %s left", g.Cgroup())
+			}
+		}
+	}
+}
+
+// TestWatchdog: when the pipe to the watchdog closes without "done" (the
+// owner died), it kills the group.
+func TestWatchdog(t *testing.T) {
+	for _, opt := range []Options{{}, {NoCgroup: true}} {
+		g, err := New(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opt.NoCgroup {
+			// Without a cgroup the watchdog reaches the process group
+			// only: the shell's own child, not the one in a session of
+			// its own (which the owner kills when it lives).
+			cmd := exec.Command("/bin/sh", "-c", "sleep 300 & wait")
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+			g.Prepare(cmd.SysProcAttr)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			g.Started(cmd.Process.Pid)
+			g.wdIn.Close() // as if the owner died
+			g.wd.Wait()
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Error("the watchdog did not kill the process group")
+			}
+			g.wdIn = nil
+			g.Close()
+			continue
+		}
+		pids := family(t, g)
+		g.wdIn.Close()
+		g.wd.Wait()
+		checkGone(t, pids)
+		g.wdIn = nil
+		g.Close()
+	}
+}
