@@ -333,7 +333,7 @@ func TestBadInput(t *testing.T) {
 		{"floods its output", []string{"-args", "-mode flood", "./testdata/probetarget"}, ExitFailed, []string{"its last output:\n  xxx", "... (", "bytes more)"}},
 		{"wrong -addr", []string{"-addr", "127.0.0.1:9", "-ready-timeout", "2s", "./testdata/probetarget"}, ExitFailed, []string{"never listened on 127.0.0.1:9 (it listens on 127.0.0.1:", "pass that to -addr"}},
 		{"port held by another process", []string{"-addr", held.Addr().String(), "./testdata/probetarget"}, ExitFailed, []string{"held by another process", fmt.Sprintf("pid %d", os.Getpid())}},
-		{"existing out", []string{"-out", existing, "./testdata/probetarget"}, ExitFailed, []string{existing, "already exists"}},
+		{"existing out", []string{"-out", existing, "./testdata/probetarget"}, ExitUsage, []string{existing, "already exists"}}, // before the build
 		{"zero duration", []string{"-duration", "0", "./testdata/probetarget"}, ExitUsage, []string{"-duration"}},
 		{"bad cpus", []string{"-cpus", "0:0", "./testdata/probetarget"}, ExitUsage, []string{"-cpus", "both"}},
 		{"bad args", []string{"-args", "'open", "./testdata/probetarget"}, ExitUsage, []string{"-args", "quote"}},
