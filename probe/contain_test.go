@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/contain"
 )
 
 // buildProbe builds the probe command for tests that signal it.
@@ -22,15 +24,56 @@ func buildProbe(t *testing.T) string {
 	return bin
 }
 
-// alive tells a running process from a gone or zombie one.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+// probeProc is a probe command run as a process, its standard error read.
+type probeProc struct {
+	cmd  *exec.Cmd
+	sc   *bufio.Scanner
+	seen []string // its lines so far
+}
+
+// startProbe starts bin with args (env added to the environment) and
+// reads its standard error until a line holds until.
+func startProbe(t *testing.T, bin, until string, env []string, args ...string) *probeProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+	p := &probeProc{cmd: cmd, sc: bufio.NewScanner(stderr)}
+	for p.sc.Scan() {
+		p.seen = append(p.seen, p.sc.Text())
+		if strings.Contains(p.sc.Text(), until) {
+			break
+		}
+	}
+	return p
+}
+
+func (p *probeProc) said() string { return strings.Join(p.seen, "\n") }
+
+// stop sends sig and waits for the process to exit, reading the rest of
+// its standard error; a process still running after within is killed and
+// the test fails.
+func (p *probeProc) stop(t *testing.T, sig syscall.Signal, within time.Duration) error {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	done := make(chan error, 1)
+	go func() {
+		for p.sc.Scan() {
+			p.seen = append(p.seen, p.sc.Text())
+		}
+		done <- p.cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		p.cmd.Process.Kill()
+		t.Fatalf("probe did not exit within %v of %v", within, sig)
+	}
+	return nil
 }
 
 // TestNothingLeft: the target's children, one of them in a session of
@@ -42,52 +85,28 @@ func TestNothingLeft(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pids")
-			cmd := exec.Command(bin, "run", "-warmup", "0s", "-duration", "30s", "-offcpu=false", "-out", filepath.Join(t.TempDir(), "out"),
+			p := startProbe(t, bin, "snapshot 1", nil, "run", "-warmup", "0s", "-duration", "30s", "-offcpu=false", "-out", filepath.Join(t.TempDir(), "out"),
 				"-args", "-spawn "+pidFile, "./testdata/probetarget")
-			stderr, _ := cmd.StderrPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(stderr)
-			var seen []string
-			for sc.Scan() {
-				seen = append(seen, sc.Text())
-				if strings.Contains(sc.Text(), "snapshot 1") {
-					break
-				}
-			}
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
-				cmd.Process.Kill()
-				t.Fatalf("the target wrote no pids (%v); probe said:\n%s", err, strings.Join(seen, "\n"))
+				p.cmd.Process.Kill()
+				t.Fatalf("the target wrote no pids (%v); probe said:\n%s", err, p.said())
 			}
 			var pids []int
 			for _, f := range strings.Fields(string(b)) {
 				n, _ := strconv.Atoi(f)
 				pids = append(pids, n)
 			}
-			if len(pids) != 2 || !alive(pids[0]) || !alive(pids[1]) {
+			if len(pids) != 2 || !contain.Running(pids[0]) || !contain.Running(pids[1]) {
 				t.Fatalf("children %v not running", pids)
 			}
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			cmd.Process.Signal(sig)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("probe did not exit within 30s")
-			}
+			p.stop(t, sig, 30*time.Second)
 			deadline := time.Now().Add(10 * time.Second)
 			for _, pid := range pids {
-				for alive(pid) && time.Now().Before(deadline) {
+				for contain.Running(pid) && time.Now().Before(deadline) {
 					time.Sleep(50 * time.Millisecond)
 				}
-				if alive(pid) {
+				if contain.Running(pid) {
 					syscall.Kill(pid, syscall.SIGKILL)
 					t.Errorf("after %v to probe, the target's child %d is still running", sig, pid)
 				}
@@ -104,32 +123,10 @@ func TestBuildInterrupted(t *testing.T) {
 	bin := buildProbe(t)
 	tmp := t.TempDir()
 	cache := t.TempDir() // an empty cache: the build takes long enough
-	cmd := exec.Command(bin, "run", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PERFSPY_CACHE="+cache, "GOCACHE="+filepath.Join(cache, "gocache"))
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "building") {
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	p := startProbe(t, bin, "building", []string{"TMPDIR=" + tmp, "PERFSPY_CACHE=" + cache, "GOCACHE=" + filepath.Join(cache, "gocache")},
+		"run", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
 	time.Sleep(3 * time.Second) // compilers running
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("probe did not exit within 30s of SIGINT")
-	}
+	p.stop(t, syscall.SIGINT, 30*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	for _, pid := range allPIDs() {
 		if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && strings.Contains(string(env), "PERFSPY_CACHE="+cache) {

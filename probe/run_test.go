@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -376,42 +375,17 @@ func TestBadInput(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	skipShort(t)
 	bin := buildProbe(t)
-	cmd := exec.Command(bin, "run", "-warmup", "0s", "-duration", "30s", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.Contains(sc.Text(), "snapshot 1") {
-			break
-		}
-	}
+	p := startProbe(t, bin, "snapshot 1", nil, "run", "-warmup", "0s", "-duration", "30s", "-out", filepath.Join(t.TempDir(), "out"), "./testdata/probetarget")
 	if len(orphans()) == 0 {
-		t.Fatalf("no target running in the window; probe said:\n%s", strings.Join(seen, "\n"))
+		t.Fatalf("no target running in the window; probe said:\n%s", p.said())
 	}
 	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() {
-		for sc.Scan() {
-			seen = append(seen, sc.Text())
-		}
-		done <- cmd.Wait()
-	}()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailed {
-			t.Errorf("probe exit: %v, want exit %d", err, ExitFailed)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("probe did not exit within 20s of SIGINT")
+	err := p.stop(t, syscall.SIGINT, 20*time.Second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailed {
+		t.Errorf("probe exit: %v, want exit %d", err, ExitFailed)
 	}
-	if !strings.Contains(strings.Join(seen, "\n"), "interrupted") {
-		t.Errorf("probe did not say it was interrupted:\n%s", strings.Join(seen, "\n"))
+	if !strings.Contains(p.said(), "interrupted") {
+		t.Errorf("probe did not say it was interrupted:\n%s", p.said())
 	}
 	checkNoOrphans(t)
 }

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -254,7 +252,7 @@ func fixtureSamples(p *profile.Profile, i int) int64 {
 // even for a run that was not judged (-min-requests out of reach).
 func TestPushDown(t *testing.T) {
 	skipShort(t)
-	silent := silentServer(t)
+	silent := storetest.Silent(t)
 	for _, c := range []struct {
 		required, notJudged, silent bool
 		want                        []int
@@ -302,34 +300,4 @@ func TestPushDown(t *testing.T) {
 			t.Errorf("%+v: exit %d", c, code)
 		}
 	}
-}
-
-// silentServer accepts connections and never answers; its address.
-func silentServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
 }

@@ -5,17 +5,17 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/storetest"
 )
 
 func testProfile() *profile.Profile {
@@ -32,34 +32,9 @@ func upload(base string) Upload {
 // TestPushSilentServer: a store that accepts the connection and never
 // answers ends the push at the deadline, and the error names the flag.
 func TestPushSilentServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
 	a := &Access{Timeout: 300 * time.Millisecond}
 	start := time.Now()
-	err = Push(context.Background(), a, upload("http://"+ln.Addr().String()), testProfile())
+	err := Push(context.Background(), a, upload("http://"+storetest.Silent(t)), testProfile())
 	if err == nil || !strings.Contains(err.Error(), "-push-timeout") {
 		t.Fatalf("Push to a silent server: %v, want an error naming -push-timeout", err)
 	}

@@ -318,3 +318,14 @@ func statField(pid, n int) (int, error) {
 	}
 	return strconv.Atoi(f[n-3])
 }
+
+// Running tells a running process from one that is gone or a zombie.
+func Running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}

@@ -42,23 +42,13 @@ func family(t *testing.T, g *Group) []int {
 	return out
 }
 
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
 func checkGone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		for i := 0; i < 100 && running(pid); i++ {
+		for i := 0; i < 100 && Running(pid); i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if running(pid) {
+		if Running(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("pid %d outlived its group", pid)
 		}

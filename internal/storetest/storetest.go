@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +140,36 @@ func ready(ctx context.Context, base string) bool {
 	var b bytes.Buffer
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode == 200 && strings.TrimSpace(b.String()) == "ready"
+}
+
+// Silent listens on loopback, accepts every connection and never
+// answers: a store that hangs. It returns its address; the test's end
+// closes it and its connections.
+func Silent(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
