@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,17 +80,9 @@ func loadOne(path string, opt LoadOptions) (*profile.Profile, error) {
 	if limit <= 0 {
 		limit = limits.Profile
 	}
-	f, err := os.Open(path)
+	raw, err := limits.ReadFile(path, limit, "-max-profile-size")
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a folder: want a pprof profile", path)
-	}
-	raw, err := limits.ReadAll(f, limit, "file", "-max-profile-size")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	b, err := limits.Inflate(raw, limit, "-max-profile-size")
 	if err != nil {

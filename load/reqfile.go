@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -184,17 +183,5 @@ func ReadBody(path string, maxBody int64) ([]byte, error) {
 	if maxBody <= 0 {
 		maxBody = limits.Body
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a folder", path)
-	}
-	b, err := limits.ReadAll(f, maxBody, path, "-max-body")
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+	return limits.ReadFile(path, maxBody, "-max-body")
 }

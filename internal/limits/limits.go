@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"os"
 )
 
 // Defaults. A real profile is far below each: a 100k-sample CPU profile
@@ -48,6 +49,20 @@ func ReadAll(r io.Reader, limit int64, what, flag string) ([]byte, error) {
 		return nil, &Error{What: what, Size: limit + 1, Limit: limit, Unit: "bytes", Flag: flag}
 	}
 	return b, nil
+}
+
+// ReadFile reads the file at path, or fails: with an *Error (named
+// after the file) past limit bytes, or saying it is a folder.
+func ReadFile(path string, limit int64, flag string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder", path)
+	}
+	return ReadAll(f, limit, path, flag)
 }
 
 // Reader reads through r and fails with an *Error once more than limit
