@@ -87,7 +87,7 @@ func (s *session) endpointWindows(ctx context.Context) ([]endpointWindow, error)
 func (s *session) endpointWindow(ctx context.Context, k int, e load.Request) (endpointWindow, error) {
 	ew := endpointWindow{req: e}
 	var err error
-	if ew.timing, err = s.window(ctx, e.Name()+": timing window", wire.Request{Cmd: "begin"}); err != nil {
+	if ew.timing, err = s.window(ctx, windowSpec{kind: timingKind, endpoint: e.Name()}, wire.Request{Cmd: "begin"}); err != nil {
 		return ew, err
 	}
 	var raw rawFiles
@@ -105,7 +105,7 @@ func (s *session) endpointWindow(ctx context.Context, k int, e load.Request) (en
 	if len(req.Counters) == 0 {
 		return ew, nil // no runtime spies: the timing window's figures only
 	}
-	ew.attr, err = s.window(ctx, e.Name()+": attribution window", req)
+	ew.attr, err = s.window(ctx, windowSpec{kind: attributionKind, endpoint: e.Name()}, req)
 	return ew, err
 }
 

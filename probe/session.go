@@ -162,8 +162,47 @@ func (s *session) openSyscalls() error {
 	return nil
 }
 
+// windowKind is what a window is for; its label (in progress lines) is
+// derived from it, and nothing depends on the label.
+type windowKind int
+
+const (
+	timingKind      windowKind = iota // cheap counters: CPU, syscalls, latency
+	attributionKind                   // allocspy and copyspy, or the heap profile
+	copyKind                          // copyspy apart from the heap profile
+	offCPUKind                        // execution trace, block and mutex profiles
+	wallclockKind                     // the agent's wall-clock sampler
+)
+
+var windowLabels = [...]string{timingKind: "timing window", attributionKind: "attribution window", copyKind: "copy window", offCPUKind: "off-CPU window", wallclockKind: "wall-clock window"}
+
+func (k windowKind) String() string { return windowLabels[k] }
+
+// windowSpec is one window of a run: its kind, and the request file's
+// entry it measures alone ("" for the run's own windows).
+type windowSpec struct {
+	kind     windowKind
+	endpoint string
+}
+
+func (w windowSpec) label() string {
+	if w.endpoint != "" {
+		return w.endpoint + ": " + w.kind.String()
+	}
+	return w.kind.String()
+}
+
+// stacks tells whether the window records syscall stacks, which cost
+// more than counts (a third more CPU on a light handler): the run's
+// off-CPU window, or its attribution window when it has no off-CPU
+// window.
+func (s *session) stacks(w windowSpec) bool {
+	return w.endpoint == "" && (w.kind == offCPUKind || w.kind == attributionKind && !s.offCPUWindow())
+}
+
 // window warms up, then measures one window.
-func (s *session) window(ctx context.Context, name string, req wire.Request) (*windowResult, error) {
+func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request) (*windowResult, error) {
+	name := spec.label()
 	if s.cfg.Warmup > 0 {
 		s.logf("%s: warm-up %v", name, s.cfg.Warmup)
 		r, err := s.drv.Run(ctx, s.cfg.Warmup)
@@ -180,11 +219,7 @@ func (s *session) window(ctx context.Context, name string, req wire.Request) (*w
 		}
 	}
 	s.logf("%s: snapshot 1, load for %v", name, s.cfg.Duration)
-	// Syscall stacks cost more than counts (a third more CPU on a light
-	// handler): the off-CPU window takes them, or the attribution window
-	// when there is no off-CPU window.
-	stacks := name == "off-CPU window" || (name == "attribution window" && !s.offCPUWindow())
-	return s.measure(ctx, req, stacks)
+	return s.measure(ctx, req, s.stacks(spec))
 }
 
 // windows opens a run's windows in order: timing, attribution, copies
@@ -194,7 +229,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 	var w windows
 	raw := rawFiles{cpu: filepath.Join(s.priv, "cpu.pprof")}
 	var err error
-	if w.clean, err = s.window(ctx, "timing window", wire.Request{Cmd: "begin", CPUProfile: raw.cpu}); err != nil {
+	if w.clean, err = s.window(ctx, windowSpec{kind: timingKind}, wire.Request{Cmd: "begin", CPUProfile: raw.cpu}); err != nil {
 		return w, raw, err
 	}
 	w.attr, w.copies = w.clean, w.clean // a timing-only run (the floor) has no other window
@@ -202,7 +237,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 		return w, raw, nil
 	}
 	attrReq, copiesApart := s.attributionRequest(&raw)
-	if w.attr, err = s.window(ctx, "attribution window", attrReq); err != nil {
+	if w.attr, err = s.window(ctx, windowSpec{kind: attributionKind}, attrReq); err != nil {
 		return w, raw, err
 	}
 	w.copies = w.attr
@@ -212,12 +247,12 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 		if s.cfg.AttributionCPUProfile {
 			req.CPUProfile = filepath.Join(s.priv, "cpu-copies.pprof")
 		}
-		if w.copies, err = s.window(ctx, "copy window", req); err != nil {
+		if w.copies, err = s.window(ctx, windowSpec{kind: copyKind}, req); err != nil {
 			return w, raw, err
 		}
 	}
 	if s.offCPUWindow() {
-		if w.off, err = s.window(ctx, "off-CPU window", s.offCPURequest(&raw)); err != nil {
+		if w.off, err = s.window(ctx, windowSpec{kind: offCPUKind}, s.offCPURequest(&raw)); err != nil {
 			return w, raw, err
 		}
 	}
@@ -226,7 +261,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 		if err != nil {
 			return w, raw, err
 		}
-		if w.wall, err = s.window(ctx, "wall-clock window", req); err != nil {
+		if w.wall, err = s.window(ctx, windowSpec{kind: wallclockKind}, req); err != nil {
 			return w, raw, err
 		}
 	}

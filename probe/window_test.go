@@ -1,0 +1,30 @@
+package probe
+
+import "testing"
+
+// TestWindowStacks: which window records syscall stacks follows its kind
+// (and whether the run has an off-CPU window), never its label.
+func TestWindowStacks(t *testing.T) {
+	t.Parallel()
+	withOff := &session{cfg: Config{OffCPU: true}}
+	without := &session{cfg: Config{OffCPU: false}}
+	for _, c := range []struct {
+		s    *session
+		spec windowSpec
+		want bool
+	}{
+		{withOff, windowSpec{kind: offCPUKind}, true},
+		{withOff, windowSpec{kind: attributionKind}, false},
+		{without, windowSpec{kind: attributionKind}, true},
+		{without, windowSpec{kind: timingKind}, false},
+		{withOff, windowSpec{kind: wallclockKind}, false},
+		{without, windowSpec{kind: attributionKind, endpoint: "GET /a"}, false},
+	} {
+		if got := c.s.stacks(c.spec); got != c.want {
+			t.Errorf("%q (off-CPU window %v): stacks %v, want %v", c.spec.label(), c.s.offCPUWindow(), got, c.want)
+		}
+	}
+	if got := (windowSpec{kind: attributionKind, endpoint: "GET /a"}).label(); got != "GET /a: attribution window" {
+		t.Errorf("label %q", got)
+	}
+}
