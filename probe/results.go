@@ -18,6 +18,8 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 // Sources of each figure, as summary.json names them.
@@ -435,7 +437,7 @@ func collectMeta(cfg Config, tgt *Target, commit string, hello *wire.Response, p
 		"target-args":     strings.Join(RedactArgs(cfg.Args), " "),
 		"flags":           strings.Join(cfg.Flags, " "),
 		"binary":          tgt.Binary,
-		"perfspy-version": "v1",
+		"perfspy-version": cmdmain.Version(),
 	}
 	if m["cpus-server"] == "" {
 		m["cpus-server"] = "unpinned"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/perfspy/perfspy/internal/safetext"
@@ -20,7 +21,7 @@ const (
 	NotJudged = 3 // the measurement cannot support a verdict
 )
 
-// Run runs cmd with the process's standard output and error made safe,
+// Run runs cmd (with -version alone, it prints the version instead) with the process's standard output and error made safe,
 // and exits with its code. A panic exits Failed (1) with its stack; a
 // fatal runtime error (which Go ends with exit status 2, the usage code)
 // aborts the process with SIGABRT instead (GOTRACEBACK=crash: a core
@@ -29,6 +30,10 @@ const (
 func Run(cmd func(stdout, stderr io.Writer) int) {
 	debug.SetTraceback("crash")
 	stdout, stderr := safetext.NewWriter(os.Stdout), safetext.NewWriter(os.Stderr)
+	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Fprintf(stdout, "%s %s\n", filepath.Base(progName()), Version())
+		os.Exit(OK)
+	}
 	code := func() (code int) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -46,4 +51,35 @@ func progName() string {
 		return os.Args[0]
 	}
 	return "perfspy"
+}
+
+// Version is perfspy's version as the binary's build info says: the
+// module version (go install ...@v1.2.3), else the VCS revision the
+// binary was built from (with +dirty), else "devel".
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return "devel-" + rev + dirty
 }

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 		Run(func(io.Writer, io.Writer) int { panic("boom") })
 	case "overflow":
 		Run(func(io.Writer, io.Writer) int { return recurse(1) })
+	case "version":
+		os.Args = []string{"/x/allocdiff", "-version"}
+		Run(func(io.Writer, io.Writer) int { return Usage })
 	case "escape":
 		Run(func(stdout, _ io.Writer) int {
 			io.WriteString(stdout, "name\x1b]52;c;aGk=\x07 main.rtl\u202egnp.exe\n")
@@ -74,5 +77,13 @@ func TestOutputEscaped(t *testing.T) {
 	_, _, out := run(t, "escape")
 	if out != `name\x1b]52;c;aGk=\x07 main.rtl\u202egnp.exe`+"\n" {
 		t.Errorf("printed %q", out)
+	}
+}
+
+// TestVersion: every command answers -version from its build info.
+func TestVersion(t *testing.T) {
+	code, _, out := run(t, "version")
+	if code != OK || !strings.HasPrefix(out, "allocdiff ") || strings.TrimSpace(strings.TrimPrefix(out, "allocdiff ")) != Version() {
+		t.Errorf("-version: exit %d, %q (Version() = %q)", code, out, Version())
 	}
 }
