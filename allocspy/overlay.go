@@ -29,14 +29,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 //go:embed runtime/zz_allocspy.go.txt
 var runtimeGo string
-
-// ErrUnsupported is returned when the overlay cannot be built for this
-// toolchain; probe then falls back to the heap profile and says so.
-var ErrUnsupported = errors.New("allocspy overlay not supported")
 
 // The last lines of mallocgc, and what the last one becomes. The call goes
 // on the same line, so that line numbers in malloc.go do not move.
@@ -60,22 +58,22 @@ var knownReturns = map[string]int{
 // `go env GOEXPERIMENT`.
 func Overlay(goroot, goarch, goexperiment, dir string) (map[string]string, error) {
 	if goarch != "amd64" && goarch != "arm64" {
-		return nil, fmt.Errorf("%w: GOARCH=%s needs frame pointers (amd64, arm64)", ErrUnsupported, goarch)
+		return nil, capability.Shape("allocspy overlay", "GOARCH=%s needs frame pointers (amd64, arm64)", goarch)
 	}
 	for _, e := range strings.Split(goexperiment, ",") {
 		if strings.TrimSpace(e) == "sizespecializedmalloc" {
-			return nil, fmt.Errorf("%w: GOEXPERIMENT=sizespecializedmalloc makes the compiler call size-specialized allocators that bypass mallocgc", ErrUnsupported)
+			return nil, capability.Shape("allocspy overlay", "GOEXPERIMENT=sizespecializedmalloc makes the compiler call size-specialized allocators that bypass mallocgc")
 		}
 	}
 	rt := filepath.Join(goroot, "src", "runtime")
 	src := filepath.Join(rt, "malloc.go")
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		return nil, capability.Shape("allocspy overlay", "%v", err)
 	}
 	patched, err := patchMalloc(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v (a Go release this overlay does not know)", ErrUnsupported, src, err)
+		return nil, capability.Shape("allocspy overlay", "%s: %v (a Go release this overlay does not know)", src, err)
 	}
 	out := map[string]string{}
 	dst := filepath.Join(dir, "malloc.go")
@@ -85,7 +83,7 @@ func Overlay(goroot, goarch, goexperiment, dir string) (map[string]string, error
 	out[src] = dst
 	name := "zz_allocspy.go"
 	if _, err := os.Stat(filepath.Join(rt, name)); err == nil {
-		return nil, fmt.Errorf("%w: %s already exists in GOROOT", ErrUnsupported, name)
+		return nil, capability.Shape("allocspy overlay", "%s already exists in GOROOT", name)
 	}
 	dst = filepath.Join(dir, name)
 	if err := os.WriteFile(dst, []byte(runtimeGo), 0o644); err != nil {

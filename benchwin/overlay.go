@@ -19,11 +19,12 @@ package benchwin
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 //go:embed testing/zz_benchwin.go.txt
@@ -45,10 +46,6 @@ const Env = "PERFSPY_BENCH_DIR"
 // on file descriptor 3: probe writes it once its syscall counter is
 // attached.
 const SyncEnv = "PERFSPY_BENCH_SYNC"
-
-// ErrUnsupported is returned when package testing does not have the shape
-// the overlay expects (a Go release it does not know).
-var ErrUnsupported = errors.New("benchmark window not supported")
 
 // edits are the recorder's calls in testing/benchmark.go, and how many
 // times each old text occurs. Each stays on its line, so that line numbers
@@ -99,18 +96,18 @@ func Overlay(goroot, dir string, tables ...Table) (map[string]string, error) {
 	path := filepath.Join(src, "benchmark.go")
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		return nil, capability.Shape("benchmark window", "%v", err)
 	}
 	text := string(b)
 	for _, e := range edits {
 		if n := strings.Count(text, e.old); n != e.count {
-			return nil, fmt.Errorf("%w: %s has %d of %q, want %d (a Go release this overlay does not know)", ErrUnsupported, path, n, firstLine(e.old), e.count)
+			return nil, capability.Shape("benchmark window", "%s has %d of %q, want %d (a Go release this overlay does not know)", path, n, firstLine(e.old), e.count)
 		}
 		text = strings.ReplaceAll(text, e.old, e.new)
 	}
 	added := filepath.Join(src, "zz_perfspy_bench.go")
 	if _, err := os.Stat(added); err == nil {
-		return nil, fmt.Errorf("%w: %s already exists in GOROOT", ErrUnsupported, added)
+		return nil, capability.Shape("benchmark window", "%s already exists in GOROOT", added)
 	}
 	out := map[string]string{}
 	for from, text := range map[string]string{path: text, added: recorder(tables)} {

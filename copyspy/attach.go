@@ -18,10 +18,6 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 )
 
-// ErrNeedRoot is returned by Attach when the process may not load BPF
-// programs or attach uprobes.
-var ErrNeedRoot = capability.ErrNotSupported
-
 // Offsets in struct pt_regs (x86_64) of the registers the probes read.
 const (
 	ptRegsBX = 40
@@ -132,7 +128,7 @@ func Attach(pid int) (*Session, error) {
 
 func bpfErr(what string, err error) error {
 	if errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("%s: %w: %v", what, ErrNeedRoot, err)
+		return fmt.Errorf("%s: %w: %v", what, capability.ErrNotSupported, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

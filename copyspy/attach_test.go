@@ -13,6 +13,8 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/load"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 // requireRoot skips, saying why, where uprobes cannot be attached.
@@ -124,7 +126,7 @@ func contains(s []string, x string) bool {
 
 func TestAttachErrors(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if _, err := Attach(os.Getpid()); !errors.Is(err, ErrNeedRoot) {
+		if _, err := Attach(os.Getpid()); !errors.Is(err, capability.ErrNotSupported) {
 			t.Errorf("not root: %v", err)
 		}
 		return

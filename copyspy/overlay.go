@@ -16,11 +16,12 @@ package copyspy
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 //go:embed runtime/zz_copyspy.go.txt
@@ -28,10 +29,6 @@ var runtimeGo string
 
 //go:embed runtime/zz_copyspy_amd64.s.txt
 var runtimeAsm string
-
-// ErrUnsupported is returned when the overlay cannot be built for this
-// toolchain or architecture; probe then runs without copy figures.
-var ErrUnsupported = errors.New("copyspy overlay not supported")
 
 // patch is one edit of a GOROOT file: the line `entry` becomes `frameless`
 // followed by `call`. NOFRAME keeps the function without a frame, as it was:
@@ -68,7 +65,7 @@ var patches = []patch{
 // go build -overlay Replace entries for them, keyed by GOROOT paths.
 func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 	if goarch != "amd64" {
-		return nil, fmt.Errorf("%w: GOARCH=%s (amd64 only)", ErrUnsupported, goarch)
+		return nil, capability.Shape("copyspy overlay", "GOARCH=%s (amd64 only)", goarch)
 	}
 	rt := filepath.Join(goroot, "src", "runtime")
 	out := map[string]string{}
@@ -76,11 +73,11 @@ func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 		src := filepath.Join(rt, p.file)
 		b, err := os.ReadFile(src)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+			return nil, capability.Shape("copyspy overlay", "%v", err)
 		}
 		patched, err := applyPatch(string(b), p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v (a Go release this overlay does not know)", ErrUnsupported, src, err)
+			return nil, capability.Shape("copyspy overlay", "%s: %v (a Go release this overlay does not know)", src, err)
 		}
 		dst := filepath.Join(dir, p.file)
 		if err := os.WriteFile(dst, []byte(patched), 0o644); err != nil {
@@ -90,7 +87,7 @@ func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 	}
 	for name, text := range map[string]string{"zz_copyspy.go": runtimeGo, "zz_copyspy_amd64.s": runtimeAsm} {
 		if _, err := os.Stat(filepath.Join(rt, name)); err == nil {
-			return nil, fmt.Errorf("%w: %s already exists in GOROOT", ErrUnsupported, name)
+			return nil, capability.Shape("copyspy overlay", "%s already exists in GOROOT", name)
 		}
 		dst := filepath.Join(dir, name)
 		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {

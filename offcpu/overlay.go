@@ -1,21 +1,17 @@
 package offcpu
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 // RegionType is the execution-trace region that marks one request served
 // by net/http: the overlay opens it on the handler's goroutine right before
 // the handler runs and ends it once the response is written.
 const RegionType = "perfspy.request"
-
-// ErrUnsupported is returned when net/http does not have the shape the
-// request-boundary overlay expects (a Go release it does not know).
-var ErrUnsupported = errors.New("request boundaries not supported")
 
 // edit replaces the one occurrence of old in a GOROOT file. Each stays on
 // its line, so that line numbers in profiles do not move.
@@ -71,12 +67,12 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 		if !ok {
 			b, err := os.ReadFile(path)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+				return nil, capability.Shape("request boundaries", "%v", err)
 			}
 			text = string(b)
 		}
 		if n := strings.Count(text, e.old); n != 1 {
-			return nil, fmt.Errorf("%w: %s has %d of %q, want 1 (a Go release this overlay does not know)", ErrUnsupported, path, n, firstLine(e.old))
+			return nil, capability.Shape("request boundaries", "%s has %d of %q, want 1 (a Go release this overlay does not know)", path, n, firstLine(e.old))
 		}
 		files[path] = strings.Replace(text, e.old, e.new, 1)
 	}
@@ -84,7 +80,7 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 	out := map[string]string{}
 	for path, text := range files {
 		if _, err := os.Stat(path); err == nil && filepath.Base(path) == "zz_perfspy_request.go" {
-			return nil, fmt.Errorf("%w: %s already exists in GOROOT", ErrUnsupported, path)
+			return nil, capability.Shape("request boundaries", "%s already exists in GOROOT", path)
 		}
 		dst := filepath.Join(dir, "http_"+filepath.Base(path))
 		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {

@@ -37,9 +37,6 @@ const VerdictCountsOnly = "counts-only"
 // enough on a loaded machine.
 const instructionsGap = 2 * time.Millisecond
 
-// ErrNoValgrind is returned when valgrind is not installed.
-var ErrNoValgrind = capability.ErrNotSupported
-
 // runInstructions runs the target under callgrind: the target is built
 // with -tags valgrind, warmed up, dumped, loaded with a count of requests,
 // dumped again; the part between the two dumps is the window.

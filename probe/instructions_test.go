@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 func instructionsPerRequest(t *testing.T, target, path string, requests int) float64 {
@@ -149,7 +151,7 @@ func TestInstructionsNoValgrind(t *testing.T) {
 	os.Symlink(goBin, filepath.Join(dir, "go"))
 	t.Setenv("PATH", dir)
 	_, err = Run(context.Background(), Config{Target: "./testdata/probetarget", Instructions: true, Out: filepath.Join(t.TempDir(), "out")}, nil)
-	if !errors.Is(err, ErrNoValgrind) || !strings.Contains(err.Error(), "Debian package valgrind") {
+	if !errors.Is(err, capability.ErrNotSupported) || !strings.Contains(err.Error(), "Debian package valgrind") {
 		t.Errorf("without valgrind: %v", err)
 	}
 }

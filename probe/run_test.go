@@ -21,12 +21,12 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/allocspy"
-	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/capability"
 )
 
 // These tests build real targets and measure them. They share one cache
@@ -546,7 +546,7 @@ func TestCopiesUnsupported(t *testing.T) {
 	skipShort(t)
 	old := copyspyOverlay
 	copyspyOverlay = func(goroot, goarch, dir string) (map[string]string, error) {
-		return nil, fmt.Errorf("%w: memmove_amd64.s: no line %q (a Go release this overlay does not know)", copyspy.ErrUnsupported, "TEXT runtime·memmove")
+		return nil, capability.Shape("copyspy overlay", "memmove_amd64.s: no line %q (a Go release this overlay does not know)", "TEXT runtime·memmove")
 	}
 	defer func() { copyspyOverlay = old }()
 	var logb bytes.Buffer
@@ -740,7 +740,7 @@ func TestAllocsUnsupported(t *testing.T) {
 	skipShort(t)
 	old := allocspyOverlay
 	allocspyOverlay = func(goroot, goarch, goexp, dir string) (map[string]string, error) {
-		return nil, fmt.Errorf("%w: malloc.go: mallocgc has an unknown return %q (a Go release this overlay does not know)", allocspy.ErrUnsupported, "fast(size)")
+		return nil, capability.Shape("allocspy overlay", "malloc.go: mallocgc has an unknown return %q (a Go release this overlay does not know)", "fast(size)")
 	}
 	defer func() { allocspyOverlay = old }()
 	var logb bytes.Buffer
@@ -818,7 +818,7 @@ func TestSyscallsFallback(t *testing.T) {
 	skipShort(t)
 	old := syscallsOpen
 	syscallsOpen = func(int) (*syscalls.Counter, error) {
-		return nil, fmt.Errorf("counting syscalls needs eBPF (root, or CAP_BPF and CAP_PERFMON): %w", syscalls.ErrNeedRoot)
+		return nil, fmt.Errorf("counting syscalls needs eBPF (root, or CAP_BPF and CAP_PERFMON): %w", capability.ErrNotSupported)
 	}
 	defer func() { syscallsOpen = old }()
 	out := filepath.Join(t.TempDir(), "out")

@@ -23,10 +23,6 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 )
 
-// ErrNeedRoot is returned when the process may not load BPF programs; it
-// is capability.ErrNotSupported.
-var ErrNeedRoot = capability.ErrNotSupported
-
 // Source names the figures this package gives, as summary.json says it.
 const Source = "bpf-tracepoint"
 

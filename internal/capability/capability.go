@@ -73,3 +73,23 @@ func Tool(pkg string, names ...string) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// ShapeError is a Go release (or a GOARCH, a GOEXPERIMENT) whose sources
+// do not have the shape an overlay patches: what is refused, and why. It
+// is the one error of every overlay (copyspy, allocspy, the request
+// boundaries, the benchmark window), and errors.Is(err, ErrNotSupported)
+// holds for it.
+type ShapeError struct {
+	What   string // "copyspy overlay", "benchmark window", ...
+	Detail string // the file and what it lacks
+}
+
+func (e *ShapeError) Error() string { return e.What + " not supported: " + e.Detail }
+
+// Is makes a ShapeError an ErrNotSupported.
+func (e *ShapeError) Is(target error) bool { return target == ErrNotSupported }
+
+// Shape returns a *ShapeError for what, its detail formatted.
+func Shape(what, format string, a ...any) error {
+	return &ShapeError{What: what, Detail: fmt.Sprintf(format, a...)}
+}

@@ -2,6 +2,7 @@ package capability
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -27,5 +28,21 @@ func TestTool(t *testing.T) {
 	_, err := Tool("nosuch", "ls", "perfspy-no-such-tool")
 	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "perfspy-no-such-tool not found (Debian package nosuch") {
 		t.Errorf("error %q", err)
+	}
+}
+
+// TestOneName: the overlays' error is one type, an ErrNotSupported, and
+// no capability error answers to another's name.
+func TestOneName(t *testing.T) {
+	err := fmt.Errorf("building: %w", Shape("copyspy overlay", "memmove_amd64.s: no line %q", "TEXT"))
+	var se *ShapeError
+	if !errors.As(err, &se) || se.What != "copyspy overlay" || !errors.Is(err, ErrNotSupported) {
+		t.Errorf("%v: not a ShapeError that is an ErrNotSupported", err)
+	}
+	if got := err.Error(); got != `building: copyspy overlay not supported: memmove_amd64.s: no line "TEXT"` {
+		t.Errorf("message %q", got)
+	}
+	if errors.As(errors.New("x"), &se) {
+		t.Error("a plain error taken for a ShapeError")
 	}
 }
