@@ -56,7 +56,8 @@ type runOutput struct {
 	ses     *session // what measured: the target, its agent, the driver
 	win     windows
 	raw     rawFiles
-	reasons []string // the session's, and what the steps add
+	reasons []string // the session's, and what the steps add (addReason)
+	judged  bool     // the verdict is given: a reason now would be lost
 	floor   *Summary
 
 	s     *Summary
@@ -70,6 +71,8 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.files = map[string][]byte{}
 	o.summarize()
 	o.reasons = append(o.reasons, o.timingReasons()...)
+	// The steps before judge may add reasons; those after it may not
+	// (addReason fails the run rather than lose one).
 	steps := []func() error{o.allocations, o.copies, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -236,7 +239,9 @@ func (o *runOutput) allocations() error {
 		}
 		allocs = allocspy.Profile(rep)
 		allocs.Comments = o.comments(attr)
-		o.allocspyFigures(rep)
+		if err := o.allocspyFigures(rep); err != nil {
+			return err
+		}
 	} else if o.ses.tgt.AllocsOff != "" {
 		s.Sources["allocs"] = SourceAllocsHeap + " (allocspy unavailable: " + o.ses.tgt.AllocsOff + ")"
 	}
@@ -259,7 +264,7 @@ func (o *runOutput) allocations() error {
 }
 
 // allocspyFigures are the figures only allocspy's report has.
-func (o *runOutput) allocspyFigures(rep *wire.AllocReport) {
+func (o *runOutput) allocspyFigures(rep *wire.AllocReport) error {
 	s := o.s
 	s.Sources["allocs"] = SourceAllocspy
 	objects, _, blocks, reqBytes := allocspy.Totals(rep)
@@ -270,8 +275,9 @@ func (o *runOutput) allocspyFigures(rep *wire.AllocReport) {
 	}
 	s.Checks["allocs_dropped"] = float64(rep.Dropped)
 	if rep.Dropped > 0 {
-		o.reasons = append(o.reasons, fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
+		return o.addReason(fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
 	}
+	return nil
 }
 
 // copies: copyspy's table of the attribution window, or of the copies'
@@ -310,13 +316,24 @@ func (o *runOutput) copies() error {
 	}
 	s.Checks["copies_dropped"] = float64(rep.Dropped)
 	if rep.Dropped > 0 {
-		o.reasons = append(o.reasons, fmt.Sprintf("copyspy's table was full: %d copies were not counted", rep.Dropped))
+		return o.addReason(fmt.Sprintf("copyspy's table was full: %d copies were not counted", rep.Dropped))
 	}
+	return nil
+}
+
+// addReason adds a reason the run cannot be judged; after the verdict it
+// is an error (a step out of order), never a reason silently lost.
+func (o *runOutput) addReason(r string) error {
+	if o.judged {
+		return fmt.Errorf("a reason came after the verdict (a step runs after judge that must run before it): %s", r)
+	}
+	o.reasons = append(o.reasons, r)
 	return nil
 }
 
 // judge gives the verdict: server-bound, or not judged with the reasons.
 func (o *runOutput) judge() error {
+	o.judged = true
 	o.s.Reasons = o.reasons
 	o.s.Verdict = VerdictServerBound
 	if len(o.reasons) > 0 {

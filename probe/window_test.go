@@ -28,3 +28,20 @@ func TestWindowStacks(t *testing.T) {
 		t.Errorf("label %q", got)
 	}
 }
+
+// TestReasonAfterVerdict: a reason added once the verdict is given fails
+// the run instead of being lost.
+func TestReasonAfterVerdict(t *testing.T) {
+	t.Parallel()
+	o := &runOutput{s: &Summary{}}
+	if err := o.addReason("before"); err != nil {
+		t.Fatal(err)
+	}
+	o.judge()
+	if o.s.Verdict != VerdictNotJudged || len(o.s.Reasons) != 1 {
+		t.Errorf("verdict %q, reasons %v", o.s.Verdict, o.s.Reasons)
+	}
+	if err := o.addReason("after"); err == nil {
+		t.Error("a reason after the verdict was taken (and lost)")
+	}
+}
