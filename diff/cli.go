@@ -92,34 +92,14 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if *maxBytes <= 0 {
-		fmt.Fprintf(stderr, "allocdiff: -max-profile-size %d: want a positive number of bytes\n", *maxBytes)
-		return 2
-	}
-	if err := access.FromEnv(os.Getenv); err != nil {
+	if err := checkIO(*maxBytes, &access, *out, append(slices.Clone(beforeFiles), afterFiles...)); err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 2
 	}
-	if *out != "" {
-		if err := outfile.SameAsInput("-o", *out, append(slices.Clone(beforeFiles), afterFiles...)); err != nil {
-			fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-			return 2
-		}
-	}
-	lo := LoadOptions{MaxBytes: *maxBytes, Access: &access}
-	before, err := Load(beforeFiles, lo)
+	before, after, err := loadSides(beforeFiles, afterFiles, LoadOptions{MaxBytes: *maxBytes, Access: &access}, perB, perA)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return 1
-	}
-	after, err := Load(afterFiles, lo)
-	if err != nil {
-		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-		return 1
-	}
-	if perB > 0 {
-		before.SetOps(perB)
-		after.SetOps(perA)
 	}
 	res, err := Compare(before, after, Options{Sample: *sample, Folds: f, Stacks: *out != ""})
 	if err != nil {
@@ -141,6 +121,39 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkIO refuses, before any read, a limit that is not positive, store
+// credentials the environment gives wrong, and an output that is an input.
+func checkIO(maxBytes int64, access *profstore.Access, out string, inputs []string) error {
+	if maxBytes <= 0 {
+		return fmt.Errorf("-max-profile-size %d: want a positive number of bytes", maxBytes)
+	}
+	if err := access.FromEnv(os.Getenv); err != nil {
+		return err
+	}
+	if out != "" {
+		return outfile.SameAsInput("-o", out, inputs)
+	}
+	return nil
+}
+
+// loadSides reads both sides, each profile divided by its ops when -per
+// gave them.
+func loadSides(b, a []string, lo LoadOptions, perB, perA int64) (*Side, *Side, error) {
+	before, err := Load(b, lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, err := Load(a, lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if perB > 0 {
+		before.SetOps(perB)
+		after.SetOps(perA)
+	}
+	return before, after, nil
 }
 
 // parsePer reads -per: N for both sides, or BEFORE,AFTER.

@@ -149,10 +149,6 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -max-body %d: want a positive number of bytes\n", name, *maxBody)
 		return cfg, false, ExitUsage, false
 	}
-	if err := readRequestFile(&cfg, *maxBody); err != nil {
-		fmt.Fprintf(stderr, "%s: -requests: %v\n", name, err)
-		return cfg, false, ExitUsage, false
-	}
 	if *fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
@@ -160,28 +156,39 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
 	}
-	var err error
-	if cfg.Args, err = shellwords.Split(targetArgs); err != nil {
-		fmt.Fprintf(stderr, "%s: -args: %v\n", name, err)
-		return cfg, false, ExitUsage, false
-	}
-	if err = pushLabels(); err != nil {
+	if err := readRunInputs(&cfg, targetArgs, bodyFile, *maxBody, pushLabels, readData); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, false, ExitUsage, false
-	}
-	if err = readData(*maxBody); err != nil {
-		fmt.Fprintf(stderr, "%s: -data: %v\n", name, err)
-		return cfg, false, ExitUsage, false
-	}
-	if bodyFile != "" {
-		if cfg.Body, err = load.ReadBody(bodyFile, *maxBody); err != nil {
-			fmt.Fprintf(stderr, "%s: -body: %v\n", name, err)
-			return cfg, false, ExitUsage, false
-		}
 	}
 	cfg.Headers = headers.m
 	cfg.Flags = recordedFlags(fs)
 	return cfg, *q, 0, true
+}
+
+// readRunInputs reads what the flags name, once they are all parsed:
+// the target's arguments, the store's labels and access, the request
+// file, the gRPC message and the body (files within maxBody bytes). An
+// error names its flag.
+func readRunInputs(cfg *Config, targetArgs, bodyFile string, maxBody int64, pushLabels func() error, readData func(int64) error) error {
+	var err error
+	if cfg.Args, err = shellwords.Split(targetArgs); err != nil {
+		return fmt.Errorf("-args: %w", err)
+	}
+	if err = pushLabels(); err != nil {
+		return err
+	}
+	if err := readRequestFile(cfg, maxBody); err != nil {
+		return fmt.Errorf("-requests: %w", err)
+	}
+	if err = readData(maxBody); err != nil {
+		return fmt.Errorf("-data: %w", err)
+	}
+	if bodyFile != "" {
+		if cfg.Body, err = load.ReadBody(bodyFile, maxBody); err != nil {
+			return fmt.Errorf("-body: %w", err)
+		}
+	}
+	return nil
 }
 
 func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {

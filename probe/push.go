@@ -61,7 +61,7 @@ func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, ex
 	labels := runLabels(pc, map[string]string{"commit": s.Commit, "go": s.Go, "verdict": s.Verdict}, extra)
 	until := time.Now()
 	from := until.Add(-time.Duration(s.Window.Seconds * float64(time.Second)))
-	return pushErrors(pc, pushFiles(ctx, pc, dir, s.Target, s.Files, labels, from, until))
+	return pushErrors(pc, pushFiles(ctx, pc, pushSet{dir: dir, target: s.Target, files: s.Files, labels: labels, from: from, until: until}))
 }
 
 // pushBench sends each benchmark's profiles, its ops inside as the
@@ -75,7 +75,7 @@ func pushBench(ctx context.Context, pc PushConfig, dir string, s *BenchSummary, 
 		if b.PerOp.NS != nil {
 			from = until.Add(-time.Duration(*b.PerOp.NS * float64(b.N)))
 		}
-		errs = append(errs, pushFiles(ctx, pc, dir, s.Target, b.Files, labels, from, until)...)
+		errs = append(errs, pushFiles(ctx, pc, pushSet{dir: dir, target: s.Target, files: b.Files, labels: labels, from: from, until: until})...)
 	}
 	return pushErrors(pc, errs)
 }
@@ -96,9 +96,18 @@ func runLabels(pc PushConfig, run, extra map[string]string) map[string]string {
 	return labels
 }
 
+// pushSet is what one push sends: the profiles among files (kind ->
+// path in dir) of target, with labels, covering from..until.
+type pushSet struct {
+	dir, target   string
+	files, labels map[string]string
+	from, until   time.Time
+}
+
 // pushFiles sends the profiles among files (kind -> path in dir), each
 // under its kind's store name.
-func pushFiles(ctx context.Context, pc PushConfig, dir, target string, files, labels map[string]string, from, until time.Time) []error {
+func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
+	dir, target, files, labels, from, until := ps.dir, ps.target, ps.files, ps.labels, ps.from, ps.until
 	// A versioned target's service is its program; the version is its
 	// commit label.
 	service, _, _ := strings.Cut(filepath.Base(target), "@")

@@ -1,0 +1,176 @@
+package perfspy
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// docs/design.md is the map of the code; these tests fail when the map
+// and the code drift apart.
+
+// TestDesignPackages: every package of the module is in the map's table,
+// and every package the table names exists (cmd/ and targets/ are named
+// as groups).
+func TestDesignPackages(t *testing.T) {
+	doc := readDoc(t)
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/perfspy/perfspy"
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, mod), "/")
+		if rel == "" {
+			rel = "perfspy"
+		}
+		if strings.HasPrefix(rel, "cmd/") || rel == "targets" || strings.HasPrefix(rel, "targets/") || strings.Contains(rel, "/testdata/") {
+			continue
+		}
+		pkgs = append(pkgs, rel)
+	}
+	table := tableNames(t, doc)
+	for _, p := range pkgs {
+		if !slices.Contains(table, p) {
+			t.Errorf("package %s is not in docs/design.md's table", p)
+		}
+	}
+	for _, n := range table {
+		if n != "targets/..." && !slices.Contains(pkgs, n) {
+			t.Errorf("docs/design.md names %s, which is not a package", n)
+		}
+	}
+}
+
+// tableNames are the backticked names in the first column of the table
+// "Each package in one line".
+func tableNames(t *testing.T, doc string) []string {
+	_, sec, ok := strings.Cut(doc, "## Each package in one line")
+	if !ok {
+		t.Fatal("docs/design.md has no section \"Each package in one line\"")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var names []string
+	for _, line := range strings.Split(sec, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") || strings.TrimSpace(cells[1]) == "package" {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cells[1], -1) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// TestDesignSteps: the steps the map lists for a build and for a run's
+// results are the code's, in its order.
+func TestDesignSteps(t *testing.T) {
+	doc := readDoc(t)
+	for _, c := range []struct {
+		file, docRE string
+	}{
+		{"probe/build.go", "a `builder` of steps ((?:`\\w+`,?\\s*)+)"},
+		{"probe/results.go", "then the\\s+steps ((?:`\\w+`,?\\s*)+)"},
+	} {
+		m := regexp.MustCompile(c.docRE).FindStringSubmatch(doc)
+		if m == nil {
+			t.Errorf("docs/design.md lists no steps for %s (%s)", c.file, c.docRE)
+			continue
+		}
+		var docSteps []string
+		for _, w := range regexp.MustCompile("`(\\w+)`").FindAllStringSubmatch(m[1], -1) {
+			docSteps = append(docSteps, w[1])
+		}
+		if code := codeSteps(t, c.file); !slices.Equal(docSteps, code) {
+			t.Errorf("docs/design.md lists the steps of %s as %v; the code runs %v", c.file, docSteps, code)
+		}
+	}
+}
+
+// codeSteps are the method names of the composite literal assigned to
+// `steps` in file, in order.
+func codeSteps(t *testing.T, file string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			return true
+		}
+		if id, ok := as.Lhs[0].(*ast.Ident); !ok || id.Name != "steps" {
+			return true
+		}
+		if cl, ok := as.Rhs[0].(*ast.CompositeLit); ok {
+			for _, e := range cl.Elts {
+				if sel, ok := e.(*ast.SelectorExpr); ok {
+					out = append(out, sel.Sel.Name)
+				}
+			}
+		}
+		return false
+	})
+	if len(out) == 0 {
+		t.Fatalf("%s: no steps := []func...{...}", file)
+	}
+	return out
+}
+
+// TestFunctionSize holds the limit the map claims: every function and
+// method of the module (tests and test data aside) is under 100 lines and
+// takes at most 6 parameters.
+func TestFunctionSize(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || d.Name() == "results") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			lines := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			params := 0
+			for _, field := range fd.Type.Params.List {
+				params += max(len(field.Names), 1)
+			}
+			if lines >= 100 || params > 6 {
+				t.Errorf("%s: %s is %d lines with %d parameters (the limit: under 100 lines, at most 6 parameters)", fset.Position(fd.Pos()), fd.Name.Name, lines, params)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readDoc(t *testing.T) string {
+	b, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
