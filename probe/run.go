@@ -433,10 +433,11 @@ func pinLoad(plan CPUPlan) (func(), error) {
 	if len(plan.Load) == 0 {
 		return func() {}, nil
 	}
-	if err := pinSelf(plan.Load); err != nil {
+	unpin, err := pinSelf(plan.Load)
+	if err != nil {
 		return nil, fmt.Errorf("pinning the load driver: %w", err)
 	}
-	return unpinSelf, nil
+	return unpin, nil
 }
 
 // looksBulk tells, before the build, a target whose floor is
@@ -563,24 +564,20 @@ func makeOutDir(out, commit, name string) (string, error) {
 	}
 }
 
-var pinnedOld *unix.CPUSet
-
-// pinSelf pins every thread of this process to cpus; threads started later
-// inherit the mask of the thread that starts them.
-func pinSelf(cpus []int) error {
+// pinSelf pins every thread of this process to cpus (threads started
+// later inherit the mask of the thread that starts them) and returns
+// what puts the mask it found back: a value of the caller's, so that
+// nothing outlives the session that pinned.
+func pinSelf(cpus []int) (unpin func(), err error) {
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return err
+		return nil, err
 	}
-	pinnedOld = &old
-	return setAllThreads(cpuSet(cpus))
-}
-
-func unpinSelf() {
-	if pinnedOld != nil {
-		_ = setAllThreads(pinnedOld)
-		pinnedOld = nil
+	if err := setAllThreads(cpuSet(cpus)); err != nil {
+		_ = setAllThreads(&old)
+		return nil, err
 	}
+	return func() { _ = setAllThreads(&old) }, nil
 }
 
 func setAllThreads(set *unix.CPUSet) error {
