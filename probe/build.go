@@ -119,6 +119,11 @@ type BuildOptions struct {
 	// benchmark window (benchwin) instead of the agent, and a plain test
 	// binary beside it (Target.PlainBinary).
 	Test bool
+	// CopyOverlay and AllocOverlay write the runtime spies' overlays;
+	// nil is copyspy.Overlay and allocspy.Overlay (tests play a Go
+	// release the patches do not know).
+	CopyOverlay  func(goroot, goarch, dir string) (map[string]string, error)
+	AllocOverlay func(goroot, goarch, goexp, dir string) (map[string]string, error)
 }
 
 // Build builds spec with the agent added to its package main. spec is a
@@ -284,14 +289,14 @@ func (b *builder) overlays(ctx context.Context) error {
 	if opts.Copies {
 		t.Copies, t.CopiesOff = b.spy("copies", "measuring without copy figures", func() (map[string]string, error) {
 			return spyOverlay(work, pkgDir, "copyspy", "copytable", func(dir string) (map[string]string, error) {
-				return copyspyOverlay(goroot, goarch, dir)
+				return opts.copyOverlay()(goroot, goarch, dir)
 			})
 		})
 	}
 	if opts.Allocs {
 		t.Allocs, t.AllocsOff = b.spy("allocs", "counting allocations with the heap profile at MemProfileRate=1", func() (map[string]string, error) {
 			return spyOverlay(work, pkgDir, "allocspy", "alloctable", func(dir string) (map[string]string, error) {
-				return allocspyOverlay(goroot, goarch, goexp, dir)
+				return opts.allocOverlay()(goroot, goarch, goexp, dir)
 			})
 		})
 	}
@@ -331,14 +336,14 @@ func (b *builder) testOverlays() error {
 		return nil
 	}
 	if err := add("allocspy", benchwin.Allocs, func(dir string) (map[string]string, error) {
-		return allocspyOverlay(tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT, dir)
+		return b.opts.allocOverlay()(tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT, dir)
 	}); err != nil {
 		return err
 	}
 	t.Allocs = true
 	if b.opts.Copies {
 		if err := add("copyspy", benchwin.Copies, func(dir string) (map[string]string, error) {
-			return copyspyOverlay(tc.GOROOT, tc.GOARCH, dir)
+			return b.opts.copyOverlay()(tc.GOROOT, tc.GOARCH, dir)
 		}); err != nil {
 			return err
 		}
@@ -468,12 +473,21 @@ func (b *builder) check(ctx context.Context) error {
 	return nil
 }
 
-// copyspyOverlay is copyspy.Overlay; tests replace it to play a Go release
-// the patch does not know.
-var copyspyOverlay = copyspy.Overlay
+// copyOverlay is opts.CopyOverlay, or copyspy.Overlay.
+func (o BuildOptions) copyOverlay() func(goroot, goarch, dir string) (map[string]string, error) {
+	if o.CopyOverlay != nil {
+		return o.CopyOverlay
+	}
+	return copyspy.Overlay
+}
 
-// allocspyOverlay is allocspy.Overlay; tests replace it.
-var allocspyOverlay = allocspy.Overlay
+// allocOverlay is opts.AllocOverlay, or allocspy.Overlay.
+func (o BuildOptions) allocOverlay() func(goroot, goarch, goexp, dir string) (map[string]string, error) {
+	if o.AllocOverlay != nil {
+		return o.AllocOverlay
+	}
+	return allocspy.Overlay
+}
 
 func mergeOverlays(a, b map[string]string) map[string]string {
 	m := maps.Clone(a)

@@ -14,8 +14,8 @@ import (
 	"strings"
 )
 
-// procRoot is /proc; tests may point it elsewhere.
-var procRoot = "/proc"
+// procRoot is where the proc file system is mounted.
+const procRoot = "/proc"
 
 // Listener is a TCP socket in the LISTEN state, or a UDP socket bound to
 // a port and connected to no peer (a server's).

@@ -107,6 +107,7 @@ type Config struct {
 	// timingOnly measures the timing window alone (the floor run).
 	timingOnly bool
 	Flags      []string // every flag as given, for meta (secrets redacted)
+	seams      seams    // the tests' stand-ins
 	// ResultsMode is the results folder's permission mode (its files get
 	// it without execute); 0 is 0700.
 	ResultsMode os.FileMode
@@ -231,9 +232,13 @@ type windowResult struct {
 	driverCPU uint64 // the load driver's CPU ns inside the window (probe's own)
 }
 
-// syscallsOpen is syscalls.Open; tests replace it to play a machine
-// without the capability.
-var syscallsOpen = syscalls.Open
+// seams are what tests hand a run to play another machine or Go
+// release; nil fields are the real ones.
+type seams struct {
+	copyOverlay  func(goroot, goarch, dir string) (map[string]string, error)
+	allocOverlay func(goroot, goarch, goexp, dir string) (map[string]string, error)
+	syscallsOpen func(pid int) (*syscalls.Counter, error) // a machine without eBPF
+}
 
 // sysCounter is the eBPF syscall counter of a run and what symbolizes its
 // stacks; nil when not root (then /proc/PID/io is the source).
@@ -264,7 +269,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU}, logf)
+	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU,
+		CopyOverlay: cfg.seams.copyOverlay, AllocOverlay: cfg.seams.allocOverlay}, logf)
 	if err != nil {
 		return nil, err
 	}

@@ -544,14 +544,13 @@ func TestCopiesGroundTruth(t *testing.T) {
 // shape: probe must measure without copy figures and say why.
 func TestCopiesUnsupported(t *testing.T) {
 	skipShort(t)
-	old := copyspyOverlay
-	copyspyOverlay = func(goroot, goarch, dir string) (map[string]string, error) {
+	unknown := func(goroot, goarch, dir string) (map[string]string, error) {
 		return nil, capability.Shape("copyspy overlay", "memmove_amd64.s: no line %q (a Go release this overlay does not know)", "TEXT runtime·memmove")
 	}
-	defer func() { copyspyOverlay = old }()
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out}, &logb)
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+		seams: seams{copyOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -575,17 +574,15 @@ func TestCopiesUnsupported(t *testing.T) {
 // agent, measures without copy figures and says why.
 func TestCopiesOverlayDoesNotBuild(t *testing.T) {
 	skipShort(t)
-	old := copyspyOverlay
-	copyspyOverlay = func(goroot, goarch, dir string) (map[string]string, error) {
+	broken := func(goroot, goarch, dir string) (map[string]string, error) {
 		broken := filepath.Join(dir, "zz_broken.go")
 		if err := os.WriteFile(broken, []byte("package runtime\n\nfunc perfspyBroken( {\n"), 0o644); err != nil {
 			return nil, err
 		}
 		return map[string]string{filepath.Join(goroot, "src", "runtime", "zz_broken.go"): broken}, nil
 	}
-	defer func() { copyspyOverlay = old }()
 	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
-		Allocs: "heapprofile", Out: filepath.Join(t.TempDir(), "out")}, nil)
+		Allocs: "heapprofile", Out: filepath.Join(t.TempDir(), "out"), seams: seams{copyOverlay: broken}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -738,14 +735,13 @@ func TestHeapProfileSource(t *testing.T) {
 // probe falls back to the heap profile and says why.
 func TestAllocsUnsupported(t *testing.T) {
 	skipShort(t)
-	old := allocspyOverlay
-	allocspyOverlay = func(goroot, goarch, goexp, dir string) (map[string]string, error) {
+	unknown := func(goroot, goarch, goexp, dir string) (map[string]string, error) {
 		return nil, capability.Shape("allocspy overlay", "malloc.go: mallocgc has an unknown return %q (a Go release this overlay does not know)", "fast(size)")
 	}
-	defer func() { allocspyOverlay = old }()
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/alloc", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out}, &logb)
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/alloc", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+		seams: seams{allocOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -816,14 +812,13 @@ func TestSyscallsByName(t *testing.T) {
 // counts the read/write family from /proc/PID/io and says why.
 func TestSyscallsFallback(t *testing.T) {
 	skipShort(t)
-	old := syscallsOpen
-	syscallsOpen = func(int) (*syscalls.Counter, error) {
+	noBPF := func(int) (*syscalls.Counter, error) {
 		return nil, fmt.Errorf("counting syscalls needs eBPF (root, or CAP_BPF and CAP_PERFMON): %w", capability.ErrNotSupported)
 	}
-	defer func() { syscallsOpen = old }()
 	out := filepath.Join(t.TempDir(), "out")
 	var logb bytes.Buffer
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/write", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out}, &logb)
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/write", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+		seams: seams{syscallsOpen: noBPF}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}

@@ -147,7 +147,11 @@ func (s *session) openSyscalls() error {
 	if s.cfg.Syscalls == "proc-io" {
 		return nil
 	}
-	c, err := syscallsOpen(s.p.pid)
+	open := syscalls.Open
+	if s.cfg.seams.syscallsOpen != nil {
+		open = s.cfg.seams.syscallsOpen
+	}
+	c, err := open(s.p.pid)
 	if err != nil {
 		s.sysNote = err.Error()
 		s.logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
