@@ -739,7 +739,9 @@ func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
 		page.Flame = template.HTML(svg[i:]) // flame writes it, escaped
 	}
 	var b bytes.Buffer
-	if err := abPage.Execute(&b, page); err != nil {
+	// html/template escapes markup; the writer escapes what no page
+	// should carry raw (control characters, bidirectional overrides).
+	if err := abPage.Execute(safetext.NewWriter(&b), page); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
 	}
 	return b.Bytes(), nil

@@ -131,3 +131,25 @@ func TestReportEscapes(t *testing.T) {
 		t.Errorf("heading: %q", strings.SplitN(md, "\n", 2)[0])
 	}
 }
+
+// TestABReportEscapes: a function key with a bidirectional override, a
+// backtick and markup stays text in ab's report.md and report.html.
+func TestABReportEscapes(t *testing.T) {
+	t.Parallel()
+	r, cfg := fixedAB()
+	r.Functions[0].Key = "main.rtl\u202egnp.exe`|<b>"
+	var md bytes.Buffer
+	writeABReport(&md, r, cfg)
+	html, err := abHTML(r, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.md": md.String(), "report.html": string(html)} {
+		if strings.Contains(out, "\u202e") || strings.Contains(out, "<b>") {
+			t.Errorf("%s holds the key raw", name)
+		}
+		if !strings.Contains(out, `main.rtl\u202egnp.exe`) {
+			t.Errorf("%s lacks the key, escaped", name)
+		}
+	}
+}
