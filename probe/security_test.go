@@ -145,7 +145,8 @@ func TestABReportEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, out := range map[string]string{"report.md": md.String(), "report.html": string(html)} {
-		if strings.Contains(out, "\u202e") || strings.Contains(out, "<b>") {
+		// In report.md the key is in a code span, where <b> is text.
+		if strings.Contains(out, "\u202e") || name == "report.html" && strings.Contains(out, "<b>") {
 			t.Errorf("%s holds the key raw", name)
 		}
 		if !strings.Contains(out, `main.rtl\u202egnp.exe`) {
