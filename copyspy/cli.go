@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 const usage = `usage: copyspy attach -pid PID [-duration D] -o FILE
@@ -28,10 +30,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "attach" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "help" || args[0] == "--help") {
 			fmt.Fprint(stdout, usage)
-			return 0
+			return cmdmain.OK
 		}
 		fmt.Fprint(stderr, usage)
-		return 2
+		return cmdmain.Usage
 	}
 	fs := flag.NewFlagSet("copyspy attach", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -42,29 +44,29 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	requests := fs.Int64("requests", 0, "requests served in the window, if known: written as perfspy.requests")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cmdmain.OK
 		}
-		return 2
+		return cmdmain.Usage
 	}
 	switch {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "copyspy attach: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return cmdmain.Usage
 	case *pid <= 0:
 		fmt.Fprintln(stderr, "copyspy attach: -pid is required")
-		return 2
+		return cmdmain.Usage
 	case *out == "":
 		fmt.Fprintln(stderr, "copyspy attach: -o is required")
-		return 2
+		return cmdmain.Usage
 	case *dur <= 0:
 		fmt.Fprintf(stderr, "copyspy attach: -duration %v: must be positive\n", *dur)
-		return 2
+		return cmdmain.Usage
 	}
 	if err := attachRun(ctx, *pid, *dur, *out, *requests, stderr); err != nil {
 		fmt.Fprintf(stderr, "copyspy attach: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
-	return 0
+	return cmdmain.OK
 }
 
 func attachRun(ctx context.Context, pid int, dur time.Duration, out string, requests int64, stderr io.Writer) error {

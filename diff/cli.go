@@ -16,6 +16,8 @@ import (
 	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 const usage = `usage: allocdiff [flags] BEFORE AFTER
@@ -56,9 +58,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cmdmain.OK
 		}
-		return 2
+		return cmdmain.Usage
 	}
 	switch *inline {
 	case "keep":
@@ -66,61 +68,61 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		f.Inline = true
 	default:
 		fmt.Fprintf(stderr, "allocdiff: -inline %q: want keep or fold\n", *inline)
-		return 2
+		return cmdmain.Usage
 	}
 	if !validFormat(*format) {
 		fmt.Fprintf(stderr, "allocdiff: -format %q: want one of %s\n", *format, strings.Join(Formats, ", "))
-		return 2
+		return cmdmain.Usage
 	}
 	var pctLimit float64 = -1
 	if *maxRegress != "" {
 		v, err := strconv.ParseFloat(strings.TrimSuffix(*maxRegress, "%"), 64)
 		if err != nil || v < 0 {
 			fmt.Fprintf(stderr, "allocdiff: -max-regress %q: want a percentage like 5%%\n", *maxRegress)
-			return 2
+			return cmdmain.Usage
 		}
 		pctLimit = v
 	}
 	perB, perA, err := parsePer(*perFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: -per %q: %v\n", *perFlag, err)
-		return 2
+		return cmdmain.Usage
 	}
 	beforeFiles, afterFiles, err := splitSides(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		fs.Usage()
-		return 2
+		return cmdmain.Usage
 	}
 	if err := checkIO(*maxBytes, &access, *out, append(slices.Clone(beforeFiles), afterFiles...)); err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-		return 2
+		return cmdmain.Usage
 	}
 	before, after, err := loadSides(beforeFiles, afterFiles, LoadOptions{MaxBytes: *maxBytes, Access: &access}, perB, perA)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
 	res, err := Compare(before, after, Options{Sample: *sample, Folds: f, Stacks: *out != ""})
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
 	if err := res.Write(stdout, *format, *top); err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
 	if *out != "" {
 		if err := writeDiffProfile(*out, res); err != nil {
 			fmt.Fprintf(stderr, "allocdiff: -o: %v\n", err)
-			return 1
+			return cmdmain.Failed
 		}
 	}
 	if why := res.Regressed(pctLimit, *maxAbs); why != "" {
 		fmt.Fprintf(stderr, "allocdiff: regression: %s\n", why)
-		return 1
+		return cmdmain.Failed
 	}
-	return 0
+	return cmdmain.OK
 }
 
 // checkIO refuses, before any read, a limit that is not positive, store

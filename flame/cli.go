@@ -15,6 +15,8 @@ import (
 	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 const usage = `usage: flame [-o out.svg|out.html] [-sample NAME] INPUT
@@ -49,9 +51,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	access.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cmdmain.OK
 		}
-		return 2
+		return cmdmain.Usage
 	}
 	want := 1
 	if *isDiff {
@@ -60,7 +62,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != want {
 		fmt.Fprintf(stderr, "flame: want %d input file(s), got %d\n", want, fs.NArg())
 		fs.Usage()
-		return 2
+		return cmdmain.Usage
 	}
 	format := "svg"
 	switch ext := strings.ToLower(filepath.Ext(*out)); ext {
@@ -69,20 +71,20 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		format = "html"
 	default:
 		fmt.Fprintf(stderr, "flame: -o %s: want a .svg or .html file\n", *out)
-		return 2
+		return cmdmain.Usage
 	}
 	if *maxBytes <= 0 || *maxDepth <= 0 || *maxDepth > limits.MaxDepth {
 		fmt.Fprintf(stderr, "flame: -max-profile-size and -max-depth want a positive number (-max-depth at most %d)\n", limits.MaxDepth)
-		return 2
+		return cmdmain.Usage
 	}
 	if err := access.FromEnv(os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
-		return 2
+		return cmdmain.Usage
 	}
 	if *out != "" {
 		if err := outfile.SameAsInput("-o", *out, fs.Args()); err != nil {
 			fmt.Fprintf(stderr, "flame: %v\n", err)
-			return 2
+			return cmdmain.Usage
 		}
 	}
 	opt := Options{Sample: *sample, MaxBytes: *maxBytes, MaxDepth: *maxDepth, access: &access}
@@ -92,7 +94,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	t, err := readInputs(fs.Args(), opt, *isDiff)
 	if err != nil {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
 	if t.Ignored > 0 {
 		fmt.Fprintf(stderr, "flame: %s: ignored %d lines that are not \"stack count\", as flamegraph.pl does (the first: %v)\n", fs.Arg(0), t.Ignored, t.FirstIgnored)
@@ -105,17 +107,17 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
 	if *out == "" {
 		stdout.Write(buf.Bytes())
-		return 0
+		return cmdmain.OK
 	}
 	if err := outfile.Write(*out, buf.Bytes(), 0o644); err != nil {
 		fmt.Fprintf(stderr, "flame: %v\n", err)
-		return 1
+		return cmdmain.Failed
 	}
-	return 0
+	return cmdmain.OK
 }
 
 // fetchSelection reads a profile store's selection (pyroscope://...) as

@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
 // Env is what a benchmark is given.
@@ -60,13 +62,13 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cmdmain.OK
 		}
-		return 2
+		return cmdmain.Usage
 	}
 	if env.Rounds < 1 || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, and no arguments\n", name)
-		return 2
+		return cmdmain.Usage
 	}
 	var run []Bench
 	for _, w := range strings.Split(*what, ",") {
@@ -78,16 +80,16 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 		}
 		if !found {
 			fmt.Fprintf(stderr, "%s cost: unknown benchmark %q (have %s)\n", name, w, strings.Join(names, ", "))
-			return 2
+			return cmdmain.Usage
 		}
 	}
 	for _, b := range run {
 		if err := b.Run(ctx, env); err != nil {
 			fmt.Fprintf(stderr, "%s cost: %s: %v\n", name, b.Name, err)
-			return 1
+			return cmdmain.Failed
 		}
 	}
-	return 0
+	return cmdmain.OK
 }
 
 func median(v []float64) float64 {
