@@ -22,6 +22,8 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // BenchConfig is probe run -bench: a package's Go benchmarks, each
@@ -151,24 +153,24 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 
 // benchRun runs a test binary to its end in the package's folder, its
 // output in logPath; started, when set, runs once it has started.
-func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*proc) error) error {
-	p, err := startCmd(cmd, logPath, nil)
+func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*proc.Proc) error) error {
+	p, err := proc.StartCmd(cmd, logPath, nil)
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 	if started != nil {
 		if err := started(p); err != nil {
 			return err
 		}
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if p.waitErr != nil {
-		return fmt.Errorf("%s: %s", filepath.Base(cmd.Path), p.exitStatus())
+	if p.WaitErr() != nil {
+		return fmt.Errorf("%s: %s", filepath.Base(cmd.Path), p.ExitStatus())
 	}
 	return nil
 }
@@ -271,7 +273,7 @@ func runBenchWindow(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out
 	}
 	cmd := exec.Command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir)
-	var started func(*proc) error
+	var started func(*proc.Proc) error
 	switch err := capability.BPF("counting syscalls"); {
 	case cfg.Syscalls == "off":
 		w.sysReason = "-syscalls off"
@@ -289,13 +291,13 @@ func runBenchWindow(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out
 		defer wr.Close()
 		cmd.ExtraFiles = []*os.File{r}
 		cmd.Env = append(cmd.Env, benchwin.SyncEnv+"=1")
-		started = func(p *proc) error {
+		started = func(p *proc.Proc) error {
 			r.Close()
 			defer wr.Close() // the recorder goes on: at worst with nothing counted
-			if w.counter, err = syscalls.OpenGated(p.pid, addr); err != nil {
+			if w.counter, err = syscalls.OpenGated(p.Pid, addr); err != nil {
 				return err
 			}
-			if w.sym, err = elfsym.Open(tgt.Binary, p.pid); err != nil {
+			if w.sym, err = elfsym.Open(tgt.Binary, p.Pid); err != nil {
 				return err
 			}
 			_, err = wr.Write([]byte{1})

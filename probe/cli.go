@@ -549,7 +549,7 @@ func (h *headerFlag) String() string {
 	for k, v := range h.m {
 		s = append(s, k+": "+v)
 	}
-	return strings.Join(sortedStrings(s), ", ")
+	return strings.Join(slices.Sorted(slices.Values(s)), ", ")
 }
 
 func (h *headerFlag) Set(v string) error {

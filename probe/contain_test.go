@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/contain"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // buildProbe builds the probe command for tests that signal it.
@@ -128,7 +130,7 @@ func TestBuildInterrupted(t *testing.T) {
 	time.Sleep(3 * time.Second) // compilers running
 	p.stop(t, syscall.SIGINT, 30*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	for _, pid := range allPIDs() {
+	for _, pid := range proc.AllPIDs() {
 		if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && strings.Contains(string(env), "PERFSPY_CACHE="+cache) {
 			exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 			t.Errorf("pid %d (%s) of the interrupted build is still running", pid, exe)

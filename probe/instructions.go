@@ -18,6 +18,8 @@ import (
 	"github.com/perfspy/perfspy/load"
 
 	"github.com/perfspy/perfspy/internal/safetext"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // SourceInstructions names the instruction counts' source.
@@ -29,7 +31,7 @@ const VerdictCountsOnly = "counts-only"
 
 // instructionsGap is the least pause before each request of an
 // instructions window; the load then waits for every thread of the target
-// to sleep and for sysmon to park (threadsIdle). Under callgrind a request
+// to sleep and for sysmon to park (proc.ThreadsIdle). Under callgrind a request
 // that arrives while the server is still finishing the last one takes
 // another path through the scheduler (no park in the netpoller) than one
 // that finds it idle; which of the two a request took depended on timing
@@ -103,9 +105,9 @@ func (cr *callgrindRun) command(binary string, args []string) (string, []string,
 
 // dump asks callgrind for a dump: the part between two dumps is a window.
 func (cr *callgrindRun) dump(ctx context.Context) error {
-	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.s.p.pid))
+	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.s.p.Pid))
 	if b, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.s.p.pid, err, b)
+		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.s.p.Pid, err, b)
 	}
 	return nil
 }
@@ -123,17 +125,17 @@ func (cr *callgrindRun) window(ctx context.Context) (*load.Result, error) {
 		return nil, err
 	}
 	s.logf("window: %d requests", s.cfg.Requests)
-	lr, err := load.Paced(ctx, s.drv, s.cfg.Requests, instructionsGap, func() bool { return threadsIdle(s.p.pid) })
+	lr, err := load.Paced(ctx, s.drv, s.cfg.Requests, instructionsGap, func() bool { return proc.ThreadsIdle(s.p.Pid) })
 	if err != nil {
 		return nil, err
 	}
-	if s.p.exited() {
-		return nil, fmt.Errorf("target exited during the window: %s", s.p.exitStatus())
+	if s.p.Exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", s.p.ExitStatus())
 	}
 	if err := cr.dump(ctx); err != nil {
 		return nil, err
 	}
-	s.p.stop()
+	s.p.Stop()
 	return lr, nil
 }
 

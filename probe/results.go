@@ -20,6 +20,8 @@ import (
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // Sources of each figure, as summary.json names them.
@@ -448,8 +450,8 @@ func collectMeta(cfg Config, tgt *Target, commit string, hello *wire.Response, p
 		"commit":          commit,
 		"dirty":           fmt.Sprint(tgt.Dirty),
 		"ncpu":            fmt.Sprint(runtime.NumCPU()),
-		"cpus-server":     formatCPUList(plan.Server),
-		"cpus-load":       formatCPUList(plan.Load),
+		"cpus-server":     proc.FormatCPUList(plan.Server),
+		"cpus-load":       proc.FormatCPUList(plan.Load),
 		"cpus-readback":   strings.Join(allowed, " "),
 		"target-args":     strings.Join(RedactArgs(cfg.Args), " "),
 		"flags":           strings.Join(cfg.Flags, " "),

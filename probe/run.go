@@ -25,7 +25,12 @@ import (
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/syscalls"
 	"github.com/perfspy/perfspy/wirefmt/bulk"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
+
+// CPUPlan is -cpus: the CPUs of the target and of the load driver.
+type CPUPlan = proc.CPUPlan
 
 // MaxConns is the most connections -conns takes.
 const MaxConns = 4096
@@ -199,7 +204,7 @@ func (cfg *Config) check() (CPUPlan, error) {
 			return CPUPlan{}, fmt.Errorf("-%s %q: want %s", d.flag, *d.v, strings.Join(d.valid, " or "))
 		}
 	}
-	plan, err := parseCPUs(cfg.CPUs, runtime.NumCPU())
+	plan, err := proc.ParseCPUs(cfg.CPUs, runtime.NumCPU())
 	if err != nil {
 		return CPUPlan{}, fmt.Errorf("-cpus: %w", err)
 	}
@@ -224,7 +229,7 @@ type windowResult struct {
 	cpu       uint64 // target CPU ns inside the window
 	runqWait  uint64 // ns the target's threads waited in a run queue inside the window
 	cpuSource string
-	io0, io1  IOReading
+	io0, io1  proc.IOReading
 	udp       map[string]int64 // the machine's UDP counters' change (/proc/net/snmp)
 	m0, m1    *wire.Metrics
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
@@ -283,8 +288,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.p.stop()
-	if cfg.Floor && s.addr.udp {
+	s.p.Stop()
+	if cfg.Floor && s.addr.UDP {
 		if driverProto(cfg, tgt, s.addr) != "quic" {
 			logf("-floor: no floor under a plain-UDP target; it is one")
 		} else if floor, err = runUDPFloor(ctx, cfg, win.clean.load, logf); err != nil {
@@ -303,7 +308,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 }
 
 // driverName names the driver newDriver makes.
-func driverName(cfg Config, tgt *Target, ep endpoint) string {
+func driverName(cfg Config, tgt *Target, ep proc.Endpoint) string {
 	if p := driverProto(cfg, tgt, ep); p != "http" {
 		return p
 	}
@@ -312,14 +317,14 @@ func driverName(cfg Config, tgt *Target, ep endpoint) string {
 
 // newDriver makes the load driver of cfg.Proto, -proto auto resolved
 // (resolveProto).
-func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
+func newDriver(cfg Config, tgt *Target, ep proc.Endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":
-		return load.NewFramed(load.FramedOptions{Addr: ep.addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
+		return load.NewFramed(load.FramedOptions{Addr: ep.Addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
 	case "quic":
-		return load.NewQUIC(load.QUICOptions{Addr: ep.addr, Conns: cfg.Conns, Streams: cfg.Streams, Size: cfg.Size})
+		return load.NewQUIC(load.QUICOptions{Addr: ep.Addr, Conns: cfg.Conns, Streams: cfg.Streams, Size: cfg.Size})
 	case "udp":
-		return load.NewUDP(load.UDPOptions{Addr: ep.addr, Conns: cfg.Conns, Size: cfg.Size, Pkt: cfg.Pkt})
+		return load.NewUDP(load.UDPOptions{Addr: ep.Addr, Conns: cfg.Conns, Size: cfg.Size, Pkt: cfg.Pkt})
 	case "grpc":
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -327,7 +332,7 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 		if tgt.Name == "grpcecho" && !strings.Contains(method, "/") {
 			method = "perfspy.echo.Echo/Echo" // its one method
 		}
-		opt := load.GRPCOptions{Addr: ep.addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns}
+		opt := load.GRPCOptions{Addr: ep.Addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns}
 		if len(cfg.ProtoFiles) > 0 {
 			var err error
 			if opt.Files, err = load.ProtoFiles(ctx, cfg.ProtoFiles, cfg.ImportPaths); err != nil {
@@ -344,12 +349,12 @@ func newDriver(cfg Config, tgt *Target, ep endpoint) (load.Driver, error) {
 
 // newHTTPDriver makes the HTTP drivers: HTTP/1.1 (lean or net/http's)
 // over TCP or TLS, HTTP/2 with prior knowledge (h2c) or over TLS (h2).
-func newHTTPDriver(cfg Config, ep endpoint, proto string) (load.Driver, error) {
+func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, error) {
 	scheme := "http"
 	if proto == "https" || proto == "h2" {
 		scheme = "https"
 	}
-	u := url.URL{Scheme: scheme, Host: ep.addr, Path: cfg.Path}
+	u := url.URL{Scheme: scheme, Host: ep.Addr, Path: cfg.Path}
 	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 	}
@@ -406,14 +411,14 @@ func tlsNote(cfg Config) string {
 
 // driverProto resolves -proto auto where the target's name or socket
 // tells (resolveProto also asks the target).
-func driverProto(cfg Config, tgt *Target, ep endpoint) string {
+func driverProto(cfg Config, tgt *Target, ep proc.Endpoint) string {
 	if cfg.Proto != "" && cfg.Proto != "auto" {
 		return cfg.Proto
 	}
 	switch {
-	case ep.udp && tgt.Name == "udpfloor":
+	case ep.UDP && tgt.Name == "udpfloor":
 		return "udp"
-	case ep.udp:
+	case ep.UDP:
 		return "quic"
 	case tgt.Name == "rpcecho":
 		return "framed"
@@ -425,9 +430,9 @@ func driverProto(cfg Config, tgt *Target, ep endpoint) string {
 
 // resolveProto resolves -proto auto for a started target: gRPC when the
 // target answers the reflection service, else as driverProto says.
-func resolveProto(ctx context.Context, cfg Config, tgt *Target, ep endpoint) string {
+func resolveProto(ctx context.Context, cfg Config, tgt *Target, ep proc.Endpoint) string {
 	p := driverProto(cfg, tgt, ep)
-	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && load.AnswersReflection(ctx, ep.addr) {
+	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && load.AnswersReflection(ctx, ep.Addr) {
 		return "grpc"
 	}
 	return p
@@ -579,7 +584,7 @@ func pinSelf(cpus []int) (unpin func(), err error) {
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
 		return nil, err
 	}
-	if err := setAllThreads(cpuSet(cpus)); err != nil {
+	if err := setAllThreads(proc.CPUSet(cpus)); err != nil {
 		_ = setAllThreads(&old)
 		return nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/capability"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // These tests build real targets and measure them. They share one cache
@@ -51,7 +53,7 @@ func TestMain(m *testing.M) {
 // orphans lists the processes whose executable lives in the test cache.
 func orphans() []string {
 	var out []string
-	for _, pid := range allPIDs() {
+	for _, pid := range proc.AllPIDs() {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err == nil && strings.HasPrefix(exe, testCacheDir) {
 			out = append(out, fmt.Sprintf("pid %d (%s)", pid, exe))

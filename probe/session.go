@@ -15,6 +15,8 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // session is one started target with its agent, load driver and syscall
@@ -27,8 +29,8 @@ type session struct {
 	commit   string
 	out      string // the results folder
 	priv     string // private folder: the agent's socket and files
-	p        *proc
-	addr     endpoint
+	p        *proc.Proc
+	addr     proc.Endpoint
 	ac       *agentConn
 	hello    *wire.Response
 	drv      load.Driver
@@ -91,17 +93,17 @@ func (s *session) start(ctx context.Context) error {
 		env = append(env, more...)
 	}
 	logf("starting %s", tgt.Binary)
-	if s.p, err = startTarget(bin, args, targetEnv(cfg, env...), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
+	if s.p, err = proc.Start(bin, args, targetEnv(cfg, env...), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
 		return err
 	}
 	if s.grace > 0 {
-		s.p.grace = s.grace
+		s.p.Grace = s.grace
 	}
-	s.undo = append(s.undo, s.p.stop)
-	if s.addr, err = waitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
+	s.undo = append(s.undo, s.p.Stop)
+	if s.addr, err = proc.WaitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
 		return err
 	}
-	logf("target pid %d listens on %s", s.p.pid, s.addr.addr)
+	logf("target pid %d listens on %s", s.p.Pid, s.addr.Addr)
 	if s.ac, err = dialAgent(ctx, sock); err != nil {
 		return fmt.Errorf("connecting to the agent: %w", err)
 	}
@@ -121,10 +123,10 @@ func (s *session) start(ctx context.Context) error {
 // checkPinning reads back the CPU affinity of the target and of probe: a
 // pin that did not hold makes the run not judged.
 func (s *session) checkPinning() {
-	s.allowed, _ = readAllowedCPUs(s.p.pid)
+	s.allowed, _ = proc.AllowedCPUs(s.p.Pid)
 	s.coresHad = float64(s.hello.GOMAXPROCS)
 	if len(s.plan.Server) > 0 {
-		want := formatCPUList(s.plan.Server)
+		want := proc.FormatCPUList(s.plan.Server)
 		if len(s.allowed) != 1 || s.allowed[0] != want {
 			s.reasons = append(s.reasons, fmt.Sprintf("target affinity read back as %v, want %s", s.allowed, want))
 		}
@@ -133,8 +135,8 @@ func (s *session) checkPinning() {
 		s.coresHad = min(s.coresHad, float64(runtime.NumCPU()))
 	}
 	if len(s.plan.Load) > 0 {
-		self, _ := readAllowedCPUs(os.Getpid())
-		want := formatCPUList(s.plan.Load)
+		self, _ := proc.AllowedCPUs(os.Getpid())
+		want := proc.FormatCPUList(s.plan.Load)
 		if len(self) != 1 || self[0] != want {
 			s.reasons = append(s.reasons, fmt.Sprintf("load driver affinity read back as %v, want %s", self, want))
 		}
@@ -151,14 +153,14 @@ func (s *session) openSyscalls() error {
 	if s.cfg.seams.syscallsOpen != nil {
 		open = s.cfg.seams.syscallsOpen
 	}
-	c, err := open(s.p.pid)
+	c, err := open(s.p.Pid)
 	if err != nil {
 		s.sysNote = err.Error()
 		s.logf("syscalls: %v; counting the read/write family from /proc/PID/io", err)
 		return nil
 	}
 	s.undo = append(s.undo, func() { c.Close() })
-	sym, err := elfsym.Open(s.tgt.Binary, s.p.pid)
+	sym, err := elfsym.Open(s.tgt.Binary, s.p.Pid)
 	if err != nil {
 		return fmt.Errorf("symbols of %s: %w", s.tgt.Binary, err)
 	}
@@ -213,8 +215,8 @@ func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request)
 		if err != nil {
 			return nil, err
 		}
-		if s.p.exited() {
-			return nil, fmt.Errorf("target exited during warm-up: %s", s.p.exitStatus())
+		if s.p.Exited() {
+			return nil, fmt.Errorf("target exited during warm-up: %s", s.p.ExitStatus())
 		}
 		if r != nil && r.OK == 0 && r.Errors+r.Non2xx > 0 {
 			// A certificate that does not verify, another protocol, a
@@ -354,15 +356,15 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 			return nil, fmt.Errorf("syscalls: %w", err)
 		}
 	}
-	cpu0, err0 := readCPU(p.pid)
-	io0, _ := readIO(p.pid)
-	udp0, _ := readUDPCounters()
+	cpu0, err0 := proc.ReadCPU(p.Pid)
+	io0, _ := proc.ReadIO(p.Pid)
+	udp0, _ := proc.UDPCounters()
 	drv0 := selfCPU()
 	lr, lerr := drv.Run(ctx, d)
 	drv1 := selfCPU()
-	cpu1, err1 := readCPU(p.pid)
-	io1, _ := readIO(p.pid)
-	udp1, _ := readUDPCounters()
+	cpu1, err1 := proc.ReadCPU(p.Pid)
+	io1, _ := proc.ReadIO(p.Pid)
+	udp1, _ := proc.UDPCounters()
 	var sys1 map[int]uint64
 	var st1 map[syscalls.StackKey]uint64
 	if sc != nil {
@@ -378,8 +380,8 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 			}
 		}
 	}
-	if p.exited() {
-		return nil, fmt.Errorf("target exited during the window: %s", p.exitStatus())
+	if p.Exited() {
+		return nil, fmt.Errorf("target exited during the window: %s", p.ExitStatus())
 	}
 	if lerr != nil {
 		return nil, lerr
@@ -391,7 +393,7 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	if err := errors.Join(err0, err1); err != nil {
 		return nil, fmt.Errorf("reading target cpu time: %w", err)
 	}
-	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: counterDelta(udp0, udp1)}
+	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1)}
 	if drv1 > drv0 {
 		w.driverCPU = drv1 - drv0
 	}

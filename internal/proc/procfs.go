@@ -1,4 +1,4 @@
-package probe
+package proc
 
 import (
 	"bufio"
@@ -39,13 +39,13 @@ func (l Listener) Addr() string {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(l.Port))
 }
 
-// parseProcNetTCP reads /proc/net/tcp or tcp6 and returns the sockets in
+// ParseNetTCP reads /proc/net/tcp or tcp6 and returns the sockets in
 // the LISTEN state.
-func parseProcNetTCP(r io.Reader) ([]Listener, error) { return parseProcNet(r, false) }
+func ParseNetTCP(r io.Reader) ([]Listener, error) { return parseProcNet(r, false) }
 
-// parseProcNetUDP reads /proc/net/udp or udp6 and returns the sockets
+// ParseNetUDP reads /proc/net/udp or udp6 and returns the sockets
 // bound to a port with no peer.
-func parseProcNetUDP(r io.Reader) ([]Listener, error) { return parseProcNet(r, true) }
+func ParseNetUDP(r io.Reader) ([]Listener, error) { return parseProcNet(r, true) }
 
 func parseProcNet(r io.Reader, udp bool) ([]Listener, error) {
 	var out []Listener
@@ -147,8 +147,8 @@ func netListeners(pid int) ([]Listener, error) {
 	return all, nil
 }
 
-// processListeners returns the listeners held by each of pids.
-func processListeners(pids []int) (map[int][]Listener, error) {
+// Listeners returns the listeners held by each of pids.
+func Listeners(pids []int) (map[int][]Listener, error) {
 	if len(pids) == 0 {
 		return nil, nil
 	}
@@ -168,8 +168,8 @@ func processListeners(pids []int) (map[int][]Listener, error) {
 	return out, nil
 }
 
-// allPIDs lists the processes in /proc.
-func allPIDs() []int {
+// AllPIDs lists the processes in /proc.
+func AllPIDs() []int {
 	ents, _ := os.ReadDir(procRoot)
 	var out []int
 	for _, e := range ents {
@@ -181,11 +181,11 @@ func allPIDs() []int {
 	return out
 }
 
-// groupPIDs lists the processes whose process group is pgid.
-func groupPIDs(pgid int) []int {
+// GroupPIDs lists the processes whose process group is pgid.
+func GroupPIDs(pgid int) []int {
 	var out []int
-	for _, pid := range allPIDs() {
-		st, err := readStat(pid)
+	for _, pid := range AllPIDs() {
+		st, err := ReadStat(pid)
 		if err == nil && st.pgrp == pgid {
 			out = append(out, pid)
 		}
@@ -193,8 +193,8 @@ func groupPIDs(pgid int) []int {
 	return out
 }
 
-// portOwners returns the pids, system-wide, that hold a listening socket on port.
-func portOwners(port int, self int) ([]int, error) {
+// PortOwners returns the pids, system-wide, that hold a listening socket on port.
+func PortOwners(port int, self int) ([]int, error) {
 	all, err := netListeners(self)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func portOwners(port int, self int) ([]int, error) {
 		return nil, nil
 	}
 	var out []int
-	for _, pid := range allPIDs() {
+	for _, pid := range AllPIDs() {
 		for ino := range socketInodes(pid) {
 			if want[ino] {
 				out = append(out, pid)
@@ -226,20 +226,20 @@ type procStat struct {
 	utime, stime uint64 // clock ticks
 }
 
-// readStat parses /proc/PID/stat. The command name may hold spaces and
+// ReadStat parses /proc/PID/stat. The command name may hold spaces and
 // parentheses, so fields are counted from the last ')'.
-func readStat(pid int) (procStat, error) {
+func ReadStat(pid int) (procStat, error) {
 	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return procStat{}, err
 	}
-	return parseStat(b)
+	return ParseStat(b)
 }
 
-// threadsIdle tells whether every thread of pid sleeps: none runs or waits
+// ThreadsIdle tells whether every thread of pid sleeps: none runs or waits
 // to run. Under callgrind, whose threads take turns, the target is then
 // parked with no work left.
-func threadsIdle(pid int) bool {
+func ThreadsIdle(pid int) bool {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -250,7 +250,7 @@ func threadsIdle(pid int) bool {
 		if err != nil {
 			continue // the thread ended
 		}
-		st, err := parseStat(b)
+		st, err := ParseStat(b)
 		if err != nil || st.state == 'R' {
 			return false
 		}
@@ -264,7 +264,7 @@ func threadsIdle(pid int) bool {
 	return true
 }
 
-func parseStat(b []byte) (procStat, error) {
+func ParseStat(b []byte) (procStat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return procStat{}, fmt.Errorf("bad stat line")
@@ -301,9 +301,9 @@ type CPUReading struct {
 	WaitNanos uint64
 }
 
-// readCPU sums the on-CPU time of pid's threads from their schedstat files
+// ReadCPU sums the on-CPU time of pid's threads from their schedstat files
 // (nanoseconds), falling back to utime+stime from /proc/PID/stat (ticks).
-func readCPU(pid int) (CPUReading, error) {
+func ReadCPU(pid int) (CPUReading, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err == nil {
@@ -338,7 +338,7 @@ func readCPU(pid int) (CPUReading, error) {
 			return CPUReading{Nanos: sum, Source: "schedstat", WaitNanos: wait}, nil
 		}
 	}
-	st, err := readStat(pid)
+	st, err := ReadStat(pid)
 	if err != nil {
 		return CPUReading{}, err
 	}
@@ -350,15 +350,15 @@ type IOReading struct {
 	SysR, SysW uint64
 }
 
-func readIO(pid int) (IOReading, error) {
+func ReadIO(pid int) (IOReading, error) {
 	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "io"))
 	if err != nil {
 		return IOReading{}, err
 	}
-	return parseIO(b)
+	return ParseIO(b)
 }
 
-func parseIO(b []byte) (IOReading, error) {
+func ParseIO(b []byte) (IOReading, error) {
 	var r IOReading
 	var seen int
 	for _, line := range strings.Split(string(b), "\n") {
@@ -385,9 +385,9 @@ func parseIO(b []byte) (IOReading, error) {
 	return r, nil
 }
 
-// readAllowedCPUs returns the Cpus_allowed_list of every thread of pid,
+// AllowedCPUs returns the Cpus_allowed_list of every thread of pid,
 // deduplicated and sorted.
-func readAllowedCPUs(pid int) ([]string, error) {
+func AllowedCPUs(pid int) ([]string, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -413,20 +413,20 @@ func readAllowedCPUs(pid int) ([]string, error) {
 	return out, nil
 }
 
-// readUDPCounters reads the UDP line pair of /proc/net/snmp: the
+// UDPCounters reads the UDP line pair of /proc/net/snmp: the
 // machine's (the network namespace's) datagrams and drops, every socket's.
-func readUDPCounters() (map[string]int64, error) {
+func UDPCounters() (map[string]int64, error) {
 	f, err := os.Open(filepath.Join(procRoot, "net", "snmp"))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseSNMP(f, "Udp")
+	return ParseSNMP(f, "Udp")
 }
 
-// parseSNMP reads the counters of proto from /proc/net/snmp: a line of
+// ParseSNMP reads the counters of proto from /proc/net/snmp: a line of
 // names and a line of values, each starting "Proto:".
-func parseSNMP(r io.Reader, proto string) (map[string]int64, error) {
+func ParseSNMP(r io.Reader, proto string) (map[string]int64, error) {
 	sc := bufio.NewScanner(r)
 	var names []string
 	for sc.Scan() {
@@ -457,8 +457,8 @@ func parseSNMP(r io.Reader, proto string) (map[string]int64, error) {
 	return nil, fmt.Errorf("/proc/net/snmp: no %s counters", proto)
 }
 
-// counterDelta is b - a for the counters in both; nil when either is.
-func counterDelta(a, b map[string]int64) map[string]int64 {
+// CounterDelta is b - a for the counters in both; nil when either is.
+func CounterDelta(a, b map[string]int64) map[string]int64 {
 	if a == nil || b == nil {
 		return nil
 	}

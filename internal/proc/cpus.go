@@ -1,4 +1,4 @@
-package probe
+package proc
 
 import (
 	"errors"
@@ -14,11 +14,11 @@ type CPUPlan struct {
 	Server, Load []int
 }
 
-// parseCPUs reads -cpus: "none", "auto", or SERVER:LOAD where each side is a
+// ParseCPUs reads -cpus: "none", "auto", or SERVER:LOAD where each side is a
 // list like 0-2,4. auto gives the first half of the n CPUs to the target and
 // the rest to the load driver, so that on a small machine they do not share
 // cores; with one CPU it does not pin.
-func parseCPUs(s string, n int) (CPUPlan, error) {
+func ParseCPUs(s string, n int) (CPUPlan, error) {
 	switch s {
 	case "none", "":
 		return CPUPlan{}, nil
@@ -43,10 +43,10 @@ func parseCPUs(s string, n int) (CPUPlan, error) {
 	}
 	var p CPUPlan
 	var err error
-	if p.Server, err = parseCPUList(srv, n); err != nil {
+	if p.Server, err = ParseCPUList(srv, n); err != nil {
 		return CPUPlan{}, fmt.Errorf("server cpus: %w", err)
 	}
-	if p.Load, err = parseCPUList(ld, n); err != nil {
+	if p.Load, err = ParseCPUList(ld, n); err != nil {
 		return CPUPlan{}, fmt.Errorf("load cpus: %w", err)
 	}
 	for _, a := range p.Server {
@@ -59,8 +59,8 @@ func parseCPUs(s string, n int) (CPUPlan, error) {
 	return p, nil
 }
 
-// parseCPUList reads "0-2,4" into sorted, distinct CPU numbers below n.
-func parseCPUList(s string, n int) ([]int, error) {
+// ParseCPUList reads "0-2,4" into sorted, distinct CPU numbers below n.
+func ParseCPUList(s string, n int) ([]int, error) {
 	if s == "" {
 		return nil, errors.New("empty cpu list")
 	}
@@ -92,8 +92,8 @@ func parseCPUList(s string, n int) ([]int, error) {
 	return out, nil
 }
 
-// formatCPUList writes cpus as the kernel writes Cpus_allowed_list: 0-2,4.
-func formatCPUList(cpus []int) string {
+// FormatCPUList writes cpus as the kernel writes Cpus_allowed_list: 0-2,4.
+func FormatCPUList(cpus []int) string {
 	var parts []string
 	for i := 0; i < len(cpus); {
 		j := i

@@ -1,4 +1,8 @@
-package probe
+// Package proc is the plumbing of a target's process: starting it (in a
+// group that ends with probe, internal/contain), waiting until it listens
+// and telling which socket is its, reading its CPU time, run-queue wait,
+// I/O and affinity from /proc, and the -cpus plan.
+package proc
 
 import (
 	"bufio"
@@ -21,28 +25,28 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 )
 
-// proc is a running target, leader of its own process group.
-type proc struct {
+// Proc is a running target, leader of its own process group.
+type Proc struct {
 	cmd     *exec.Cmd
 	group   *contain.Group // the target and all it starts
-	pid     int
+	Pid     int
 	done    chan struct{}
 	waitErr error
 	logPath string
-	grace   time.Duration // between SIGTERM and SIGKILL; default 2s
+	Grace   time.Duration // between SIGTERM and SIGKILL; default 2s
 }
 
-// startTarget starts bin in a new process group. When cpus is not empty the
+// Start starts bin in a new process group. When cpus is not empty the
 // child starts pinned to them: it inherits the affinity of the thread that
 // forks it, so that thread is pinned for the moment of the fork.
-func startTarget(bin string, args, env []string, logPath string, cpus []int) (*proc, error) {
+func Start(bin string, args, env []string, logPath string, cpus []int) (*Proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	return startCmd(cmd, logPath, cpus)
+	return StartCmd(cmd, logPath, cpus)
 }
 
-// startCmd starts cmd as startTarget does, its output to logPath.
-func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
+// StartCmd starts cmd as Start does, its output to logPath.
+func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
 	bin := cmd.Path
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -64,7 +68,7 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 		if err := unix.SchedGetaffinity(0, &old); err != nil {
 			return nil, fmt.Errorf("reading cpu affinity: %w", err)
 		}
-		if err := unix.SchedSetaffinity(0, cpuSet(cpus)); err != nil {
+		if err := unix.SchedSetaffinity(0, CPUSet(cpus)); err != nil {
 			return nil, fmt.Errorf("pinning target to cpus %v: %w", cpus, err)
 		}
 		defer unix.SchedSetaffinity(0, &old)
@@ -85,7 +89,7 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	group.Started(cmd.Process.Pid)
-	p := &proc{cmd: cmd, group: group, pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
+	p := &Proc{cmd: cmd, group: group, Pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -93,7 +97,7 @@ func startCmd(cmd *exec.Cmd, logPath string, cpus []int) (*proc, error) {
 	return p, nil
 }
 
-func cpuSet(cpus []int) *unix.CPUSet {
+func CPUSet(cpus []int) *unix.CPUSet {
 	var s unix.CPUSet
 	for _, c := range cpus {
 		s.Set(c)
@@ -101,8 +105,8 @@ func cpuSet(cpus []int) *unix.CPUSet {
 	return &s
 }
 
-// exited reports whether the leader has exited.
-func (p *proc) exited() bool {
+// Exited reports whether the leader has exited.
+func (p *Proc) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -111,8 +115,8 @@ func (p *proc) exited() bool {
 	}
 }
 
-// exitStatus describes how the leader ended, with the tail of its output.
-func (p *proc) exitStatus() string {
+// ExitStatus describes how the leader ended, with the tail of its output.
+func (p *Proc) ExitStatus() string {
 	msg := "exited"
 	if p.waitErr != nil {
 		msg = p.waitErr.Error()
@@ -120,7 +124,7 @@ func (p *proc) exitStatus() string {
 	return msg + p.logTail()
 }
 
-func (p *proc) logTail() string {
+func (p *Proc) logTail() string {
 	lines := crashLines(p.logPath)
 	if len(lines) == 0 {
 		return ""
@@ -206,11 +210,11 @@ func clip(lines []string) []string {
 	return out
 }
 
-// stop ends the whole process group: SIGTERM, then SIGKILL after a grace
+// Stop ends the whole process group: SIGTERM, then SIGKILL after a grace
 // period. It is safe to call more than once.
-func (p *proc) stop() {
-	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-	grace := p.grace
+func (p *Proc) Stop() {
+	_ = syscall.Kill(-p.Pid, syscall.SIGTERM)
+	grace := p.Grace
 	if grace == 0 {
 		grace = 2 * time.Second
 	}
@@ -220,10 +224,10 @@ func (p *proc) stop() {
 	}
 	// Children may outlive the leader; the group is killed either way,
 	// with what left it (a cgroup, or orphans reparented to probe).
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	<-p.done
 	p.group.Close()
-	for i := 0; i < 100 && len(groupPIDs(p.pid)) > 0; i++ {
+	for i := 0; i < 100 && len(GroupPIDs(p.Pid)) > 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -231,73 +235,73 @@ func (p *proc) stop() {
 // ErrNotReady is returned when the target never listened in time.
 var ErrNotReady = errors.New("target did not become ready")
 
-// endpoint is where the target listens.
-type endpoint struct {
-	addr string
-	udp  bool // a UDP socket: a QUIC or plain-UDP target
+// Endpoint is where the target listens.
+type Endpoint struct {
+	Addr string
+	UDP  bool // a UDP socket: a QUIC or plain-UDP target
 }
 
-// waitReady waits until the target's process group listens on exactly one
+// WaitReady waits until the target's process group listens on exactly one
 // TCP or UDP address (or on addr, when given) and its agent socket exists.
 // It refuses a port that another process holds or that several processes
 // listen on.
-func waitReady(ctx context.Context, p *proc, addr, sock string, timeout time.Duration) (endpoint, error) {
+func WaitReady(ctx context.Context, p *Proc, addr, sock string, timeout time.Duration) (Endpoint, error) {
 	wantPort := 0
 	if addr != "" {
 		_, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return endpoint{}, fmt.Errorf("-addr %q: %w", addr, err)
+			return Endpoint{}, fmt.Errorf("-addr %q: %w", addr, err)
 		}
 		if wantPort, err = strconv.Atoi(port); err != nil || wantPort <= 0 {
-			return endpoint{}, fmt.Errorf("-addr %q: bad port", addr)
+			return Endpoint{}, fmt.Errorf("-addr %q: bad port", addr)
 		}
 	}
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if p.exited() {
-			return endpoint{}, fmt.Errorf("target exited before it listened: %s", p.exitStatus())
+		if p.Exited() {
+			return Endpoint{}, fmt.Errorf("target exited before it listened: %s", p.ExitStatus())
 		}
-		got, err := readyAddr(p.pid, addr, wantPort, sock)
-		if err != nil || got.addr != "" {
+		got, err := readyAddr(p.Pid, addr, wantPort, sock)
+		if err != nil || got.Addr != "" {
 			return got, err
 		}
 		if time.Now().After(deadline) {
 			what := "listened on a TCP or UDP port"
 			if addr != "" {
-				what = "listened on " + addr + openPorts(p.pid)
+				what = "listened on " + addr + openPorts(p.Pid)
 			}
-			return endpoint{}, fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
+			return Endpoint{}, fmt.Errorf("%w: it never %s within %v (raise -ready-timeout)%s", ErrNotReady, what, timeout, p.logTail())
 		}
 		select {
 		case <-ctx.Done():
-			return endpoint{}, ctx.Err()
+			return Endpoint{}, ctx.Err()
 		case <-tick.C:
 		}
 	}
 }
 
 // readyAddr checks once; "" with a nil error means not ready yet.
-func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, error) {
+func readyAddr(pgid int, addr string, wantPort int, sock string) (Endpoint, error) {
 	if _, err := os.Stat(sock); err != nil {
-		return endpoint{}, nil
+		return Endpoint{}, nil
 	}
-	pids := groupPIDs(pgid)
-	byPID, err := processListeners(pids)
+	pids := GroupPIDs(pgid)
+	byPID, err := Listeners(pids)
 	if err != nil {
-		return endpoint{}, err
+		return Endpoint{}, err
 	}
 	if wantPort != 0 {
-		owners, err := portOwners(wantPort, pgid)
+		owners, err := PortOwners(wantPort, pgid)
 		if err != nil {
-			return endpoint{}, err
+			return Endpoint{}, err
 		}
 		if len(owners) == 0 {
-			return endpoint{}, nil
+			return Endpoint{}, nil
 		}
-		if err := checkOwners(wantPort, owners, pids); err != nil {
-			return endpoint{}, err
+		if err := CheckOwners(wantPort, owners, pids); err != nil {
+			return Endpoint{}, err
 		}
 		udp := false
 		for _, ls := range byPID {
@@ -305,7 +309,7 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, erro
 				udp = udp || l.Port == wantPort && l.UDP
 			}
 		}
-		return endpoint{addr: addr, udp: udp}, nil
+		return Endpoint{Addr: addr, UDP: udp}, nil
 	}
 	type key struct {
 		port int
@@ -319,7 +323,7 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, erro
 	}
 	switch len(ports) {
 	case 0:
-		return endpoint{}, nil
+		return Endpoint{}, nil
 	case 1:
 	default:
 		var list []string
@@ -330,28 +334,28 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (endpoint, erro
 			}
 			list = append(list, a)
 		}
-		return endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+		return Endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
 	}
 	var l Listener
 	for _, v := range ports {
 		l = v
 	}
-	owners, err := portOwners(l.Port, pgid)
+	owners, err := PortOwners(l.Port, pgid)
 	if err != nil {
-		return endpoint{}, err
+		return Endpoint{}, err
 	}
-	if err := checkOwners(l.Port, owners, pids); err != nil {
-		return endpoint{}, err
+	if err := CheckOwners(l.Port, owners, pids); err != nil {
+		return Endpoint{}, err
 	}
-	return endpoint{addr: loopbackAddr(l), udp: l.UDP}, nil
+	return Endpoint{Addr: LoopbackAddr(l), UDP: l.UDP}, nil
 }
 
-// loopbackAddr is where the load goes for listener l. A TCP socket on
+// LoopbackAddr is where the load goes for listener l. A TCP socket on
 // [::] (Go's ":port") is usually dual-stack: when 127.0.0.1 answers on
 // its port, the load goes there, the address that users' certificates
 // and firewall rules name, rather than to [::1]. Its owner is the target:
-// checkOwners refused any other.
-func loopbackAddr(l Listener) string {
+// CheckOwners refused any other.
+func LoopbackAddr(l Listener) string {
 	if !l.UDP && l.IP.IsUnspecified() && l.IP.To4() == nil {
 		a := net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port))
 		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
@@ -362,9 +366,9 @@ func loopbackAddr(l Listener) string {
 	return l.Addr()
 }
 
-// checkOwners refuses a port held by a process outside the target's group,
+// CheckOwners refuses a port held by a process outside the target's group,
 // or by more than one process: either way the load would not measure the target alone.
-func checkOwners(port int, owners, group []int) error {
+func CheckOwners(port int, owners, group []int) error {
 	in := map[int]bool{}
 	for _, g := range group {
 		in[g] = true
@@ -395,7 +399,7 @@ func joinInts(v []int) string {
 // openPorts names what the target listens on instead, for an -addr it
 // never opened.
 func openPorts(pgid int) string {
-	byPID, err := processListeners(groupPIDs(pgid))
+	byPID, err := Listeners(GroupPIDs(pgid))
 	if err != nil {
 		return ""
 	}
@@ -414,3 +418,9 @@ func openPorts(pgid int) string {
 	}
 	return " (it listens on " + strings.Join(sortedStrings(list), ", ") + ": pass that to -addr, or leave -addr out)"
 }
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// WaitErr is how the process ended, once Done is closed.
+func (p *Proc) WaitErr() error { return p.waitErr }

@@ -1,4 +1,4 @@
-package probe
+package proc
 
 import (
 	"net"
@@ -20,7 +20,7 @@ const sampleTCP6 = `  sl  local_address                         remote_address  
 `
 
 func TestParseProcNetTCP(t *testing.T) {
-	ls, err := parseProcNetTCP(strings.NewReader(sampleTCP))
+	ls, err := ParseNetTCP(strings.NewReader(sampleTCP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestParseProcNetTCP(t *testing.T) {
 		t.Errorf("listener 0 IP = %v, want 0.0.0.0", ls[0].IP)
 	}
 
-	ls6, err := parseProcNetTCP(strings.NewReader(sampleTCP6))
+	ls6, err := ParseNetTCP(strings.NewReader(sampleTCP6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func TestParseProcNetUDP(t *testing.T) {
   123: 0100007F:A1B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 5555 2 0000000000000000 0
   124: 0100007F:C001 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 6666 2 0000000000000000 0
 `
-	ls, err := parseProcNetUDP(strings.NewReader(sample))
+	ls, err := ParseNetUDP(strings.NewReader(sample))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ls) != 1 || ls[0].Addr() != "127.0.0.1:41394" || !ls[0].UDP || ls[0].Inode != 5555 {
 		t.Errorf("udp listeners = %+v", ls)
 	}
-	tcp, _ := parseProcNetTCP(strings.NewReader(sampleTCP))
+	tcp, _ := ParseNetTCP(strings.NewReader(sampleTCP))
 	if len(tcp) == 0 || tcp[0].UDP {
 		t.Errorf("tcp listeners = %+v", tcp)
 	}
@@ -75,8 +75,8 @@ func TestParseProcNetTCPErrors(t *testing.T) {
 		"header\n 0: 0100007F:1F90 0:0 0A a b c d e notanumber\n",
 		"header\nshort line\n",
 	} {
-		if _, err := parseProcNetTCP(strings.NewReader(in)); err == nil {
-			t.Errorf("parseProcNetTCP(%q): no error", in)
+		if _, err := ParseNetTCP(strings.NewReader(in)); err == nil {
+			t.Errorf("ParseNetTCP(%q): no error", in)
 		}
 	}
 }
@@ -86,8 +86,8 @@ func FuzzParseProcNetTCP(f *testing.F) {
 	f.Add(sampleTCP6)
 	f.Fuzz(func(t *testing.T, s string) {
 		// Each parser reads the addresses of the states it keeps only.
-		tcp, _ := parseProcNetTCP(strings.NewReader(s))
-		udp, _ := parseProcNetUDP(strings.NewReader(s))
+		tcp, _ := ParseNetTCP(strings.NewReader(s))
+		udp, _ := ParseNetUDP(strings.NewReader(s))
 		for _, l := range append(tcp, udp...) {
 			if l.Port < 0 || l.Port > 65535 {
 				t.Fatalf("port %d out of range", l.Port)
@@ -101,14 +101,14 @@ func FuzzParseProcNetTCP(f *testing.F) {
 }
 
 func TestParseStat(t *testing.T) {
-	st, err := parseStat([]byte("4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 37 12 0 0 20 0 5 0 1234 0 0\n"))
+	st, err := ParseStat([]byte("4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 37 12 0 0 20 0 5 0 1234 0 0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.state != 'S' || st.pgrp != 4242 || st.utime != 37 || st.stime != 12 {
-		t.Errorf("parseStat = %+v", st)
+		t.Errorf("ParseStat = %+v", st)
 	}
-	if _, err := parseStat([]byte("4242 (x) S 1 2")); err == nil {
+	if _, err := ParseStat([]byte("4242 (x) S 1 2")); err == nil {
 		t.Error("short stat: no error")
 	}
 }
@@ -117,16 +117,16 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 100 0 0 0 37 12 0 0 20 0 1 0 5 0 0\n"))
 	f.Add([]byte("2 (a) b) R 1 2 2 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseStat(b)
+		_, _ = ParseStat(b)
 	})
 }
 
 func TestParseIO(t *testing.T) {
-	r, err := parseIO([]byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 3\nread_bytes: 0\n"))
+	r, err := ParseIO([]byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 3\nread_bytes: 0\n"))
 	if err != nil || r.SysR != 10 || r.SysW != 3 {
-		t.Fatalf("parseIO = %+v, %v", r, err)
+		t.Fatalf("ParseIO = %+v, %v", r, err)
 	}
-	if _, err := parseIO([]byte("rchar: 1\n")); err == nil {
+	if _, err := ParseIO([]byte("rchar: 1\n")); err == nil {
 		t.Error("no syscr: no error")
 	}
 }
@@ -141,7 +141,7 @@ func TestLoopbackAddr(t *testing.T) {
 			continue
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
-		byPID, err := processListeners([]int{os.Getpid()})
+		byPID, err := Listeners([]int{os.Getpid()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestLoopbackAddr(t *testing.T) {
 		for _, l := range byPID[os.Getpid()] {
 			if l.Port == port {
 				found = true
-				if got := loopbackAddr(l); got != net.JoinHostPort(c.want, strconv.Itoa(port)) {
+				if got := LoopbackAddr(l); got != net.JoinHostPort(c.want, strconv.Itoa(port)) {
 					t.Errorf("%s %s: load goes to %s, want %s", c.network, c.addr, got, c.want)
 				}
 			}
@@ -170,7 +170,7 @@ func TestLiveProc(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	self := os.Getpid()
-	byPID, err := processListeners([]int{self})
+	byPID, err := Listeners([]int{self})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,37 +183,37 @@ func TestLiveProc(t *testing.T) {
 	if !found {
 		t.Errorf("listener on port %d not found among %+v", port, byPID[self])
 	}
-	owners, err := portOwners(port, self)
+	owners, err := PortOwners(port, self)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(owners) != 1 || owners[0] != self {
-		t.Errorf("portOwners(%d) = %v, want [%d]", port, owners, self)
+		t.Errorf("PortOwners(%d) = %v, want [%d]", port, owners, self)
 	}
-	if err := checkOwners(port, owners, []int{self + 1}); err == nil || !strings.Contains(err.Error(), "another process") {
-		t.Errorf("checkOwners with a foreign owner: %v", err)
+	if err := CheckOwners(port, owners, []int{self + 1}); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("CheckOwners with a foreign owner: %v", err)
 	}
-	if err := checkOwners(port, []int{self, self + 1}, []int{self, self + 1}); err == nil || !strings.Contains(err.Error(), "listening processes") {
-		t.Errorf("checkOwners with two owners: %v", err)
+	if err := CheckOwners(port, []int{self, self + 1}, []int{self, self + 1}); err == nil || !strings.Contains(err.Error(), "listening processes") {
+		t.Errorf("CheckOwners with two owners: %v", err)
 	}
-	cpu, err := readCPU(self)
+	cpu, err := ReadCPU(self)
 	if err != nil || cpu.Nanos == 0 {
-		t.Errorf("readCPU = %+v, %v", cpu, err)
+		t.Errorf("ReadCPU = %+v, %v", cpu, err)
 	}
-	if _, err := readIO(self); err != nil {
-		t.Errorf("readIO: %v", err)
+	if _, err := ReadIO(self); err != nil {
+		t.Errorf("ReadIO: %v", err)
 	}
-	st, err := readStat(self)
+	st, err := ReadStat(self)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pids := groupPIDs(st.pgrp)
+	pids := GroupPIDs(st.pgrp)
 	in := false
 	for _, p := range pids {
 		in = in || p == self
 	}
 	if !in {
-		t.Errorf("groupPIDs(%d) = %v lacks %d", st.pgrp, pids, self)
+		t.Errorf("GroupPIDs(%d) = %v lacks %d", st.pgrp, pids, self)
 	}
 }
 
@@ -225,16 +225,16 @@ Udp: 9301417 14 8718 2028850 8718 0 0 0 0
 UdpLite: InDatagrams NoPorts
 UdpLite: 0 0
 `
-	m, err := parseSNMP(strings.NewReader(sample), "Udp")
+	m, err := ParseSNMP(strings.NewReader(sample), "Udp")
 	if err != nil || m["InDatagrams"] != 9301417 || m["RcvbufErrors"] != 8718 || len(m) != 9 {
 		t.Errorf("Udp counters %v, %v", m, err)
 	}
 	for _, bad := range []string{"Udp: A B\nUdp: 1\n", "Udp: A\nUdp: x\n", "Ip: 1\n"} {
-		if _, err := parseSNMP(strings.NewReader(bad), "Udp"); err == nil {
-			t.Errorf("parseSNMP(%q): no error", bad)
+		if _, err := ParseSNMP(strings.NewReader(bad), "Udp"); err == nil {
+			t.Errorf("ParseSNMP(%q): no error", bad)
 		}
 	}
-	if d := counterDelta(map[string]int64{"a": 1, "b": 2}, map[string]int64{"a": 5}); len(d) != 1 || d["a"] != 4 {
+	if d := CounterDelta(map[string]int64{"a": 1, "b": 2}, map[string]int64{"a": 5}); len(d) != 1 || d["a"] != 4 {
 		t.Errorf("delta %v", d)
 	}
 }
@@ -242,7 +242,7 @@ UdpLite: 0 0
 func FuzzParseSNMP(f *testing.F) {
 	f.Add("Udp: InDatagrams NoPorts\nUdp: 1 2\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := parseSNMP(strings.NewReader(s), "Udp")
+		m, err := ParseSNMP(strings.NewReader(s), "Udp")
 		if err == nil && m == nil {
 			t.Error("no error and no counters")
 		}
