@@ -78,7 +78,7 @@ func TestDesignSteps(t *testing.T) {
 	for _, c := range []struct {
 		file, docRE string
 	}{
-		{"probe/build.go", "a `builder` of steps ((?:`\\w+`,?\\s*)+)"},
+		{"internal/withagent/build.go", "a `builder` of steps ((?:`\\w+`,?\\s*)+)"},
 		{"probe/results.go", "then the\\s+steps ((?:`\\w+`,?\\s*)+)"},
 	} {
 		m := regexp.MustCompile(c.docRE).FindStringSubmatch(doc)

@@ -24,6 +24,8 @@ import (
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // BenchConfig is probe run -bench: a package's Go benchmarks, each
@@ -114,7 +116,7 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Test: true, Copies: cfg.Copies == "overlay"}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Copies: cfg.Copies == "overlay", Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*
 
 // runPlainBench runs the plain test binary and reads its ns/op, by
 // benchmark name, in the order of the runs (-count).
-func runPlainBench(ctx context.Context, tgt *Target, cfg BenchConfig, out string) (map[string][]float64, error) {
+func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, out string) (map[string][]float64, error) {
 	cmd := exec.Command(tgt.PlainBinary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env})
 	logPath := filepath.Join(out, "bench-plain.txt")
@@ -231,7 +233,7 @@ type benchWaits struct {
 // execution tracer (its writer would add allocations and syscalls to the
 // counted run) and reads each result's waits in its timed region, which
 // the recorder marks in the trace.
-func runBenchTrace(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out string) ([]benchWaits, error) {
+func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) ([]benchWaits, error) {
 	dir := filepath.Join(priv, "trace")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
@@ -266,7 +268,7 @@ func runBenchTrace(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out 
 // runBenchWindow runs the instrumented test binary. As root, the syscall
 // counter is attached before the first benchmark starts: the recorder
 // waits for a byte on its file descriptor 3.
-func runBenchWindow(ctx context.Context, tgt *Target, cfg BenchConfig, priv, out string) (*benchWindow, error) {
+func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) (*benchWindow, error) {
 	w := &benchWindow{dir: filepath.Join(priv, "bench")}
 	if err := os.Mkdir(w.dir, 0o700); err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ import (
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/profkey"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 const benchFixture = "../benchwin/testdata/fix"
@@ -223,7 +225,7 @@ func TestBenchMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	bo := &benchOutput{cfg: BenchConfig{Target: "x", Bench: ".", Count: 1}, tgt: &Target{GoVersion: "go1.26"}, commit: "c", dir: out,
+	bo := &benchOutput{cfg: BenchConfig{Target: "x", Bench: ".", Count: 1}, tgt: &withagent.Binary{GoVersion: "go1.26"}, commit: "c", dir: out,
 		win: &benchWindow{dir: rec, events: []benchwin.Event{ev}}, files: map[string][]byte{}}
 	if err := bo.write(); err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ type BenchMem struct {
 // benchOutput assembles a benchmark run's results folder.
 type benchOutput struct {
 	cfg      BenchConfig
-	tgt      *Target
+	tgt      *withagent.Binary
 	commit   string
 	dir      string
 	plain    map[string][]float64

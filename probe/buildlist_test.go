@@ -51,7 +51,7 @@ func plainBuild(t *testing.T, dir string, env ...string) map[string]string {
 
 // sameBuildList checks that the measured binary has the plain build's
 // modules at the plain build's versions, plus the agent module only.
-func sameBuildList(t *testing.T, tgt *Target, plain map[string]string) {
+func sameBuildList(t *testing.T, tgt *withagent.Binary, plain map[string]string) {
 	t.Helper()
 	got := depsOf(t, tgt.Binary)
 	if _, ok := got[agentmod.Path]; !ok {
@@ -127,7 +127,7 @@ func TestBuildKeepsOlderModules(t *testing.T) {
 			t.Fatalf("perfspy requires %s %s, as the fixture does: the test cannot fail", mod, v)
 		}
 	}
-	tgt, err := Build(context.Background(), "./testdata/oldmods", BuildOptions{Copies: true, Allocs: true, Wallclock: true}, t.Logf)
+	tgt, err := withagent.Build(context.Background(), "./testdata/oldmods", withagent.BuildOptions{Copies: true, Allocs: true, Wallclock: true, Overlays: spyOverlays(seams{})}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestBuildVendored(t *testing.T) {
 // answers with want (which says which sources were built).
 func buildAndServe(t *testing.T, dir, mode, want string) {
 	t.Helper()
-	tgt, err := Build(context.Background(), dir, BuildOptions{Copies: true, Allocs: true}, t.Logf)
+	tgt, err := withagent.Build(context.Background(), dir, withagent.BuildOptions{Copies: true, Allocs: true, Overlays: spyOverlays(seams{})}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestNotMainPackage(t *testing.T) {
 		"../diff": "../diff is not a main package (package diff)",
 		two:       two + " is not a main package (package a, b)",
 	} {
-		_, err := Build(context.Background(), spec, BuildOptions{}, t.Logf)
+		_, err := withagent.Build(context.Background(), spec, withagent.BuildOptions{}, t.Logf)
 		var nm *withagent.NotMainError
 		if !errors.As(err, &nm) || err.Error() != want {
 			t.Errorf("Build(%s) = %v, want %q", spec, err, want)

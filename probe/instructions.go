@@ -20,6 +20,8 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // SourceInstructions names the instruction counts' source.
@@ -53,7 +55,7 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if cfg.ReadyTimeout < 2*time.Minute {
 		cfg.ReadyTimeout = 2 * time.Minute // valgrind starts slowly
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Tags: []string{"valgrind"}, Repeatable: true}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Tags: []string{"valgrind"}, Repeatable: true, Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}

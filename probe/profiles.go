@@ -11,6 +11,8 @@ import (
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // Comments that every profile of a window carries, beside
@@ -63,8 +65,8 @@ func heapProfileDelta(path string) (*profile.Profile, error) {
 // goroutines. Samples, waits and syscalls through them are not the
 // target's and are dropped.
 var instrumentPrefixes = []string{
-	ModulePath + "/agent.",
-	ModulePath + "/agent/",
+	withagent.SelfModule + "/agent.",
+	withagent.SelfModule + "/agent/",
 	"github.com/felixge/fgprof.",
 	"runtime/trace.",
 	"runtime.traceAdvance",

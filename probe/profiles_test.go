@@ -8,6 +8,8 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/syscalls"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // allocProfile makes an allocation profile with one sample per stack; each
@@ -43,7 +45,7 @@ func allocProfile(stacks [][]string, values [][2]int64) *profile.Profile {
 func TestHeapDelta(t *testing.T) {
 	stacks := [][]string{
 		{"main.allocK", "main.handler", "net/http.(*conn).serve"},
-		{"encoding/json.Marshal", ModulePath + "/agent.(*window).do", ModulePath + "/agent.serve"},
+		{"encoding/json.Marshal", withagent.SelfModule + "/agent.(*window).do", withagent.SelfModule + "/agent.serve"},
 		{"main.idle", "main.main"},
 		{"runtime.selectgo", "github.com/felixge/fgprof.Start.func1"},
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/perfspy/perfspy/internal/cmdmain"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // Sources of each figure, as summary.json names them.
@@ -436,7 +438,7 @@ func round(v float64, digits int) float64 {
 }
 
 // collectMeta gathers the configuration a figure needs to be believed.
-func collectMeta(cfg Config, tgt *Target, commit string, hello *wire.Response, plan CPUPlan, allowed []string) map[string]string {
+func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.Response, plan CPUPlan, allowed []string) map[string]string {
 	m := map[string]string{
 		"goos":            runtime.GOOS,
 		"goarch":          runtime.GOARCH,

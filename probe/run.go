@@ -27,6 +27,14 @@ import (
 	"github.com/perfspy/perfspy/wirefmt/bulk"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"github.com/perfspy/perfspy/internal/withagent"
+
+	"github.com/perfspy/perfspy/allocspy"
+
+	"github.com/perfspy/perfspy/benchwin"
+
+	"github.com/perfspy/perfspy/offcpu"
 )
 
 // CPUPlan is -cpus: the CPUs of the target and of the load driver.
@@ -36,7 +44,7 @@ type CPUPlan = proc.CPUPlan
 const MaxConns = 4096
 
 // DefaultTarget is what probe run measures when no target is named.
-const DefaultTarget = "./targets/httpjson"
+const DefaultTarget = withagent.DefaultTarget
 
 // Config is one probe run. Zero fields get the defaults of the flags.
 type Config struct {
@@ -237,6 +245,26 @@ type windowResult struct {
 	driverCPU uint64 // the load driver's CPU ns inside the window (probe's own)
 }
 
+// spyOverlays are the measuring packages' overlays for the build, or the
+// tests' stand-ins.
+func spyOverlays(s seams) withagent.Overlays {
+	ov := withagent.Overlays{Copies: copyspy.Overlay, Allocs: allocspy.Overlay, Requests: offcpu.Overlay,
+		Bench: func(goroot, dir string, copies bool) (map[string]string, error) {
+			tables := []benchwin.Table{benchwin.Allocs}
+			if copies {
+				tables = append(tables, benchwin.Copies)
+			}
+			return benchwin.Overlay(goroot, dir, tables...)
+		}}
+	if s.copyOverlay != nil {
+		ov.Copies = s.copyOverlay
+	}
+	if s.allocOverlay != nil {
+		ov.Allocs = s.allocOverlay
+	}
+	return ov
+}
+
 // seams are what tests hand a run to play another machine or Go
 // release; nil fields are the real ones.
 type seams struct {
@@ -274,8 +302,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := Build(ctx, cfg.Target, BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU,
-		CopyOverlay: cfg.seams.copyOverlay, AllocOverlay: cfg.seams.allocOverlay}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU,
+		Overlays: spyOverlays(cfg.seams)}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +336,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 }
 
 // driverName names the driver newDriver makes.
-func driverName(cfg Config, tgt *Target, ep proc.Endpoint) string {
+func driverName(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 	if p := driverProto(cfg, tgt, ep); p != "http" {
 		return p
 	}
@@ -317,7 +345,7 @@ func driverName(cfg Config, tgt *Target, ep proc.Endpoint) string {
 
 // newDriver makes the load driver of cfg.Proto, -proto auto resolved
 // (resolveProto).
-func newDriver(cfg Config, tgt *Target, ep proc.Endpoint) (load.Driver, error) {
+func newDriver(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) (load.Driver, error) {
 	switch proto := driverProto(cfg, tgt, ep); proto {
 	case "framed":
 		return load.NewFramed(load.FramedOptions{Addr: ep.Addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
@@ -411,7 +439,7 @@ func tlsNote(cfg Config) string {
 
 // driverProto resolves -proto auto where the target's name or socket
 // tells (resolveProto also asks the target).
-func driverProto(cfg Config, tgt *Target, ep proc.Endpoint) string {
+func driverProto(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 	if cfg.Proto != "" && cfg.Proto != "auto" {
 		return cfg.Proto
 	}
@@ -430,7 +458,7 @@ func driverProto(cfg Config, tgt *Target, ep proc.Endpoint) string {
 
 // resolveProto resolves -proto auto for a started target: gRPC when the
 // target answers the reflection service, else as driverProto says.
-func resolveProto(ctx context.Context, cfg Config, tgt *Target, ep proc.Endpoint) string {
+func resolveProto(ctx context.Context, cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 	p := driverProto(cfg, tgt, ep)
 	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && load.AnswersReflection(ctx, ep.Addr) {
 		return "grpc"
@@ -522,7 +550,7 @@ func targetEnv(cfg Config, extra ...string) []string {
 
 // prepareRun names the commit of a built target, creates the results
 // folder, and a private (0700) folder for the agent's socket and files.
-func prepareRun(cfg Config, tgt *Target) (commit, out, priv string, err error) {
+func prepareRun(cfg Config, tgt *withagent.Binary) (commit, out, priv string, err error) {
 	commit = tgt.Commit
 	if commit == "" {
 		commit = "nocommit"

@@ -17,6 +17,8 @@ import (
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // session is one started target with its agent, load driver and syscall
@@ -25,7 +27,7 @@ import (
 type session struct {
 	cfg      Config
 	plan     CPUPlan
-	tgt      *Target
+	tgt      *withagent.Binary
 	commit   string
 	out      string // the results folder
 	priv     string // private folder: the agent's socket and files
@@ -59,7 +61,7 @@ func (s *session) close() {
 // starts tgt, waits until it listens, greets the agent, checks the CPU
 // pinning, and opens the driver and the syscall counter. On error,
 // everything started is stopped.
-func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) (*session, error) {
+func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) (*session, error) {
 	s := newSession(cfg, plan, tgt, logf)
 	if err := s.start(ctx); err != nil {
 		s.close()
@@ -69,7 +71,7 @@ func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *Target, lo
 }
 
 // newSession is a session not started yet: set wrap and grace, then start.
-func newSession(cfg Config, plan CPUPlan, tgt *Target, logf func(string, ...any)) *session {
+func newSession(cfg Config, plan CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) *session {
 	return &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
 }
 

@@ -1,4 +1,4 @@
-package probe
+package withagent
 
 import (
 	"bytes"
@@ -16,26 +16,21 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy"
-	"github.com/perfspy/perfspy/allocspy"
-	"github.com/perfspy/perfspy/benchwin"
-	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/srcroot"
-	"github.com/perfspy/perfspy/internal/withagent"
-	"github.com/perfspy/perfspy/offcpu"
 )
 
-// ModulePath is this module's path.
-const ModulePath = withagent.SelfModule
+// DefaultTarget is what probe run measures when no target is named.
+const DefaultTarget = "./targets/httpjson"
 
 const agentImport = agentmod.Path
 
 // agentFileName is the file the overlay adds to the target's package main.
 const agentFileName = "zz_perfspy_agent.go"
 
-// Target describes what was built.
-type Target struct {
+// Binary describes what was built.
+type Binary struct {
 	Spec        string // as the user gave it
 	Name        string // short name for folders and benchmark names
 	PkgDir      string // directory of the main package
@@ -55,7 +50,7 @@ type Target struct {
 	// self (perfspy's own module).
 	BuildMode string
 	// BuildCheck compares the binary's build list with a plain build's.
-	BuildCheck *withagent.Check
+	BuildCheck *Check
 }
 
 // BuildError is a target that did not build; Output is the go command's output.
@@ -77,7 +72,7 @@ func cacheDir() (string, error) { return cache.Dir() }
 
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	var out bytes.Buffer
-	err := withagent.RunGo(ctx, dir, env, &out, &out, args...)
+	err := RunGo(ctx, dir, env, &out, &out, args...)
 	return out.String(), err
 }
 
@@ -117,20 +112,17 @@ type BuildOptions struct {
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
 	// Test builds the package's test binary (go test -c) with the
 	// benchmark window (benchwin) instead of the agent, and a plain test
-	// binary beside it (Target.PlainBinary).
+	// binary beside it (Binary.PlainBinary).
 	Test bool
-	// CopyOverlay and AllocOverlay write the runtime spies' overlays;
-	// nil is copyspy.Overlay and allocspy.Overlay (tests play a Go
-	// release the patches do not know).
-	CopyOverlay  func(goroot, goarch, dir string) (map[string]string, error)
-	AllocOverlay func(goroot, goarch, goexp, dir string) (map[string]string, error)
+	// Overlays write the spies' files; the measuring packages own them.
+	Overlays Overlays
 }
 
 // Build builds spec with the agent added to its package main. spec is a
 // directory (of this module or another) or module/path/cmd/x@version.
 // The binary's build list is checked against a plain build's: a binary
 // that differs in anything but the agent module is refused.
-func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Target, error) {
+func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string, ...any)) (*Binary, error) {
 	root, err := cacheDir()
 	if err != nil {
 		return nil, err
@@ -140,7 +132,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	b := &builder{t: &Target{Spec: spec}, opts: opts, work: work, cache: root, logf: logf}
+	b := &builder{t: &Binary{Spec: spec}, opts: opts, work: work, cache: root, logf: logf}
 	steps := []func(context.Context) error{b.locate, b.prepare, b.overlays, b.compile, b.check}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -155,14 +147,14 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 
 // builder holds a build's state from one step to the next.
 type builder struct {
-	t       *Target
+	t       *Binary
 	opts    BuildOptions
 	work    string // private folder of this build
 	cache   string
 	logf    func(string, ...any)
 	env     []string
 	modFlag string
-	setup   *withagent.Setup
+	setup   *Setup
 	replace map[string]string // overlay entries every build has (the agent's files)
 	spies   map[string]string // the runtime spies' entries, left out of a plain build
 }
@@ -227,9 +219,9 @@ func (b *builder) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.setup, err = withagent.Prepare(ctx, withagent.Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag, Test: b.opts.Test}, b.work, b.cache)
+	b.setup, err = Prepare(ctx, Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag, Test: b.opts.Test}, b.work, b.cache)
 	if err != nil {
-		var nm *withagent.NotMainError
+		var nm *NotMainError
 		if errors.As(err, &nm) {
 			nm.Path = t.Spec
 			return nm
@@ -276,10 +268,10 @@ func (b *builder) overlays(ctx context.Context) error {
 		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", agentImport + "/wallclock"})
 	}
 	if opts.FgprofRef {
-		if b.setup.Mode != withagent.ModeSelf {
+		if b.setup.Mode != ModeSelf {
 			return fmt.Errorf("target %s: fgprof, the reference wall-clock profiler, is linked only into perfspy's own targets", t.Spec)
 		}
-		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", ModulePath + "/internal/fgprofref"})
+		mains = append(mains, [2]string{"zz_perfspy_wallclock.go", SelfModule + "/internal/fgprofref"})
 	}
 	for _, m := range mains {
 		if err := addMainFile(b.replace, work, pkgDir, m[0], m[1]); err != nil {
@@ -289,14 +281,20 @@ func (b *builder) overlays(ctx context.Context) error {
 	if opts.Copies {
 		t.Copies, t.CopiesOff = b.spy("copies", "measuring without copy figures", func() (map[string]string, error) {
 			return spyOverlay(work, pkgDir, "copyspy", "copytable", func(dir string) (map[string]string, error) {
-				return opts.copyOverlay()(goroot, goarch, dir)
+				if opts.Overlays.Copies == nil {
+					return nil, errNoOverlay("Copies")
+				}
+				return opts.Overlays.Copies(goroot, goarch, dir)
 			})
 		})
 	}
 	if opts.Allocs {
 		t.Allocs, t.AllocsOff = b.spy("allocs", "counting allocations with the heap profile at MemProfileRate=1", func() (map[string]string, error) {
 			return spyOverlay(work, pkgDir, "allocspy", "alloctable", func(dir string) (map[string]string, error) {
-				return opts.allocOverlay()(goroot, goarch, goexp, dir)
+				if opts.Overlays.Allocs == nil {
+					return nil, errNoOverlay("Allocs")
+				}
+				return opts.Overlays.Allocs(goroot, goarch, goexp, dir)
 			})
 		})
 	}
@@ -306,7 +304,10 @@ func (b *builder) overlays(ctx context.Context) error {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				return nil, err
 			}
-			return offcpu.Overlay(goroot, dir)
+			if opts.Overlays.Requests == nil {
+				return nil, errNoOverlay("Requests")
+			}
+			return opts.Overlays.Requests(goroot, dir)
 		})
 	}
 	if opts.Repeatable {
@@ -320,37 +321,38 @@ func (b *builder) overlays(ctx context.Context) error {
 // spy that this release does not take fails the build: the window's
 // cross-check needs allocspy.
 func (b *builder) testOverlays() error {
-	tc, t := b.setup.Toolchain, b.t
-	var tables []benchwin.Table
-	add := func(name string, tbl benchwin.Table, patch func(dir string) (map[string]string, error)) error {
+	tc, t, ov := b.setup.Toolchain, b.t, b.opts.Overlays
+	if ov.Allocs == nil || ov.Bench == nil || b.opts.Copies && ov.Copies == nil {
+		return errNoOverlay("Allocs, Bench and (with Copies) Copies")
+	}
+	add := func(name string, patch func(dir string) (map[string]string, error)) error {
 		dir := filepath.Join(b.work, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return err
 		}
-		ov, err := patch(dir)
+		files, err := patch(dir)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t.Spec, err)
 		}
-		maps.Copy(b.replace, ov)
-		tables = append(tables, tbl)
+		maps.Copy(b.replace, files)
 		return nil
 	}
-	if err := add("allocspy", benchwin.Allocs, func(dir string) (map[string]string, error) {
-		return b.opts.allocOverlay()(tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT, dir)
+	if err := add("allocspy", func(dir string) (map[string]string, error) {
+		return ov.Allocs(tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT, dir)
 	}); err != nil {
 		return err
 	}
 	t.Allocs = true
 	if b.opts.Copies {
-		if err := add("copyspy", benchwin.Copies, func(dir string) (map[string]string, error) {
-			return b.opts.copyOverlay()(tc.GOROOT, tc.GOARCH, dir)
+		if err := add("copyspy", func(dir string) (map[string]string, error) {
+			return ov.Copies(tc.GOROOT, tc.GOARCH, dir)
 		}); err != nil {
 			return err
 		}
 		t.Copies = true
 	}
-	return add("benchwin", benchwin.Table{}, func(dir string) (map[string]string, error) {
-		return benchwin.Overlay(tc.GOROOT, dir, tables...)
+	return add("benchwin", func(dir string) (map[string]string, error) {
+		return ov.Bench(tc.GOROOT, dir, b.opts.Copies)
 	})
 }
 
@@ -446,18 +448,18 @@ func (b *builder) check(ctx context.Context) error {
 	if b.opts.Test {
 		// The oracle is the plain test binary itself.
 		var err error
-		if b.setup.Plain, err = withagent.BinaryModules(t.PlainBinary); err != nil {
+		if b.setup.Plain, err = BinaryModules(t.PlainBinary); err != nil {
 			return err
 		}
 	}
-	check, err := withagent.CheckBinary(t.Binary, b.setup.Mode, b.setup.Plain)
+	check, err := CheckBinary(t.Binary, b.setup.Mode, b.setup.Plain)
 	if err != nil {
 		return err
 	}
 	if b.opts.FgprofRef {
 		// The benchmark's reference profiler is the one module a perfspy
 		// target may gain; it is never in a measured run.
-		check.Added = slices.DeleteFunc(check.Added, func(m withagent.Module) bool {
+		check.Added = slices.DeleteFunc(check.Added, func(m Module) bool {
 			return m.Path == "github.com/felixge/fgprof" || m.Path == "github.com/google/pprof"
 		})
 	}
@@ -473,20 +475,23 @@ func (b *builder) check(ctx context.Context) error {
 	return nil
 }
 
-// copyOverlay is opts.CopyOverlay, or copyspy.Overlay.
-func (o BuildOptions) copyOverlay() func(goroot, goarch, dir string) (map[string]string, error) {
-	if o.CopyOverlay != nil {
-		return o.CopyOverlay
-	}
-	return copyspy.Overlay
+// Overlays write the overlay files of the runtime spies (copyspy,
+// allocspy), the request boundaries of net/http (offcpu) and the
+// benchmark window of package testing (benchwin): the packages that
+// measure own their patches, and hand them to the build here. A spy
+// asked for whose function is nil is a programming error, said as one.
+type Overlays struct {
+	Copies   func(goroot, goarch, dir string) (map[string]string, error)
+	Allocs   func(goroot, goarch, goexp, dir string) (map[string]string, error)
+	Requests func(goroot, dir string) (map[string]string, error)
+	// Bench writes the benchmark window, which reads allocspy's table
+	// and, with copies, copyspy's.
+	Bench func(goroot, dir string, copies bool) (map[string]string, error)
 }
 
-// allocOverlay is opts.AllocOverlay, or allocspy.Overlay.
-func (o BuildOptions) allocOverlay() func(goroot, goarch, goexp, dir string) (map[string]string, error) {
-	if o.AllocOverlay != nil {
-		return o.AllocOverlay
-	}
-	return allocspy.Overlay
+// errNoOverlay is a spy asked for without its overlay function.
+func errNoOverlay(what string) error {
+	return fmt.Errorf("the build was asked for %s without BuildOptions.Overlays.%s", what, what)
 }
 
 func mergeOverlays(a, b map[string]string) map[string]string {
@@ -611,7 +616,7 @@ func fetchVersioned(ctx context.Context, spec, work, cacheRoot string, anyPackag
 		return "", fmt.Errorf("target %s: unexpected go list output %q", spec, out)
 	}
 	if f[0] != "main" && !anyPackage {
-		return "", &withagent.NotMainError{Path: spec, Name: f[0]}
+		return "", &NotMainError{Path: spec, Name: f[0]}
 	}
 	rel, err := filepath.Rel(f[4], f[1])
 	if err != nil {
