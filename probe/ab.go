@@ -3,28 +3,18 @@ package probe
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/perfspy/perfspy/diff"
-	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/profkey"
-
-	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // ABSchema is the schema name of ab.json.
@@ -44,40 +34,6 @@ type ABConfig struct {
 	MaxRegress    map[string]float64
 	Control       string // an endpoint whose figures must not change
 	Top           int    // function rows per profile; default 10
-}
-
-// How a metric is judged.
-type judgement int
-
-const (
-	judgeExact        judgement = iota // counts: any change beyond rounding is real
-	judgeTiming                        // timings: Mann-Whitney U and a 2% change
-	judgeInstructions                  // callgrind counts: beyond the runs' own spread
-)
-
-type abMetric struct {
-	name        string
-	judge       judgement
-	higherWorse bool
-}
-
-// Metric names, how each is judged, and whether more is worse.
-var abMetrics = []abMetric{
-	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
-	// which move with timing: it is judged as timings are.
-	{"allocs/req", judgeExact, true}, {"B/req", judgeExact, true}, {"copied-B/req", judgeExact, true}, {"syscalls/req", judgeTiming, true},
-	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
-}
-
-// instructionMetrics are what an instructions run measures.
-var instructionMetrics = []abMetric{{"instructions/req", judgeInstructions, true}}
-
-// metricsFor returns the metrics a configuration measures.
-func metricsFor(c Config) []abMetric {
-	if c.Instructions {
-		return instructionMetrics
-	}
-	return abMetrics
 }
 
 // abProfiles are the profiles whose functions ab compares, when a run
@@ -128,91 +84,6 @@ func (r *ABResult) metricList(cfg ABConfig) []abMetric {
 		return r.metrics
 	}
 	return metricsFor(cfg.Run)
-}
-
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// metricValues reads a run's figures for the metrics; NaN when absent.
-func metricValues(s *Summary) map[string]float64 {
-	v := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
-	}
-	return map[string]float64{
-		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
-		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
-		"p99-us": float64(s.Window.LatencyUS["p99"]), "instructions/req": v(s.PerRequest.Instructions),
-	}
-}
-
-func medianOf(x []float64) float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// compareMetric judges one metric. Counts are exact: a change beyond
-// rounding (0.5% and 0.02) is one. Timings need a Mann-Whitney U p < 0.05
-// and a change of more than 2%. Instruction counts repeat to a fraction of
-// a percent but not exactly: a change is one when no run of one arm falls
-// within the other's range and the medians differ by more than 0.1% and
-// by more than twice the wider arm's spread.
-func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric {
-	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1}
-	m.Delta = m.After - m.Before
-	if m.Before != 0 {
-		m.DeltaPct = 100 * m.Delta / m.Before
-	}
-	if math.IsNaN(m.Before) || math.IsNaN(m.After) {
-		return &ABMetric{P: 1, Verdict: "not measured"}
-	}
-	th := benchmath.DefaultThresholds
-	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(b, &th), benchmath.NewSample(a, &th))
-	if !math.IsNaN(c.P) {
-		m.P = c.P
-	}
-	changed := false
-	switch judge {
-	case judgeExact:
-		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
-	case judgeInstructions:
-		if len(b) < 2 || len(a) < 2 {
-			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"
-			return m
-		}
-		spread := math.Max(slices.Max(b)-slices.Min(b), slices.Max(a)-slices.Min(a))
-		apart := slices.Min(a) > slices.Max(b) || slices.Max(a) < slices.Min(b)
-		changed = apart && math.Abs(m.Delta) > math.Max(0.001*math.Abs(m.Before), 2*spread)
-	default:
-		if len(b) < 4 || len(a) < 4 {
-			m.Verdict, m.Why = "not judged", "too few rounds for significance (need 4 per arm)"
-			return m
-		}
-		changed = m.P < 0.05 && math.Abs(m.DeltaPct) > 2
-	}
-	switch {
-	case !changed:
-		m.Verdict = "no change"
-	case (m.Delta > 0) == higherWorse:
-		m.Verdict = "regression"
-	default:
-		m.Verdict = "improvement"
-	}
-	return m
 }
 
 // AB builds two revisions from git worktrees, measures them in interleaved
@@ -327,19 +198,6 @@ func (ab *abRun) setup(ctx context.Context) error {
 	return ab.worktrees(ctx)
 }
 
-// repoOf is the folder whose git repository holds the target: the
-// target's own folder when it is one, else the working directory.
-func repoOf(run Config) string {
-	t := run.Target
-	if t == "" && run.Bench == "" {
-		t = DefaultTarget
-	}
-	if st, err := os.Stat(t); err == nil && st.IsDir() {
-		return t
-	}
-	return "."
-}
-
 // makeOut makes the results folder, never an existing one.
 func (ab *abRun) makeOut() error {
 	out := ab.cfg.Out
@@ -355,25 +213,6 @@ func (ab *abRun) makeOut() error {
 	}
 	ab.res.Dir = ab.out
 	return os.Mkdir(filepath.Join(ab.out, "runs"), 0o700)
-}
-
-// worktrees checks out each revision in a temporary worktree.
-func (ab *abRun) worktrees(ctx context.Context) error {
-	wt, err := os.MkdirTemp("", "perfspy-ab-")
-	if err != nil {
-		return err
-	}
-	ab.undo = append(ab.undo, func() { os.RemoveAll(wt) })
-	ab.dirs = map[string]string{}
-	for _, arm := range []string{"before", "after"} {
-		d := filepath.Join(wt, arm)
-		if _, err := git(ctx, ab.root, "worktree", "add", "--detach", d, ab.shas[arm]); err != nil {
-			return err
-		}
-		ab.undo = append(ab.undo, func() { git(context.Background(), ab.root, "worktree", "remove", "--force", d) })
-		ab.dirs[arm] = d
-	}
-	return nil
 }
 
 // rounds runs the two arms in interleaved rounds (AB, BA, ...).
@@ -596,161 +435,4 @@ func (ab *abRun) persist() error {
 		files["flame-allocs-diff.svg"] = ab.diffSVG
 	}
 	return writeFiles(ab.out, files)
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
-
-// writeBenchLine writes a run's result line, as bench.txt does.
-func writeBenchLine(w io.Writer, s *Summary, name string) {
-	var b bytes.Buffer
-	writeBench(&b, s, name, nil)
-	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "Unit ") {
-			fmt.Fprintln(w, line)
-		}
-	}
-}
-
-// diffFlame draws the allocation profiles' differential flame graph (SVG).
-func diffFlame(before, after []string) []byte {
-	// One file per arm is enough to show the shape: the first round's.
-	b, err1 := os.Open(before[0])
-	a, err2 := os.Open(after[0])
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	defer b.Close()
-	defer a.Close()
-	t, err := flame.ReadDiff(b, a, flame.Options{})
-	if err != nil {
-		return nil
-	}
-	var buf bytes.Buffer
-	if flame.WriteSVG(&buf, t, flame.SVGOptions{Title: "allocations: after vs before"}) != nil {
-		return nil
-	}
-	return buf.Bytes()
-}
-
-// writeABReport writes the table a reviewer pastes.
-func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
-	fmt.Fprintf(w, "# probe ab: %s → %s\n\n", r.Before["rev"], r.After["rev"])
-	fmt.Fprintf(w, "%s → %s, %d rounds per arm, order %s", safetext.Code(short(r.Before["commit"])), safetext.Code(short(r.After["commit"])), r.Rounds, r.Order)
-	if !r.Judged {
-		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
-	}
-	fmt.Fprint(w, "\n\n| metric | before | after | delta | delta % | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n")
-	for _, m := range r.metricList(cfg) {
-		x := r.Metrics[m.name]
-		v := x.Verdict
-		if x.Why != "" {
-			v += " (" + x.Why + ")"
-		}
-		fmt.Fprintf(w, "| %s | %.4g | %.4g | %+.4g | %+.2f%% | %.3f | %s |\n", m.name, x.Before, x.After, x.Delta, x.DeltaPct, x.P, v)
-	}
-	if len(r.Gate) > 0 {
-		fmt.Fprintf(w, "\n**Gate failed:** %s\n", strings.Join(r.Gate, "; "))
-	}
-	cur := ""
-	for _, f := range r.Functions {
-		if f.Profile != cur {
-			cur = f.Profile
-			per := "request"
-			if cfg.Run.Bench != "" {
-				per = "op"
-			}
-			fmt.Fprintf(w, "\n## %s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, per)
-		}
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %+.2f |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta)
-	}
-	fmt.Fprintf(w, "\n## Configuration\n\n%s\n", abConfigLine(cfg))
-}
-
-// abConfigLine says how the arms were measured and what counts as a change.
-func abConfigLine(cfg ABConfig) string {
-	if r := cfg.Run; r.Bench != "" {
-		bt := r.BenchTime
-		if bt == "" {
-			bt = "1s"
-		}
-		return fmt.Sprintf("package %s, benchmarks %s; ns/op from the plain test binary, every other figure counted in each benchmark's timed region per op; counts are exact (a change beyond 0.5%% is one); ns/op and syscalls/op need p < 0.05 (Mann-Whitney U) and more than 2%%.",
-			safetext.Code(r.Target), safetext.Code(fmt.Sprintf("-bench %s -benchtime %s -count %d", r.Bench, bt, max(r.Count, 1))))
-	}
-	if cfg.Run.Instructions {
-		return fmt.Sprintf("target %s, instructions under callgrind, %d requests per window, cpus %s; a change is one when the arms' runs do not overlap and the medians differ by more than 0.1%% and by more than twice the wider arm's spread.",
-			safetext.Code(cfg.Run.Target), cfg.Run.Requests, safetext.Markdown(cfg.Run.CPUs))
-	}
-	return fmt.Sprintf("target %s, duration %v, warm-up %v, conns %s, cpus %s; counts are exact (a change beyond 0.5%% is one); timings need p < 0.05 (Mann-Whitney U) and more than 2%%.",
-		safetext.Code(cfg.Run.Target), cfg.Run.Duration, cfg.Run.Warmup, connsName(cfg.Run.Conns), safetext.Markdown(cfg.Run.CPUs))
-}
-
-//go:embed assets/ab.html.tmpl
-var abPageText string
-
-var abPage = template.Must(template.New("ab").Parse(abPageText))
-
-// abHTML is report.html, a page of its own: the metric and function tables
-// as HTML tables, regressions and improvements marked, the differential
-// flame graph full width, nothing loaded from elsewhere.
-func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
-	type metricRow struct {
-		Name, Before, After, Delta, DeltaPct, P, Verdict, Why string
-	}
-	type fnRow struct{ Key, Before, After, Delta, Class string }
-	type profileRows struct {
-		Name string
-		Rows []fnRow
-	}
-	page := struct {
-		Before, After, BeforeCommit, AfterCommit, Order, Reasons, Gate, Config string
-		Rounds, Regressions                                                    int
-		Judged                                                                 bool
-		Metrics                                                                []metricRow
-		Profiles                                                               []profileRows
-		Flame                                                                  template.HTML
-	}{Before: r.Before["rev"], After: r.After["rev"], BeforeCommit: short(r.Before["commit"]), AfterCommit: short(r.After["commit"]),
-		Order: r.Order, Reasons: strings.Join(r.Reasons, "; "), Gate: strings.Join(r.Gate, "; "), Rounds: r.Rounds, Judged: r.Judged,
-		Config: abConfigLine(cfg)}
-	for _, m := range r.metricList(cfg) {
-		x := r.Metrics[m.name]
-		if x.Verdict == "regression" {
-			page.Regressions++
-		}
-		page.Metrics = append(page.Metrics, metricRow{m.name, fmt.Sprintf("%.4g", x.Before), fmt.Sprintf("%.4g", x.After), fmt.Sprintf("%+.4g", x.Delta),
-			fmt.Sprintf("%+.2f%%", x.DeltaPct), fmt.Sprintf("%.3f", x.P), x.Verdict, x.Why})
-	}
-	for _, f := range r.Functions {
-		if n := len(page.Profiles); n == 0 || page.Profiles[n-1].Name != f.Profile {
-			page.Profiles = append(page.Profiles, profileRows{Name: f.Profile})
-		}
-		class := "better"
-		if f.Delta > 0 {
-			class = "worse"
-		}
-		p := &page.Profiles[len(page.Profiles)-1]
-		p.Rows = append(p.Rows, fnRow{f.Key, fmt.Sprintf("%.2f", f.Before), fmt.Sprintf("%.2f", f.After), fmt.Sprintf("%+.2f", f.Delta), class})
-	}
-	if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
-		page.Flame = template.HTML(svg[i:]) // flame writes it, escaped
-	}
-	var b bytes.Buffer
-	// html/template escapes markup; the writer escapes what no page
-	// should carry raw (control characters, bidirectional overrides).
-	if err := abPage.Execute(safetext.NewWriter(&b), page); err != nil {
-		return nil, fmt.Errorf("report.html: %w", err)
-	}
-	return b.Bytes(), nil
-}
-
-// connsName is -conns as the report says it: 0 is the driver's default.
-func connsName(n int) string {
-	if n == 0 {
-		return "the driver's default"
-	}
-	return strconv.Itoa(n)
 }

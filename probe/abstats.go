@@ -1,0 +1,124 @@
+package probe
+
+// The statistics of probe ab: each metric of the arms' rounds compared
+// (exact counts, or Mann-Whitney U on timings), reusable without the
+// rendering.
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// How a metric is judged.
+type judgement int
+
+const (
+	judgeExact        judgement = iota // counts: any change beyond rounding is real
+	judgeTiming                        // timings: Mann-Whitney U and a 2% change
+	judgeInstructions                  // callgrind counts: beyond the runs' own spread
+)
+
+type abMetric struct {
+	name        string
+	judge       judgement
+	higherWorse bool
+}
+
+// Metric names, how each is judged, and whether more is worse.
+var abMetrics = []abMetric{
+	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
+	// which move with timing: it is judged as timings are.
+	{"allocs/req", judgeExact, true}, {"B/req", judgeExact, true}, {"copied-B/req", judgeExact, true}, {"syscalls/req", judgeTiming, true},
+	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
+}
+
+// instructionMetrics are what an instructions run measures.
+var instructionMetrics = []abMetric{{"instructions/req", judgeInstructions, true}}
+
+// metricsFor returns the metrics a configuration measures.
+func metricsFor(c Config) []abMetric {
+	if c.Instructions {
+		return instructionMetrics
+	}
+	return abMetrics
+}
+
+// metricValues reads a run's figures for the metrics; NaN when absent.
+func metricValues(s *Summary) map[string]float64 {
+	v := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	return map[string]float64{
+		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
+		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
+		"p99-us": float64(s.Window.LatencyUS["p99"]), "instructions/req": v(s.PerRequest.Instructions),
+	}
+}
+
+func medianOf(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// compareMetric judges one metric. Counts are exact: a change beyond
+// rounding (0.5% and 0.02) is one. Timings need a Mann-Whitney U p < 0.05
+// and a change of more than 2%. Instruction counts repeat to a fraction of
+// a percent but not exactly: a change is one when no run of one arm falls
+// within the other's range and the medians differ by more than 0.1% and
+// by more than twice the wider arm's spread.
+func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric {
+	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1}
+	m.Delta = m.After - m.Before
+	if m.Before != 0 {
+		m.DeltaPct = 100 * m.Delta / m.Before
+	}
+	if math.IsNaN(m.Before) || math.IsNaN(m.After) {
+		return &ABMetric{P: 1, Verdict: "not measured"}
+	}
+	th := benchmath.DefaultThresholds
+	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(b, &th), benchmath.NewSample(a, &th))
+	if !math.IsNaN(c.P) {
+		m.P = c.P
+	}
+	changed := false
+	switch judge {
+	case judgeExact:
+		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
+	case judgeInstructions:
+		if len(b) < 2 || len(a) < 2 {
+			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"
+			return m
+		}
+		spread := math.Max(slices.Max(b)-slices.Min(b), slices.Max(a)-slices.Min(a))
+		apart := slices.Min(a) > slices.Max(b) || slices.Max(a) < slices.Min(b)
+		changed = apart && math.Abs(m.Delta) > math.Max(0.001*math.Abs(m.Before), 2*spread)
+	default:
+		if len(b) < 4 || len(a) < 4 {
+			m.Verdict, m.Why = "not judged", "too few rounds for significance (need 4 per arm)"
+			return m
+		}
+		changed = m.P < 0.05 && math.Abs(m.DeltaPct) > 2
+	}
+	switch {
+	case !changed:
+		m.Verdict = "no change"
+	case (m.Delta > 0) == higherWorse:
+		m.Verdict = "regression"
+	default:
+		m.Verdict = "improvement"
+	}
+	return m
+}
