@@ -30,10 +30,14 @@ type ABConfig struct {
 	Before, After string // revisions
 	Rounds        int    // runs per arm; default 4, the fewest that can reach p < 0.05
 	Run           Config // probe run settings; Run.Target is the target, relative to the working directory
-	Out           string // default results/<UTC>_ab_<before>_<after>
-	MaxRegress    map[string]float64
-	Control       string // an endpoint whose figures must not change
-	Top           int    // function rows per profile; default 10
+	// Bench, when Bench.Bench is set, compares the package's Go
+	// benchmarks (probe ab -bench) instead: its Target and Out are each
+	// arm's.
+	Bench      BenchConfig
+	Out        string // default results/<UTC>_ab_<before>_<after>
+	MaxRegress map[string]float64
+	Control    string // an endpoint whose figures must not change
+	Top        int    // function rows per profile; default 10
 }
 
 // abProfiles are the profiles whose functions ab compares, when a run
@@ -153,7 +157,7 @@ func (ab *abRun) close() {
 func (ab *abRun) setup(ctx context.Context) error {
 	cfg := &ab.cfg
 	if cfg.Repo == "" {
-		cfg.Repo = repoOf(cfg.Run)
+		cfg.Repo = repoOf(*cfg)
 	}
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 4
@@ -259,7 +263,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	rc.Target = filepath.Join(ab.dirs[arm], ab.rel)
 	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
 	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(ab.shas[arm]))
-	if rc.Bench != "" {
+	if cfg.Bench.Bench != "" {
 		return ab.benchRound(ctx, r, arm, rc)
 	}
 	rr, err := Run(ctx, rc, nil)
@@ -305,7 +309,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 func (ab *abRun) judge() {
 	cfg, res := ab.cfg, ab.res
 	metrics := metricsFor(cfg.Run)
-	if cfg.Run.Bench != "" {
+	if cfg.Bench.Bench != "" {
 		metrics = benchABMetrics(ab.values["before"], ab.values["after"])
 	}
 	res.metrics = metrics
@@ -343,7 +347,7 @@ func (ab *abRun) judge() {
 // normalized keys, all rounds merged.
 func (ab *abRun) functions() error {
 	profiles := abProfiles
-	if ab.cfg.Run.Bench != "" {
+	if ab.cfg.Bench.Bench != "" {
 		profiles = slices.Sorted(maps.Keys(ab.profiles["before"]))
 	}
 	for _, p := range profiles {
@@ -394,7 +398,7 @@ func (ab *abRun) gate() error {
 	for _, gated := range slices.Sorted(maps.Keys(ab.cfg.MaxRegress)) {
 		pct := ab.cfg.MaxRegress[gated]
 		names := []string{gated}
-		if ab.cfg.Run.Bench != "" {
+		if ab.cfg.Bench.Bench != "" {
 			// A unit gates it in every benchmark.
 			names = nil
 			for _, m := range ab.res.metrics {

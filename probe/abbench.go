@@ -46,10 +46,8 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 // per op are one value of its metrics (several with -count), its
 // profiles go to the function tables.
 func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) error {
-	bc := BenchConfig{Target: rc.Target, Bench: rc.Bench, BenchTime: rc.BenchTime, Count: rc.Count, Out: rc.Out, Env: rc.Env, Syscalls: rc.Syscalls, Copies: rc.Copies, OffCPU: rc.OffCPU}
-	if bc.Syscalls == "proc-io" {
-		bc.Syscalls = "off"
-	}
+	bc := ab.cfg.Bench
+	bc.Target, bc.Out = rc.Target, rc.Out
 	res, err := RunBench(ctx, bc, nil)
 	if err != nil && !errors.Is(err, ErrBenchmemMismatch) {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)

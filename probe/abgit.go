@@ -21,9 +21,12 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 
 // repoOf is the folder whose git repository holds the target: the
 // target's own folder when it is one, else the working directory.
-func repoOf(run Config) string {
-	t := run.Target
-	if t == "" && run.Bench == "" {
+func repoOf(cfg ABConfig) string {
+	t := cfg.Run.Target
+	if cfg.Bench.Bench != "" {
+		t = cfg.Bench.Target
+	}
+	if t == "" && cfg.Bench.Bench == "" {
 		t = DefaultTarget
 	}
 	if st, err := os.Stat(t); err == nil && st.IsDir() {

@@ -80,7 +80,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 		if f.Profile != cur {
 			cur = f.Profile
 			per := "request"
-			if cfg.Run.Bench != "" {
+			if cfg.Bench.Bench != "" {
 				per = "op"
 			}
 			fmt.Fprintf(w, "\n## %s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, per)
@@ -92,7 +92,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 
 // abConfigLine says how the arms were measured and what counts as a change.
 func abConfigLine(cfg ABConfig) string {
-	if r := cfg.Run; r.Bench != "" {
+	if r := cfg.Bench; r.Bench != "" {
 		bt := r.BenchTime
 		if bt == "" {
 			bt = "1s"

@@ -73,7 +73,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // parseRunFlags reads probe run's flags (and extra ones, for probe ab)
 // and the target. ok is false when the command must exit with code.
-func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg Config, quiet bool, code int, ok bool) {
+func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg Config, opt cliOptions, code int, ok bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var targetArgs, bodyFile string
@@ -117,52 +117,77 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
 	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
-	fs.StringVar(&cfg.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
-	fs.StringVar(&cfg.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
-	fs.IntVar(&cfg.Count, "count", 1, "with -bench: go test's -count")
+	bench := &opt.bench
+	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
+	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
+	fs.IntVar(&bench.Count, "count", 1, "with -bench: go test's -count")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return cfg, false, ExitOK, false
+			return cfg, opt, ExitOK, false
 		}
-		return cfg, false, ExitUsage, false
+		return cfg, opt, ExitUsage, false
 	}
 	// Flags may also follow the target.
 	if fs.NArg() > 0 {
 		cfg.Target = fs.Arg(0)
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return cfg, false, ExitOK, false
+				return cfg, opt, ExitOK, false
 			}
-			return cfg, false, ExitUsage, false
+			return cfg, opt, ExitUsage, false
 		}
 		if fs.NArg() > 0 {
 			fmt.Fprintf(stderr, "%s: one target only, got %q and %q\n", name, cfg.Target, fs.Arg(0))
-			return cfg, false, ExitUsage, false
+			return cfg, opt, ExitUsage, false
 		}
 	}
 	cfg.Env = env.kv
 	if *maxBody <= 0 {
 		fmt.Fprintf(stderr, "%s: -max-body %d: want a positive number of bytes\n", name, *maxBody)
-		return cfg, false, ExitUsage, false
+		return cfg, opt, ExitUsage, false
 	}
 	if *fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
-	if _, err := cfg.check(); err != nil {
+	if err := opt.checkMode(&cfg, stderr, name); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return cfg, false, ExitUsage, false
+		return cfg, opt, ExitUsage, false
 	}
 	if err := readRunInputs(&cfg, targetArgs, bodyFile, *maxBody, pushLabels, readData); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return cfg, false, ExitUsage, false
+		return cfg, opt, ExitUsage, false
 	}
 	cfg.Headers = headers.m
 	cfg.Flags = recordedFlags(fs)
-	return cfg, *q, 0, true
+	opt.bench.Flags, opt.quiet = cfg.Flags, *q
+	return cfg, opt, 0, true
+}
+
+// cliOptions are what the flags give beside a run's Config: quiet, and
+// the benchmark mode (-bench), whose options are its own.
+type cliOptions struct {
+	quiet bool
+	bench BenchConfig // bench.Bench != "": probe run -bench, probe ab -bench
+}
+
+// checkMode validates the mode the flags chose, once: the benchmark
+// mode's options (taking the run flags it shares), or the run's.
+func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) error {
+	if opt.bench.Bench == "" {
+		_, err := cfg.check()
+		return err
+	}
+	b := &opt.bench
+	b.Target, b.Out, b.Env, b.Syscalls, b.Copies, b.OffCPU = cfg.Target, cfg.Out, cfg.Env, cfg.Syscalls, cfg.Copies, cfg.OffCPU
+	if b.Syscalls == "proc-io" {
+		b.Syscalls = "off"
+		fmt.Fprintf(stderr, "%s: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted\n", name)
+	}
+	return b.check()
 }
 
 // readRunInputs reads what the flags name, once they are all parsed:
@@ -192,16 +217,16 @@ func readRunInputs(cfg *Config, targetArgs, bodyFile string, maxBody int64, push
 }
 
 func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, quiet, code, ok := parseRunFlags("probe run", args, stderr, nil)
+	cfg, opt, code, ok := parseRunFlags("probe run", args, stderr, nil)
 	if !ok {
 		return code
 	}
 	var logw io.Writer = stderr
-	if quiet {
+	if opt.quiet {
 		logw = nil
 	}
-	if cfg.Bench != "" {
-		return mainBench(ctx, cfg, logw, stdout, stderr)
+	if opt.bench.Bench != "" {
+		return mainBench(ctx, cfg, opt.bench, logw, stdout, stderr)
 	}
 	res, err := Run(ctx, cfg, logw)
 	if res != nil {
@@ -230,17 +255,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(stderr, "probe run", err)
 }
 
-// mainBench is probe run -bench.
-func mainBench(ctx context.Context, cfg Config, logw, stdout, stderr io.Writer) int {
-	bc := BenchConfig{Target: cfg.Target, Bench: cfg.Bench, BenchTime: cfg.BenchTime, Count: cfg.Count, Out: cfg.Out, Env: cfg.Env, Syscalls: cfg.Syscalls, Copies: cfg.Copies, OffCPU: cfg.OffCPU, Flags: cfg.Flags}
-	if bc.Syscalls == "proc-io" {
-		bc.Syscalls = "off"
-		fmt.Fprintln(stderr, "probe run: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted")
-	}
-	if err := bc.check(); err != nil {
-		fmt.Fprintf(stderr, "probe run: %v\n", err)
-		return ExitUsage
-	}
+// mainBench is probe run -bench: bc, validated when the flags were
+// parsed; cfg has the store's flags.
+func mainBench(ctx context.Context, cfg Config, bc BenchConfig, logw, stdout, stderr io.Writer) int {
 	res, err := RunBench(ctx, bc, logw)
 	if res != nil {
 		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
@@ -292,10 +309,11 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	return ExitFailed
 }
 
-func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var ab ABConfig
+// parseABFlags reads probe ab's flags into its options: the run's (or,
+// with -bench, the benchmarks'), the revisions and the gates.
+func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions, code int, ok bool) {
 	var gates gateFlag
-	cfg, quiet, code, ok := parseRunFlags("probe ab", args, stderr, func(fs *flag.FlagSet) {
+	cfg, opt, code, ok := parseRunFlags("probe ab", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&ab.Before, "before", "", "the `revision` to compare against")
 		fs.StringVar(&ab.After, "after", "", "the `revision` under review")
 		fs.StringVar(&ab.Repo, "repo", "", "the git repository (default: the target's own)")
@@ -305,42 +323,41 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us; with -instructions, instructions/req) regresses by more than PCT% (repeatable)")
 	})
 	if !ok {
-		return code
+		return ab, opt, code, false
 	}
-	ab.Out, cfg.Out = cfg.Out, ""
-	ab.Run, ab.MaxRegress = cfg, gates.m
+	ab.Out, cfg.Out, opt.bench.Out = cfg.Out, "", ""
+	ab.Run, ab.Bench, ab.MaxRegress = cfg, opt.bench, gates.m
 	for _, name := range slices.Sorted(maps.Keys(gates.m)) {
-		known := false
-		for _, m := range metricsFor(cfg) {
-			known = known || m.name == name
-		}
-		if cfg.Bench != "" {
-			known = slices.Contains(benchUnits, name)
-		}
-		if !known {
-			if cfg.Bench != "" {
-				fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for benchmarks (want %s)\n", name, strings.Join(benchUnits, ", "))
-			} else {
-				fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for this run (-instructions measures instructions/req only)\n", name)
-			}
-			return ExitUsage
+		switch {
+		case ab.Bench.Bench != "" && !slices.Contains(benchUnits, name):
+			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for benchmarks (want %s)\n", name, strings.Join(benchUnits, ", "))
+			return ab, opt, ExitUsage, false
+		case ab.Bench.Bench == "" && !slices.ContainsFunc(metricsFor(cfg), func(m abMetric) bool { return m.name == name }):
+			fmt.Fprintf(stderr, "probe ab: -max-regress %s: unknown metric for this run (-instructions measures instructions/req only)\n", name)
+			return ab, opt, ExitUsage, false
 		}
 	}
 	if ab.Before == "" || ab.After == "" {
 		fmt.Fprintln(stderr, "probe ab: -before and -after are required")
-		return ExitUsage
+		return ab, opt, ExitUsage, false
+	}
+	return ab, opt, 0, true
+}
+
+func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ab, opt, code, ok := parseABFlags(args, stderr)
+	if !ok {
+		return code
 	}
 	var logw io.Writer = stderr
-	if quiet {
+	if opt.quiet {
 		logw = nil
 	}
 	res, err := AB(ctx, ab, logw)
 	if res != nil {
-		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+		if merr := applyResultsMode(res.Dir, ab.Run.ResultsMode); merr != nil && err == nil {
 			err = fmt.Errorf("-results-mode: %w", merr)
 		}
-	}
-	if res != nil {
 		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
 		stdout.Write(b)
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
@@ -352,42 +369,49 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(stderr, "probe ab", err)
 }
 
-func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// parseBulkFlags reads probe bulk's flags: the run's, the transfer sizes
+// and the rounds; windows are 2 s unless -duration says otherwise.
+func parseBulkFlags(args []string, stderr io.Writer) (sw SweepConfig, opt cliOptions, code int, ok bool) {
 	var sizes string
-	var sw SweepConfig
-	cfg, quiet, code, ok := parseRunFlags("probe bulk", args, stderr, func(fs *flag.FlagSet) {
+	cfg, opt, code, ok := parseRunFlags("probe bulk", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&sizes, "sizes", "1K,64K,1M,2M", "transfer `sizes`, bytes or K or M, comma-separated")
 		fs.IntVar(&sw.Rounds, "rounds", 3, "rounds per size and mode; the first is dropped")
 	})
 	if !ok {
-		return code
+		return sw, opt, code, false
 	}
 	var err error
 	if sw.Sizes, err = parseSizes(sizes); err != nil {
 		fmt.Fprintf(stderr, "probe bulk: -sizes: %v\n", err)
-		return ExitUsage
+		return sw, opt, ExitUsage, false
 	}
 	if sw.Rounds < 2 {
 		fmt.Fprintf(stderr, "probe bulk: -rounds %d: the first round is dropped, so at least 2\n", sw.Rounds)
-		return ExitUsage
+		return sw, opt, ExitUsage, false
 	}
 	if !slices.Contains(cfg.Flags, "-duration="+cfg.Duration.String()) {
 		cfg.Duration = 2 * time.Second // many runs: shorter windows unless asked
 	}
 	sw.Out, cfg.Out = cfg.Out, ""
 	sw.Run = cfg
+	return sw, opt, 0, true
+}
+
+func mainBulk(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	sw, opt, code, ok := parseBulkFlags(args, stderr)
+	if !ok {
+		return code
+	}
 	logf := func(format string, a ...any) {
-		if !quiet {
+		if !opt.quiet {
 			fmt.Fprintf(stderr, "probe bulk: "+format+"\n", a...)
 		}
 	}
 	res, err := Sweep(ctx, sw, logf)
 	if res != nil {
-		if merr := applyResultsMode(res.Dir, cfg.ResultsMode); merr != nil && err == nil {
+		if merr := applyResultsMode(res.Dir, sw.Run.ResultsMode); merr != nil && err == nil {
 			err = fmt.Errorf("-results-mode: %w", merr)
 		}
-	}
-	if res != nil {
 		b, _ := os.ReadFile(filepath.Join(res.Dir, "report.md"))
 		stdout.Write(b)
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)

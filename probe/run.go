@@ -104,12 +104,6 @@ type Config struct {
 	// noTrace leaves the execution trace out of the off-CPU window, for
 	// the benchmark that sets fgprof alone against the trace.
 	noTrace bool
-	// AttributionCPUProfile keeps the CPU profiler on in the attribution
-	// window too, so that tests have signals arrive while recorders run.
-	AttributionCPUProfile bool
-	// crossCheck runs the heap profile beside allocspy in the attribution
-	// window and keeps it as allocs-heapprofile.pb.gz: the tests' oracle.
-	crossCheck bool
 	// Instructions measures instructions per request under callgrind
 	// instead of the usual windows; Requests bounds its load (default 2000).
 	Instructions bool
@@ -124,76 +118,25 @@ type Config struct {
 	// ResultsMode is the results folder's permission mode (its files get
 	// it without execute); 0 is 0700.
 	ResultsMode os.FileMode
-	// Bench makes the run a benchmark run (RunBench) of the package's
-	// benchmarks matching it; BenchTime and Count are go test's.
-	Bench     string
-	BenchTime string
-	Count     int
 }
 
-// check validates cfg, fills the defaults of its zero fields and returns
-// the CPU plan of -cpus; the command reports its errors as usage errors.
+// check fills the defaults of cfg's zero fields and validates it,
+// returning the CPU plan of -cpus: the command reports its errors as
+// usage errors before the build, and Run checks the Config it is given
+// the same way (both steps are idempotent).
 func (cfg *Config) check() (CPUPlan, error) {
-	if cfg.Duration <= 0 && !cfg.Instructions {
-		return CPUPlan{}, fmt.Errorf("-duration %v: must be positive", cfg.Duration)
-	}
-	if cfg.Warmup < 0 {
-		return CPUPlan{}, fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
-	}
-	if cfg.Conns < 0 || cfg.Conns > MaxConns {
-		return CPUPlan{}, fmt.Errorf("-conns %d: want 1 to %d (each connection is dialed before a window opens; more stretch the window without loading the server harder)", cfg.Conns, MaxConns)
-	}
-	if cfg.ReadyTimeout < 0 {
-		return CPUPlan{}, fmt.Errorf("-ready-timeout %v: must be positive", cfg.ReadyTimeout)
-	}
-	if cfg.MinRequests < 0 {
-		return CPUPlan{}, fmt.Errorf("-min-requests %d: must not be negative", cfg.MinRequests)
-	}
-	if cfg.Out != "" {
-		if _, err := os.Lstat(cfg.Out); err == nil {
-			return CPUPlan{}, fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", cfg.Out)
-		}
-	}
-	if cfg.Target == "" && cfg.Bench == "" {
-		cfg.Target = DefaultTarget
-	}
-	if cfg.Path == "" {
-		cfg.Path = "/"
-		if cfg.Target == DefaultTarget {
-			cfg.Path = "/json"
-		}
-	}
-	if !strings.HasPrefix(cfg.Path, "/") {
-		return CPUPlan{}, fmt.Errorf("-path %q: must start with /", cfg.Path)
-	}
-	if err := load.CheckPath(cfg.Path); err != nil {
-		return CPUPlan{}, fmt.Errorf("-path: %w", err)
-	}
-	if cfg.Size == 0 {
-		cfg.Size = 1 << 20
-	}
-	if cfg.Size < 0 || cfg.Size > 1<<30 {
-		return CPUPlan{}, fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
-	}
-	if cfg.Streams < 0 {
-		return CPUPlan{}, fmt.Errorf("-streams %d: must be positive", cfg.Streams)
-	}
-	if cfg.Pkt != 0 && (cfg.Pkt <= bulk.HeaderSize || cfg.Pkt > 65507) {
-		return CPUPlan{}, fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
-	}
-	for _, kv := range cfg.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
-		}
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 60 * time.Second
-	}
-	if cfg.CPUs == "" {
-		cfg.CPUs = "auto"
-	}
-	// The first valid value is the default.
-	defaults := []struct {
+	cfg.withDefaults()
+	return cfg.validate()
+}
+
+// choices are the flags with a fixed set of values; the first is the
+// default.
+func (cfg *Config) choices() []struct {
+	flag  string
+	v     *string
+	valid []string
+} {
+	return []struct {
 		flag  string
 		v     *string
 		valid []string
@@ -204,12 +147,54 @@ func (cfg *Config) check() (CPUPlan, error) {
 		{"proto", &cfg.Proto, []string{"auto", "http", "https", "h2c", "h2", "grpc", "framed", "quic", "udp"}},
 		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
 	}
-	for _, d := range defaults {
-		if *d.v == "" {
-			*d.v = d.valid[0]
+}
+
+// withDefaults fills cfg's zero fields with the flags' defaults.
+func (cfg *Config) withDefaults() {
+	if cfg.Target == "" {
+		cfg.Target = DefaultTarget
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/"
+		if cfg.Target == DefaultTarget {
+			cfg.Path = "/json"
 		}
-		if !slices.Contains(d.valid, *d.v) {
-			return CPUPlan{}, fmt.Errorf("-%s %q: want %s", d.flag, *d.v, strings.Join(d.valid, " or "))
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 1 << 20
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.CPUs == "" {
+		cfg.CPUs = "auto"
+	}
+	for _, c := range cfg.choices() {
+		if *c.v == "" {
+			*c.v = c.valid[0]
+		}
+	}
+}
+
+// validate says what in cfg cannot run; it changes nothing (a value
+// receiver).
+func (cfg Config) validate() (CPUPlan, error) {
+	if err := cfg.validateLoad(); err != nil {
+		return CPUPlan{}, err
+	}
+	if cfg.Out != "" {
+		if _, err := os.Lstat(cfg.Out); err == nil {
+			return CPUPlan{}, fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", cfg.Out)
+		}
+	}
+	for _, kv := range cfg.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
+		}
+	}
+	for _, c := range cfg.choices() {
+		if !slices.Contains(c.valid, *c.v) {
+			return CPUPlan{}, fmt.Errorf("-%s %q: want %s", c.flag, *c.v, strings.Join(c.valid, " or "))
 		}
 	}
 	plan, err := proc.ParseCPUs(cfg.CPUs, runtime.NumCPU())
@@ -217,6 +202,34 @@ func (cfg *Config) check() (CPUPlan, error) {
 		return CPUPlan{}, fmt.Errorf("-cpus: %w", err)
 	}
 	return plan, nil
+}
+
+// validateLoad checks the window's and the load driver's flags.
+func (cfg Config) validateLoad() error {
+	switch {
+	case cfg.Duration <= 0 && !cfg.Instructions:
+		return fmt.Errorf("-duration %v: must be positive", cfg.Duration)
+	case cfg.Warmup < 0:
+		return fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
+	case cfg.Conns < 0 || cfg.Conns > MaxConns:
+		return fmt.Errorf("-conns %d: want 1 to %d (each connection is dialed before a window opens; more stretch the window without loading the server harder)", cfg.Conns, MaxConns)
+	case cfg.ReadyTimeout < 0:
+		return fmt.Errorf("-ready-timeout %v: must be positive", cfg.ReadyTimeout)
+	case cfg.MinRequests < 0:
+		return fmt.Errorf("-min-requests %d: must not be negative", cfg.MinRequests)
+	case !strings.HasPrefix(cfg.Path, "/"):
+		return fmt.Errorf("-path %q: must start with /", cfg.Path)
+	case cfg.Size < 0 || cfg.Size > 1<<30:
+		return fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
+	case cfg.Streams < 0:
+		return fmt.Errorf("-streams %d: must be positive", cfg.Streams)
+	case cfg.Pkt != 0 && (cfg.Pkt <= bulk.HeaderSize || cfg.Pkt > 65507):
+		return fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
+	}
+	if err := load.CheckPath(cfg.Path); err != nil {
+		return fmt.Errorf("-path: %w", err)
+	}
+	return nil
 }
 
 // ErrNotJudged is returned, with the files written, when the window cannot
@@ -271,6 +284,12 @@ type seams struct {
 	copyOverlay  func(goroot, goarch, dir string) (map[string]string, error)
 	allocOverlay func(goroot, goarch, goexp, dir string) (map[string]string, error)
 	syscallsOpen func(pid int) (*syscalls.Counter, error) // a machine without eBPF
+	// attributionCPUProfile keeps the CPU profiler on in the attribution
+	// window too, so that signals arrive while the recorders run.
+	attributionCPUProfile bool
+	// crossCheck runs the heap profile beside allocspy in the attribution
+	// window and keeps it as allocs-heapprofile.pb.gz: the tests' oracle.
+	crossCheck bool
 }
 
 // sysCounter is the eBPF syscall counter of a run and what symbolizes its

@@ -482,7 +482,7 @@ func TestCopiesGroundTruth(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Config{
 		Target: "./testdata/probetarget", Path: "/copy", Warmup: 300 * time.Millisecond, Duration: time.Second,
-		Out: out, AttributionCPUProfile: true,
+		Out: out, seams: seams{attributionCPUProfile: true},
 	}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -626,7 +626,7 @@ func TestAllocspyGroundTruth(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Warmup: 300 * time.Millisecond,
-				Duration: time.Second, Out: out, AttributionCPUProfile: true}, nil)
+				Duration: time.Second, Out: out, seams: seams{attributionCPUProfile: true}}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
 			}
@@ -664,7 +664,7 @@ func TestAllocspyGroundTruth(t *testing.T) {
 func TestAllocspyAgreesWithHeapProfile(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Run(context.Background(), Config{Target: DefaultTarget, Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, crossCheck: true}, nil)
+	_, err := Run(context.Background(), Config{Target: DefaultTarget, Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, seams: seams{crossCheck: true}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}

@@ -252,7 +252,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 	if copiesApart {
 		raw.copies = filepath.Join(s.priv, "copies.json")
 		req := wire.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
-		if s.cfg.AttributionCPUProfile {
+		if s.cfg.seams.attributionCPUProfile {
 			req.CPUProfile = filepath.Join(s.priv, "cpu-copies.pprof")
 		}
 		if w.copies, err = s.window(ctx, windowSpec{kind: copyKind}, req); err != nil {
@@ -296,7 +296,7 @@ func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApa
 		raw.allocs = filepath.Join(s.priv, "allocs.json")
 		req.Counters["allocs"] = raw.allocs
 	}
-	if !useAllocspy || s.cfg.crossCheck {
+	if !useAllocspy || s.cfg.seams.crossCheck {
 		raw.heap = filepath.Join(s.priv, "heap.pprof")
 		req.HeapProfile = raw.heap
 	}
@@ -305,7 +305,7 @@ func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApa
 		raw.copies = filepath.Join(s.priv, "copies.json")
 		req.Counters["copies"] = raw.copies
 	}
-	if s.cfg.AttributionCPUProfile {
+	if s.cfg.seams.attributionCPUProfile {
 		req.CPUProfile = filepath.Join(s.priv, "cpu-attribution.pprof")
 	}
 	return req, copiesApart
