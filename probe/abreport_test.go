@@ -34,6 +34,7 @@ func fixedAB() (*ABResult, ABConfig) {
 
 // TestABReportGolden: ab's report.md and report.html from a fixed result.
 func TestABReportGolden(t *testing.T) {
+	t.Parallel()
 	r, cfg := fixedAB()
 	var md bytes.Buffer
 	writeABReport(&md, r, cfg)

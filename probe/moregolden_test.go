@@ -9,6 +9,7 @@ import (
 
 // TestSweepReportGolden: probe bulk's report.md from a fixed sweep.
 func TestSweepReportGolden(t *testing.T) {
+	t.Parallel()
 	cell := func(cpu, dg, sys float64) SweepCell {
 		return SweepCell{CPUUSPerMB: cpu, DatagramsPerRequest: dg, SyscallsPerDatagram: sys, Rounds: []float64{cpu, cpu * 1.02}}
 	}
@@ -26,6 +27,7 @@ func TestSweepReportGolden(t *testing.T) {
 // TestInstructionsReportGolden: report.md of probe run -instructions from
 // a fixed callgrind window.
 func TestInstructionsReportGolden(t *testing.T) {
+	t.Parallel()
 	win := &callgrind.Part{Number: 2, Trigger: "dump", Total: 3400000,
 		Self:  map[string]int64{"main.buildDocument": 1200000, "encoding/json.(*encodeState).string": 900000, "runtime.mallocgc": 700000, "runtime.sysmon": 100000, "net/http.(*conn).serve": 500000},
 		Calls: map[[2]string]int64{{"net/http.(*conn).serve", "main.buildDocument"}: 2600000}}

@@ -49,6 +49,7 @@ func fullReport() *reportInput {
 
 // TestReportGolden: report.md from a fixed run, as a reviewer pastes it.
 func TestReportGolden(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	fullReport().markdown(&buf)
 	golden(t, "report.golden.md", buf.Bytes())
@@ -56,6 +57,7 @@ func TestReportGolden(t *testing.T) {
 
 // TestTerminalGolden: the lines a run prints at its end.
 func TestTerminalGolden(t *testing.T) {
+	t.Parallel()
 	r := fullReport()
 	var buf bytes.Buffer
 	WriteTerminal(&buf, &Result{Dir: "results/20261130T170000Z_abc123_httpjson", Summary: r.s, Sites: r.sites})

@@ -47,6 +47,7 @@ func TestFlagsRedacted(t *testing.T) {
 // TestRefusedBeforeBuild: flags that cannot work are usage errors at
 // once, before any build, and name the flag.
 func TestRefusedBeforeBuild(t *testing.T) {
+	t.Parallel()
 	existing := t.TempDir()
 	body := filepath.Join(t.TempDir(), "big")
 	os.WriteFile(body, make([]byte, 2048), 0o600)
@@ -80,6 +81,7 @@ func TestRefusedBeforeBuild(t *testing.T) {
 
 // TestResultsMode: a results folder is private unless asked.
 func TestResultsMode(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -108,6 +110,7 @@ func TestResultsMode(t *testing.T) {
 // TestReportEscapes: a target folder named like HTML, and a site with a
 // backtick and a pipe, stay text in report.md.
 func TestReportEscapes(t *testing.T) {
+	t.Parallel()
 	r := fullReport()
 	r.s.Target = "./<img src=x onerror=alert(1)>"
 	r.s.Commit = "abc`def"

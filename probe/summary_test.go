@@ -89,6 +89,7 @@ func TestWriteBench(t *testing.T) {
 }
 
 func TestSummaryJSON(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, sampleSummary()); err != nil {
 		t.Fatal(err)
