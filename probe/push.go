@@ -76,6 +76,9 @@ func pushBench(ctx context.Context, pc PushConfig, dir string, s *BenchSummary, 
 			from = until.Add(-time.Duration(*b.PerOp.NS * float64(b.N)))
 		}
 		errs = append(errs, pushFiles(ctx, pc, pushSet{dir: dir, target: s.Target, files: b.Files, labels: labels, from: from, until: until})...)
+		if len(errs) > 0 && errors.Is(errs[len(errs)-1], profstore.ErrNoAnswer) {
+			break
+		}
 	}
 	return pushErrors(pc, errs)
 }
@@ -119,7 +122,7 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 	}
 	sort.Strings(names)
 	var errs []error
-	for _, k := range names {
+	for i, k := range names {
 		p, err := readProfile(filepath.Join(dir, files[k]))
 		if err != nil {
 			errs = append(errs, err)
@@ -128,6 +131,14 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
 		if err := profstore.Push(ctx, &pc.Access, u, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", files[k], err))
+			if errors.Is(err, profstore.ErrNoAnswer) {
+				// One wait for a store that does not answer, not one
+				// per profile.
+				if left := len(names) - i - 1; left > 0 {
+					errs = append(errs, fmt.Errorf("%w: the other %d profiles were not sent", profstore.ErrNoAnswer, left))
+				}
+				break
+			}
 		}
 	}
 	return errs

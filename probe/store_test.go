@@ -278,7 +278,11 @@ func TestPushDown(t *testing.T) {
 		code, stdout, stderr := probeRun(t, append(args, "./testdata/probetarget")...)
 		want := "connection refused"
 		if c.silent {
+			// One deadline for the push, not one per profile.
 			want = "-push-timeout"
+			if !strings.Contains(stderr, "profiles were not sent") {
+				t.Errorf("%+v: the push went on after the store did not answer:\n%s", c, stderr)
+			}
 			if !strings.Contains(stdout, "results       "+out) {
 				t.Errorf("%+v: the results folder was not printed: %q", c, stdout)
 			}

@@ -227,6 +227,10 @@ func (a *Access) options() []connect.ClientOption {
 	return []connect.ClientOption{connect.WithReadMaxBytes(int(min(limit, int64(^uint32(0)>>1))))}
 }
 
+// ErrNoAnswer is a store that did not answer in time or could not be
+// reached: the calls after it would fare no better.
+var ErrNoAnswer = errors.New("the store did not answer")
+
 // callError names the limit that ended a call, and the flag that raises it.
 func (a *Access) callError(err error) error {
 	var ce *connect.Error
@@ -234,7 +238,9 @@ func (a *Access) callError(err error) error {
 	case errors.As(err, &ce) && ce.Code() == connect.CodeResourceExhausted:
 		return fmt.Errorf("the answer is over %d bytes (-store-max-response): %w", a.MaxResponse, err)
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ce) && ce.Code() == connect.CodeDeadlineExceeded:
-		return fmt.Errorf("no answer within %s (-push-timeout): %w", a.Timeout, err)
+		return fmt.Errorf("%w within %s (-push-timeout): %w", ErrNoAnswer, a.Timeout, err)
+	case errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable:
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 	}
 	return err
 }
