@@ -22,6 +22,11 @@ func TestParseSelection(t *testing.T) {
 	if err != nil || s.From.Unix() != 1700000000 || !s.Until.Equal(now.Add(-2*time.Hour)) {
 		t.Errorf("%+v %v", s, err)
 	}
+	// The store over TLS.
+	s, err = ParseSelection(`pyroscope+https://store.example:443/{a="b"}?type=x`, now)
+	if err != nil || s.Base != "https://store.example:443" {
+		t.Errorf("pyroscope+https: %+v %v", s, err)
+	}
 	// A regular expression's '?' stays in the selector.
 	s, err = ParseSelection(`pyroscope://h:1/{endpoint=~"BenchmarkX(-[0-9]+)?"}?type=alloc_space`, now)
 	if err != nil || s.Selector != `{endpoint=~"BenchmarkX(-[0-9]+)?"}` || s.Type != "alloc_space" {
