@@ -62,6 +62,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s, timing window |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if m := s.Machine; m != nil {
+		fmt.Fprintf(w, "| machine | %s | %s, timing window |\n", machineLine(m), m.Source)
+	}
 	if d := s.Driver; d != nil {
 		fmt.Fprintf(w, "| load driver's own CPU (%s) | %.2f µs, %.2f cores | %s of probe, timing window |\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
 		if d.TLS != "" {
@@ -198,6 +201,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	if m := s.Machine; m != nil && m.Busy {
+		fmt.Fprintf(w, "  machine       busy: %s  [%s]\n", machineLine(m), m.Source)
+	}
 	if d := s.Driver; d != nil {
 		fmt.Fprintf(w, "  driver        %s: %.2f µs/req of its own, %.2f cores  [%s]\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
 		if d.TLS != "" {
@@ -259,4 +265,14 @@ func buildLine(b *withagent.Check) string {
 	}
 	return fmt.Sprintf("%s mode, the %d modules of a plain build at its versions, %d changed, added %s  [%s]",
 		b.Mode, b.Modules, len(b.Changed), strings.Join(added, ", "), source)
+}
+
+// machineLine is what the machine did: its waits, the others' cores and
+// the CPU pressure.
+func machineLine(m *MachineSummary) string {
+	s := fmt.Sprintf("target waited %.2f s per s for a CPU, driver %.2f; other processes %.2f cores", m.ServerRunQueueWait, m.DriverRunQueueWait, m.OtherCores)
+	if m.CPUPressure != nil {
+		s += fmt.Sprintf("; CPU pressure %.0f%%", *m.CPUPressure*100)
+	}
+	return s
 }

@@ -130,7 +130,7 @@ func (o *runOutput) summarize() {
 	o.s = s
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
-		s.ServerRunQueueWait = round(float64(clean.runqWait)/1e9/secs, 3)
+		s.Machine = machineSummary(clean, s.ServerCores, float64(clean.driverCPU)/1e9/secs, secs)
 		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
 	}
 	if cl.OK == 0 {
@@ -179,11 +179,40 @@ func (o *runOutput) timingReasons() []string {
 	return reasons
 }
 
-// BusyMachineWait is the run-queue wait of the target's threads, in
-// seconds per second of the window, past which a server that did not use
-// its cores is said to share a busy machine: on an idle one it waits a few
-// hundredths (FACTS: 0.6 to 2.1 on a busy one).
+// BusyMachineWait is the run-queue wait of the target's or the load
+// driver's threads, in seconds per second of the window, past which a
+// server that did not use its cores is said to share a busy machine: on
+// an idle one they wait a few hundredths (0.6 to 2.1 on a busy one).
 const BusyMachineWait = 0.2
+
+// machineSummary is what the machine did in window w; serverCores and
+// driverCores are the target's and the driver's CPU in it.
+func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *MachineSummary {
+	if secs <= 0 {
+		return nil
+	}
+	m := &MachineSummary{
+		ServerRunQueueWait: round(float64(w.runqWait)/1e9/secs, 3),
+		DriverRunQueueWait: round(w.machine.DriverWait, 3),
+		OtherCores:         round(max(w.machine.BusyCores-serverCores-driverCores, 0), 2),
+		Source:             "schedstat, /proc/stat",
+	}
+	if w.machine.Pressure >= 0 {
+		m.CPUPressure = f64(round(w.machine.Pressure, 3))
+		m.Source += ", /proc/pressure/cpu"
+	}
+	m.Busy = m.ServerRunQueueWait >= BusyMachineWait || m.DriverRunQueueWait >= BusyMachineWait
+	return m
+}
+
+// busyLine says how busy the machine was.
+func busyLine(m *MachineSummary) string {
+	s := fmt.Sprintf("the machine was busy, not the server: the target waited %.2f s per second for a CPU, the load driver %.2f; other processes used %.2f cores", m.ServerRunQueueWait, m.DriverRunQueueWait, m.OtherCores)
+	if m.CPUPressure != nil {
+		s += fmt.Sprintf(", and some task waited for a CPU %.0f%% of the time", *m.CPUPressure*100)
+	}
+	return s
+}
 
 // paceReason says why a server that did not use its cores was not judged:
 // the driver set the pace when it was busy itself; when it was not, the
@@ -196,8 +225,8 @@ func (o *runOutput) paceReason() string {
 		return why + ": the load driver, not the server, set the pace"
 	}
 	figures := fmt.Sprintf("driver %s %.2f µs/req on %.2f cores, server %.2f µs/req", d.Name, d.CPUUS, d.CoresUsed, *cpu)
-	if o.s.ServerRunQueueWait >= BusyMachineWait {
-		return fmt.Sprintf("%s: the machine was busy, not the server: its threads waited %.2f s per second in a run queue while other work had the CPUs (%s); rerun on a quiet machine", why, o.s.ServerRunQueueWait, figures)
+	if m := o.s.Machine; m != nil && m.Busy {
+		return fmt.Sprintf("%s: %s (%s); run where nothing else runs, or give probe CPUs no other work uses (-cpus)", why, busyLine(m), figures)
 	}
 	loadCores := float64(len(o.ses.plan.Load))
 	if loadCores == 0 {

@@ -249,6 +249,7 @@ type windowResult struct {
 	load      *load.Result
 	cpu       uint64 // target CPU ns inside the window
 	runqWait  uint64 // ns the target's threads waited in a run queue inside the window
+	machine   proc.MachineWindow
 	cpuSource string
 	io0, io1  proc.IOReading
 	udp       map[string]int64 // the machine's UDP counters' change (/proc/net/snmp)

@@ -29,6 +29,8 @@ import (
 	"github.com/perfspy/perfspy/internal/capability"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"golang.org/x/sys/unix"
 )
 
 // These tests build real targets and measure them. They share one cache
@@ -1100,4 +1102,53 @@ func TestLightTargetJudged(t *testing.T) {
 		}
 	}
 	t.Errorf("targets/floor not judged in three tries with the lean driver:\n%s%s", stdout, stderr)
+}
+
+// busyLoops starts a CPU-bound process on each of cpus, ended with the
+// test.
+func busyLoops(t *testing.T, cpus ...int) {
+	for _, c := range cpus {
+		cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var set unix.CPUSet
+		set.Set(c)
+		if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+}
+
+// TestBusyMachineNamed: with CPU-bound processes on the target's and the
+// driver's CPUs, the light target is not judged, and the reason is the
+// machine, with its figures, not the server or -conns.
+func TestBusyMachineNamed(t *testing.T) {
+	skipShort(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
+	}
+	busyLoops(t, 0, 1)
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-warmup", "300ms", "-duration", "2s", "-offcpu=false", "-copies", "off", "-cpus", "0:1", "-out", out, "../targets/floor"}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitNotJudged || !strings.Contains(o.String(), "the machine was busy, not the server") || strings.Contains(o.String(), "raise -conns") {
+		t.Fatalf("exit %d:\n%s%s", code, o.String(), e.String())
+	}
+	if !strings.Contains(o.String(), "  machine       busy: target waited") {
+		t.Errorf("the terminal does not show the machine line:\n%s", o.String())
+	}
+	var s Summary
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Machine
+	if m == nil || !m.Busy || m.ServerRunQueueWait < BusyMachineWait || m.OtherCores < 0.5 {
+		t.Errorf("summary.json machine %+v, want busy, a wait of at least %.1f s/s and the busy loops' cores", m, BusyMachineWait)
+	}
+	t.Logf("machine: %+v", m)
 }

@@ -361,9 +361,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	cpu0, err0 := proc.ReadCPU(p.Pid)
 	io0, _ := proc.ReadIO(p.Pid)
 	udp0, _ := proc.UDPCounters()
-	drv0 := selfCPU()
+	drv0, mach0 := selfCPU(), proc.ReadMachine()
 	lr, lerr := drv.Run(ctx, d)
-	drv1 := selfCPU()
+	drv1, mach1 := selfCPU(), proc.ReadMachine()
 	cpu1, err1 := proc.ReadCPU(p.Pid)
 	io1, _ := proc.ReadIO(p.Pid)
 	udp1, _ := proc.UDPCounters()
@@ -398,6 +398,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) 
 	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1)}
 	if drv1 > drv0 {
 		w.driverCPU = drv1 - drv0
+	}
+	if lr != nil {
+		w.machine = mach1.Since(mach0, lr.Elapsed.Seconds())
 	}
 	if sc != nil {
 		w.sys = syscalls.Delta(sys0, sys1)

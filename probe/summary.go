@@ -51,11 +51,8 @@ type Summary struct {
 	// Floor is targets/floor measured with the same settings (-floor).
 	Floor       *FloorSummary `json:"floor,omitempty"`
 	ServerCores float64       `json:"server_cores"`
-	// ServerRunQueueWait is the time the target's threads waited, ready,
-	// in a run queue per second of the timing window (schedstat): CPUs
-	// other work took. Past BusyMachineWait the machine, not the server,
-	// is named as the reason of a verdict.
-	ServerRunQueueWait float64 `json:"server_runqueue_wait"`
+	// Machine is what the machine did in the timing window.
+	Machine *MachineSummary `json:"machine,omitempty"`
 	// Driver is the load driver's own cost in the timing window.
 	Driver         *DriverSummary     `json:"driver,omitempty"`
 	CoresAvailable float64            `json:"cores_available"`
@@ -281,4 +278,21 @@ func benchName(target string) string {
 		return "Probe"
 	}
 	return "Probe/" + n
+}
+
+// MachineSummary is what the machine did in the timing window: how long
+// the target's and the load driver's threads waited, ready, for a CPU
+// other work had (seconds per second of the window, from schedstat), the
+// CPU pressure (the share of the window in which some runnable task
+// waited, from /proc/pressure/cpu; absent without PSI) and the cores
+// other processes used (/proc/stat's busy time less the target's and the
+// driver's). Busy says the machine, not the server, set the pace: a wait
+// past BusyMachineWait.
+type MachineSummary struct {
+	ServerRunQueueWait float64  `json:"server_runqueue_wait"`
+	DriverRunQueueWait float64  `json:"driver_runqueue_wait"`
+	CPUPressure        *float64 `json:"cpu_pressure,omitempty"`
+	OtherCores         float64  `json:"other_cores"`
+	Busy               bool     `json:"busy"`
+	Source             string   `json:"source"`
 }

@@ -470,3 +470,88 @@ func CounterDelta(a, b map[string]int64) map[string]int64 {
 	}
 	return out
 }
+
+// Machine is what the machine did while a window ran, read at both of
+// its ends: how busy it was as a whole, how long this process's own
+// threads (the load driver) waited for a CPU, and the CPU pressure the
+// kernel measures (PSI).
+type Machine struct {
+	BusyTicks  uint64 // every CPU's non-idle time so far (/proc/stat), in clock ticks
+	SelfWaitNS uint64 // this process's threads' run-queue wait so far (schedstat)
+	PressureUS uint64 // /proc/pressure/cpu "some" total: µs in which a runnable task waited
+	Pressure   bool   // PSI was readable
+}
+
+// ReadMachine reads the machine's counters now.
+func ReadMachine() Machine {
+	var m Machine
+	if b, err := os.ReadFile(filepath.Join(procRoot, "stat")); err == nil {
+		m.BusyTicks = parseBusyTicks(b)
+	}
+	if r, err := ReadCPU(os.Getpid()); err == nil {
+		m.SelfWaitNS = r.WaitNanos
+	}
+	if b, err := os.ReadFile(filepath.Join(procRoot, "pressure", "cpu")); err == nil {
+		m.PressureUS, m.Pressure = parsePressure(b)
+	}
+	return m
+}
+
+// parseBusyTicks sums the non-idle fields of /proc/stat's "cpu" line:
+// user nice system irq softirq steal (idle and iowait left out; guest
+// time is inside user already).
+func parseBusyTicks(b []byte) uint64 {
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var sum uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseUint(f[i], 10, 64)
+		sum += v
+	}
+	return sum
+}
+
+// parsePressure reads "some ... total=N" from /proc/pressure/cpu.
+func parsePressure(b []byte) (uint64, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// MachineWindow is what the machine did in a window, per second of it.
+type MachineWindow struct {
+	BusyCores   float64 // every process's CPU, in cores
+	DriverWait  float64 // s per s this process's threads waited for a CPU
+	Pressure    float64 // share of the window in which some runnable task waited (PSI), -1 when unknown
+	WindowNanos int64
+}
+
+// Since is the machine's figures from m0 to m over secs seconds.
+func (m Machine) Since(m0 Machine, secs float64) MachineWindow {
+	w := MachineWindow{Pressure: -1, WindowNanos: int64(secs * 1e9)}
+	if secs <= 0 {
+		return w
+	}
+	if m.BusyTicks >= m0.BusyTicks {
+		w.BusyCores = float64(m.BusyTicks-m0.BusyTicks) / clockTicks / secs
+	}
+	if m.SelfWaitNS >= m0.SelfWaitNS {
+		w.DriverWait = float64(m.SelfWaitNS-m0.SelfWaitNS) / 1e9 / secs
+	}
+	if m.Pressure && m0.Pressure && m.PressureUS >= m0.PressureUS {
+		w.Pressure = float64(m.PressureUS-m0.PressureUS) / 1e6 / secs
+	}
+	return w
+}

@@ -248,3 +248,23 @@ func FuzzParseSNMP(f *testing.F) {
 		}
 	})
 }
+
+func TestParseMachine(t *testing.T) {
+	stat := "cpu  100 5 50 1000 20 7 3 2 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+	if got := parseBusyTicks([]byte(stat)); got != 100+5+50+7+3+2 {
+		t.Errorf("busy ticks %d", got)
+	}
+	psi := "some avg10=5.38 avg60=9.27 avg300=10.19 total=128324533\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	if v, ok := parsePressure([]byte(psi)); !ok || v != 128324533 {
+		t.Errorf("pressure %d %v", v, ok)
+	}
+	m0 := Machine{BusyTicks: 1000, SelfWaitNS: 0, PressureUS: 0, Pressure: true}
+	m1 := Machine{BusyTicks: 1000 + 300, SelfWaitNS: 1e9, PressureUS: 500000, Pressure: true}
+	w := m1.Since(m0, 2)
+	if w.BusyCores != 1.5 || w.DriverWait != 0.5 || w.Pressure != 0.25 {
+		t.Errorf("%+v", w)
+	}
+	if w := m1.Since(Machine{}, 2); w.Pressure != -1 {
+		t.Errorf("pressure without PSI at the start: %v", w.Pressure)
+	}
+}
