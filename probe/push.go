@@ -13,6 +13,8 @@ import (
 
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 )
 
 // PushConfig sends a run's profiles to a Pyroscope server (-push).
@@ -113,7 +115,8 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 	dir, target, files, labels, from, until := ps.dir, ps.target, ps.files, ps.labels, ps.from, ps.until
 	// A versioned target's service is its program; the version is its
 	// commit label.
-	service, _, _ := strings.Cut(filepath.Base(target), "@")
+	pkg, _, _ := strings.Cut(target, "@")
+	service := withagent.ProgramName(pkg)
 	var names []string
 	for k, f := range files {
 		if filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb" {

@@ -176,7 +176,7 @@ func (b *builder) locate(ctx context.Context) error {
 			return err
 		}
 		t.PkgDir = dir
-		t.Name = filepath.Base(strings.SplitN(spec, "@", 2)[0])
+		t.Name = ProgramName(strings.SplitN(spec, "@", 2)[0])
 		// As go install module@version builds: no workspace, and the
 		// module's go.sum completed from the checksum database.
 		b.env, b.modFlag = append(b.env, "GOWORK=off"), "mod"
@@ -684,4 +684,16 @@ func defaultTargetDir(cacheRoot string) (string, error) {
 		files[e.Name()] = b
 	}
 	return dir, cache.Install(dir, files)
+}
+
+// ProgramName is the name go install gives the program of a package
+// path: its last element, or the one before a major version suffix
+// (github.com/oauth2-proxy/oauth2-proxy/v7 is oauth2-proxy, not v7).
+func ProgramName(pkgPath string) string {
+	elems := strings.Split(strings.Trim(filepath.ToSlash(pkgPath), "/"), "/")
+	last := elems[len(elems)-1]
+	if len(elems) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		return elems[len(elems)-2]
+	}
+	return last
 }

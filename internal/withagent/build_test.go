@@ -60,3 +60,18 @@ func TestRepeatableOverlay(t *testing.T) {
 		t.Errorf("a rand.go of another shape: %v", err)
 	}
 }
+
+// TestProgramName: a program is named as go install names it.
+func TestProgramName(t *testing.T) {
+	for in, want := range map[string]string{
+		"github.com/oauth2-proxy/oauth2-proxy/v7":                   "oauth2-proxy",
+		"github.com/mccutchen/go-httpbin/v2/cmd/go-httpbin":         "go-httpbin",
+		"google.golang.org/grpc/examples/helloworld/greeter_server": "greeter_server",
+		"github.com/x/vendor":                                       "vendor",
+		"v2":                                                        "v2",
+	} {
+		if got := ProgramName(in); got != want {
+			t.Errorf("ProgramName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
