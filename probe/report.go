@@ -221,6 +221,11 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, SourceNone+": no request boundaries") {
+		// Outside net/http (gRPC, fasthttp), say why there is no
+		// request line, in one line.
+		fmt.Fprintf(w, "  request       n/a: %s\n", strings.TrimPrefix(src, SourceNone+": "))
+	}
 	if s.PerRequest.RequestUS != nil {
 		fmt.Fprintf(w, "  request       %s  [%s]\n", requestLine(s), s.Sources["offcpu"])
 		if g := s.Tail["p99"]; g != nil && len(g.Top) > 0 {

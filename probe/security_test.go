@@ -157,3 +157,17 @@ func TestABReportEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRequestLineSaysWhy: a target outside net/http gets a one-line
+// reason instead of a missing request line.
+func TestNoRequestLineSaysWhy(t *testing.T) {
+	t.Parallel()
+	r := fullReport()
+	r.s.PerRequest.RequestUS = nil
+	r.s.Sources["offcpu"] = SourceNone + ": no request boundaries in the trace (they are marked in net/http's HTTP/1 and HTTP/2 servers only); background waits are in background_offcpu_us"
+	var buf bytes.Buffer
+	WriteTerminal(&buf, &Result{Summary: r.s, Dir: "d", Sites: r.sites})
+	if !strings.Contains(buf.String(), "  request       n/a: no request boundaries in the trace (they are marked in net/http's") {
+		t.Errorf("terminal:\n%s", buf.String())
+	}
+}
