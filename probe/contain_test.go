@@ -14,6 +14,8 @@ import (
 	"github.com/perfspy/perfspy/internal/contain"
 
 	"github.com/perfspy/perfspy/internal/proc"
+
+	"runtime"
 )
 
 // buildProbe builds the probe command for tests that signal it.
@@ -143,5 +145,41 @@ func TestBuildInterrupted(t *testing.T) {
 		if len(matches)+len(more) > 0 {
 			t.Errorf("left behind: %v %v", matches, more)
 		}
+	}
+}
+
+// TestTwoRunsDoNotShareCPUs: a second probe run on the machine does not
+// pin to the CPUs the first holds: it waits for them (two CPUs), or takes
+// others (more), and says so.
+func TestTwoRunsDoNotShareCPUs(t *testing.T) {
+	skipShort(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipped: needs 2 CPUs to pin")
+	}
+	bin := buildProbe(t)
+	outA, outB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	first := startProbe(t, bin, "snapshot 1", nil, "run", "-warmup", "0s", "-duration", "3s", "-offcpu=false", "-copies", "off", "-out", outA, "../targets/floor")
+	second := exec.Command(bin, "run", "-warmup", "0s", "-duration", "1s", "-offcpu=false", "-copies", "off", "-out", outB, "../targets/floor")
+	b, _ := second.CombinedOutput()
+	first.stop(t, syscall.Signal(0), 60*time.Second) // signal 0: wait for it to end
+	metaA, _ := os.ReadFile(filepath.Join(outA, "meta"))
+	metaB, _ := os.ReadFile(filepath.Join(outB, "meta"))
+	line := func(meta []byte, key string) string {
+		for _, l := range strings.Split(string(meta), "\n") {
+			if v, ok := strings.CutPrefix(l, key+": "); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if line(metaA, "cpus-server") == "" || line(metaB, "cpus-server") == "" {
+		t.Fatalf("a run has no meta:\n%s\n%s", metaA, b)
+	}
+	waited := strings.Contains(string(b), "waiting for CPUs: another probe run holds")
+	if !waited && line(metaA, "cpus-server") == line(metaB, "cpus-server") {
+		t.Errorf("both runs pinned their targets to cpus %s, and the second did not wait:\n%s", line(metaA, "cpus-server"), b)
+	}
+	if runtime.NumCPU() <= 3 && !waited {
+		t.Errorf("with %d CPUs the second run should have waited for the first's:\n%s", runtime.NumCPU(), b)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/perfspy/perfspy/internal/proc"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+
+	"github.com/perfspy/perfspy/internal/cache"
 )
 
 // session is one started target with its agent, load driver and syscall
@@ -57,6 +59,9 @@ func (s *session) close() {
 	s.undo = nil
 }
 
+// cpuWait is how long a run waits for CPUs another probe run holds.
+const cpuWait = 2 * time.Minute
+
 // startSession builds nothing: it prepares the folders, pins the load,
 // starts tgt, waits until it listens, greets the agent, checks the CPU
 // pinning, and opens the driver and the syscall counter. On error,
@@ -83,6 +88,18 @@ func (s *session) start(ctx context.Context) error {
 	}
 	s.undo = append(s.undo, func() { os.RemoveAll(s.priv) })
 	sock := filepath.Join(s.priv, "agent.sock")
+	// CPUs no other probe run holds: two runs on one machine would
+	// share them and measure each other.
+	root, err := cache.Dir()
+	if err != nil {
+		return err
+	}
+	res, err := proc.Reserve(ctx, proc.LockDir(root), plan, cfg.CPUs == "auto", runtime.NumCPU(), cpuWait, logf)
+	if err != nil {
+		return err
+	}
+	s.undo = append(s.undo, res.Release)
+	s.plan, plan = res.Plan, res.Plan
 	unpin, err := pinLoad(plan)
 	if err != nil {
 		return err
