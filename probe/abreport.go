@@ -126,15 +126,18 @@ func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
 		Rows []fnRow
 	}
 	page := struct {
-		Before, After, BeforeCommit, AfterCommit, Order, Reasons, Gate, Config string
-		Rounds, Regressions                                                    int
-		Judged                                                                 bool
-		Metrics                                                                []metricRow
-		Profiles                                                               []profileRows
-		Flame                                                                  template.HTML
+		Before, After, BeforeCommit, AfterCommit, Order, Reasons, Gate, Config, Per string
+		Rounds, Regressions                                                         int
+		Judged                                                                      bool
+		Metrics                                                                     []metricRow
+		Profiles                                                                    []profileRows
+		Flame                                                                       template.HTML
 	}{Before: r.Before["rev"], After: r.After["rev"], BeforeCommit: short(r.Before["commit"]), AfterCommit: short(r.After["commit"]),
 		Order: r.Order, Reasons: strings.Join(r.Reasons, "; "), Gate: strings.Join(r.Gate, "; "), Rounds: r.Rounds, Judged: r.Judged,
-		Config: abConfigLine(cfg)}
+		Config: abConfigLine(cfg), Per: "request"}
+	if cfg.Bench.Bench != "" {
+		page.Per = "op" // a benchmark's figures are per op, everywhere
+	}
 	for _, m := range r.metricList(cfg) {
 		x := r.Metrics[m.name]
 		if x.Verdict == "regression" {

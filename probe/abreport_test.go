@@ -75,3 +75,21 @@ func TestABReportBrowser(t *testing.T) {
 		t.Errorf("no screenshot: %v", err)
 	}
 }
+
+// TestABBenchPerOp: an ab of benchmarks says per op in report.md and
+// report.html alike.
+func TestABBenchPerOp(t *testing.T) {
+	r, cfg := fixedAB()
+	cfg.Bench = BenchConfig{Bench: ".", Target: "./lib"}
+	var md bytes.Buffer
+	writeABReport(&md, r, cfg)
+	html, err := abHTML(r, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.md": md.String(), "report.html": string(html)} {
+		if strings.Contains(out, "changes per request") || !strings.Contains(out, "changes per op") {
+			t.Errorf("%s does not say per op", name)
+		}
+	}
+}

@@ -112,16 +112,14 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "## Top allocation sites (per request, attribution window)\n\n")
 	fmt.Fprintf(w, "| site | allocs | bytes |\n|---|---:|---:|\n")
 	var shownO, shownB int64
-	for i, st := range sites {
-		if i == TopSites {
-			break
-		}
+	shown := visibleSites(sites, requests, TopSites)
+	for _, st := range shown {
 		shownO += st.Values[0]
 		shownB += st.Values[1]
 		fmt.Fprintf(w, "| %s | %.2f | %.0f |\n", safetext.Code(st.Func), float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
 	}
-	if len(sites) > TopSites {
-		fmt.Fprintf(w, "| other %d sites | %.2f | %.0f |\n", len(sites)-TopSites, float64(tot[0]-shownO)/float64(requests), float64(tot[1]-shownB)/float64(requests))
+	if len(sites) > len(shown) {
+		fmt.Fprintf(w, "| other %d sites | %.2f | %.0f |\n", len(sites)-len(shown), float64(tot[0]-shownO)/float64(requests), float64(tot[1]-shownB)/float64(requests))
 	}
 	fmt.Fprintf(w, "| **total** | %.2f | %.0f |\n", float64(tot[0])/float64(requests), float64(tot[1])/float64(requests))
 }
@@ -240,10 +238,7 @@ func WriteTerminal(w io.Writer, r *Result) {
 	n := s.AttributionWindow.Requests
 	if n > 0 {
 		fmt.Fprintf(w, "  top allocation sites (per request):\n")
-		for i, st := range r.Sites {
-			if i == 5 {
-				break
-			}
+		for _, st := range visibleSites(r.Sites, int64(n), 5) {
 			fmt.Fprintf(w, "    %8.2f  %8.0f B  %s\n", float64(st.Values[0])/float64(n), float64(st.Values[1])/float64(n), st.Func)
 		}
 	}
@@ -280,4 +275,19 @@ func machineLine(m *MachineSummary) string {
 		s += fmt.Sprintf("; CPU pressure %.0f%%", *m.CPUPressure*100)
 	}
 	return s
+}
+
+// visibleSites are the first sites, at most top, whose figures per
+// request do not print as 0.00 and 0 B (a site hit once in the window);
+// the rest go to the remainder row.
+func visibleSites(sites []Site, requests int64, top int) []Site {
+	n := 0
+	for n < len(sites) && n < top {
+		v := sites[n].Values
+		if float64(v[0])/float64(requests) < 0.005 && float64(v[1])/float64(requests) < 0.5 {
+			break
+		}
+		n++
+	}
+	return sites[:n]
 }

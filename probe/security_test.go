@@ -171,3 +171,18 @@ func TestNoRequestLineSaysWhy(t *testing.T) {
 		t.Errorf("terminal:\n%s", buf.String())
 	}
 }
+
+// TestNoZeroSiteRows: a site hit once in 10000 requests prints no
+// "0.00 0 B" row; it is in the remainder, and the rows still add up.
+func TestNoZeroSiteRows(t *testing.T) {
+	t.Parallel()
+	sites := []Site{{Func: "main.hot", Values: []int64{20000, 640000}}, {Func: "main.once", Values: []int64{1, 16}}}
+	var md bytes.Buffer
+	writeReport(&md, sampleSummary(), sites, 10000, []int64{20001, 640016})
+	if strings.Contains(md.String(), "main.once") || !strings.Contains(md.String(), "| other 1 sites | 0.00 | 0 |") {
+		t.Errorf("report.md:\n%s", md.String())
+	}
+	if got := visibleSites(sites, 10000, 5); len(got) != 1 {
+		t.Errorf("visible %v", got)
+	}
+}
