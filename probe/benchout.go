@@ -417,7 +417,11 @@ func WriteBenchTerminal(w io.Writer, r *BenchResult) {
 		case len(b.PerOp.OffCPUNS) == 0:
 			fmt.Fprintf(w, "    off-CPU     no wait ended in the timed region  [%s]\n", s.Sources["offcpu"])
 		default:
-			fmt.Fprintf(w, "    off-CPU     ns/op%s  [%s]\n", byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
+			var total float64
+			for _, v := range b.PerOp.OffCPUNS {
+				total += v
+			}
+			fmt.Fprintf(w, "    off-CPU     %s ns/op%s  [%s]\n", strconv.FormatFloat(round(total, 2), 'f', -1, 64), byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
 		}
 	}
 	for _, b := range s.Blind {

@@ -16,7 +16,7 @@ func TestBenchTerminalOffCPU(t *testing.T) {
 	var b strings.Builder
 	WriteBenchTerminal(&b, &BenchResult{Dir: "out", Summary: s})
 	out := b.String()
-	for _, want := range []string{"off-CPU     ns/op (sleep 50000)  [trace]", "off-CPU     no wait ended in the timed region  [trace]"} {
+	for _, want := range []string{"off-CPU     50000 ns/op (sleep 50000)  [trace]", "off-CPU     no wait ended in the timed region  [trace]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
