@@ -629,6 +629,9 @@ func fetchVersioned(ctx context.Context, spec, work, cacheRoot string, anyPackag
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", f[4], err)
 	}
+	if d := mainOnlyDirectives(files["go.mod"]); len(d) > 0 {
+		return "", fmt.Errorf("target %s: the go.mod of %s@%s has %s, which go install %s refuses too: the module builds one way as a dependency and another as the main module. Measure a checkout of it: clone its repository at %s and run probe run on the package's folder in it", spec, f[2], f[3], strings.Join(d, ", "), spec, f[3])
+	}
 	if _, ok := files["go.mod"]; !ok {
 		files["go.mod"] = []byte("module " + f[2] + "\n")
 	}
@@ -696,4 +699,27 @@ func ProgramName(pkgPath string) string {
 		return elems[len(elems)-2]
 	}
 	return last
+}
+
+// mainOnlyDirectives lists a go.mod's replace and exclude directives,
+// which apply only when the module is the main one: go install
+// module@version refuses a module that has them.
+func mainOnlyDirectives(gomod []byte) []string {
+	var out []string
+	block := ""
+	for _, line := range strings.Split(string(gomod), "\n") {
+		line, _, _ = strings.Cut(line, "//")
+		line = strings.TrimSpace(line)
+		switch {
+		case block != "" && line == ")":
+			block = ""
+		case block != "" && line != "":
+			out = append(out, block+" "+line)
+		case line == "replace (" || line == "exclude (":
+			block = strings.TrimSuffix(line, " (")
+		case strings.HasPrefix(line, "replace ") || strings.HasPrefix(line, "exclude "):
+			out = append(out, line)
+		}
+	}
+	return out
 }

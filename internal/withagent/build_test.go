@@ -75,3 +75,15 @@ func TestProgramName(t *testing.T) {
 		}
 	}
 }
+
+func TestMainOnlyDirectives(t *testing.T) {
+	gomod := "module m\n\nrequire x v1\n\nreplace google.golang.org/grpc => ../ // the repository's root\n\nexclude (\n\ty v1.2.0\n)\n"
+	got := mainOnlyDirectives([]byte(gomod))
+	want := []string{"replace google.golang.org/grpc => ../", "exclude y v1.2.0"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if d := mainOnlyDirectives([]byte("module m\n// replace x => y\n")); len(d) != 0 {
+		t.Errorf("a comment taken for a directive: %q", d)
+	}
+}
