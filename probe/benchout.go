@@ -400,7 +400,18 @@ func perOp(v int64, n int, unit string) string {
 
 func fmtFloat(v float64, digits int) string { return strconv.FormatFloat(v, 'f', digits, 64) }
 
-// WriteBenchTerminal prints a benchmark run's results, one block per result.
+// WriteBenchTerminalQuiet is -q's: one line per benchmark, and the
+// results folder.
+func WriteBenchTerminalQuiet(w io.Writer, r *BenchResult) {
+	for _, b := range r.Summary.Benchmarks {
+		fmt.Fprintf(w, "%s  %s ns/op  %s allocs/op  %s B/op  %s copied-B/op  %s syscalls/op\n", b.Name, fmtPtr(b.PerOp.NS, 2),
+			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
+	}
+	fmt.Fprintf(w, "results %s\n", r.Dir)
+}
+
+// WriteBenchTerminal prints a benchmark run's results, one block per
+// result.
 func WriteBenchTerminal(w io.Writer, r *BenchResult) {
 	s := r.Summary
 	fmt.Fprintf(w, "%s  %s  benchmarks (-bench %s)\n", s.Target, s.Commit, s.Bench)

@@ -25,3 +25,14 @@ func TestBenchTerminalOffCPU(t *testing.T) {
 		t.Errorf("%d off-CPU lines, want 2:\n%s", n, out)
 	}
 }
+
+// TestBenchTerminalQuiet: -q prints one line per benchmark.
+func TestBenchTerminalQuiet(t *testing.T) {
+	s := &BenchSummary{Benchmarks: []BenchFigures{{Name: "BenchmarkA", N: 10}, {Name: "BenchmarkB", N: 10}}}
+	var b strings.Builder
+	WriteBenchTerminalQuiet(&b, &BenchResult{Dir: "out", Summary: s})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "BenchmarkA  ") || lines[2] != "results out" {
+		t.Errorf("%q", lines)
+	}
+}

@@ -265,7 +265,11 @@ func mainBench(ctx context.Context, cfg Config, bc BenchConfig, logw, stdout, st
 		}
 	}
 	if res != nil {
-		WriteBenchTerminal(stdout, res)
+		if logw == nil { // -q
+			WriteBenchTerminalQuiet(stdout, res)
+		} else {
+			WriteBenchTerminal(stdout, res)
+		}
 		perr := pushRun(cfg, res.Dir, stderr, func() error { return pushBench(ctx, cfg.Push, res.Dir, res.Summary, nil) })
 		if perr != nil && err == nil {
 			err = perr
