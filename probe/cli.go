@@ -102,7 +102,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	var headers headerFlag
 	fs.Var(&headers, "header", "HTTP request header `K: V` (repeatable)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
-	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in each window")
+	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in the timing window (rates, latency, CPU per request)")
+	fs.DurationVar(&cfg.ExactDuration, "exact-duration", 2*time.Second, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
 	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")

@@ -48,24 +48,28 @@ const DefaultTarget = withagent.DefaultTarget
 
 // Config is one probe run. Zero fields get the defaults of the flags.
 type Config struct {
-	Target       string
-	Args         []string // passed to the target
-	Addr         string   // override the discovered address
-	Path         string   // request path, default /json for the default target, / otherwise
-	Method       string
-	Body         []byte
-	Headers      map[string]string // HTTP request headers
-	Conns        int
-	Warmup       time.Duration
-	Duration     time.Duration
-	CPUs         string // auto, none or SERVER:LOAD
-	Out          string // results folder; default results/<UTC>_<commit>_<target>
-	ReadyTimeout time.Duration
-	MinRequests  int64  // fewer successes than this in a window: not judged
-	Copies       string // copy counting: overlay (default) or off
-	Allocs       string // allocation source: allocspy (default) or heapprofile
-	Syscalls     string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
-	Proto        string // load driver: auto, http, https, h2c, h2, grpc, framed, quic or udp (see newDriver)
+	Target   string
+	Args     []string // passed to the target
+	Addr     string   // override the discovered address
+	Path     string   // request path, default /json for the default target, / otherwise
+	Method   string
+	Body     []byte
+	Headers  map[string]string // HTTP request headers
+	Conns    int
+	Warmup   time.Duration
+	Duration time.Duration
+	// ExactDuration bounds the load of the windows after the timing
+	// window (attribution, copies, off-CPU, wall clock): counts need
+	// requests, not time. 0 is Duration.
+	ExactDuration time.Duration
+	CPUs          string // auto, none or SERVER:LOAD
+	Out           string // results folder; default results/<UTC>_<commit>_<target>
+	ReadyTimeout  time.Duration
+	MinRequests   int64  // fewer successes than this in a window: not judged
+	Copies        string // copy counting: overlay (default) or off
+	Allocs        string // allocation source: allocspy (default) or heapprofile
+	Syscalls      string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
+	Proto         string // load driver: auto, http, https, h2c, h2, grpc, framed, quic or udp (see newDriver)
 	// CACert verifies a TLS server's certificate (https, h2); Insecure
 	// does not verify it, and the report says so.
 	CACert   string
@@ -211,6 +215,8 @@ func (cfg Config) validateLoad() error {
 		return fmt.Errorf("-duration %v: must be positive", cfg.Duration)
 	case cfg.Warmup < 0:
 		return fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
+	case cfg.ExactDuration < 0:
+		return fmt.Errorf("-exact-duration %v: must not be negative", cfg.ExactDuration)
 	case cfg.Conns < 0 || cfg.Conns > MaxConns:
 		return fmt.Errorf("-conns %d: want 1 to %d (each connection is dialed before a window opens; more stretch the window without loading the server harder)", cfg.Conns, MaxConns)
 	case cfg.ReadyTimeout < 0:

@@ -228,9 +228,10 @@ func (s *session) stacks(w windowSpec) bool {
 // window warms up, then measures one window.
 func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request) (*windowResult, error) {
 	name := spec.label()
-	if s.cfg.Warmup > 0 {
-		s.logf("%s: warm-up %v", name, s.cfg.Warmup)
-		r, err := s.drv.Run(ctx, s.cfg.Warmup)
+	warm, dur := s.lengths(spec)
+	if warm > 0 {
+		s.logf("%s: warm-up %v", name, warm)
+		r, err := s.drv.Run(ctx, warm)
 		if err != nil {
 			return nil, err
 		}
@@ -243,8 +244,29 @@ func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request)
 			return nil, fmt.Errorf("no request of the warm-up succeeded (%d failed, %d answered with a failure): %s", r.Errors, r.Non2xx, r.FirstErr)
 		}
 	}
-	s.logf("%s: snapshot 1, load for %v", name, s.cfg.Duration)
-	return s.measure(ctx, req, s.stacks(spec))
+	s.logf("%s: snapshot 1, load for %v", name, dur)
+	return s.measure(ctx, req, dur, s.stacks(spec))
+}
+
+// laterWarmup bounds the warm-up of the windows after the timing window:
+// the server is warm by then; its connections are open.
+const laterWarmup = 250 * time.Millisecond
+
+// lengths are a window's warm-up and load. The timing window takes the
+// flags' (-warmup, -duration): its figures are rates and percentiles,
+// which want time. The others count (allocations, copies, syscalls by
+// stack) or sample the same steady state (off-CPU, wall clock): they
+// need requests, not time, and take at most -exact-duration, after a
+// warm-up of at most 250 ms.
+func (s *session) lengths(spec windowSpec) (warm, dur time.Duration) {
+	warm, dur = s.cfg.Warmup, s.cfg.Duration
+	if spec.kind != timingKind {
+		warm = min(warm, laterWarmup)
+		if s.cfg.ExactDuration > 0 {
+			dur = min(dur, s.cfg.ExactDuration)
+		}
+	}
+	return warm, dur
 }
 
 // windows opens a run's windows in order: timing, attribution, copies
@@ -354,8 +376,8 @@ func (s *session) wallclockRequest(raw *rawFiles) (wire.Request, error) {
 // measure opens the window: begin (snapshot 1), load, end (snapshot 2).
 // Process counters are read after begin returns and before end is sent,
 // so the agent's own work falls outside the window.
-func (s *session) measure(ctx context.Context, begin wire.Request, stacks bool) (*windowResult, error) {
-	p, ac, drv, d, sc := s.p, s.ac, s.drv, s.cfg.Duration, s.sc
+func (s *session) measure(ctx context.Context, begin wire.Request, d time.Duration, stacks bool) (*windowResult, error) {
+	p, ac, drv, sc := s.p, s.ac, s.drv, s.sc
 	r0, err := ac.call(begin)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,9 @@
 package probe
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestWindowStacks: which window records syscall stacks follows its kind
 // (and whether the run has an off-CPU window), never its label.
@@ -43,5 +46,30 @@ func TestReasonAfterVerdict(t *testing.T) {
 	}
 	if err := o.addReason("after"); err == nil {
 		t.Error("a reason after the verdict was taken (and lost)")
+	}
+}
+
+// TestWindowLengths: the timing window takes -warmup and -duration; the
+// windows that count take at most -exact-duration after a short warm-up.
+func TestWindowLengths(t *testing.T) {
+	t.Parallel()
+	s := &session{cfg: Config{Warmup: time.Second, Duration: 5 * time.Second, ExactDuration: 2 * time.Second}}
+	for _, c := range []struct {
+		spec       windowSpec
+		warm, load time.Duration
+	}{
+		{windowSpec{kind: timingKind}, time.Second, 5 * time.Second},
+		{windowSpec{kind: attributionKind}, laterWarmup, 2 * time.Second},
+		{windowSpec{kind: offCPUKind}, laterWarmup, 2 * time.Second},
+		{windowSpec{kind: wallclockKind}, laterWarmup, 2 * time.Second},
+		{windowSpec{kind: timingKind, endpoint: "GET /a"}, time.Second, 5 * time.Second},
+	} {
+		if w, d := s.lengths(c.spec); w != c.warm || d != c.load {
+			t.Errorf("%s: %v + %v, want %v + %v", c.spec.label(), w, d, c.warm, c.load)
+		}
+	}
+	s.cfg.ExactDuration = 0 // the API's zero value: -duration throughout
+	if _, d := s.lengths(windowSpec{kind: attributionKind}); d != 5*time.Second {
+		t.Errorf("ExactDuration 0: %v", d)
 	}
 }
