@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"net"
 )
 
 // reflectFiles asks the server's reflection service (grpc.reflection.v1,
@@ -115,4 +117,27 @@ func AnswersReflection(ctx context.Context, addr string) bool {
 			MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}})
 		return err
 	}) == nil
+}
+
+// AnswersHTTP1 tells whether addr answers an HTTP/1.1 request for path
+// (its status line) within a second: the request the run sends anyway,
+// so that an HTTP/1 server sees nothing it would log as an error.
+func AnswersHTTP1(ctx context.Context, addr, path string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr); err != nil {
+		return false
+	}
+	head := make([]byte, 5)
+	_, err = io.ReadFull(c, head)
+	return err == nil && string(head) == "HTTP/"
 }

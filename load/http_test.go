@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,42 @@ func TestHTTPPaced(t *testing.T) {
 	}
 	if _, err := Paced(context.Background(), d, 0, gap, nil); err == nil {
 		t.Error("Paced(0): no error")
+	}
+}
+
+// TestAnswersHTTP1: an HTTP/1 server answers the probe that -proto auto
+// sends before any gRPC preface; a server that closes on it (as a gRPC
+// server does on a request line) does not.
+func TestAnswersHTTP1(t *testing.T) {
+	var methods []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods = append(methods, r.Method+" "+r.URL.Path)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	if !AnswersHTTP1(context.Background(), addr, "/get") {
+		t.Error("an HTTP/1 server was not taken for one")
+	}
+	if len(methods) != 1 || methods[0] != "GET /get" {
+		t.Errorf("the server saw %v, want one GET /get (no PRI *)", methods)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 24)
+			c.Read(buf)
+			c.Close() // not an HTTP/2 preface: a gRPC server hangs up
+		}
+	}()
+	if AnswersHTTP1(context.Background(), ln.Addr().String(), "/") {
+		t.Error("a server that hangs up was taken for HTTP/1")
 	}
 }

@@ -486,7 +486,10 @@ func driverProto(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 // target answers the reflection service, else as driverProto says.
 func resolveProto(ctx context.Context, cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 	p := driverProto(cfg, tgt, ep)
-	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && load.AnswersReflection(ctx, ep.Addr) {
+	// An HTTP/1 server is never sent a gRPC preface (it would log a
+	// "PRI *" request it cannot serve): only a target that does not
+	// answer HTTP/1.1 is asked for gRPC reflection.
+	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && !load.AnswersHTTP1(ctx, ep.Addr, cfg.Path) && load.AnswersReflection(ctx, ep.Addr) {
 		return "grpc"
 	}
 	return p
