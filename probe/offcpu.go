@@ -188,9 +188,9 @@ func writeOffCPUReport(w io.Writer, s *Summary) {
 		writeWaitRows(w, p99.Top)
 	}
 	if s.BackgroundOffCPUUS != nil {
-		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request; µs per second of the window, never divided by requests)\n\n| reason | µs per second |\n|---|---:|\n")
+		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request, never divided by requests)\n\nSeconds of waiting per second of the window: 6.64 is six or seven goroutines (idle workers, timers, the runtime's) waiting all the time, on average; summary.json's background_offcpu_us holds the same in µs per second.\n\n| reason | goroutines waiting (s per s) |\n|---|---:|\n")
 		for _, r := range offcpu.Reasons {
-			fmt.Fprintf(w, "| %s | %.1f |\n", r, s.BackgroundOffCPUUS[r])
+			fmt.Fprintf(w, "| %s | %.2f |\n", r, s.BackgroundOffCPUUS[r]/1e6)
 		}
 		fmt.Fprintf(w, "\n")
 		writeWaitRows(w, s.BackgroundTop)
