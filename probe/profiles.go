@@ -170,6 +170,10 @@ func leafName(s *profile.Sample) string {
 type Site struct {
 	Func   string
 	Values []int64
+	// Callers are the first frames above Func outside the standard
+	// library (up to three, nearest first) on the site's heaviest stack:
+	// where the reviewer's own code called it from.
+	Callers []string
 }
 
 // siteName is the first function of a sample outside the runtime: the
@@ -190,6 +194,7 @@ func siteName(s *profile.Sample) string {
 // index vi, largest first, name to break ties.
 func topSites(p *profile.Profile, vi int) []Site {
 	sum := map[string][]int64{}
+	heaviest := map[string]*profile.Sample{}
 	for _, s := range p.Sample {
 		k := siteName(s)
 		v := sum[k]
@@ -200,10 +205,13 @@ func topSites(p *profile.Profile, vi int) []Site {
 		for i := range s.Value {
 			v[i] += s.Value[i]
 		}
+		if h := heaviest[k]; h == nil || s.Value[vi] > h.Value[vi] {
+			heaviest[k] = s
+		}
 	}
 	out := make([]Site, 0, len(sum))
 	for k, v := range sum {
-		out = append(out, Site{Func: k, Values: v})
+		out = append(out, Site{Func: k, Values: v, Callers: userCallers(heaviest[k], k, 3)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Values[vi] != out[j].Values[vi] {
@@ -212,6 +220,40 @@ func topSites(p *profile.Profile, vi int) []Site {
 		return out[i].Func < out[j].Func
 	})
 	return out
+}
+
+// userCallers are up to n frames of s above site (nearest first) outside
+// the standard library: a standard-library path has no dot in its first
+// element; main is the user's.
+func userCallers(s *profile.Sample, site string, n int) []string {
+	var out []string
+	above := false
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function == nil {
+				continue
+			}
+			name := ln.Function.Name
+			if !above {
+				above = name == site
+				continue
+			}
+			if len(out) < n && !standardLibrary(name) && (len(out) == 0 || out[len(out)-1] != name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func standardLibrary(fn string) bool {
+	slash := strings.LastIndex(fn, "/")
+	pkg := fn
+	if dot := strings.Index(fn[slash+1:], "."); dot >= 0 {
+		pkg = fn[:slash+1+dot]
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return pkg != "main" && !strings.Contains(first, ".")
 }
 
 // totals sums each sample value over the profile.

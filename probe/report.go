@@ -116,7 +116,11 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	for _, st := range shown {
 		shownO += st.Values[0]
 		shownB += st.Values[1]
-		fmt.Fprintf(w, "| %s | %.2f | %.0f |\n", safetext.Code(st.Func), float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
+		site := safetext.Code(st.Func)
+		for _, c := range st.Callers {
+			site += " ← " + safetext.Code(c)
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.0f |\n", site, float64(st.Values[0])/float64(requests), float64(st.Values[1])/float64(requests))
 	}
 	if len(sites) > len(shown) {
 		fmt.Fprintf(w, "| other %d sites | %.2f | %.0f |\n", len(sites)-len(shown), float64(tot[0]-shownO)/float64(requests), float64(tot[1]-shownB)/float64(requests))
@@ -239,7 +243,11 @@ func WriteTerminal(w io.Writer, r *Result) {
 	if n > 0 {
 		fmt.Fprintf(w, "  top allocation sites (per request):\n")
 		for _, st := range visibleSites(r.Sites, int64(n), 5) {
-			fmt.Fprintf(w, "    %8.2f  %8.0f B  %s\n", float64(st.Values[0])/float64(n), float64(st.Values[1])/float64(n), st.Func)
+			from := ""
+			if len(st.Callers) > 0 {
+				from = "  ← " + strings.Join(st.Callers, " ← ")
+			}
+			fmt.Fprintf(w, "    %8.2f  %8.0f B  %s%s\n", float64(st.Values[0])/float64(n), float64(st.Values[1])/float64(n), st.Func, from)
 		}
 	}
 	writeEndpoints(w, s, false)

@@ -1,8 +1,11 @@
 package probe
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // TestWindowStacks: which window records syscall stacks follows its kind
@@ -71,5 +74,27 @@ func TestWindowLengths(t *testing.T) {
 	s.cfg.ExactDuration = 0 // the API's zero value: -duration throughout
 	if _, d := s.lengths(windowSpec{kind: attributionKind}); d != 5*time.Second {
 		t.Errorf("ExactDuration 0: %v", d)
+	}
+}
+
+// TestSiteCallers: a top site names the user's frames that called it.
+func TestSiteCallers(t *testing.T) {
+	t.Parallel()
+	for fn, want := range map[string]bool{"fmt.Sprintf": true, "net/http.(*conn).serve": true, "main.handler": false,
+		"github.com/x/y.(*T).F": false, "runtime.mallocgc": true, "golang.org/x/net/http2.(*Framer).ReadFrame": false} {
+		if got := standardLibrary(fn); got != want {
+			t.Errorf("standardLibrary(%s) = %v", fn, got)
+		}
+	}
+	fn := func(id uint64, name string) *profile.Location {
+		return &profile.Location{ID: id, Line: []profile.Line{{Function: &profile.Function{ID: id, Name: name}}}}
+	}
+	stack := []*profile.Location{fn(1, "net/textproto.readMIMEHeader"), fn(2, "net/http.readRequest"), fn(3, "github.com/x/router.(*R).Serve"),
+		fn(4, "net/http.serverHandler.ServeHTTP"), fn(5, "main.handler"), fn(6, "main.main")}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}},
+		Sample: []*profile.Sample{{Location: stack, Value: []int64{5}}}}
+	sites := topSites(p, 0)
+	if len(sites) != 1 || strings.Join(sites[0].Callers, " ") != "github.com/x/router.(*R).Serve main.handler main.main" {
+		t.Errorf("sites %+v", sites)
 	}
 }
