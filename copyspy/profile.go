@@ -21,17 +21,26 @@ func ReadReport(path string) (*wire.CopyReport, error) {
 	return &r, nil
 }
 
+// ProfileVersion names the copies profile's contract. v2: copies
+// (memmove) and clears (memclr) are sample types of their own
+// (copy_calls, copied_bytes, clear_calls, cleared_bytes); v1 had one pair,
+// copy_calls and copied_bytes, for both, told apart by the "kind" label.
+const ProfileVersion = "perfspy.copies_profile=v2"
+
 // Profile turns a report into a pprof profile: sample types
-// copy_calls/count and copied_bytes/bytes, one sample per stack, kind and
-// size bucket, with labels "bucket", "kind" and "via" (the function that
-// called memmove or memclr). Runtime frames above the first frame outside
-// the runtime are dropped, so the leaf is the site.
+// copy_calls/count, copied_bytes/bytes (memmove), clear_calls/count and
+// cleared_bytes/bytes (memclr), one sample per stack, kind and size bucket
+// (the other kind's pair is 0), with labels "bucket", "kind" and "via"
+// (the function that called memmove or memclr). Runtime frames above the
+// first frame outside the runtime are dropped, so the leaf is the site.
 func Profile(r *wire.CopyReport) *profile.Profile {
 	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "copy_calls", Unit: "count"}, {Type: "copied_bytes", Unit: "bytes"}},
+		SampleType: []*profile.ValueType{{Type: "copy_calls", Unit: "count"}, {Type: "copied_bytes", Unit: "bytes"},
+			{Type: "clear_calls", Unit: "count"}, {Type: "cleared_bytes", Unit: "bytes"}},
 		PeriodType:        &profile.ValueType{Type: "copy", Unit: "count"},
 		Period:            1,
 		DefaultSampleType: "copied_bytes",
+		Comments:          []string{ProfileVersion},
 	}
 	b := stacks.NewBuilder(p)
 	for _, s := range sortedSites(r.Sites) {
@@ -41,9 +50,13 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 			if s.Calls[bk] == 0 {
 				continue
 			}
+			v := []int64{int64(s.Calls[bk]), int64(s.Bytes[bk]), 0, 0}
+			if s.Kind == "memclr" {
+				v = []int64{0, 0, int64(s.Calls[bk]), int64(s.Bytes[bk])}
+			}
 			p.Sample = append(p.Sample, &profile.Sample{
 				Location: stack,
-				Value:    []int64{int64(s.Calls[bk]), int64(s.Bytes[bk])},
+				Value:    v,
 				Label:    map[string][]string{"bucket": {Buckets[bk]}, "kind": {s.Kind}, "via": {via}},
 			})
 		}

@@ -39,16 +39,26 @@ func TestProfile(t *testing.T) {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	var calls, nbytes int64
+	// Copies and clears are sample types of their own: a memclr sample's
+	// copy pair is 0, a memmove sample's clear pair.
+	var calls, nbytes, clears, cleared int64
 	for _, s := range p.Sample {
 		calls += s.Value[0]
 		nbytes += s.Value[1]
+		clears += s.Value[2]
+		cleared += s.Value[3]
 		if len(s.Label["bucket"]) != 1 || len(s.Label["kind"]) != 1 {
 			t.Errorf("sample labels %v", s.Label)
 		}
+		if k := s.Label["kind"][0]; k == "memclr" && s.Value[0]+s.Value[1] != 0 || k == "memmove" && s.Value[2]+s.Value[3] != 0 {
+			t.Errorf("a %s sample with values %v", k, s.Value)
+		}
 	}
-	if calls != 30 || nbytes != 1000+500+30+1400+20000+64 {
-		t.Errorf("profile totals %d calls %d bytes", calls, nbytes)
+	if calls != 26 || nbytes != 1000+500+30+1400+20000 || clears != 4 || cleared != 64 {
+		t.Errorf("profile totals: %d calls %d bytes copied, %d calls %d bytes cleared", calls, nbytes, clears, cleared)
+	}
+	if len(p.SampleType) != 4 || p.SampleType[3].Type != "cleared_bytes" || p.DefaultSampleType != "copied_bytes" || p.Comments[0] != ProfileVersion {
+		t.Errorf("types %v, default %s, comments %v", p.SampleType, p.DefaultSampleType, p.Comments)
 	}
 	if len(p.Sample) != 6 {
 		t.Errorf("%d samples, want one per stack and bucket: 6", len(p.Sample))

@@ -39,7 +39,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("allocdiff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	sample := fs.String("sample", "", "sample type (default alloc_space for allocation profiles, else the last type)")
+	sample := fs.String("sample", "", "sample type (default alloc_space for allocation profiles, else the profile's default, else the last type)")
 	top := fs.Int("top", 20, "rows to show (0: all)")
 	format := fs.String("format", "text", "output format: "+strings.Join(Formats, ", "))
 	out := fs.String("o", "", "also write a pprof profile of the change to `file`")

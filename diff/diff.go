@@ -129,7 +129,7 @@ func (s *Side) totalRequests() int64 {
 
 // Options configure Compare. Zero fields get defaults.
 type Options struct {
-	Sample string // sample type; default alloc_space when all have it, else the last type
+	Sample string // sample type; default alloc_space when all have it, else the profiles' default, else the last type
 	Folds  profkey.Folds
 	// Stacks keeps every stack's values, which DiffProfile needs.
 	Stacks bool
@@ -218,6 +218,8 @@ func chooseSample(before, after *Side, want string) (string, string, error) {
 		}
 	} else if has("alloc_space") == nil {
 		want = "alloc_space"
+	} else if d := all[0].DefaultSampleType; d != "" && has(d) == nil {
+		want = d // copies.pb.gz: copied_bytes, not the cleared bytes after it
 	} else {
 		// The last type of the first profile, else the one type all
 		// have (a store's selection holds one).

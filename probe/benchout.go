@@ -14,7 +14,6 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/copyspy"
@@ -242,9 +241,9 @@ func (o *benchOutput) copyFigures(f *BenchFigures, e benchwin.Event, folder stri
 	}
 	mv, cl := round(float64(moved)/float64(e.N), 2), round(float64(cleared)/float64(e.N), 2)
 	f.PerOp.CopiedBytes, f.PerOp.ClearedBytes = &mv, &cl
-	p := copyspy.Profile(&wire.CopyReport{Sites: slices.DeleteFunc(slices.Clone(rep.Sites), func(s wire.CopySite) bool { return s.Kind == "memclr" })})
-	o.addTop(folder, "bytes copied", "B", p, 1, e.N)
-	return o.profile(f, folder, "copies", copyspy.Profile(rep), comments)
+	p := copyspy.Profile(rep)
+	o.addTop(folder, "bytes copied", "B", p, 1, e.N) // copied_bytes: memmove's alone
+	return o.profile(f, folder, "copies", p, comments)
 }
 
 func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
@@ -287,7 +286,7 @@ func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, folder st
 
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.
 func (o *benchOutput) profile(f *BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
-	p.Comments = comments
+	p.Comments = append(slices.Clone(comments), p.Comments...)
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)

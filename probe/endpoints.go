@@ -186,7 +186,7 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 // endpointProfile adds request k's profile name, with its window's
 // comments (its own request count).
 func (o *runOutput) endpointProfile(es *EndpointSummary, k int, name string, p *profile.Profile, w *windowResult) error {
-	p.Comments = o.comments(w)
+	p.Comments = append(o.comments(w), p.Comments...)
 	file := fmt.Sprintf("endpoint-%d-%s.pb.gz", k+1, name)
 	if err := o.addProfile(file, p); err != nil {
 		return err

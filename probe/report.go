@@ -91,6 +91,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 		copyWin = fmt.Sprintf("copies window, %d requests", s.CopiesWindow.Requests)
 	}
 	fmt.Fprintf(w, "| copies | %s calls, %s B | %s, %s |\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"], copyWin)
+	if s.PerRequest.ClearedBytes != nil {
+		fmt.Fprintf(w, "| clears (memclr, apart from copies) | %s calls, %s B | %s, %s |\n", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0), s.Sources["copies"], copyWin)
+	}
 	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: ")
 	if s.Sources["allocs"] == SourceAllocspy {
@@ -221,7 +224,11 @@ func WriteTerminal(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  per datagram  %.4f syscalls, %.4f µs CPU\n", s.PerDatagram.Syscalls, s.PerDatagram.CPUUS)
 	}
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
-	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"])
+	clears := ""
+	if s.PerRequest.ClearedBytes != nil {
+		clears = fmt.Sprintf("; cleared %s calls/req, %s B/req", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0))
+	}
+	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req%s  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), clears, s.Sources["copies"])
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, SourceNone+": no request boundaries") {
 		// Outside net/http (gRPC, fasthttp), say why there is no

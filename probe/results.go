@@ -328,7 +328,7 @@ func (o *runOutput) copies() error {
 		return fmt.Errorf("copies: %w", err)
 	}
 	cp := copyspy.Profile(rep)
-	cp.Comments = o.comments(cw)
+	cp.Comments = append(o.comments(cw), cp.Comments...)
 	if cw != o.win.attr {
 		s.CopiesWindow = windowSummary(cw)
 	}
@@ -338,14 +338,24 @@ func (o *runOutput) copies() error {
 	s.Files["copies"] = "copies.pb.gz"
 	s.Sources["copies"] = SourceCopiesOverlay
 	o.rep.copySites = copyspy.Sites(rep)
+	var moved, cleared [2]int64 // calls, bytes of memmove and of memclr
 	for i := range o.rep.copySites {
-		o.rep.copyTotal[0] += o.rep.copySites[i].TotalCalls()
-		o.rep.copyTotal[1] += o.rep.copySites[i].TotalBytes()
+		st := &o.rep.copySites[i]
+		o.rep.copyTotal[0] += st.TotalCalls()
+		o.rep.copyTotal[1] += st.TotalBytes()
+		k := &moved
+		if st.Kind == "memclr" {
+			k = &cleared
+		}
+		k[0] += st.TotalCalls()
+		k[1] += st.TotalBytes()
 	}
 	o.rep.copyRequests = cw.load.OK
 	if n := float64(cw.load.OK); n > 0 {
-		s.PerRequest.CopyCalls = f64(round(float64(o.rep.copyTotal[0])/n, 4))
-		s.PerRequest.CopiedBytes = f64(round(float64(o.rep.copyTotal[1])/n, 2))
+		s.PerRequest.CopyCalls = f64(round(float64(moved[0])/n, 4))
+		s.PerRequest.CopiedBytes = f64(round(float64(moved[1])/n, 2))
+		s.PerRequest.ClearCalls = f64(round(float64(cleared[0])/n, 4))
+		s.PerRequest.ClearedBytes = f64(round(float64(cleared[1])/n, 2))
 	}
 	s.Checks["copies_dropped"] = float64(rep.Dropped)
 	if rep.Dropped > 0 {

@@ -169,13 +169,18 @@ type PerRequest struct {
 	AllocBytes *float64 `json:"alloc_bytes"`
 	// With allocspy: the objects among Allocs that took a heap slot of their
 	// own (tiny objects share 16-byte blocks), and the bytes asked for.
-	AllocBlocks         *float64           `json:"alloc_blocks,omitempty"`
-	AllocRequestedBytes *float64           `json:"alloc_requested_bytes,omitempty"`
-	CopyCalls           *float64           `json:"copy_calls"`
-	CopiedBytes         *float64           `json:"copied_bytes"`
-	Syscalls            *float64           `json:"syscalls"`
-	SyscallsByName      map[string]float64 `json:"syscalls_by_name"`
-	CPUUS               *float64           `json:"cpu_us"`
+	AllocBlocks         *float64 `json:"alloc_blocks,omitempty"`
+	AllocRequestedBytes *float64 `json:"alloc_requested_bytes,omitempty"`
+	// CopyCalls and CopiedBytes are memmove's: bytes copied. Since
+	// perfspy.copies_profile=v2 memclr's are ClearCalls and ClearedBytes
+	// (before, copied_bytes held both).
+	CopyCalls      *float64           `json:"copy_calls"`
+	CopiedBytes    *float64           `json:"copied_bytes"`
+	ClearCalls     *float64           `json:"clear_calls,omitempty"`
+	ClearedBytes   *float64           `json:"cleared_bytes,omitempty"`
+	Syscalls       *float64           `json:"syscalls"`
+	SyscallsByName map[string]float64 `json:"syscalls_by_name"`
+	CPUUS          *float64           `json:"cpu_us"`
 	// OffCPUUS is the mean request's time off CPU by reason: from its
 	// handler's start to its response's end, on its own goroutine.
 	OffCPUUS map[string]float64 `json:"offcpu_us"`
@@ -250,6 +255,7 @@ func benchMetrics(s *Summary) []benchMetric {
 	add(s.PerRequest.Allocs, "allocs/req", true)
 	add(s.PerRequest.AllocBytes, "B/req", true)
 	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
+	add(s.PerRequest.ClearedBytes, "cleared-B/req", true)
 	add(s.PerRequest.Syscalls, "syscalls/req", true)
 	// Datagrams per transfer move with ACK timing: not exact.
 	add(s.DatagramsPerRequest, "datagrams/req", false)

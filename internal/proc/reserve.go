@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,16 +17,31 @@ import (
 // holds: a lock per CPU (flock on DIR/cpu-N.lock), released by Release or
 // by the kernel when the process ends, however it ends.
 type Reservation struct {
-	Plan  CPUPlan
-	files []*os.File
+	Plan CPUPlan
+	cpus []int
 }
+
+// held are the CPU locks this process holds, each with its users: a run
+// nested in another of the same process (the floor measured beside a
+// target) takes its CPUs again, as the pinning of the process is one.
+var held = struct {
+	sync.Mutex
+	files map[int]*os.File
+	users map[int]int
+}{files: map[int]*os.File{}, users: map[int]int{}}
 
 // Release lets other runs have the CPUs.
 func (r *Reservation) Release() {
-	for _, f := range r.files {
-		f.Close() // closing the last descriptor drops the flock
+	held.Lock()
+	defer held.Unlock()
+	for _, c := range r.cpus {
+		if held.users[c]--; held.users[c] == 0 {
+			held.files[c].Close() // closing the descriptor drops the flock
+			delete(held.files, c)
+			delete(held.users, c)
+		}
 	}
-	r.files = nil
+	r.cpus = nil
 }
 
 // LockDir is where the CPU locks live: the user's runtime folder
@@ -84,22 +100,31 @@ func tryReserve(dir string, plan CPUPlan, auto bool, n int) (*Reservation, strin
 	}
 	r := &Reservation{}
 	var got []int
-	var held []string
+	var others []string
+	held.Lock()
 	for _, c := range want {
+		if held.users[c] > 0 { // this process's own
+			held.users[c]++
+			r.cpus, got = append(r.cpus, c), append(got, c)
+			continue
+		}
 		f, err := lockCPU(dir, c)
 		switch {
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			held = append(held, fmt.Sprintf("cpu %d by %s", c, holder(dir, c)))
+			others = append(others, fmt.Sprintf("cpu %d by %s", c, holder(dir, c)))
 			continue
 		case err != nil:
+			held.Unlock()
 			r.Release()
 			return nil, "", fmt.Errorf("cpu locks: %w", err)
 		}
-		r.files, got = append(r.files, f), append(got, c)
+		held.files[c], held.users[c] = f, 1
+		r.cpus, got = append(r.cpus, c), append(got, c)
 	}
-	if !auto && len(held) > 0 || auto && len(got) < 2 {
+	held.Unlock()
+	if !auto && len(others) > 0 || auto && len(got) < 2 {
 		r.Release()
-		return nil, "another probe run holds " + strings.Join(held, ", "), nil
+		return nil, "another probe run holds " + strings.Join(others, ", "), nil
 	}
 	if !auto {
 		r.Plan = plan
