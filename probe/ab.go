@@ -62,6 +62,9 @@ type ABFunction struct {
 	Before  float64 `json:"before"`
 	After   float64 `json:"after"`
 	Delta   float64 `json:"delta"`
+	// Sample and Unit are what the rows count (copied_bytes, bytes).
+	Sample string `json:"sample,omitempty"`
+	Unit   string `json:"unit,omitempty"`
 }
 
 // ABResult is ab.json.
@@ -375,7 +378,7 @@ func (ab *abRun) functions() error {
 			if i == ab.cfg.Top {
 				break
 			}
-			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter)}
+			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit}
 			if c.PerRequest {
 				f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
 			}

@@ -83,7 +83,11 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 			if cfg.Bench.Bench != "" {
 				per = "op"
 			}
-			fmt.Fprintf(w, "\n## %s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, per)
+			what := ""
+			if f.Sample != "" {
+				what = fmt.Sprintf(" (%s, %s)", f.Sample, f.Unit)
+			}
+			fmt.Fprintf(w, "\n## %s%s: top function changes per %s\n\n| function | before | after | delta |\n|---|---:|---:|---:|\n", cur, what, per)
 		}
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %+.2f |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta)
 	}
@@ -147,8 +151,12 @@ func abHTML(r *ABResult, cfg ABConfig, svg []byte) ([]byte, error) {
 			fmt.Sprintf("%+.2f%%", x.DeltaPct), fmt.Sprintf("%.3f", x.P), x.Verdict, x.Why})
 	}
 	for _, f := range r.Functions {
-		if n := len(page.Profiles); n == 0 || page.Profiles[n-1].Name != f.Profile {
-			page.Profiles = append(page.Profiles, profileRows{Name: f.Profile})
+		name := f.Profile
+		if f.Sample != "" {
+			name += fmt.Sprintf(" (%s, %s)", f.Sample, f.Unit)
+		}
+		if n := len(page.Profiles); n == 0 || page.Profiles[n-1].Name != name {
+			page.Profiles = append(page.Profiles, profileRows{Name: name})
 		}
 		class := "better"
 		if f.Delta > 0 {

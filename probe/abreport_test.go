@@ -93,3 +93,17 @@ func TestABBenchPerOp(t *testing.T) {
 		}
 	}
 }
+
+// TestABFunctionUnits: each function table says what it counts.
+func TestABFunctionUnits(t *testing.T) {
+	r, cfg := fixedAB()
+	r.Functions = []ABFunction{{Profile: "copies", Key: "main.f", Before: 114, After: 135, Delta: 21, Sample: "copied_bytes", Unit: "bytes"}}
+	var md bytes.Buffer
+	writeABReport(&md, r, cfg)
+	html, _ := abHTML(r, cfg, nil)
+	for name, out := range map[string]string{"report.md": md.String(), "report.html": string(html)} {
+		if !strings.Contains(out, "copies (copied_bytes, bytes): top function changes per request") {
+			t.Errorf("%s does not name the table's sample and unit", name)
+		}
+	}
+}
