@@ -141,6 +141,12 @@ func (sw *Writer) Write(p []byte) (int, error) {
 		sw.part = append([]byte(nil), p[len(p)-cut:]...)
 		p = p[:len(p)-cut]
 	}
+	if plain(p) { // printable ASCII, line breaks and tabs: as it is
+		if _, err := sw.w.Write(p); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
 	var b []byte
 	for i := 0; i < len(p); {
 		r, size := utf8.DecodeRune(p[i:])
@@ -187,4 +193,14 @@ func incomplete(p []byte) int {
 		}
 	}
 	return 0
+}
+
+// plain tells bytes that need no escape at all: printable ASCII, \n, \t.
+func plain(p []byte) bool {
+	for _, c := range p {
+		if c >= 0x7f || c < 0x20 && c != '\n' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package safetext
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -91,4 +92,16 @@ func FuzzText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkWriter: what a command's output costs through the writer; an
+// SVG is printable ASCII almost throughout.
+func BenchmarkWriter(b *testing.B) {
+	line := []byte(`<g><title>net/http.(*conn).serve (1234 samples, 12.5%)</title><rect x="1.0" y="2.0" width="3.0" height="15"/></g>` + "\n")
+	buf := bytes.Repeat(line, 1000)
+	w := NewWriter(io.Discard)
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		w.Write(buf)
+	}
 }
