@@ -21,7 +21,7 @@ import (
 
 // malloc times allocations at three sizes, plain and with the overlay.
 var malloc = cost.Micro{
-	Name: "malloc", Pkg: "./allocspy/testdata/mallocbench", Tag: "allocspy", Sizes: []string{"8", "64", "1024"},
+	Name: "malloc", Pkg: "./allocspy/testdata/mallocbench", Tag: "allocspy", Sizes: []string{"8", "64", "1024", "64d30"},
 	Overlay: allocspy.Overlay,
 }
 

@@ -20,7 +20,7 @@ import (
 
 // memmove times memmove at three sizes, plain and with the overlay.
 var memmove = cost.Micro{
-	Name: "memmove", Pkg: "./copyspy/testdata/memmovebench", Tag: "copyspy", Sizes: []string{"0", "64", "4096"},
+	Name: "memmove", Pkg: "./copyspy/testdata/memmovebench", Tag: "copyspy", Sizes: []string{"0", "64", "4096", "64d30"},
 	Overlay: func(goroot, goarch, _, dir string) (map[string]string, error) {
 		return copyspy.Overlay(goroot, goarch, dir)
 	},

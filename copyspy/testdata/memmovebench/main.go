@@ -29,6 +29,17 @@ func timeCopies(n, iters int) float64 {
 	return float64(time.Since(start).Nanoseconds()) / float64(iters)
 }
 
+// deep calls f from depth frames further down the stack: a stack as deep
+// as a server's handler (size "64d30" is 64 B copied 30 frames down).
+//
+//go:noinline
+func deep(depth int, f func() float64) float64 {
+	if depth == 0 {
+		return f()
+	}
+	return deep(depth-1, f) + 0
+}
+
 func main() {
 	iters := flag.Int("iters", 2_000_000, "copies per measurement")
 	flag.Parse()
@@ -40,4 +51,10 @@ func main() {
 		}
 		enable(false)
 	}
+	for _, mode := range modes {
+		enable(mode == "on")
+		ns := deep(30, func() float64 { return timeCopies(64, *iters) })
+		fmt.Printf("64d30 %s %.3f\n", mode, ns)
+	}
+	enable(false)
 }
