@@ -338,7 +338,11 @@ func Symbolize(pcs []uintptr) []wire.PCFrames {
 		if pc == 0 {
 			break
 		}
-		frames := runtime.CallersFrames([]uintptr{pc})
+		// The 0 after pc makes CallersFrames expand the frames inlined
+		// around pc's call: with pc alone it stops at the innermost
+		// (it expects the next PC of runtime.Callers' list to hold them).
+		// PC 0 has no function and gives no frame.
+		frames := runtime.CallersFrames([]uintptr{pc, 0})
 		pf := wire.PCFrames{PC: uint64(pc)}
 		for {
 			f, more := frames.Next()

@@ -136,6 +136,7 @@ func recorder(tables []Table) string {
 	for _, t := range tables {
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sEnable runtime.%[1]sEnable\nfunc %[1]sEnable(on bool)\n", t.Spy)
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sRead runtime.%[1]sRead\nfunc %[1]sRead(dst []uint64) (n int, dropped uint64, full bool)\n", t.Spy)
+		fmt.Fprintf(&s, "\n//go:linkname %[1]sStackOf runtime.%[1]sStackOf\nfunc %[1]sStackOf(index int, dst []uintptr) (n int, truncated bool)\n", t.Spy)
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sLayout runtime.%[1]sLayout\nfunc %[1]sLayout() (slots, depth, slotSize int)\n", t.Spy)
 	}
 	// With allocspy, the window's switches run inside the runtime's stop
@@ -155,7 +156,11 @@ func recorder(tables []Table) string {
 	for i, t := range tables {
 		fmt.Fprintf(&s, "\tcase %d:\n\t\treturn %sRead(dst)\n", i, t.Spy)
 	}
-	s.WriteString("\t}\n\treturn 0, 0, false\n}\n\nfunc perfspyLayout(table int) (int, int, int) {\n\tswitch table {\n")
+	s.WriteString("\t}\n\treturn 0, 0, false\n}\n\nfunc perfspyStackOf(table, index int, dst []uintptr) (int, bool) {\n\tswitch table {\n")
+	for i, t := range tables {
+		fmt.Fprintf(&s, "\tcase %d:\n\t\treturn %sStackOf(index, dst)\n", i, t.Spy)
+	}
+	s.WriteString("\t}\n\treturn 0, false\n}\n\nfunc perfspyLayout(table int) (int, int, int) {\n\tswitch table {\n")
 	for i, t := range tables {
 		fmt.Fprintf(&s, "\tcase %d:\n\t\treturn %sLayout()\n", i, t.Spy)
 	}

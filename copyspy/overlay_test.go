@@ -148,7 +148,7 @@ func TestSlotLayout(t *testing.T) {
 		}
 		return true
 	})
-	want := []string{"key uint64", "pcs [copyspyDepth]uintptr", "kind uint64", "calls [4]uint64", "bytes [4]uint64"}
+	want := []string{"key uint64", "_ [6]uint64", "kind uint64", "calls [4]uint64", "bytes [4]uint64"}
 	if strings.Join(fields, "; ") != strings.Join(want, "; ") {
 		t.Errorf("copyspySlot fields = %q, want %q", fields, want)
 	}
@@ -168,7 +168,7 @@ func TestSlotLayout(t *testing.T) {
 	if got := num(string(inproc), "depth"); got != depth {
 		t.Errorf("inproc depth %d, runtime copyspyDepth %d", got, depth)
 	}
-	if got, want := num(string(inproc), "words"), 1+depth+1+4+4; got != want {
+	if got, want := num(string(inproc), "words"), 1+6+1+4+4; got != want {
 		t.Errorf("inproc words %d, runtime slot has %d words", got, want)
 	}
 	if consts["copyspySlots"] != "1 << 14" {

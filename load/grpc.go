@@ -70,40 +70,12 @@ func (rawCodec) Name() string                { return "proto" }
 // unknown method, JSON that does not match the request message, a server
 // that does not speak gRPC.
 func NewGRPC(ctx context.Context, opt GRPCOptions) (*GRPC, error) {
-	if opt.Addr == "" {
-		return nil, errors.New("load: no address")
-	}
-	if opt.Conns <= 0 {
-		opt.Conns = 8
-	}
-	svc, m, ok := strings.Cut(strings.TrimPrefix(opt.Method, "/"), "/")
-	if !ok || svc == "" || m == "" || strings.Contains(m, "/") {
-		return nil, fmt.Errorf("load: -method %q: want package.Service/Method", opt.Method)
-	}
-	d := &GRPC{opt: opt, method: "/" + svc + "/" + m, md: metadata.New(opt.Headers)}
-	d.workers.n, d.workers.step = opt.Conns, d.step
-	files := opt.Files
-	if files == nil {
-		var err error
-		if files, err = reflectFiles(ctx, opt.Addr, svc); err != nil {
-			return nil, err
-		}
-	}
-	in, err := methodInput(files, svc, m)
+	opt, method, req, err := grpcRequest(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
-	msg := dynamicpb.NewMessage(in)
-	if len(opt.Data) > 0 {
-		if err := protojson.Unmarshal(opt.Data, msg); err != nil {
-			return nil, fmt.Errorf("load: -data does not match %s: %w", in.FullName(), err)
-		}
-	}
-	b, err := proto.Marshal(msg)
-	if err != nil {
-		return nil, fmt.Errorf("load: encoding the request: %w", err)
-	}
-	d.req = b
+	d := &GRPC{opt: opt, method: method, req: req, md: metadata.New(opt.Headers)}
+	d.workers.n, d.workers.step = opt.Conns, d.step
 	d.conns = make([]*grpc.ClientConn, opt.Conns)
 	for i := range d.conns {
 		if d.conns[i], err = d.dial(); err != nil {
@@ -112,6 +84,43 @@ func NewGRPC(ctx context.Context, opt GRPCOptions) (*GRPC, error) {
 		}
 	}
 	return d, nil
+}
+
+// grpcRequest checks opt and fills its defaults, resolves the method and
+// encodes the request once: what both gRPC drivers send.
+func grpcRequest(ctx context.Context, opt GRPCOptions) (GRPCOptions, string, []byte, error) {
+	if opt.Addr == "" {
+		return opt, "", nil, errors.New("load: no address")
+	}
+	if opt.Conns <= 0 {
+		opt.Conns = 8
+	}
+	svc, m, ok := strings.Cut(strings.TrimPrefix(opt.Method, "/"), "/")
+	if !ok || svc == "" || m == "" || strings.Contains(m, "/") {
+		return opt, "", nil, fmt.Errorf("load: -method %q: want package.Service/Method", opt.Method)
+	}
+	files := opt.Files
+	if files == nil {
+		var err error
+		if files, err = reflectFiles(ctx, opt.Addr, svc); err != nil {
+			return opt, "", nil, err
+		}
+	}
+	in, err := methodInput(files, svc, m)
+	if err != nil {
+		return opt, "", nil, err
+	}
+	msg := dynamicpb.NewMessage(in)
+	if len(opt.Data) > 0 {
+		if err := protojson.Unmarshal(opt.Data, msg); err != nil {
+			return opt, "", nil, fmt.Errorf("load: -data does not match %s: %w", in.FullName(), err)
+		}
+	}
+	b, err := proto.Marshal(msg)
+	if err != nil {
+		return opt, "", nil, fmt.Errorf("load: encoding the request: %w", err)
+	}
+	return opt, "/" + svc + "/" + m, b, nil
 }
 
 func (d *GRPC) dial() (*grpc.ClientConn, error) {

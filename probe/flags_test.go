@@ -62,6 +62,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"conns":              {[]string{"-conns", "3"}, func(c Config, o cliOptions) bool { return c.Conns == 3 }},
 		"proto":              {[]string{"-proto", "h2c"}, func(c Config, o cliOptions) bool { return c.Proto == "h2c" }},
 		"http-driver":        {[]string{"-http-driver", "nethttp"}, func(c Config, o cliOptions) bool { return c.HTTPDriver == "nethttp" }},
+		"grpc-driver":        {[]string{"-grpc-driver", "grpcgo"}, func(c Config, o cliOptions) bool { return c.GRPCDriver == "grpcgo" }},
 		"body-size":          {[]string{"-body-size", "5"}, func(c Config, o cliOptions) bool { return c.BodySize == 5 }},
 		"size":               {[]string{"-size", "4096"}, func(c Config, o cliOptions) bool { return c.Size == 4096 }},
 		"streams":            {[]string{"-streams", "4"}, func(c Config, o cliOptions) bool { return c.Streams == 4 }},

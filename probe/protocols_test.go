@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -264,4 +265,45 @@ service EchoService { rpc Echo(SimpleMessage) returns (SimpleMessage); }
 		t.Errorf("no gRPC function among the top allocation sites:\n%s", stdout)
 	}
 	t.Logf("%s", stdout)
+}
+
+// TestLightGRPCJudged: grpcecho's method is light (grpc-go's client costs
+// about as much per call as the server), and with the lean gRPC driver
+// the server sets the pace: the run is judged, and the driver spends at
+// most 0.8x the server's CPU per call. A run that names a busy machine is
+// retried once, then skipped with the reason.
+func TestLightGRPCJudged(t *testing.T) {
+	skipShort(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
+	}
+	busy := 0
+	var stdout, stderr string
+	for try := 1; try <= 3; try++ {
+		out := filepath.Join(t.TempDir(), "out")
+		var code int
+		code, stdout, stderr = probeRun(t, "-offcpu=false", "-copies", "off", "-duration", "2s", "-out", out, "../targets/grpcecho")
+		if code == ExitOK {
+			var s Summary
+			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Driver == nil || s.Driver.Name != "grpc" || s.PerRequest.CPUUS == nil {
+				t.Fatalf("driver %+v, server CPU %v", s.Driver, s.PerRequest.CPUUS)
+			}
+			ratio := s.Driver.CPUUS / *s.PerRequest.CPUUS
+			t.Logf("driver %.2f µs per call, server %.2f: %.3fx", s.Driver.CPUUS, *s.PerRequest.CPUUS, ratio)
+			if ratio > 0.8 {
+				t.Errorf("the lean gRPC driver spends %.3fx the server's CPU per call, want at most 0.8", ratio)
+			}
+			return
+		}
+		t.Logf("try %d: exit %d\n%s%s", try, code, stdout, stderr)
+		if code == ExitNotJudged && strings.Contains(stdout, "the machine was busy") {
+			if busy++; busy == 2 {
+				t.Skipf("skipped: the machine was busy in two runs (the run said so):\n%s", stdout)
+			}
+		}
+	}
+	t.Errorf("targets/grpcecho not judged in three tries with the lean gRPC driver:\n%s%s", stdout, stderr)
 }

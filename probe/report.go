@@ -97,7 +97,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: ")
 	if s.Sources["allocs"] == SourceAllocspy {
-		fmt.Fprint(w, "allocspy counts objects as the program asked for them (tiny objects packed into one 16-byte block each count; the blocks are heap_blocks) and keeps 6 return PCs from mallocgc's caller. ")
+		fmt.Fprint(w, "allocspy counts objects as the program asked for them (tiny objects packed into one 16-byte block each count; the blocks are heap_blocks) and keeps stacks of up to 128 return PCs from mallocgc's caller, as the runtime's own profiles; a deeper stack is cut there and ends in a [truncated] frame. ")
 	} else {
 		fmt.Fprint(w, "the heap profile counts heap blocks: several tiny (<16 B, pointer-free) objects packed into one 16-byte block count once. ")
 	}

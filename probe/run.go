@@ -89,6 +89,9 @@ type Config struct {
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
 	// (net/http's client, the reference).
 	HTTPDriver string
+	// GRPCDriver is the gRPC driver: lean (the default: HTTP/2 frames
+	// written and read directly) or grpcgo (grpc-go's client, the reference).
+	GRPCDriver string
 	BodySize   int // framed: request body size, default 1024
 	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
 	// default 1 MiB; Streams the concurrent streams per QUIC connection,
@@ -150,6 +153,7 @@ func (cfg *Config) choices() []struct {
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
 		{"proto", &cfg.Proto, []string{"auto", "http", "https", "h2c", "h2", "grpc", "framed", "quic", "udp"}},
 		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
+		{"grpc-driver", &cfg.GRPCDriver, []string{"lean", "grpcgo"}},
 	}
 }
 
@@ -363,7 +367,10 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 
 // driverName names the driver newDriver makes.
 func driverName(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
-	if p := driverProto(cfg, tgt, ep); p != "http" {
+	switch p := driverProto(cfg, tgt, ep); {
+	case p == "grpc" && cfg.GRPCDriver == "grpcgo":
+		return "grpcgo"
+	case p != "http":
 		return p
 	}
 	return cfg.HTTPDriver
@@ -393,7 +400,14 @@ func newDriver(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) (load.Driver
 				return nil, err
 			}
 		}
-		return load.NewGRPC(ctx, opt)
+		if cfg.GRPCDriver == "grpcgo" {
+			return load.NewGRPC(ctx, opt)
+		}
+		d, err := load.NewGRPCLean(ctx, opt)
+		if err != nil {
+			return nil, fmt.Errorf("%w (-grpc-driver grpcgo sends any request)", err)
+		}
+		return d, nil
 	case "http", "https", "h2c", "h2":
 		return newHTTPDriver(cfg, ep, proto)
 	default:

@@ -661,8 +661,9 @@ func TestAllocspyGroundTruth(t *testing.T) {
 }
 
 // TestAllocspyAgreesWithHeapProfile runs allocspy and the heap profile at
-// MemProfileRate=1 in one window on httpjson: per site, allocspy's blocks
-// and bytes must equal the heap profile's objects and bytes.
+// MemProfileRate=1 in one window on httpjson: per whole stack (up to the
+// runtime's 128 frames, as allocspy keeps them), allocspy's blocks and bytes
+// must equal the heap profile's objects and bytes.
 func TestAllocspyAgreesWithHeapProfile(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "out")
@@ -680,33 +681,24 @@ func TestAllocspyAgreesWithHeapProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// runtime/pprof spells a generic instantiation with its shape
-	// (appendString[go.shape.string]), runtime.CallersFrames with [...].
-	norm := func(m map[string][2]int64) map[string][2]int64 {
-		out := map[string][2]int64{}
-		re := regexp.MustCompile(`\[[^\]]*\]`)
-		for k, v := range m {
-			k = re.ReplaceAllString(k, "[...]")
-			w := out[k]
-			w[0] += v[0]
-			w[1] += v[1]
-			out[k] = w
-		}
-		return out
-	}
-	a, h := norm(siteTotals(as, 2, 1)), norm(siteTotals(hp, 0, 1))
+	// (appendString[go.shape.string]), runtime.CallersFrames with [...]:
+	// stackTotals spells both [...].
+	a, h := stackTotals(as, 2, 1), stackTotals(hp, 0, 1)
 	var total [2]int64
-	for fn, hv := range h {
+	deepest := 0
+	for st, hv := range h {
 		total[0] += hv[0]
-		if a[fn] != hv {
-			t.Errorf("%s: allocspy %d blocks %d bytes, heap profile %d objects %d bytes", fn, a[fn][0], a[fn][1], hv[0], hv[1])
+		deepest = max(deepest, strings.Count(st, ";")+1)
+		if a[st] != hv {
+			t.Errorf("allocspy %d blocks %d bytes, heap profile %d objects %d bytes, at\n%s", a[st][0], a[st][1], hv[0], hv[1], strings.ReplaceAll(st, ";", "\n"))
 		}
 	}
-	for fn, av := range a {
-		if _, ok := h[fn]; !ok && av[0] != 0 {
-			t.Errorf("%s: allocspy %d blocks, absent from the heap profile", fn, av[0])
+	for st, av := range a {
+		if _, ok := h[st]; !ok && av[0] != 0 {
+			t.Errorf("allocspy %d blocks, absent from the heap profile, at\n%s", av[0], strings.ReplaceAll(st, ";", "\n"))
 		}
 	}
-	t.Logf("%d sites, %d heap objects compared", len(h), total[0])
+	t.Logf("%d stacks (the deepest %d frames), %d heap objects compared", len(h), deepest, total[0])
 }
 
 // TestHeapProfileSource keeps the MemProfileRate=1 source working: the

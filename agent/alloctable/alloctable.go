@@ -21,20 +21,22 @@ func allocspyIgnoreCurrent()
 //go:linkname allocspyRead runtime.allocspyRead
 func allocspyRead(dst []uint64) (n int, dropped uint64, full bool)
 
+//go:linkname allocspyStackOf runtime.allocspyStackOf
+func allocspyStackOf(index int, dst []uintptr) (n int, truncated bool)
+
 //go:linkname allocspyLayout runtime.allocspyLayout
 func allocspyLayout() (slots, depth, slotSize int)
 
-// Slot layout in words, as the runtime file declares it: key, pcs, then
-// the counter words wire.AllocSiteOf reads (objects, blocks, bytes asked
-// for, bytes taken, padding).
+// Slot layout, as the runtime file declares it: 16 words (key, index,
+// padding, then the counter words wire.AllocSiteOf reads), and stacks of up to
+// 128 PCs read apart.
 const (
-	depth     = 6
-	words     = 16
-	wCounters = 1 + depth
+	depth = 128
+	words = 16
 )
 
 func init() {
-	agent.RegisterCounter("allocs", &source{t: spytable.Table{Name: "allocspy", Depth: depth, Words: words, Read: allocspyRead, Layout: allocspyLayout}})
+	agent.RegisterCounter("allocs", &source{t: spytable.Table{Name: "allocspy", Depth: depth, Words: words, Read: allocspyRead, Stack: allocspyStackOf, Layout: allocspyLayout}})
 }
 
 type source struct{ t spytable.Table }
@@ -59,7 +61,7 @@ func (s *source) End(path string) error {
 	}
 	rep := wire.AllocReport{Dropped: dropped}
 	for _, st := range sites {
-		rep.Sites = append(rep.Sites, wire.AllocSiteOf(agent.Symbolize(st.PCs), st.Delta[wCounters:]))
+		rep.Sites = append(rep.Sites, wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:]))
 	}
 	return wire.WriteJSON(path, &rep)
 }

@@ -21,20 +21,22 @@ func copyspyIgnoreCurrent()
 //go:linkname copyspyRead runtime.copyspyRead
 func copyspyRead(dst []uint64) (n int, dropped uint64, full bool)
 
+//go:linkname copyspyStackOf runtime.copyspyStackOf
+func copyspyStackOf(index int, dst []uintptr) (n int, truncated bool)
+
 //go:linkname copyspyLayout runtime.copyspyLayout
 func copyspyLayout() (slots, depth, slotSize int)
 
-// Slot layout in words, as the runtime file declares it: key, pcs, then
-// the counter words wire.CopySiteOf reads (kind, calls and bytes by
-// bucket).
+// Slot layout, as the runtime file declares it: 16 words (key, index,
+// padding, then the counter words wire.CopySiteOf reads), and stacks of up to
+// 128 PCs read apart.
 const (
-	depth     = 6
-	words     = 16
-	wCounters = 1 + depth
+	depth = 128
+	words = 16
 )
 
 func init() {
-	agent.RegisterCounter("copies", &source{t: spytable.Table{Name: "copyspy", Depth: depth, Words: words, Read: copyspyRead, Layout: copyspyLayout}})
+	agent.RegisterCounter("copies", &source{t: spytable.Table{Name: "copyspy", Depth: depth, Words: words, Read: copyspyRead, Stack: copyspyStackOf, Layout: copyspyLayout}})
 }
 
 type source struct{ t spytable.Table }
@@ -59,7 +61,7 @@ func (s *source) End(path string) error {
 	}
 	rep := wire.CopyReport{Dropped: dropped}
 	for _, st := range sites {
-		rep.Sites = append(rep.Sites, wire.CopySiteOf(agent.Symbolize(st.PCs), st.Words[wCounters], st.Delta[wCounters:]))
+		rep.Sites = append(rep.Sites, wire.CopySiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Words[spytable.Counters], st.Delta[spytable.Counters:]))
 	}
 	return wire.WriteJSON(path, &rep)
 }

@@ -61,7 +61,7 @@ type CopySite struct {
 }
 
 // CounterWords is how many counter words a slot of allocspy's and
-// copyspy's tables has after its key and its pcs, as the runtime
+// copyspy's tables has after its key, index and padding, as the runtime
 // overlays declare them; AllocSiteOf and CopySiteOf read them.
 const CounterWords = 9
 
@@ -105,6 +105,21 @@ type AllocSite struct {
 type PCFrames struct {
 	PC     uint64  `json:"pc"`
 	Frames []Frame `json:"frames"`
+}
+
+// TruncatedFunc names the frame that ends a stack the recorder cut at its
+// depth (128 PCs, as the runtime's own profiles): the frames further out
+// were left out. It takes the place of the outermost frame, with PC 0, so
+// that a flame graph shows where the cut is.
+const TruncatedFunc = "[truncated]"
+
+// MarkTruncated returns stack with the TruncatedFunc frame added at its
+// outer end when truncated is set.
+func MarkTruncated(stack []PCFrames, truncated bool) []PCFrames {
+	if !truncated {
+		return stack
+	}
+	return append(stack, PCFrames{Frames: []Frame{{Func: TruncatedFunc}}})
 }
 
 // Frame is a symbolized function.

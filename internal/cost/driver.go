@@ -78,12 +78,10 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 // the same way: a driver must cost less per request than its server for
 // the server to set the pace.
 func otherDrivers(ctx context.Context, env Env) error {
-	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor"}
+	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor", "grpc": "targets/grpcecho", "grpcgo": "targets/grpcecho"}
 	type figures struct{ driverUS, serverUS, serverCores []float64 }
-	got := map[string]*figures{"framed": {}, "udp": {}}
-	err := probeRounds(ctx, env, "framed and udp drivers", [2]string{"framed", "udp"}, func(m string) run {
-		return run{targets[m], []string{"-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
-	}, func(m string, s *summary) error {
+	got := map[string]*figures{"framed": {}, "udp": {}, "grpc": {}, "grpcgo": {}}
+	record := func(m string, s *summary) error {
 		if s.Driver == nil || s.PerRequest.CPUUS == nil {
 			return fmt.Errorf("%s: no driver figures in summary.json", m)
 		}
@@ -91,16 +89,31 @@ func otherDrivers(ctx context.Context, env Env) error {
 		got[m].serverUS = append(got[m].serverUS, *s.PerRequest.CPUUS)
 		got[m].serverCores = append(got[m].serverCores, s.ServerCores)
 		return nil
-	})
+	}
+	flags := []string{"-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}
+	err := probeRounds(ctx, env, "framed and udp drivers", [2]string{"framed", "udp"}, func(m string) run {
+		return run{targets[m], flags}
+	}, record)
+	if err != nil {
+		return err
+	}
+	// The gRPC drivers side by side on grpcecho's light method: the lean
+	// one (grpc) and grpc-go's client (grpcgo).
+	err = probeRounds(ctx, env, "grpc drivers", [2]string{"grpc", "grpcgo"}, func(m string) run {
+		d := map[string]string{"grpc": "lean", "grpcgo": "grpcgo"}[m]
+		return run{targets[m], append([]string{"-grpc-driver", d}, flags...)}
+	}, record)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "other drivers against their servers, median of %d rounds\n", env.Rounds)
 	fmt.Fprintf(env.Stdout, "  %-10s %18s %18s %14s %16s\n", "driver", "own CPU µs/req", "server µs/req", "server cores", "driver / server")
-	for _, name := range []string{"framed", "udp"} {
+	for _, name := range []string{"framed", "udp", "grpc", "grpcgo"} {
 		f := got[name]
 		fmt.Fprintf(env.Stdout, "  %-10s %18.2f %18.2f %14.3f %15.3fx\n", name, median(f.driverUS), median(f.serverUS), median(f.serverCores), median(f.driverUS)/median(f.serverUS))
 	}
+	fmt.Fprintf(env.Stdout, "  grpc (lean) / grpcgo, own CPU per call: %.3fx; lean driver / server: %.3fx (goal at most 0.8)\n",
+		median(got["grpc"].driverUS)/median(got["grpcgo"].driverUS), median(got["grpc"].driverUS)/median(got["grpc"].serverUS))
 	return nil
 }
 

@@ -1,8 +1,10 @@
 // Command grpcecho is a gRPC server with one unary method,
 // perfspy.echo.Echo/Echo, and the reflection service (v1 and v1alpha), so
 // that a client needs no .proto file. Echo returns the request's payload
-// repeated `repeat` times (at least once). Its switches change per-call
-// costs by known amounts (targets/README.md):
+// repeated `repeat` times (at least once); a call whose metadata has
+// x-echo-status: N (N > 0) gets gRPC status N instead, with the message
+// "asked for status N". Its switches change per-call costs by known
+// amounts (targets/README.md):
 //
 //	-extra-allocs N   N more 64-byte heap allocations per call, in main.extraAlloc
 //	-reflection=false   no reflection service (clients need -proto-file)
@@ -21,10 +23,14 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	rpbalpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -80,6 +86,13 @@ func (e *echo) handle(ctx context.Context, dec func(any) error) (any, error) {
 	in := dynamicpb.NewMessage(e.in)
 	if err := dec(in); err != nil {
 		return nil, err
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("x-echo-status"); len(v) > 0 {
+			if n, _ := strconv.Atoi(v[0]); n > 0 {
+				return nil, status.Errorf(codes.Code(n), "asked for status %d", n)
+			}
+		}
 	}
 	for range *extraAllocs {
 		_ = extraAlloc()

@@ -1,7 +1,9 @@
 // Package spytable reads the call-site tables that perfspy's runtime
 // overlays (copyspy, allocspy) keep, for their in-process readers. Each
-// slot is a fixed number of words: a key, the PCs, then counters. It uses
-// the standard library only: it is linked into targets.
+// slot is a fixed number of words: a key, its index in the table (as the
+// runtime's reader writes it), padding, then counters; a slot's stack is
+// read apart, by index. It uses the standard library only: it is linked
+// into targets.
 package spytable
 
 import (
@@ -12,9 +14,10 @@ import (
 // Table is one runtime table and the window over it.
 type Table struct {
 	Name   string
-	Depth  int // PCs per slot, after the key
+	Depth  int // the most PCs a stack keeps
 	Words  int // words per slot
 	Read   func(dst []uint64) (n int, dropped uint64, full bool)
+	Stack  func(index int, dst []uintptr) (n int, truncated bool)
 	Layout func() (slots, depth, slotSize int)
 
 	buf     []uint64
@@ -24,10 +27,15 @@ type Table struct {
 
 // Site is one slot's change over the window.
 type Site struct {
-	PCs   []uintptr // innermost first, zeros trimmed
-	Words []uint64  // the slot after the window (for fields that do not count)
-	Delta []uint64  // after minus before, word by word
+	PCs       []uintptr // innermost first
+	Truncated bool      // frames further out than Depth were left out
+	Words     []uint64  // the slot after the window (for fields that do not count)
+	Delta     []uint64  // after minus before, word by word
 }
+
+// Counters is the first counter word of a slot: words before it hold the
+// key, the index and padding.
+const Counters = 7
 
 // Begin checks the runtime's layout and takes the first snapshot.
 func (t *Table) Begin() error {
@@ -67,7 +75,7 @@ func (t *Table) End() ([]Site, uint64, error) {
 		b := t.before[key]
 		s := Site{Words: a, Delta: make([]uint64, t.Words)}
 		changed := false
-		for i := 1 + t.Depth; i < t.Words; i++ {
+		for i := Counters; i < t.Words; i++ {
 			if b != nil {
 				s.Delta[i] = a[i] - b[i]
 			} else {
@@ -78,12 +86,9 @@ func (t *Table) End() ([]Site, uint64, error) {
 		if !changed {
 			continue
 		}
-		for _, pc := range a[1 : 1+t.Depth] {
-			if pc == 0 {
-				break
-			}
-			s.PCs = append(s.PCs, uintptr(pc))
-		}
+		pcs := make([]uintptr, t.Depth)
+		n, truncated := t.Stack(int(a[1]), pcs)
+		s.PCs, s.Truncated = pcs[:n], truncated
 		out = append(out, s)
 	}
 	return out, dropped - t.dropped, nil

@@ -22,6 +22,9 @@
 //	-idle N         starts N goroutines that block forever
 //	/spin?us=N  N µs of thread CPU time
 //	/sleep?ms=N N ms of sleep
+//	/deep?frames=N[,M...]  for each number, one 64 B allocation and one copy
+//	            of 3000 B in main.deepLeaf, that many calls of main.deep
+//	            below the handler (stack depth)
 //	/copy       memmove: 3000 B in main.copyN (size known only at run time),
 //	            100 B in runtime.slicebytetostring under main.str100, and
 //	            2 x 200 B in bytes.(*Buffer).Write under main.bufWrites
@@ -76,6 +79,28 @@ func alloc10() {
 	for i := 0; i < 10; i++ {
 		sink[i%allocK] = make([]byte, allocS)
 	}
+}
+
+var (
+	deepSink []byte
+	deepDst  = make([]byte, 4096)
+)
+
+// deep calls itself n times, then deepLeaf: the allocation and the copy sit
+// n frames below the handler.
+//
+//go:noinline
+func deep(n int) int {
+	if n == 0 {
+		return deepLeaf()
+	}
+	return deep(n-1) + 1
+}
+
+//go:noinline
+func deepLeaf() int {
+	deepSink = make([]byte, allocS)
+	return copyN(deepDst, copySrc, copySize)
 }
 
 type triple struct{ a, b, c int64 }
@@ -276,6 +301,14 @@ func main() {
 		strSink = str100(strSrc)
 		n += bufWrites(bufSrc)
 		w.Write([]byte(strconv.Itoa(n)))
+	})
+	mux.HandleFunc("/deep", func(w http.ResponseWriter, r *http.Request) {
+		sum := 0
+		for _, f := range strings.Split(r.URL.Query().Get("frames"), ",") {
+			n, _ := strconv.Atoi(f)
+			sum += deep(min(max(n, 0), 10000))
+		}
+		w.Write([]byte(strconv.Itoa(sum)))
 	})
 	mux.HandleFunc("/alloc10", func(w http.ResponseWriter, r *http.Request) {
 		alloc10()

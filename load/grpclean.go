@@ -1,0 +1,515 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+// GRPCLean drives one unary method as GRPC does, at a fraction of its
+// cost, so that a light method, not the driver, sets the pace. It speaks
+// HTTP/2 without TLS (prior knowledge, as grpc-go's insecure client does):
+// each call's frames (HEADERS, then the message in DATA) are encoded once,
+// and only their stream id changes from call to call; replies are read
+// frame by frame, their headers decoded by HPACK, and every call's status
+// checked: HTTP 200, an application/grpc content type, one well-framed
+// message, and grpc-status 0 in the trailers. A call with another
+// grpc-status is a Non2xx. The steady state allocates nothing per call.
+type GRPCLean struct {
+	opt   GRPCOptions
+	call  []byte // HEADERS and DATA frames of one call, stream id 0
+	ids   []int  // offsets of the stream ids in call
+	mu    sync.Mutex
+	conns []*h2Conn // one per worker, kept across phases
+	workers
+}
+
+// Frame types and flags (RFC 9113, section 6).
+const (
+	h2Data         = 0x0
+	h2Headers      = 0x1
+	h2RSTStream    = 0x3
+	h2Settings     = 0x4
+	h2Ping         = 0x6
+	h2GoAway       = 0x7
+	h2WindowUpdate = 0x8
+	h2Continuation = 0x9
+
+	h2EndStream  = 0x1
+	h2Ack        = 0x1
+	h2EndHeaders = 0x4
+	h2Padded     = 0x8
+	h2Priority   = 0x20
+
+	h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	// h2MaxFrame is the frame size every peer accepts (SETTINGS_MAX_FRAME_SIZE's
+	// initial value): the driver's DATA frames are never larger.
+	h2MaxFrame = 16384
+	// h2Window is the receive window the driver gives each stream and the
+	// connection: replies never wait for a WINDOW_UPDATE.
+	h2Window = 1 << 30
+	// h2MaxHeaderBlock bounds a reply's header block (HEADERS and
+	// CONTINUATION frames) and h2MaxPayload any frame the driver reads.
+	h2MaxHeaderBlock = 1 << 20
+	h2MaxPayload     = 1 << 24
+)
+
+// MaxLeanGRPCRequest is the largest request message the lean driver sends:
+// one DATA frame of the size every server accepts, within the stream and
+// connection windows every server starts with. A larger one goes through
+// grpc-go's client (GRPC).
+const MaxLeanGRPCRequest = h2MaxFrame - 5
+
+// NewGRPCLean resolves the method and encodes the request as NewGRPC does,
+// then the call's frames; it dials on the first call.
+func NewGRPCLean(ctx context.Context, opt GRPCOptions) (*GRPCLean, error) {
+	opt, method, req, err := grpcRequest(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	if len(req) > MaxLeanGRPCRequest {
+		return nil, fmt.Errorf("load: the request is %d bytes encoded; the lean gRPC driver sends at most %d", len(req), MaxLeanGRPCRequest)
+	}
+	d := &GRPCLean{opt: opt, conns: make([]*h2Conn, opt.Conns)}
+	d.workers.n, d.workers.step = opt.Conns, d.step
+	d.call, d.ids = encodeCall(method, opt.Addr, opt.Headers, req)
+	return d, nil
+}
+
+// encodeCall writes a call's frames: HEADERS with the request's header
+// block, then DATA with the length-prefixed message and END_STREAM. The
+// header fields are HPACK literals without indexing (and :method and
+// :scheme from the static table), so that the same bytes are valid on
+// every call whatever the server's decoder holds. It returns the frames and
+// the offsets of their stream ids.
+func encodeCall(method, authority string, headers map[string]string, msg []byte) ([]byte, []int) {
+	var block []byte
+	block = append(block, 0x83, 0x86) // :method POST, :scheme http (static 3, 6)
+	block = hpackLiteral(block, 4, "", method)
+	block = hpackLiteral(block, 1, "", authority)
+	block = hpackLiteral(block, 31, "", "application/grpc")
+	block = hpackLiteral(block, 0, "te", "trailers")
+	names := make([]string, 0, len(headers))
+	for k := range headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		block = hpackLiteral(block, 0, strings.ToLower(k), headers[k])
+	}
+	var b []byte
+	var ids []int
+	frame := func(typ, flags byte, payload []byte) {
+		n := len(payload)
+		b = append(b, byte(n>>16), byte(n>>8), byte(n), typ, flags)
+		ids = append(ids, len(b))
+		b = append(b, 0, 0, 0, 0)
+		b = append(b, payload...)
+	}
+	for len(block) > h2MaxFrame {
+		// Not reached for any sane metadata; split as RFC 9113 says.
+		typ := byte(h2Headers)
+		if len(ids) > 0 {
+			typ = h2Continuation
+		}
+		frame(typ, 0, block[:h2MaxFrame])
+		block = block[h2MaxFrame:]
+	}
+	if len(ids) == 0 {
+		frame(h2Headers, h2EndHeaders, block)
+	} else {
+		frame(h2Continuation, h2EndHeaders, block)
+	}
+	data := make([]byte, 5+len(msg))
+	binary.BigEndian.PutUint32(data[1:5], uint32(len(msg)))
+	copy(data[5:], msg)
+	frame(h2Data, h2EndStream, data)
+	return b, ids
+}
+
+// hpackLiteral appends a literal header field without indexing: the name
+// by its static-table index when idx > 0, otherwise as a string.
+func hpackLiteral(b []byte, idx int, name, value string) []byte {
+	b = hpackInt(b, 0x00, 4, idx)
+	if idx == 0 {
+		b = hpackInt(b, 0x00, 7, len(name))
+		b = append(b, name...)
+	}
+	b = hpackInt(b, 0x00, 7, len(value))
+	return append(b, value...)
+}
+
+// hpackInt appends v as an HPACK integer with an n-bit prefix (RFC 7541,
+// section 5.1), the first byte's other bits from first.
+func hpackInt(b []byte, first byte, n uint, v int) []byte {
+	max := 1<<n - 1
+	if v < max {
+		return append(b, first|byte(v))
+	}
+	b = append(b, first|byte(max))
+	for v -= max; v >= 128; v >>= 7 {
+		b = append(b, byte(v&0x7f|0x80))
+	}
+	return append(b, byte(v))
+}
+
+// Close closes the connections.
+func (d *GRPCLean) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, c := range d.conns {
+		if c != nil {
+			c.c.Close()
+			d.conns[i] = nil
+		}
+	}
+	return nil
+}
+
+// step is one call of worker i on its connection (dialled when it has
+// none).
+func (d *GRPCLean) step(ctx context.Context) func(i int, r *Result) {
+	return countedStep(ctx, func(ctx context.Context, i int) error {
+		c := d.conns[i]
+		if c == nil {
+			var err error
+			if c, err = d.dial(ctx); err != nil {
+				return err
+			}
+			d.dials.Add(1)
+			d.mu.Lock()
+			d.conns[i] = c
+			d.mu.Unlock()
+		}
+		err := c.roundTrip()
+		var ae answeredError
+		if err != nil && !errors.As(err, &ae) || c.done() {
+			c.c.Close()
+			d.mu.Lock()
+			d.conns[i] = nil
+			d.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// dial opens a connection and sends the client preface: SETTINGS (no
+// push, a large stream window) and a WINDOW_UPDATE that opens the
+// connection's window as wide. The server's SETTINGS are read with the
+// first reply.
+func (d *GRPCLean) dial(ctx context.Context) (*h2Conn, error) {
+	addr := d.opt.Addr
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), call: append([]byte(nil), d.call...), ids: d.ids,
+		next: 1, sendWin: 65535, peerWin: 65535, buf: make([]byte, 0, 16<<10)}
+	c.dec = hpack.NewDecoder(4096, c.field)
+	c.dec.SetMaxStringLength(h2MaxHeaderBlock)
+	b := []byte(h2Preface)
+	settings := []byte{0, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0} // ENABLE_PUSH 0, INITIAL_WINDOW_SIZE
+	binary.BigEndian.PutUint32(settings[8:], h2Window)
+	b = h2Frame(b, h2Settings, 0, 0, settings)
+	b = h2WindowUpdateFrame(b, 0, h2Window-65535)
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := nc.Write(b); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return c, nil
+}
+
+// h2Conn is one connection and the state of its call in progress.
+type h2Conn struct {
+	c       net.Conn
+	r       *bufio.Reader
+	call    []byte // this connection's copy of the call's frames
+	ids     []int
+	next    uint32 // the next stream id
+	sendWin int64  // the connection's send window
+	peerWin int64  // the server's initial stream window
+	recvd   int64  // DATA bytes received since the last WINDOW_UPDATE sent
+	goAway  bool   // the server said GOAWAY: no call after this one
+	dec     *hpack.Decoder
+	head    [9]byte // a frame's header
+	buf     []byte  // a frame's payload
+	block   []byte  // a header block being gathered
+	out     []byte  // control frames to write
+
+	// The call in progress, as the decoder emits its header fields.
+	stream      uint32
+	headers     int    // header blocks seen: 1 the reply's, 2 its trailers
+	httpStatus  string // :status
+	contentType string
+	grpcStatus  string
+	grpcMessage string
+	data        int64   // DATA bytes of the reply
+	prefix      [5]byte // the message's length prefix
+	endStream   bool    // the header block being gathered ends its stream
+	blockStream uint32  // the stream of the header block being gathered
+	decoding    bool    // the block being decoded is the call's
+}
+
+// done reports that the connection takes no more calls.
+func (c *h2Conn) done() bool { return c.goAway || c.next > 1<<31-3 }
+
+// roundTrip makes one call and reads its reply whole.
+func (c *h2Conn) roundTrip() error {
+	c.c.SetDeadline(time.Now().Add(30 * time.Second))
+	need := int64(len(c.call) - c.ids[len(c.ids)-1] - 4)
+	if need > c.peerWin {
+		return fmt.Errorf("load: the server's stream window (%d bytes) is smaller than the request (%d)", c.peerWin, need)
+	}
+	for c.sendWin < need {
+		if err := c.readFrame(); err != nil {
+			return err
+		}
+	}
+	c.stream = c.next
+	c.next += 2
+	for _, at := range c.ids {
+		binary.BigEndian.PutUint32(c.call[at:], c.stream)
+	}
+	c.headers, c.data = 0, 0
+	c.httpStatus, c.contentType, c.grpcStatus, c.grpcMessage = "", "", "", ""
+	if _, err := c.c.Write(c.call); err != nil {
+		return err
+	}
+	c.sendWin -= need
+	for c.stream != 0 {
+		if err := c.readFrame(); err != nil {
+			return err
+		}
+	}
+	return c.verdict()
+}
+
+// verdict checks the finished call's reply.
+func (c *h2Conn) verdict() error {
+	if c.httpStatus != "200" {
+		return grpcAnswer{what: "http status " + c.httpStatus}
+	}
+	if c.grpcStatus != "0" {
+		if c.grpcStatus == "" {
+			return errors.New("load: grpc reply without grpc-status")
+		}
+		return grpcAnswer{what: "grpc status " + c.grpcStatus + ": " + c.grpcMessage}
+	}
+	if ct := c.contentType; ct != "application/grpc" && !strings.HasPrefix(ct, "application/grpc+") && !strings.HasPrefix(ct, "application/grpc;") {
+		return fmt.Errorf("load: grpc reply content-type %q", ct)
+	}
+	if c.data == 0 || c.prefix[0] != 0 && c.prefix[0] != 1 || int64(binary.BigEndian.Uint32(c.prefix[1:]))+5 != c.data {
+		return fmt.Errorf("load: grpc reply of %d bytes is not one length-prefixed message", c.data)
+	}
+	return nil
+}
+
+// grpcAnswer is a call the server answered with a failure: a Non2xx.
+type grpcAnswer struct{ what string }
+
+func (e grpcAnswer) Error() string { return e.what }
+func (grpcAnswer) answered()       {}
+
+// readFrame reads and handles one frame. The call in progress ends
+// (c.stream becomes 0) with the END_STREAM of its reply.
+func (c *h2Conn) readFrame() error {
+	h := c.head[:]
+	if _, err := io.ReadFull(c.r, h); err != nil {
+		return err
+	}
+	n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+	typ, flags, sid := h[3], h[4], binary.BigEndian.Uint32(h[5:])&(1<<31-1)
+	if n > h2MaxPayload {
+		return fmt.Errorf("load: a %d-byte HTTP/2 frame", n)
+	}
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	p := c.buf[:n]
+	if _, err := io.ReadFull(c.r, p); err != nil {
+		return err
+	}
+	switch typ {
+	case h2Data:
+		return c.onData(flags, sid, p)
+	case h2Headers, h2Continuation:
+		return c.onHeaders(typ, flags, sid, p)
+	case h2RSTStream:
+		if sid == c.stream && len(p) == 4 {
+			c.stream = 0
+			return fmt.Errorf("load: the server reset the stream (HTTP/2 error %d)", binary.BigEndian.Uint32(p))
+		}
+	case h2Settings:
+		if flags&h2Ack == 0 {
+			return c.onSettings(p)
+		}
+	case h2Ping:
+		if flags&h2Ack == 0 && len(p) == 8 {
+			return c.write(h2Frame(c.out[:0], h2Ping, h2Ack, 0, p))
+		}
+	case h2GoAway:
+		c.goAway = true
+		if len(p) >= 8 && c.stream > binary.BigEndian.Uint32(p)&(1<<31-1) {
+			c.stream = 0
+			return fmt.Errorf("load: the server said GOAWAY (HTTP/2 error %d) before the call", binary.BigEndian.Uint32(p[4:]))
+		}
+	case h2WindowUpdate:
+		if sid == 0 && len(p) == 4 {
+			c.sendWin += int64(binary.BigEndian.Uint32(p) & (1<<31 - 1))
+		}
+	}
+	return nil
+}
+
+func (c *h2Conn) onData(flags byte, sid uint32, p []byte) error {
+	c.recvd += int64(len(p))
+	if c.recvd > h2Window/2 {
+		if err := c.write(h2WindowUpdateFrame(c.out[:0], 0, uint32(c.recvd))); err != nil {
+			return err
+		}
+		c.recvd = 0
+	}
+	if sid != c.stream || c.stream == 0 {
+		return nil
+	}
+	p, err := h2Unpad(flags, p)
+	if err != nil {
+		return err
+	}
+	for k := 0; k < len(p) && c.data+int64(k) < 5; k++ {
+		c.prefix[c.data+int64(k)] = p[k]
+	}
+	c.data += int64(len(p))
+	if flags&h2EndStream != 0 {
+		c.stream = 0
+		return errors.New("load: grpc reply without trailers")
+	}
+	return nil
+}
+
+// onHeaders gathers a header block (HEADERS, then CONTINUATION until
+// END_HEADERS) and decodes it: the reply's headers, then its trailers
+// (or a trailers-only reply) with END_STREAM.
+func (c *h2Conn) onHeaders(typ, flags byte, sid uint32, p []byte) error {
+	if typ == h2Headers {
+		var err error
+		if p, err = h2Unpad(flags, p); err != nil {
+			return err
+		}
+		if flags&h2Priority != 0 {
+			if len(p) < 5 {
+				return errors.New("load: a short HTTP/2 HEADERS frame")
+			}
+			p = p[5:]
+		}
+		c.block = c.block[:0]
+		c.endStream = flags&h2EndStream != 0
+		c.blockStream = sid
+	} else if sid != c.blockStream {
+		return errors.New("load: an HTTP/2 CONTINUATION frame out of place")
+	}
+	if len(c.block)+len(p) > h2MaxHeaderBlock {
+		return fmt.Errorf("load: a reply's header block over %d bytes", h2MaxHeaderBlock)
+	}
+	c.block = append(c.block, p...)
+	if flags&h2EndHeaders == 0 {
+		return nil
+	}
+	// Every block goes through the decoder, whatever its stream: HPACK's
+	// table is the connection's.
+	mine := sid == c.stream && c.stream != 0
+	c.decoding = mine
+	if _, err := c.dec.Write(c.block); err != nil {
+		return fmt.Errorf("load: decoding a reply's headers: %w", err)
+	}
+	if err := c.dec.Close(); err != nil {
+		return fmt.Errorf("load: decoding a reply's headers: %w", err)
+	}
+	if mine {
+		c.headers++
+		if c.endStream {
+			c.stream = 0
+		}
+	}
+	return nil
+}
+
+// field is the HPACK decoder's callback: it keeps the fields that decide
+// a call's verdict. The first block holds :status and content-type, the
+// last grpc-status and grpc-message (a trailers-only reply has them all).
+func (c *h2Conn) field(f hpack.HeaderField) {
+	if !c.decoding {
+		return
+	}
+	switch f.Name {
+	case ":status":
+		c.httpStatus = f.Value
+	case "content-type":
+		c.contentType = f.Value
+	case "grpc-status":
+		c.grpcStatus = f.Value
+	case "grpc-message":
+		c.grpcMessage = f.Value
+	}
+}
+
+// onSettings reads the server's SETTINGS and acknowledges them.
+func (c *h2Conn) onSettings(p []byte) error {
+	if len(p)%6 != 0 {
+		return errors.New("load: an HTTP/2 SETTINGS frame of a bad length")
+	}
+	for ; len(p) > 0; p = p[6:] {
+		id, v := binary.BigEndian.Uint16(p), binary.BigEndian.Uint32(p[2:])
+		switch id {
+		case 0x1: // HEADER_TABLE_SIZE: the server's decoder; the driver never indexes
+		case 0x4: // INITIAL_WINDOW_SIZE
+			c.peerWin = int64(v)
+		case 0x5: // MAX_FRAME_SIZE: the driver's frames are never larger than its least value
+		}
+	}
+	return c.write(h2Frame(c.out[:0], h2Settings, h2Ack, 0, nil))
+}
+
+func (c *h2Conn) write(b []byte) error {
+	c.out = b
+	_, err := c.c.Write(b)
+	return err
+}
+
+// h2Frame appends a frame.
+func h2Frame(b []byte, typ, flags byte, sid uint32, payload []byte) []byte {
+	n := len(payload)
+	b = append(b, byte(n>>16), byte(n>>8), byte(n), typ, flags, byte(sid>>24), byte(sid>>16), byte(sid>>8), byte(sid))
+	return append(b, payload...)
+}
+
+// h2WindowUpdateFrame appends a WINDOW_UPDATE of inc bytes.
+func h2WindowUpdateFrame(b []byte, sid, inc uint32) []byte {
+	return h2Frame(b, h2WindowUpdate, 0, sid, []byte{byte(inc >> 24), byte(inc >> 16), byte(inc >> 8), byte(inc)})
+}
+
+// h2Unpad strips a PADDED frame's padding.
+func h2Unpad(flags byte, p []byte) ([]byte, error) {
+	if flags&h2Padded == 0 {
+		return p, nil
+	}
+	if len(p) < 1 || int(p[0]) > len(p)-1 {
+		return nil, errors.New("load: bad HTTP/2 padding")
+	}
+	return p[1 : len(p)-int(p[0])], nil
+}
