@@ -211,3 +211,37 @@ func FuzzGRPCLeanReply(f *testing.F) {
 type discardConn struct{ net.Conn }
 
 func (discardConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// TestHeaderBlocks decodes the lean driver's header blocks with an HPACK
+// decoder, as a server would, in the order a connection sends them: the
+// first call's (indexing its fields), then the steady ones (naming them by
+// index), then the literal one (after a table size update to 0). Each
+// decodes to the same fields; fields too large for the table are sent as
+// literals in every block.
+func TestHeaderBlocks(t *testing.T) {
+	for _, md := range []map[string]string{{"X-Test": "1", "b": "2"}, {"big": strings.Repeat("v", hpackTable)}} {
+		fields := callFields("/pkg.Svc/Method", "127.0.0.1:1", md)
+		var got []string
+		dec := hpack.NewDecoder(hpackTable, func(f hpack.HeaderField) { got = append(got, f.Name+": "+f.Value) })
+		var want []string
+		for _, f := range append([]hpackField{{0, ":method", "POST"}, {0, ":scheme", "http"}}, fields...) {
+			want = append(want, f.name+": "+f.value)
+		}
+		for i, kind := range []int{blockFirst, blockSteady, blockSteady, blockLiteral, blockLiteral} {
+			got = got[:0]
+			b := headerBlock(fields, kind)
+			if _, err := dec.Write(b); err != nil {
+				t.Fatalf("block %d: %v", i, err)
+			}
+			if err := dec.Close(); err != nil {
+				t.Fatalf("block %d: %v", i, err)
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("block %d (kind %d) decodes to\n%s\nwant\n%s", i, kind, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if kind == blockSteady && len(md) == 2 && len(b) != 2+len(fields) {
+				t.Errorf("a steady block of %d bytes, want one byte a field", len(b))
+			}
+		}
+	}
+}

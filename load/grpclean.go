@@ -27,11 +27,12 @@ import (
 // message, and grpc-status 0 in the trailers. A call with another
 // grpc-status is a Non2xx. The steady state allocates nothing per call.
 type GRPCLean struct {
-	opt   GRPCOptions
-	call  []byte // HEADERS and DATA frames of one call, stream id 0
-	ids   []int  // offsets of the stream ids in call
-	mu    sync.Mutex
-	conns []*h2Conn // one per worker, kept across phases
+	opt GRPCOptions
+	// A call's frames: a connection's first call, the calls after it,
+	// and the calls after the server shrank its HPACK table (headerBlock).
+	first, steady, literal callFrames
+	mu                     sync.Mutex
+	conns                  []*h2Conn // one per worker, kept across phases
 	workers
 }
 
@@ -83,59 +84,130 @@ func NewGRPCLean(ctx context.Context, opt GRPCOptions) (*GRPCLean, error) {
 	}
 	d := &GRPCLean{opt: opt, conns: make([]*h2Conn, opt.Conns)}
 	d.workers.n, d.workers.step = opt.Conns, d.step
-	d.call, d.ids = encodeCall(method, opt.Addr, opt.Headers, req)
+	fields := callFields(method, opt.Addr, opt.Headers)
+	d.first = encodeFrames(headerBlock(fields, blockFirst), req)
+	d.steady = encodeFrames(headerBlock(fields, blockSteady), req)
+	d.literal = encodeFrames(headerBlock(fields, blockLiteral), req)
 	return d, nil
 }
 
-// encodeCall writes a call's frames: HEADERS with the request's header
-// block, then DATA with the length-prefixed message and END_STREAM. The
-// header fields are HPACK literals without indexing (and :method and
-// :scheme from the static table), so that the same bytes are valid on
-// every call whatever the server's decoder holds. It returns the frames and
-// the offsets of their stream ids.
-func encodeCall(method, authority string, headers map[string]string, msg []byte) ([]byte, []int) {
-	var block []byte
-	block = append(block, 0x83, 0x86) // :method POST, :scheme http (static 3, 6)
-	block = hpackLiteral(block, 4, "", method)
-	block = hpackLiteral(block, 1, "", authority)
-	block = hpackLiteral(block, 31, "", "application/grpc")
-	block = hpackLiteral(block, 0, "te", "trailers")
+// leanUserAgent is the user-agent the lean driver sends: servers see the
+// same headers from it as from grpc-go's client.
+const leanUserAgent = "perfspy-grpc-lean"
+
+// callFields are the header fields of a call after :method and :scheme,
+// in the order they are sent: the pseudo-headers, then content-type, te,
+// user-agent and the user's metadata in name order. idx is the field's
+// name in HPACK's static table (0: none).
+func callFields(method, authority string, headers map[string]string) []hpackField {
+	f := []hpackField{{4, ":path", method}, {1, ":authority", authority}, {31, "content-type", "application/grpc"}, {0, "te", "trailers"}, {58, "user-agent", leanUserAgent}}
 	names := make([]string, 0, len(headers))
 	for k := range headers {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		block = hpackLiteral(block, 0, strings.ToLower(k), headers[k])
+		f = append(f, hpackField{0, strings.ToLower(k), headers[k]})
 	}
-	var b []byte
-	var ids []int
+	return f
+}
+
+type hpackField struct {
+	idx         int // the name's index in the static table, 0 for none
+	name, value string
+}
+
+// The three header blocks of a call. A connection's first call adds its
+// fields to the server's HPACK table (incremental indexing) and the calls
+// after it name them by index, as grpc-go's client does, so that the
+// server decodes what it would decode from a real client. The literal
+// block never indexes: for fields too large for the table, and after the
+// server shrinks its table.
+const (
+	blockFirst = iota
+	blockSteady
+	blockLiteral
+)
+
+// hpackTable is the dynamic table size every HPACK decoder starts with.
+const hpackTable = 4096
+
+// headerBlock encodes fields as block kind says. Fields that do not fit
+// in the table together are sent as literals in every kind.
+func headerBlock(fields []hpackField, kind int) []byte {
+	size := 0
+	for _, f := range fields {
+		size += len(f.name) + len(f.value) + 32 // RFC 7541, section 4.1
+	}
+	if size > hpackTable {
+		kind = blockLiteral
+	}
+	b := []byte{0x83, 0x86} // :method POST, :scheme http (static 3, 6)
+	if kind == blockLiteral {
+		b = append([]byte{0x20}, b...) // a table size update to 0: nothing indexed is named
+	}
+	for i, f := range fields {
+		switch kind {
+		case blockSteady:
+			// The newest entry is 62; the first field went in first.
+			b = hpackInt(b, 0x80, 7, 62+len(fields)-1-i)
+		case blockFirst:
+			b = hpackField6(b, f)
+		default:
+			b = hpackLiteral(b, f.idx, f.name, f.value)
+		}
+	}
+	return b
+}
+
+// hpackField6 appends a literal header field with incremental indexing.
+func hpackField6(b []byte, f hpackField) []byte {
+	b = hpackInt(b, 0x40, 6, f.idx)
+	if f.idx == 0 {
+		b = hpackInt(b, 0x00, 7, len(f.name))
+		b = append(b, f.name...)
+	}
+	b = hpackInt(b, 0x00, 7, len(f.value))
+	return append(b, f.value...)
+}
+
+// callFrames is one call's frames, stream id 0, and the offsets of their
+// stream ids.
+type callFrames struct {
+	b   []byte
+	ids []int
+}
+
+// encodeFrames writes a call's frames: HEADERS with block (CONTINUATION
+// frames for the rest of a block over the frame size), then DATA with the
+// length-prefixed message and END_STREAM.
+func encodeFrames(block, msg []byte) callFrames {
+	var c callFrames
 	frame := func(typ, flags byte, payload []byte) {
 		n := len(payload)
-		b = append(b, byte(n>>16), byte(n>>8), byte(n), typ, flags)
-		ids = append(ids, len(b))
-		b = append(b, 0, 0, 0, 0)
-		b = append(b, payload...)
+		c.b = append(c.b, byte(n>>16), byte(n>>8), byte(n), typ, flags)
+		c.ids = append(c.ids, len(c.b))
+		c.b = append(c.b, 0, 0, 0, 0)
+		c.b = append(c.b, payload...)
 	}
-	for len(block) > h2MaxFrame {
-		// Not reached for any sane metadata; split as RFC 9113 says.
-		typ := byte(h2Headers)
-		if len(ids) > 0 {
-			typ = h2Continuation
+	for typ := byte(h2Headers); ; typ = h2Continuation {
+		if len(block) <= h2MaxFrame {
+			frame(typ, h2EndHeaders, block)
+			break
 		}
 		frame(typ, 0, block[:h2MaxFrame])
 		block = block[h2MaxFrame:]
-	}
-	if len(ids) == 0 {
-		frame(h2Headers, h2EndHeaders, block)
-	} else {
-		frame(h2Continuation, h2EndHeaders, block)
 	}
 	data := make([]byte, 5+len(msg))
 	binary.BigEndian.PutUint32(data[1:5], uint32(len(msg)))
 	copy(data[5:], msg)
 	frame(h2Data, h2EndStream, data)
-	return b, ids
+	return c
+}
+
+// clone is a copy of c whose stream ids a connection may patch.
+func (c callFrames) clone() callFrames {
+	return callFrames{b: append([]byte(nil), c.b...), ids: c.ids}
 }
 
 // hpackLiteral appends a literal header field without indexing: the name
@@ -217,7 +289,7 @@ func (d *GRPCLean) dial(ctx context.Context) (*h2Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), call: append([]byte(nil), d.call...), ids: d.ids,
+	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), call: d.first.clone(), steady: d.steady.clone(), literal: d.literal.clone(),
 		next: 1, sendWin: 65535, peerWin: 65535, buf: make([]byte, 0, 16<<10)}
 	c.dec = hpack.NewDecoder(4096, c.field)
 	c.dec.SetMaxStringLength(h2MaxHeaderBlock)
@@ -238,13 +310,14 @@ func (d *GRPCLean) dial(ctx context.Context) (*h2Conn, error) {
 type h2Conn struct {
 	c       net.Conn
 	r       *bufio.Reader
-	call    []byte // this connection's copy of the call's frames
-	ids     []int
-	next    uint32 // the next stream id
-	sendWin int64  // the connection's send window
-	peerWin int64  // the server's initial stream window
-	recvd   int64  // DATA bytes received since the last WINDOW_UPDATE sent
-	goAway  bool   // the server said GOAWAY: no call after this one
+	call    callFrames // the next call's frames
+	steady  callFrames // the frames of the calls after the first
+	literal callFrames // the frames after the server shrank its HPACK table
+	next    uint32     // the next stream id
+	sendWin int64      // the connection's send window
+	peerWin int64      // the server's initial stream window
+	recvd   int64      // DATA bytes received since the last WINDOW_UPDATE sent
+	goAway  bool       // the server said GOAWAY: no call after this one
 	dec     *hpack.Decoder
 	head    [9]byte // a frame's header
 	buf     []byte  // a frame's payload
@@ -271,7 +344,7 @@ func (c *h2Conn) done() bool { return c.goAway || c.next > 1<<31-3 }
 // roundTrip makes one call and reads its reply whole.
 func (c *h2Conn) roundTrip() error {
 	c.c.SetDeadline(time.Now().Add(30 * time.Second))
-	need := int64(len(c.call) - c.ids[len(c.ids)-1] - 4)
+	need := int64(len(c.call.b) - c.call.ids[len(c.call.ids)-1] - 4)
 	if need > c.peerWin {
 		return fmt.Errorf("load: the server's stream window (%d bytes) is smaller than the request (%d)", c.peerWin, need)
 	}
@@ -282,14 +355,15 @@ func (c *h2Conn) roundTrip() error {
 	}
 	c.stream = c.next
 	c.next += 2
-	for _, at := range c.ids {
-		binary.BigEndian.PutUint32(c.call[at:], c.stream)
+	for _, at := range c.call.ids {
+		binary.BigEndian.PutUint32(c.call.b[at:], c.stream)
 	}
 	c.headers, c.data = 0, 0
 	c.httpStatus, c.contentType, c.grpcStatus, c.grpcMessage = "", "", "", ""
-	if _, err := c.c.Write(c.call); err != nil {
+	if _, err := c.c.Write(c.call.b); err != nil {
 		return err
 	}
+	c.call = c.steady
 	c.sendWin -= need
 	for c.stream != 0 {
 		if err := c.readFrame(); err != nil {
@@ -476,7 +550,10 @@ func (c *h2Conn) onSettings(p []byte) error {
 	for ; len(p) > 0; p = p[6:] {
 		id, v := binary.BigEndian.Uint16(p), binary.BigEndian.Uint32(p[2:])
 		switch id {
-		case 0x1: // HEADER_TABLE_SIZE: the server's decoder; the driver never indexes
+		case 0x1: // HEADER_TABLE_SIZE: the server's decoder's table
+			if v < hpackTable {
+				c.call, c.steady = c.literal, c.literal
+			}
 		case 0x4: // INITIAL_WINDOW_SIZE
 			c.peerWin = int64(v)
 		case 0x5: // MAX_FRAME_SIZE: the driver's frames are never larger than its least value

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -268,3 +269,40 @@ func TestBenchErrors(t *testing.T) {
 }
 
 var procsSuffix = regexp.MustCompile(`-[0-9]+$`)
+
+// TestBenchSameN: with a benchmark time (not Nx), the counted and traced
+// runs take the b.N the timing run found for each result, in -count
+// order, instead of ramping up again: the per-op figures and ns/op come
+// from runs of the same length.
+func TestBenchSameN(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-bench", "Setup|Sub", "-benchtime", "50ms", "-count", "2", "-out", out, benchFixture}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitOK {
+		t.Fatalf("probe run -bench: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	plain := map[string][]int{}
+	for _, line := range strings.Split(readFile(t, filepath.Join(out, "bench-plain.txt")), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[0], "Benchmark") {
+			n, _ := strconv.Atoi(f[1])
+			plain[f[0]] = append(plain[f[0]], n)
+		}
+	}
+	var s BenchSummary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, f := range s.Benchmarks {
+		i := seen[f.Name]
+		seen[f.Name]++
+		if ns := plain[f.Name]; i >= len(ns) || int64(ns[i]) != int64(f.N) {
+			t.Errorf("%s run %d: N %d, the timing run's %v", f.Name, i+1, f.N, ns)
+		}
+	}
+	if len(s.Benchmarks) != 6 {
+		t.Errorf("%d results, want 6 (3 benchmarks, -count 2)", len(s.Benchmarks))
+	}
+}
