@@ -81,8 +81,26 @@ type ABResult struct {
 	Reasons   []string             `json:"reasons,omitempty"`
 	Gate      []string             `json:"gate_failed,omitempty"`
 	Dir       string               `json:"-"`
+	// Profiles are each arm's profile files by profile ("allocs", or an
+	// endpoint's "GET /x allocs", or a benchmark's), one per round; their
+	// source paths are in Worktrees (each arm's checkout, removed when AB
+	// returns).
+	Profiles  map[string]map[string][]string `json:"-"`
+	Worktrees map[string]string              `json:"-"`
 	// metrics are the metrics compared, in the report's order.
 	metrics []abMetric
+}
+
+// MetricNames are the metrics compared, in the report's order: the run's,
+// then each endpoint's or each benchmark's.
+func (r *ABResult) MetricNames() []string {
+	var out []string
+	for _, m := range r.metrics {
+		if _, ok := r.Metrics[m.name]; ok {
+			out = append(out, m.name)
+		}
+	}
+	return out
 }
 
 // metricList is the metrics compared: those judge set, else the run's.
@@ -116,6 +134,7 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		return nil, err
 	}
 	res := ab.res
+	res.Profiles, res.Worktrees = ab.profiles, ab.dirs
 	if err := ab.persist(); err != nil {
 		return nil, err
 	}
@@ -290,6 +309,15 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 			ab.profiles[arm][p] = append(ab.profiles[arm][p], filepath.Join(rr.Dir, f))
 		}
 	}
+	// A request file's endpoints, each measured in windows of its own.
+	for _, e := range s.Endpoints {
+		for k, v := range endpointValues(e) {
+			ab.values[arm][e.Name+" "+k] = append(ab.values[arm][e.Name+" "+k], v)
+		}
+		for p, f := range e.Files {
+			ab.profiles[arm][e.Name+" "+p] = append(ab.profiles[arm][e.Name+" "+p], filepath.Join(rr.Dir, f))
+		}
+	}
 	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
 	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
 	if cfg.Control == "" {
@@ -314,6 +342,8 @@ func (ab *abRun) judge() {
 	metrics := metricsFor(cfg.Run)
 	if cfg.Bench.Bench != "" {
 		metrics = benchABMetrics(ab.values["before"], ab.values["after"])
+	} else {
+		metrics = append(slices.Clip(metrics), endpointABMetrics(ab.values["before"], ab.values["after"])...)
 	}
 	res.metrics = metrics
 	for _, m := range metrics {
@@ -352,6 +382,12 @@ func (ab *abRun) functions() error {
 	profiles := abProfiles
 	if ab.cfg.Bench.Bench != "" {
 		profiles = slices.Sorted(maps.Keys(ab.profiles["before"]))
+	} else {
+		for _, p := range slices.Sorted(maps.Keys(ab.profiles["before"])) {
+			if !slices.Contains(abProfiles, p) {
+				profiles = append(slices.Clip(profiles), p) // an endpoint's
+			}
+		}
 	}
 	for _, p := range profiles {
 		bf, af := ab.profiles["before"][p], ab.profiles["after"][p]

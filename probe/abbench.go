@@ -25,8 +25,11 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 			continue
 		}
 		judge := judgeExact
-		if strings.HasSuffix(name, " ns/op") || strings.HasSuffix(name, " syscalls/op") {
+		switch {
+		case strings.HasSuffix(name, " ns/op") || strings.HasSuffix(name, " syscalls/op"):
 			judge = judgeTiming
+		case strings.HasSuffix(name, " B/op") || strings.HasSuffix(name, " copied-B/op"):
+			judge = judgeBytes
 		}
 		out = append(out, abMetric{name, judge, true})
 	}

@@ -5,9 +5,11 @@ package probe
 // rendering.
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"golang.org/x/perf/benchmath"
 )
@@ -17,6 +19,7 @@ type judgement int
 
 const (
 	judgeExact        judgement = iota // counts: any change beyond rounding is real
+	judgeBytes                         // byte counts: the same, and at least a byte
 	judgeTiming                        // timings: Mann-Whitney U and a 2% change
 	judgeInstructions                  // callgrind counts: beyond the runs' own spread
 )
@@ -31,7 +34,7 @@ type abMetric struct {
 var abMetrics = []abMetric{
 	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
 	// which move with timing: it is judged as timings are.
-	{"allocs/req", judgeExact, true}, {"B/req", judgeExact, true}, {"copied-B/req", judgeExact, true}, {"syscalls/req", judgeTiming, true},
+	{"allocs/req", judgeExact, true}, {"B/req", judgeBytes, true}, {"copied-B/req", judgeBytes, true}, {"syscalls/req", judgeTiming, true},
 	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
 }
 
@@ -44,6 +47,45 @@ func metricsFor(c Config) []abMetric {
 		return instructionMetrics
 	}
 	return abMetrics
+}
+
+// endpointUnits are the figures compared for each endpoint of a request
+// file, as the whole mix's are judged.
+var endpointUnits = []abMetric{{"allocs/req", judgeExact, true}, {"B/req", judgeBytes, true}, {"copied-B/req", judgeBytes, true},
+	{"syscalls/req", judgeTiming, true}, {"cpu-us/req", judgeTiming, true}}
+
+// endpointValues reads one endpoint's figures for endpointUnits.
+func endpointValues(e EndpointSummary) map[string]float64 {
+	v := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	return map[string]float64{"allocs/req": v(e.Allocs), "B/req": v(e.AllocBytes), "copied-B/req": v(e.CopiedBytes),
+		"syscalls/req": v(e.Syscalls), "cpu-us/req": v(e.CPUUS)}
+}
+
+// endpointABMetrics lists each endpoint's metrics measured in both arms
+// ("GET /x allocs/req"), endpoint by endpoint in name order.
+func endpointABMetrics(before, after map[string][]float64) []abMetric {
+	var out []abMetric
+	names := map[string]bool{}
+	for k := range before {
+		for _, u := range endpointUnits {
+			if e, ok := strings.CutSuffix(k, " "+u.name); ok && e != "" && len(after[k]) > 0 {
+				names[e] = true
+			}
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(names)) {
+		for _, u := range endpointUnits {
+			if len(before[e+" "+u.name]) > 0 && len(after[e+" "+u.name]) > 0 {
+				out = append(out, abMetric{e + " " + u.name, u.judge, u.higherWorse})
+			}
+		}
+	}
+	return out
 }
 
 // metricValues reads a run's figures for the metrics; NaN when absent.
@@ -74,7 +116,9 @@ func medianOf(x []float64) float64 {
 }
 
 // compareMetric judges one metric. Counts are exact: a change beyond
-// rounding (0.5% and 0.02) is one. Timings need a Mann-Whitney U p < 0.05
+// rounding (0.5% and 0.02; for bytes, 0.5% and one byte: the background
+// work every goroutine's count holds, such as one 40-byte copy in 2000
+// ops, is not a change of the code under review) is one. Timings need a Mann-Whitney U p < 0.05
 // and a change of more than 2%. Instruction counts repeat to a fraction of
 // a percent but not exactly: a change is one when no run of one arm falls
 // within the other's range and the medians differ by more than 0.1% and
@@ -97,6 +141,8 @@ func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric 
 	switch judge {
 	case judgeExact:
 		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
+	case judgeBytes:
+		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 1)
 	case judgeInstructions:
 		if len(b) < 2 || len(a) < 2 {
 			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -36,6 +37,9 @@ commands:
          attribution window and an off-CPU window, write a results folder
   ab     build two git revisions, measure them in interleaved rounds, test
          significance, write the review table (-before REV -after REV)
+  review every server and benchmark of .perfspy.yml at two revisions, the
+         file's gates, a pull request comment and line annotations
+         (docs/review.md)
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   cost   what perfspy's instruments cost, against the references
@@ -348,6 +352,18 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		return ab, opt, ExitUsage, false
 	}
 	return ab, opt, 0, true
+}
+
+// ABConfigFromArgs reads probe ab's arguments as the command does, for a
+// front (probe review) that drives probe ab from a file: the error is what
+// the command would print.
+func ABConfigFromArgs(args []string) (ABConfig, error) {
+	var e bytes.Buffer
+	ab, _, _, ok := parseABFlags(args, &e)
+	if !ok {
+		return ab, errors.New(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(e.String()), "probe ab: ")))
+	}
+	return ab, nil
 }
 
 func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -17,6 +17,7 @@ import (
 	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/cost"
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/review"
 )
 
 func main() {
@@ -26,6 +27,9 @@ func main() {
 		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
 			benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.Allocdiff, cost.Flame, cost.Attribution}
 			return cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], stdout, stderr)
+		}
+		if len(os.Args) > 1 && os.Args[1] == "review" {
+			return review.Main(ctx, os.Args[2:], stdout, stderr)
 		}
 		return probe.Main(ctx, os.Args[1:], stdout, stderr)
 	})

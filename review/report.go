@@ -1,0 +1,247 @@
+package review
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/perfspy/perfspy/internal/safetext"
+)
+
+// CommentLimit is the size review.md stays within: GitHub refuses a
+// comment over 65536 characters; the rest is left for a note.
+const CommentLimit = 60000
+
+// write writes review.md, review.json and annotations.txt, and appends
+// review.md to $GITHUB_STEP_SUMMARY when it is set.
+func (r *Result) write(getenv func(string) string) error {
+	md := r.Markdown(CommentLimit)
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	var ann strings.Builder
+	for _, a := range r.Annotations {
+		ann.WriteString(workflowCommand(a) + "\n")
+	}
+	for name, data := range map[string][]byte{"review.md": []byte(md), "review.json": append(js, '\n'), "annotations.txt": []byte(ann.String())} {
+		if err := os.WriteFile(filepath.Join(r.Dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if p := getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
+		_, err = f.WriteString(md + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
+	}
+	return nil
+}
+
+// Markdown is review.md, at most limit bytes: the verdict, a line per
+// changed figure, each change's functions and annotated lines, then the
+// rest folded. Sections that do not fit are left out whole, with a note.
+func (r *Result) Markdown(limit int) string {
+	var head strings.Builder
+	changed := r.changed()
+	title := map[string]string{"pass": "pass", "fail": "FAIL", "not judged": "not judged"}[r.Verdict]
+	switch {
+	case r.Verdict == "fail":
+		fmt.Fprintf(&head, "## perfspy review: %s, %d gate(s) failed\n\n", title, len(r.GateFailed))
+	case len(changed) == 0:
+		fmt.Fprintf(&head, "## perfspy review: %s, no figure changed\n\n", title)
+	default:
+		fmt.Fprintf(&head, "## perfspy review: %s, %d figure(s) changed within their gates\n\n", title, len(changed))
+	}
+	fmt.Fprintf(&head, "base %s (%s) → head %s (%s). Counts are exact and gate on any change past their allowed growth; timings are judged with significance.\n\n",
+		safetext.Code(short(r.Base["commit"])), safetext.Markdown(r.Base["rev"]), safetext.Code(short(r.Head["commit"])), safetext.Markdown(r.Head["rev"]))
+	if len(changed) > 0 {
+		head.WriteString("| | figure | before | after | change | verdict |\n|---|---|---:|---:|---:|---|\n")
+		for _, ch := range changed {
+			head.WriteString(changeRow(ch.item, ch.c))
+		}
+		head.WriteString("\n")
+	}
+	for _, why := range r.Reasons {
+		fmt.Fprintf(&head, "- not judged: %s\n", safetext.Markdown(why))
+	}
+	if len(r.Reasons) > 0 {
+		head.WriteString("\n")
+	}
+	var sections []string
+	for _, ch := range changed {
+		sections = append(sections, r.changeSection(ch.item, ch.c))
+	}
+	sections = append(sections, r.details())
+	out := head.String()
+	left := 0
+	for i, s := range sections {
+		note := ""
+		if rest := len(sections) - i - 1; rest > 0 {
+			note = fmt.Sprintf("\n_%d more section(s) left out to stay under GitHub's comment size: see review.json and the results folder._\n", rest+1)
+		}
+		if len(out)+len(s)+len(note) > limit {
+			left = len(sections) - i
+			break
+		}
+		out += s
+	}
+	if left > 0 {
+		out += fmt.Sprintf("\n_%d section(s) left out to stay under GitHub's comment size: see review.json and the results folder._\n", left)
+	}
+	if len(out) > limit { // the head alone is too long: cut at a line
+		cut := strings.LastIndex(out[:limit-200], "\n")
+		out = out[:cut+1] + "\n_cut to stay under GitHub's comment size: see review.json._\n"
+	}
+	return out
+}
+
+type itemChange struct {
+	item *Item
+	c    Change
+}
+
+// changed lists the figures that changed (a regression or an
+// improvement), failed gates first.
+func (r *Result) changed() []itemChange {
+	var out []itemChange
+	for _, it := range r.Items {
+		for _, c := range it.Changes {
+			if c.Verdict == "regression" || c.Verdict == "improvement" {
+				out = append(out, itemChange{it, c})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b itemChange) int {
+		if a.c.Failed != b.c.Failed {
+			if a.c.Failed {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func what(it *Item, c Change) string {
+	s := it.Kind + " " + it.Name
+	if c.Subject != "" && c.Subject != it.Name {
+		s += ", " + c.Subject
+	}
+	return s
+}
+
+func changeRow(it *Item, c Change) string {
+	verdict := c.Verdict
+	switch {
+	case c.Failed:
+		verdict = fmt.Sprintf("❌ %s, past its gate of %g%%", c.Verdict, *c.Gate)
+	case c.Gate != nil && c.Verdict == "regression":
+		verdict = fmt.Sprintf("⚠️ %s, within its gate of %g%%", c.Verdict, *c.Gate)
+	case c.Verdict == "improvement":
+		verdict = "✅ improvement"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s (%+.1f%%) | %s |\n", safetext.Markdown(what(it, c)), safetext.Markdown(c.Metric),
+		fig(c.Before), fig(c.After), signed(c.Delta), c.DeltaPct, verdict)
+}
+
+func fig(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func signed(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%+.4g", v)
+}
+
+// changeSection is one change's explanation: the functions whose share
+// moved (probe ab's table, top rows) and the lines annotated.
+func (r *Result) changeSection(it *Item, c Change) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s: %s %s\n\n", safetext.Markdown(what(it, c)), safetext.Markdown(c.Metric), signed(c.Delta))
+	var rows []string
+	for _, f := range it.Functions {
+		if f.Profile == c.profile && len(rows) < 8 {
+			rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(&b, "| function (%s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(c.profile))
+		b.WriteString(strings.Join(rows, ""))
+		b.WriteString("\n")
+	} else if c.profile != "" {
+		b.WriteString("No function's share moved by a hundredth or more.\n\n")
+	}
+	n := 0
+	for _, a := range r.Annotations {
+		if a.Item == it.Name && a.Subject == c.Subject || a.Item == it.Name && c.Subject == it.route && a.Subject == it.route {
+			if n == 0 {
+				b.WriteString("Lines (head):\n\n")
+			}
+			if n < 10 {
+				fmt.Fprintf(&b, "- %s %s: %s\n", safetext.Code(fmt.Sprintf("%s:%d", a.File, a.Line)), safetext.Code(a.Func), safetext.Markdown(a.Message))
+			}
+			n++
+		}
+	}
+	if n > 10 {
+		fmt.Fprintf(&b, "- and %d more (annotations.txt)\n", n-10)
+	}
+	if n > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// details is the folded rest: every figure of every item, and the
+// configuration.
+func (r *Result) details() string {
+	var b strings.Builder
+	b.WriteString("<details><summary>Everything measured</summary>\n\n")
+	b.WriteString("| | figure | before | after | change | verdict |\n|---|---|---:|---:|---:|---|\n")
+	for _, it := range r.Items {
+		for _, c := range it.Changes {
+			b.WriteString(changeRow(it, c))
+		}
+	}
+	b.WriteString("\nResults folders: ")
+	for i, it := range r.Items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(safetext.Code(it.Dir))
+	}
+	fmt.Fprintf(&b, ".\n\nConfiguration: %s", safetext.Code(r.Config))
+	if r.cfg != nil {
+		gates := sortedKeys(r.cfg.Gates)
+		if len(gates) > 0 {
+			b.WriteString("; gates: ")
+			for i, g := range gates {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s %g%%", safetext.Markdown(g), r.cfg.Gates[g])
+			}
+		}
+		b.WriteString("; a count not named is gated at 0%")
+	}
+	b.WriteString(".\n\n</details>\n")
+	return b.String()
+}

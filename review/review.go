@@ -1,0 +1,470 @@
+// Package review is probe review: every server and benchmark of a
+// repository's .perfspy.yml measured at two revisions as probe ab measures
+// them, the gates of the file applied, and the result written where a pull
+// request is reviewed: a comment body (review.md), annotations on the
+// source lines that added the cost (GitHub workflow commands), and
+// review.json (docs/review.md).
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perfspy/perfspy/probe"
+)
+
+// Schema is review.json's schema name.
+const Schema = "perfspy.review/v1"
+
+// Options are probe review's flags.
+type Options struct {
+	Repo   string // a folder in the repository; default "."
+	Config string // default ROOT/.perfspy.yml
+	Base   string // default: the merge base with $GITHUB_BASE_REF or the default branch
+	Head   string // default HEAD
+	Out    string // default results/review_BASE_HEAD
+	// Cache keeps the base revision's exact counts by commit, Go version,
+	// configuration and perfspy version; with Timings off a cached base is
+	// not measured again.
+	Cache   string
+	Timings bool
+	// Rounds, Warmup and Duration override the configuration's.
+	Rounds           int
+	Warmup, Duration time.Duration
+	// Getenv reads the environment (GITHUB_BASE_REF, GITHUB_STEP_SUMMARY);
+	// nil is os.Getenv.
+	Getenv func(string) string
+}
+
+// Result is review.json.
+type Result struct {
+	Schema      string            `json:"schema"`
+	Base        map[string]string `json:"base"`
+	Head        map[string]string `json:"head"`
+	Verdict     string            `json:"verdict"` // pass, fail or not judged
+	Items       []*Item           `json:"items"`
+	Annotations []Annotation      `json:"annotations"`
+	GateFailed  []string          `json:"gate_failed,omitempty"`
+	Reasons     []string          `json:"reasons,omitempty"`
+	Config      string            `json:"config"`
+	Dir         string            `json:"-"`
+	cfg         *Config
+}
+
+// Item is one server or benchmark package, compared.
+type Item struct {
+	Kind    string   `json:"kind"` // server or benchmarks
+	Name    string   `json:"name"`
+	Dir     string   `json:"dir"` // its probe ab folder, relative to the review's
+	Judged  bool     `json:"judged"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Changes are its metrics, each route's or benchmark's, in the order
+	// probe ab lists them.
+	Changes   []Change           `json:"metrics"`
+	Functions []probe.ABFunction `json:"functions"`
+	// route is the request a server without a request file sends.
+	route string
+}
+
+// Change is one metric of a route (or of the whole mix) or of a benchmark.
+type Change struct {
+	Subject  string   `json:"subject"` // "GET /users/{id}", "BenchmarkEncode-2"
+	Metric   string   `json:"metric"`  // allocs/req, B/op...
+	Before   float64  `json:"before"`
+	After    float64  `json:"after"`
+	Delta    float64  `json:"delta"`
+	DeltaPct float64  `json:"delta_pct"`
+	Verdict  string   `json:"verdict"`
+	Gate     *float64 `json:"gate,omitempty"` // allowed growth in percent, when gated
+	Failed   bool     `json:"failed"`
+	profile  string   // the profile explaining it: "allocs", "GET /x allocs", "BenchmarkX-2 allocs"
+}
+
+// ErrGate is returned when a gate failed; ErrNotJudged when nothing could
+// be judged.
+var (
+	ErrGate      = errors.New("gate failed")
+	ErrNotJudged = errors.New("nothing could be judged")
+)
+
+// Review measures both revisions and writes the results folder.
+func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
+	logf := func(format string, a ...any) {
+		if logw != nil {
+			fmt.Fprintf(logw, "probe review: "+format+"\n", a...)
+		}
+	}
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	if opt.Repo == "" {
+		opt.Repo = "."
+	}
+	root, err := git(ctx, opt.Repo, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%s is not in a git repository: %w", opt.Repo, err)
+	}
+	if opt.Config == "" {
+		opt.Config = filepath.Join(root, ConfigFile)
+	}
+	cfg, err := LoadConfig(opt.Config, root)
+	if err != nil {
+		return nil, err
+	}
+	base, head, err := revisions(ctx, root, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: Schema, Base: base, Head: head, Config: opt.Config, cfg: cfg}
+	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
+		return nil, err
+	}
+	mod, _ := modulePath(root)
+	for _, s := range cfg.Servers {
+		logf("server %s: %s at %s and %s", s.Name, s.Target, short(base["commit"]), short(head["commit"]))
+		it, ab, err := measureServer(ctx, root, res.Dir, s, cfg, opt, base["commit"], head["commit"], logw)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", s.Name, err)
+		}
+		res.Items = append(res.Items, it)
+		res.addAnnotations(ctx, root, mod, it, ab)
+	}
+	for _, b := range cfg.Benchmarks {
+		logf("benchmarks %s %s at %s and %s", b.Package, b.Bench, short(base["commit"]), short(head["commit"]))
+		it, ab, err := measureBenchmarks(ctx, root, res.Dir, b, cfg, opt, base["commit"], head["commit"], logw)
+		if err != nil {
+			return nil, fmt.Errorf("benchmarks %s: %w", b.Package, err)
+		}
+		res.Items = append(res.Items, it)
+		res.addAnnotations(ctx, root, mod, it, ab)
+	}
+	res.verdict()
+	if err := res.write(opt.Getenv); err != nil {
+		return res, err
+	}
+	switch res.Verdict {
+	case "fail":
+		return res, fmt.Errorf("%w: %s", ErrGate, strings.Join(res.GateFailed, "; "))
+	case "not judged":
+		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
+	}
+	return res, nil
+}
+
+// measureServer runs probe ab on one server.
+func measureServer(ctx context.Context, root, out string, s Server, cfg *Config, opt Options, base, head string, logw io.Writer) (*Item, *probe.ABResult, error) {
+	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "servers", safeName(s.Name))}
+	args = append(args, windowArgs(cfg, opt, s.Rounds, s.Warmup, s.Duration)...)
+	for _, f := range []struct{ flag, v string }{{"-requests", s.Requests}, {"-path", s.Path}, {"-proto", s.Proto}, {"-method", s.Method}, {"-data", s.Data}, {"-args", s.Args}} {
+		if f.v == "" {
+			continue
+		}
+		v := f.v
+		if f.flag == "-requests" {
+			v = filepath.Join(root, v)
+		}
+		args = append(args, f.flag, v)
+	}
+	if s.Conns > 0 {
+		args = append(args, "-conns", strconv.Itoa(s.Conns))
+	}
+	args = append(args, filepath.Join(root, s.Target))
+	abc, err := probe.ABConfigFromArgs(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	ab, err := probe.AB(ctx, abc, progress(logw, s.Name))
+	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+		return nil, nil, err
+	}
+	it := &Item{Kind: "server", Name: s.Name, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	if s.Requests == "" {
+		it.route = routeOf(abc)
+	}
+	it.Changes = changes(ab, cfg, it.route, "req")
+	return it, ab, nil
+}
+
+// measureBenchmarks runs probe ab -bench on one package.
+func measureBenchmarks(ctx context.Context, root, out string, b Benchmark, cfg *Config, opt Options, base, head string, logw io.Writer) (*Item, *probe.ABResult, error) {
+	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "benchmarks", safeName(b.Package+"_"+b.Bench)), "-bench", b.Bench}
+	args = append(args, windowArgs(cfg, opt, b.Rounds, 0, 0)...)
+	if b.BenchTime != "" {
+		args = append(args, "-benchtime", b.BenchTime)
+	}
+	if b.Count > 0 {
+		args = append(args, "-count", strconv.Itoa(b.Count))
+	}
+	args = append(args, filepath.Join(root, b.Package))
+	abc, err := probe.ABConfigFromArgs(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	ab, err := probe.AB(ctx, abc, progress(logw, b.Package))
+	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+		return nil, nil, err
+	}
+	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it.Changes = changes(ab, cfg, "", "op")
+	return it, ab, nil
+}
+
+// windowArgs are the rounds and window lengths: the flag's, else the
+// item's, else the file's.
+func windowArgs(cfg *Config, opt Options, rounds int, warmup, duration time.Duration) []string {
+	var a []string
+	if r := first(opt.Rounds, rounds, cfg.Rounds); r > 0 {
+		a = append(a, "-rounds", strconv.Itoa(r))
+	}
+	if w := first(opt.Warmup, warmup, cfg.Warmup); w > 0 {
+		a = append(a, "-warmup", w.String())
+	}
+	if d := first(opt.Duration, duration, cfg.Duration); d > 0 {
+		a = append(a, "-duration", d.String())
+	}
+	return a
+}
+
+func first[T int | time.Duration](v ...T) T {
+	for _, x := range v {
+		if x > 0 {
+			return x
+		}
+	}
+	return 0
+}
+
+// progress prefixes probe ab's progress lines with the item's name.
+func progress(w io.Writer, name string) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return &prefixWriter{w: w, prefix: "  " + name + ": "}
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if l != "" {
+			if _, err := io.WriteString(p.w, p.prefix+l); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// routeOf is the request a server without a request file is sent.
+func routeOf(ab probe.ABConfig) string {
+	if m := ab.Run.Method; strings.Contains(m, "/") {
+		return m
+	}
+	path := ab.Run.Path
+	if path == "" {
+		path = "/"
+	}
+	method := ab.Run.Method
+	if method == "" {
+		method = "GET"
+	}
+	return method + " " + path
+}
+
+// changes reads probe ab's metrics as the review's: each metric's
+// subject (a route, a benchmark, or route for the whole mix) and unit,
+// and its gate.
+func changes(ab *probe.ABResult, cfg *Config, route, per string) []Change {
+	var out []Change
+	for _, name := range ab.MetricNames() {
+		m := ab.Metrics[name]
+		subject, unit := route, name
+		if i := strings.LastIndex(name, " "); i >= 0 {
+			subject, unit = name[:i], name[i+1:]
+		}
+		c := Change{Subject: subject, Metric: unit, Before: m.Before, After: m.After, Delta: m.Delta, DeltaPct: m.DeltaPct, Verdict: m.Verdict}
+		switch {
+		case strings.HasSuffix(unit, "allocs/"+per) || strings.HasSuffix(unit, "B/"+per) && !strings.HasPrefix(unit, "copied"):
+			c.profile = "allocs"
+		case unit == "copied-B/"+per:
+			c.profile = "copies"
+		case unit == "syscalls/"+per:
+			c.profile = "syscalls"
+		}
+		if c.profile != "" && subject != route {
+			c.profile = subject + " " + c.profile
+		}
+		if pct, gated := cfg.Gate(unit); gated {
+			c.Gate = &pct
+			c.Failed = m.Verdict == "regression" && (pct == 0 || m.DeltaPct > pct)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// verdict sets the review's verdict: fail when a gate failed, not judged
+// when no item compared a count, else pass.
+func (r *Result) verdict() {
+	counted := false
+	for _, it := range r.Items {
+		for _, c := range it.Changes {
+			if c.Failed {
+				r.GateFailed = append(r.GateFailed, fmt.Sprintf("%s %s %s %+.4g (%+.2f%%)", it.Name, c.Subject, c.Metric, c.Delta, c.DeltaPct))
+			}
+			counted = counted || IsCount(c.Metric) && c.Verdict != "not judged" && !isNaN(c.Before)
+		}
+		for _, why := range it.Reasons {
+			r.Reasons = append(r.Reasons, it.Name+": "+why)
+		}
+	}
+	switch {
+	case len(r.GateFailed) > 0:
+		r.Verdict = "fail"
+	case !counted:
+		r.Verdict = "not judged"
+		if len(r.Reasons) == 0 {
+			r.Reasons = append(r.Reasons, "no count was measured in both revisions")
+		}
+	default:
+		r.Verdict = "pass"
+	}
+}
+
+func isNaN(f float64) bool { return f != f }
+
+// revisions resolves the base and the head to commits.
+func revisions(ctx context.Context, root string, opt Options) (base, head map[string]string, err error) {
+	headRev := opt.Head
+	if headRev == "" {
+		headRev = "HEAD"
+	}
+	headSHA, err := git(ctx, root, "rev-parse", "--verify", headRev+"^{commit}")
+	if err != nil {
+		return nil, nil, fmt.Errorf("-head %s: %w", headRev, err)
+	}
+	baseRev := opt.Base
+	if baseRev == "" {
+		branch, err := defaultBranch(ctx, root, opt.Getenv("GITHUB_BASE_REF"))
+		if err != nil {
+			return nil, nil, err
+		}
+		mb, err := git(ctx, root, "merge-base", headSHA, branch)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the merge base of %s and %s: %w", headRev, branch, err)
+		}
+		baseRev = branch
+		return map[string]string{"rev": "merge-base(" + branch + ")", "commit": mb}, map[string]string{"rev": headRev, "commit": headSHA}, nil
+	}
+	baseSHA, err := git(ctx, root, "rev-parse", "--verify", baseRev+"^{commit}")
+	if err != nil {
+		return nil, nil, fmt.Errorf("-base %s: %w", baseRev, err)
+	}
+	return map[string]string{"rev": baseRev, "commit": baseSHA}, map[string]string{"rev": headRev, "commit": headSHA}, nil
+}
+
+// defaultBranch is the branch a review compares against: the pull
+// request's base ($GITHUB_BASE_REF) or the remote's default branch, as
+// the repository knows them.
+func defaultBranch(ctx context.Context, root, baseRef string) (string, error) {
+	var cands []string
+	if baseRef != "" {
+		cands = append(cands, "origin/"+baseRef, baseRef)
+	} else {
+		if ref, err := git(ctx, root, "symbolic-ref", "--short", "refs/remotes/origin/HEAD"); err == nil {
+			cands = append(cands, ref)
+		}
+		cands = append(cands, "origin/main", "main", "origin/master", "master")
+	}
+	for _, c := range cands {
+		if _, err := git(ctx, root, "rev-parse", "--verify", "-q", c+"^{commit}"); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no base revision: none of %s exists (give -base)", strings.Join(cands, ", "))
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// modulePath reads the module path of root's go.mod.
+func modulePath(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^module\s+"?([^"\s]+)"?`).FindSubmatch(b)
+	if m == nil {
+		return "", errors.New("go.mod has no module line")
+	}
+	return string(m[1]), nil
+}
+
+// makeOut makes the results folder, never an existing one.
+func makeOut(out, base, head string) (string, error) {
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("review_%s_%s", short(base), short(head)))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
+	}
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return "", err
+	}
+	for _, d := range []string{"servers", "benchmarks"} {
+		if err := os.Mkdir(filepath.Join(out, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// safeName makes a folder name of s.
+func safeName(s string) string {
+	s = strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_.")
+	if s == "" {
+		return "_"
+	}
+	return s
+}
+
+func rel(base, path string) string {
+	if r, err := filepath.Rel(base, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// sortedKeys is maps.Keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

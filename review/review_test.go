@@ -1,0 +1,231 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
+)
+
+// The test repository: a server whose GET /users/{id} handler and a codec
+// whose Encode the head revision each make allocate once more, on known
+// lines.
+const serverBase = `package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+
+	"example.com/rv/codec"
+)
+
+var sink []byte
+
+func user(w http.ResponseWriter, r *http.Request) {
+	b := codec.Encode(r.PathValue("id"))
+	//EXTRA
+	w.Write(b)
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	http.HandleFunc("GET /users/{id}", user)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+
+const codecBase = `package codec
+
+var Sink []byte
+
+// Encode returns the user's record.
+//
+//go:noinline
+func Encode(id string) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, "user "...)
+	//EXTRA
+	return append(b, id...)
+}
+`
+
+const codecTest = `package codec
+
+import "testing"
+
+func BenchmarkEncode(b *testing.B) {
+	for b.Loop() {
+		Sink = Encode("42")
+	}
+}
+`
+
+const configYAML = `# what probe review measures
+servers:
+  - name: api
+    target: ./server
+    path: /users/7
+benchmarks:
+  - package: ./codec
+    bench: 'BenchmarkEncode$'
+    benchtime: 2000x
+gates:
+  allocs/req: 0%
+  B/req: 1%
+  allocs/op: 0%
+`
+
+type repo struct {
+	t   *testing.T
+	dir string
+}
+
+func (r *repo) git(args ...string) string {
+	r.t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", r.dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (r *repo) commit(files map[string]string, msg string) string {
+	r.t.Helper()
+	for name, src := range files {
+		p := filepath.Join(r.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", msg)
+	return r.git("rev-parse", "HEAD")
+}
+
+// lineOf is the 1-based line of the first line of src containing s.
+func lineOf(t *testing.T, src, s string) int {
+	for i, l := range strings.Split(src, "\n") {
+		if strings.Contains(l, s) {
+			return i + 1
+		}
+	}
+	t.Fatalf("no line with %q", s)
+	return 0
+}
+
+// makeReviewRepo makes the repository: main (the base), then "extra"
+// (one more 64-byte allocation per request in main.user, one more per op
+// in codec.Encode, each on its own new line), and "comment" from main
+// (a comment changes).
+func makeReviewRepo(t *testing.T) (r *repo, base, extra, comment string, serverHead, codecHead string) {
+	r = &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	base = r.commit(map[string]string{"go.mod": "module example.com/rv\n\ngo 1.26\n", "server/main.go": serverBase, "codec/codec.go": codecBase,
+		"codec/codec_test.go": codecTest, ".perfspy.yml": configYAML}, "base")
+	serverHead = strings.Replace(serverBase, "//EXTRA", "sink = make([]byte, 64) // one more per request", 1)
+	codecHead = strings.Replace(codecBase, "//EXTRA", "Sink = make([]byte, 16) // one more per op", 1)
+	extra = r.commit(map[string]string{"server/main.go": serverHead, "codec/codec.go": codecHead}, "extra allocations")
+	r.git("checkout", "-q", "-b", "comment", base)
+	comment = r.commit(map[string]string{"server/main.go": strings.Replace(serverBase, "//EXTRA", "// A comment changes nothing.", 1)}, "a comment")
+	return
+}
+
+func runReview(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	full := append([]string{"-q", "-repo", dir, "-rounds", "2", "-warmup", "200ms", "-duration", "700ms"}, args...)
+	code = Main(context.Background(), full, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// TestReview: the head that adds an allocation per request in a handler
+// and one per op in a benchmarked function fails the 0% gates, and each
+// annotation names the file and the line (in the head) that added it; the
+// head that changes a comment passes with no count changed.
+func TestReview(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a server and a benchmark at two revisions; skipped with -short")
+	}
+	r, base, extra, comment, serverHead, codecHead := makeReviewRepo(t)
+	out := filepath.Join(t.TempDir(), "review")
+	summary := filepath.Join(t.TempDir(), "step-summary.md")
+	t.Setenv("GITHUB_STEP_SUMMARY", summary)
+	code, stdout, stderr := runReview(t, r.dir, "-base", base, "-head", extra, "-out", out)
+	if code != cmdmain.Failed || !strings.Contains(stderr, "gate failed") {
+		t.Fatalf("exit %d, want 1 (a gate failed)\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B) in GET /users/7", lineOf(t, serverHead, "one more per request")),
+		fmt.Sprintf("::error file=codec/codec.go,line=%d,", lineOf(t, codecHead, "one more per op")),
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	md := readFile(t, filepath.Join(out, "review.md"))
+	for _, want := range []string{"FAIL", "server api, GET /users/7", "allocs/req", "BenchmarkEncode", "`main.user`", "`example.com/rv/codec.Encode`"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("review.md lacks %q:\n%s", want, md)
+		}
+	}
+	if s := readFile(t, summary); s != md+"\n" {
+		t.Errorf("GITHUB_STEP_SUMMARY holds %d bytes, not review.md", len(s))
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "review.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Schema != Schema || res.Verdict != "fail" || len(res.Annotations) < 2 {
+		t.Errorf("review.json: schema %s, verdict %s, %d annotations", res.Schema, res.Verdict, len(res.Annotations))
+	}
+	if ann := readFile(t, filepath.Join(out, "annotations.txt")); !strings.HasPrefix(stdout, ann) {
+		t.Errorf("annotations.txt is not what stdout printed:\n%s", ann)
+	}
+	t.Logf("review.md:\n%s", md)
+
+	out2 := filepath.Join(t.TempDir(), "review")
+	code, stdout, stderr = runReview(t, r.dir, "-base", base, "-head", comment, "-out", out2)
+	if code != cmdmain.OK || strings.Contains(stdout, "::") {
+		t.Fatalf("a comment: exit %d, want 0 and no annotation\n%s%s", code, stdout, stderr)
+	}
+	var res2 Result
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out2, "review.json"))), &res2); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range res2.Items {
+		for _, c := range it.Changes {
+			if IsCount(c.Metric) && c.Verdict != "no change" {
+				t.Errorf("a comment: %s %s %s: %s", it.Name, c.Subject, c.Metric, c.Verdict)
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
