@@ -6,6 +6,8 @@ package review
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -297,6 +299,38 @@ func mapLine(hunks []hunk, line int) (int, bool) {
 		off += h.d - h.b
 	}
 	return line + off, true
+}
+
+// codeQualityIssue is one issue of a GitLab Code Quality report (the
+// subset of the Code Climate format GitLab reads).
+type codeQualityIssue struct {
+	Description string `json:"description"`
+	CheckName   string `json:"check_name"`
+	Fingerprint string `json:"fingerprint"`
+	Severity    string `json:"severity"` // major for an error, minor for a warning
+	Location    struct {
+		Path  string `json:"path"`
+		Lines struct {
+			Begin int `json:"begin"`
+		} `json:"lines"`
+	} `json:"location"`
+}
+
+// codeQuality is the annotations as a GitLab Code Quality report.
+func codeQuality(as []Annotation) ([]byte, error) {
+	issues := make([]codeQualityIssue, 0, len(as))
+	for _, a := range as {
+		var q codeQualityIssue
+		q.Description = a.Title + ": " + a.Message
+		q.CheckName = "perfspy-" + strings.NewReplacer("/", "-per-").Replace(a.Metric)
+		q.Fingerprint = fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{a.Item, a.Subject, a.Metric, a.File, a.Func, strconv.Itoa(a.Line)}, "\x00"))))[:32]
+		q.Severity = map[string]string{"error": "major", "warning": "minor"}[a.Level]
+		q.Location.Path = a.File
+		q.Location.Lines.Begin = a.Line
+		issues = append(issues, q)
+	}
+	b, err := json.MarshalIndent(issues, "", "  ")
+	return append(b, '\n'), err
 }
 
 // workflowCommand is a GitHub workflow command line for a.

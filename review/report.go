@@ -12,6 +12,10 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 )
 
+// CommentMarker opens review.md: the action updates the comment that
+// starts with it instead of adding one per push.
+const CommentMarker = "<!-- perfspy-review -->"
+
 // CommentLimit is the size review.md stays within: GitHub refuses a
 // comment over 65536 characters; the rest is left for a note.
 const CommentLimit = 60000
@@ -28,7 +32,11 @@ func (r *Result) write(getenv func(string) string) error {
 	for _, a := range r.Annotations {
 		ann.WriteString(workflowCommand(a) + "\n")
 	}
-	for name, data := range map[string][]byte{"review.md": []byte(md), "review.json": append(js, '\n'), "annotations.txt": []byte(ann.String())} {
+	cq, err := codeQuality(r.Annotations)
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{"review.md": []byte(md), "review.json": append(js, '\n'), "annotations.txt": []byte(ann.String()), "codequality.json": cq} {
 		if err := os.WriteFile(filepath.Join(r.Dir, name), data, 0o644); err != nil {
 			return err
 		}
@@ -54,6 +62,8 @@ func (r *Result) write(getenv func(string) string) error {
 // rest folded. Sections that do not fit are left out whole, with a note.
 func (r *Result) Markdown(limit int) string {
 	var head strings.Builder
+	// The marker by which the GitHub action finds its comment to update.
+	head.WriteString(CommentMarker + "\n")
 	changed := r.changed()
 	title := map[string]string{"pass": "pass", "fail": "FAIL", "not judged": "not judged"}[r.Verdict]
 	switch {

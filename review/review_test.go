@@ -90,6 +90,8 @@ gates:
   allocs/req: 0%
   B/req: 1%
   allocs/op: 0%
+warmup: 200ms
+duration: 700ms
 `
 
 type repo struct {
@@ -133,7 +135,7 @@ func lineOf(t *testing.T, src, s string) int {
 	return 0
 }
 
-// makeReviewRepo makes the repository: main (the base), then "extra"
+// makeReviewRepo makes the repository: main (the base), then branch "extra"
 // (one more 64-byte allocation per request in main.user, one more per op
 // in codec.Encode, each on its own new line), and "comment" from main
 // (a comment changes).
@@ -142,6 +144,7 @@ func makeReviewRepo(t *testing.T) (r *repo, base, extra, comment string, serverH
 	r.git("init", "-q", "-b", "main")
 	base = r.commit(map[string]string{"go.mod": "module example.com/rv\n\ngo 1.26\n", "server/main.go": serverBase, "codec/codec.go": codecBase,
 		"codec/codec_test.go": codecTest, ".perfspy.yml": configYAML}, "base")
+	r.git("checkout", "-q", "-b", "extra")
 	serverHead = strings.Replace(serverBase, "//EXTRA", "sink = make([]byte, 64) // one more per request", 1)
 	codecHead = strings.Replace(codecBase, "//EXTRA", "Sink = make([]byte, 16) // one more per op", 1)
 	extra = r.commit(map[string]string{"server/main.go": serverHead, "codec/codec.go": codecHead}, "extra allocations")
