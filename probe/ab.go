@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,14 @@ type ABConfig struct {
 	MaxRegress map[string]float64
 	Control    string // an endpoint whose figures must not change
 	Top        int    // function rows per profile; default 10
+	// CountsOnly compares exact counts only: one round per arm is
+	// enough, and timings are not judged (probe review -timings=false).
+	CountsOnly bool
+	// BeforeRuns are results folders of earlier rounds of the before
+	// revision (probe review's cache): used in its place, not measured
+	// again; BeforeWorktree is where that revision's sources were then.
+	BeforeRuns     []string
+	BeforeWorktree string
 }
 
 // abProfiles are the profiles whose functions ab compares, when a run
@@ -134,7 +143,10 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 		return nil, err
 	}
 	res := ab.res
-	res.Profiles, res.Worktrees = ab.profiles, ab.dirs
+	res.Profiles, res.Worktrees = ab.profiles, maps.Clone(ab.dirs)
+	if len(cfg.BeforeRuns) > 0 {
+		res.Worktrees["before"] = cfg.BeforeWorktree
+	}
 	if err := ab.persist(); err != nil {
 		return nil, err
 	}
@@ -247,10 +259,19 @@ func (ab *abRun) rounds(ctx context.Context) error {
 	ab.control = map[string]map[string][]float64{"before": {}, "after": {}}
 	ab.profiles = map[string]map[string][]string{"before": {}, "after": {}}
 	var order strings.Builder
+	if len(ab.cfg.BeforeRuns) > 0 {
+		if err := ab.reuse(); err != nil {
+			return err
+		}
+		order.WriteString(strings.Repeat("a", len(ab.cfg.BeforeRuns)))
+	}
 	for r := 0; r < ab.cfg.Rounds; r++ {
 		arms := []string{"before", "after"}
 		if r%2 == 1 {
 			arms[0], arms[1] = arms[1], arms[0]
+		}
+		if len(ab.cfg.BeforeRuns) > 0 {
+			arms = []string{"after"}
 		}
 		for _, arm := range arms {
 			order.WriteByte(map[string]byte{"before": 'A', "after": 'B'}[arm])
@@ -298,28 +319,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	}); err != nil {
 		return err
 	}
-	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly {
-		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
-	}
-	for k, v := range metricValues(s) {
-		ab.values[arm][k] = append(ab.values[arm][k], v)
-	}
-	for _, p := range abProfiles {
-		if f, ok := s.Files[p]; ok {
-			ab.profiles[arm][p] = append(ab.profiles[arm][p], filepath.Join(rr.Dir, f))
-		}
-	}
-	// A request file's endpoints, each measured in windows of its own.
-	for _, e := range s.Endpoints {
-		for k, v := range endpointValues(e) {
-			ab.values[arm][e.Name+" "+k] = append(ab.values[arm][e.Name+" "+k], v)
-		}
-		for p, f := range e.Files {
-			ab.profiles[arm][e.Name+" "+p] = append(ab.profiles[arm][e.Name+" "+p], filepath.Join(rr.Dir, f))
-		}
-	}
-	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
-	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
+	ab.ingest(r, arm, rr.Dir, s)
 	if cfg.Control == "" {
 		return nil
 	}
@@ -331,6 +331,60 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	}
 	for k, v := range metricValues(cr.Summary) {
 		ab.control[arm][k] = append(ab.control[arm][k], v)
+	}
+	return nil
+}
+
+// ingest takes one round's results folder into arm's figures, profiles
+// and bench.txt.
+func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
+	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly && !ab.cfg.CountsOnly {
+		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
+	}
+	for k, v := range metricValues(s) {
+		ab.values[arm][k] = append(ab.values[arm][k], v)
+	}
+	for _, p := range abProfiles {
+		if f, ok := s.Files[p]; ok {
+			ab.profiles[arm][p] = append(ab.profiles[arm][p], filepath.Join(dir, f))
+		}
+	}
+	// A request file's endpoints, each measured in windows of its own.
+	for _, e := range s.Endpoints {
+		for k, v := range endpointValues(e) {
+			ab.values[arm][e.Name+" "+k] = append(ab.values[arm][e.Name+" "+k], v)
+		}
+		for p, f := range e.Files {
+			ab.profiles[arm][e.Name+" "+p] = append(ab.profiles[arm][e.Name+" "+p], filepath.Join(dir, f))
+		}
+	}
+	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
+	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
+}
+
+// reuse takes the before arm's rounds from cfg.BeforeRuns, results
+// folders of earlier runs of the same revision, instead of measuring it.
+func (ab *abRun) reuse() error {
+	for i, dir := range ab.cfg.BeforeRuns {
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			return fmt.Errorf("an earlier run of the before revision: %w", err)
+		}
+		if ab.cfg.Bench.Bench != "" {
+			var s BenchSummary
+			if err := json.Unmarshal(b, &s); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+			}
+			if err := ab.ingestBench("before", dir, &s); err != nil {
+				return err
+			}
+			continue
+		}
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+		}
+		ab.ingest(i, "before", dir, &s)
 	}
 	return nil
 }
@@ -359,8 +413,15 @@ func (ab *abRun) judge() {
 			}
 		}
 	}
-	if cfg.Rounds < 2 {
+	if cfg.Rounds < 2 && !cfg.CountsOnly {
 		res.Reasons = append(res.Reasons, "too few rounds: need at least 2 per arm")
+	}
+	if cfg.CountsOnly {
+		for _, m := range metrics {
+			if x := res.Metrics[m.name]; m.judge == judgeTiming || m.judge == judgeInstructions {
+				x.Verdict, x.Why = "not judged", "counts only (timings are not compared)"
+			}
+		}
 	}
 	res.Judged = len(res.Reasons) == 0
 	if res.Judged {

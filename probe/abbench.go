@@ -61,23 +61,29 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 	if err := ab.push(rc, r, arm, func() error { return pushBench(ctx, rc.Push, res.Dir, res.Summary, map[string]string{"arm": arm}) }); err != nil {
 		return err
 	}
+	return ab.ingestBench(arm, res.Dir, res.Summary)
+}
+
+// ingestBench takes one benchmark round's results folder into arm's
+// figures and profiles.
+func (ab *abRun) ingestBench(arm, dir string, s *BenchSummary) error {
 	v := func(p *float64) float64 {
 		if p == nil {
 			return math.NaN()
 		}
 		return *p
 	}
-	for _, b := range res.Summary.Benchmarks {
+	for _, b := range s.Benchmarks {
 		for unit, x := range map[string]float64{"ns/op": v(b.PerOp.NS), "allocs/op": b.PerOp.Allocs, "B/op": b.PerOp.AllocBytes,
 			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls)} {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
 		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
 			if f, ok := b.Files[p]; ok {
-				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(res.Dir, f))
+				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(dir, f))
 			}
 		}
 	}
 	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
-	return writeBenchText(&ab.bench, res.Summary)
+	return writeBenchText(&ab.bench, s)
 }

@@ -180,14 +180,11 @@ func measureServer(ctx context.Context, root, out string, s Server, cfg *Config,
 		args = append(args, "-conns", strconv.Itoa(s.Conns))
 	}
 	args = append(args, filepath.Join(root, s.Target))
-	abc, err := probe.ABConfigFromArgs(args)
+	ab, err := runAB(ctx, args, opt, cfg, "server "+s.Name, progress(logw, s.Name))
 	if err != nil {
 		return nil, nil, err
 	}
-	ab, err := probe.AB(ctx, abc, progress(logw, s.Name))
-	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
-		return nil, nil, err
-	}
+	abc, _ := probe.ABConfigFromArgs(args)
 	it := &Item{Kind: "server", Name: s.Name, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	if s.Requests == "" {
 		it.route = routeOf(abc)
@@ -207,17 +204,52 @@ func measureBenchmarks(ctx context.Context, root, out string, b Benchmark, cfg *
 		args = append(args, "-count", strconv.Itoa(b.Count))
 	}
 	args = append(args, filepath.Join(root, b.Package))
-	abc, err := probe.ABConfigFromArgs(args)
+	ab, err := runAB(ctx, args, opt, cfg, "benchmarks "+b.Package+" "+b.Bench, progress(logw, b.Package))
 	if err != nil {
-		return nil, nil, err
-	}
-	ab, err := probe.AB(ctx, abc, progress(logw, b.Package))
-	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
 		return nil, nil, err
 	}
 	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.Changes = changes(ab, cfg, "", "op")
 	return it, ab, nil
+}
+
+// runAB runs probe ab with args. With -timings=false it compares counts
+// only, one round per revision unless -rounds says otherwise, and takes
+// the base's rounds from the cache when it has them; with -cache, the
+// base's rounds are kept there afterwards.
+func runAB(ctx context.Context, args []string, opt Options, cfg *Config, item string, logw io.Writer) (*probe.ABResult, error) {
+	abc, err := probe.ABConfigFromArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if !opt.Timings {
+		abc.CountsOnly = true
+		if opt.Rounds == 0 {
+			abc.Rounds = 1
+		}
+	}
+	var key string
+	if opt.Cache != "" {
+		if key, err = cacheKey(ctx, abc.Before, cfg, item); err != nil {
+			return nil, err
+		}
+		if runs, wt, ok := cacheLookup(opt.Cache, key); ok && !opt.Timings {
+			abc.BeforeRuns, abc.BeforeWorktree = runs, wt
+			if logw != nil {
+				fmt.Fprintf(logw, "the base's counts from the cache (%s)\n", filepath.Join(opt.Cache, key))
+			}
+		}
+	}
+	ab, err := probe.AB(ctx, abc, logw)
+	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+		return nil, err
+	}
+	if key != "" && len(abc.BeforeRuns) == 0 {
+		if err := cacheStore(opt.Cache, key, ab); err != nil {
+			return nil, fmt.Errorf("-cache: %w", err)
+		}
+	}
+	return ab, nil
 }
 
 // windowArgs are the rounds and window lengths: the flag's, else the

@@ -232,3 +232,43 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestReviewCache: with -timings=false a review compares exact counts, one
+// run per revision; with -cache the base's runs are kept, and the second
+// review of the same base measures only the head, with the same verdict
+// and the same annotations.
+func TestReviewCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a server and a benchmark; skipped with -short")
+	}
+	r, base, extra, _, _, _ := makeReviewRepo(t)
+	cache := filepath.Join(t.TempDir(), "cache")
+	var anns [2]string
+	for i := range 2 {
+		out := filepath.Join(t.TempDir(), "review")
+		var o, e bytes.Buffer
+		code := Main(context.Background(), []string{"-repo", r.dir, "-base", base, "-head", extra, "-out", out, "-timings=false", "-cache", cache}, &o, &e)
+		if code != cmdmain.Failed {
+			t.Fatalf("review %d: exit %d\n%s%s", i+1, code, o.String(), e.String())
+		}
+		anns[i] = readFile(t, filepath.Join(out, "annotations.txt"))
+		cached := strings.Count(e.String(), "the base's counts from the cache")
+		befores, _ := filepath.Glob(filepath.Join(out, "*", "*", "runs", "*-before"))
+		afters, _ := filepath.Glob(filepath.Join(out, "*", "*", "runs", "*-after"))
+		if want := []int{0, 2}[i]; cached != want || len(afters) != 2 || len(befores) != 2-want {
+			t.Errorf("review %d: %d items from the cache (want %d), %d base runs, %d head runs\n%s", i+1, cached, want, len(befores), len(afters), e.String())
+		}
+		var res Result
+		if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "review.json"))), &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range res.Items {
+			if !it.Judged {
+				t.Errorf("review %d: %s not judged: %v", i+1, it.Name, it.Reasons)
+			}
+		}
+	}
+	if anns[0] != anns[1] || !strings.Contains(anns[1], "::error file=server/main.go") {
+		t.Errorf("the annotations differ:\n%s\n---\n%s", anns[0], anns[1])
+	}
+}
