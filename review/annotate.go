@@ -62,8 +62,10 @@ func (r *Result) addAnnotations(ctx context.Context, root, mod string, it *Item,
 		metric string
 	}
 	todo := map[string]*want{} // profile -> what grew
+	// A request file's routes are annotated one by one, not as the mix.
+	routes := slices.ContainsFunc(it.Changes, func(c Change) bool { return c.Subject != it.route })
 	for _, c := range it.Changes {
-		if c.profile == "" || c.Verdict != "regression" || !IsCount(c.Metric) {
+		if c.profile == "" || c.Verdict != "regression" || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.route {
 			continue
 		}
 		w := todo[c.profile]

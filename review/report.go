@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/probe"
 )
 
 // CommentMarker opens review.md: the action updates the comment that
@@ -90,8 +91,20 @@ func (r *Result) Markdown(limit int) string {
 		head.WriteString("\n")
 	}
 	var sections []string
+	done := map[string]bool{}
 	for _, ch := range changed {
-		sections = append(sections, r.changeSection(ch.item, ch.c))
+		k := ch.item.Name + "\x00" + ch.c.Subject
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		var same []Change
+		for _, o := range changed {
+			if o.item == ch.item && o.c.Subject == ch.c.Subject {
+				same = append(same, o.c)
+			}
+		}
+		sections = append(sections, r.changeSection(ch.item, same))
 	}
 	sections = append(sections, r.details())
 	out := head.String()
@@ -181,27 +194,41 @@ func signed(v float64) string {
 	return fmt.Sprintf("%+.4g", v)
 }
 
-// changeSection is one change's explanation: the functions whose share
-// moved (probe ab's table, top rows) and the lines annotated.
-func (r *Result) changeSection(it *Item, c Change) string {
+// changeSection explains the changes of one route or benchmark: the
+// functions whose share moved in each profile behind them (probe ab's
+// table, top rows, per request or op) and the lines annotated.
+func (r *Result) changeSection(it *Item, cs []Change) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s: %s %s\n\n", safetext.Markdown(what(it, c)), safetext.Markdown(c.Metric), signed(c.Delta))
-	var rows []string
-	for _, f := range it.Functions {
-		if f.Profile == c.profile && len(rows) < 8 {
-			rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
-		}
+	c := cs[0]
+	var figs []string
+	for _, x := range cs {
+		figs = append(figs, safetext.Markdown(x.Metric)+" "+signed(x.Delta))
 	}
-	if len(rows) > 0 {
-		fmt.Fprintf(&b, "| function (%s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(c.profile))
+	fmt.Fprintf(&b, "### %s: %s\n\n", safetext.Markdown(what(it, c)), strings.Join(figs, ", "))
+	profiles := map[string]bool{}
+	for _, x := range cs {
+		if x.profile == "" || profiles[x.profile] {
+			continue
+		}
+		profiles[x.profile] = true
+		var rows []string
+		for _, f := range it.Functions {
+			if f.Profile == x.profile && len(rows) < 8 {
+				rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
+			}
+		}
+		if len(rows) == 0 {
+			fmt.Fprintf(&b, "%s: no function's share moved by a hundredth or more.\n\n", safetext.Markdown(x.profile))
+			continue
+		}
+		unit := it.Functions[slices.IndexFunc(it.Functions, func(f probe.ABFunction) bool { return f.Profile == x.profile })].Sample
+		fmt.Fprintf(&b, "| function (%s, %s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(x.profile), safetext.Markdown(unit))
 		b.WriteString(strings.Join(rows, ""))
 		b.WriteString("\n")
-	} else if c.profile != "" {
-		b.WriteString("No function's share moved by a hundredth or more.\n\n")
 	}
 	n := 0
 	for _, a := range r.Annotations {
-		if a.Item == it.Name && a.Subject == c.Subject || a.Item == it.Name && c.Subject == it.route && a.Subject == it.route {
+		if a.Item == it.Name && a.Subject == c.Subject {
 			if n == 0 {
 				b.WriteString("Lines (head):\n\n")
 			}

@@ -186,6 +186,7 @@ func measureServer(ctx context.Context, root, out string, s Server, cfg *Config,
 	}
 	abc, _ := probe.ABConfigFromArgs(args)
 	it := &Item{Kind: "server", Name: s.Name, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it.route = "the request mix"
 	if s.Requests == "" {
 		it.route = routeOf(abc)
 	}

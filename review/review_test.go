@@ -42,6 +42,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 	http.HandleFunc("GET /users/{id}", user)
+	http.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
@@ -81,7 +82,7 @@ const configYAML = `# what probe review measures
 servers:
   - name: api
     target: ./server
-    path: /users/7
+    requests: perf/requests.txt
 benchmarks:
   - package: ./codec
     bench: 'BenchmarkEncode$'
@@ -143,7 +144,8 @@ func makeReviewRepo(t *testing.T) (r *repo, base, extra, comment string, serverH
 	r = &repo{t: t, dir: t.TempDir()}
 	r.git("init", "-q", "-b", "main")
 	base = r.commit(map[string]string{"go.mod": "module example.com/rv\n\ngo 1.26\n", "server/main.go": serverBase, "codec/codec.go": codecBase,
-		"codec/codec_test.go": codecTest, ".perfspy.yml": configYAML}, "base")
+		"codec/codec_test.go": codecTest, ".perfspy.yml": configYAML,
+		"perf/requests.txt": "GET /users/7\nGET /health\n"}, "base")
 	r.git("checkout", "-q", "-b", "extra")
 	serverHead = strings.Replace(serverBase, "//EXTRA", "sink = make([]byte, 64) // one more per request", 1)
 	codecHead = strings.Replace(codecBase, "//EXTRA", "Sink = make([]byte, 16) // one more per op", 1)
@@ -200,6 +202,17 @@ func TestReview(t *testing.T) {
 	}
 	if res.Schema != Schema || res.Verdict != "fail" || len(res.Annotations) < 2 {
 		t.Errorf("review.json: schema %s, verdict %s, %d annotations", res.Schema, res.Verdict, len(res.Annotations))
+	}
+	// Each route on its own: the handler that allocates more, and the one
+	// that does not.
+	routes := map[string]Change{}
+	for _, c := range res.Items[0].Changes {
+		if c.Metric == "allocs/req" {
+			routes[c.Subject] = c
+		}
+	}
+	if u, h := routes["GET /users/7"], routes["GET /health"]; u.Verdict != "regression" || !u.Failed || u.Delta < 1.98 || u.Delta > 2.02 || h.Verdict != "no change" {
+		t.Errorf("allocs/req by route: %+v", routes)
 	}
 	if ann := readFile(t, filepath.Join(out, "annotations.txt")); !strings.HasPrefix(stdout, ann) {
 		t.Errorf("annotations.txt is not what stdout printed:\n%s", ann)
