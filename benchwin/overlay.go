@@ -47,12 +47,6 @@ const Env = "PERFSPY_BENCH_DIR"
 // attached.
 const SyncEnv = "PERFSPY_BENCH_SYNC"
 
-// NEnv names a file of "NAME N" lines, one per result of an earlier run
-// (the timing run), in order: each benchmark's measured run then has that
-// run's b.N, as with -benchtime Nx, instead of testing's ramp to the
-// benchmark time. A result the file does not name runs as testing decides.
-const NEnv = "PERFSPY_BENCH_N"
-
 // edits are the recorder's calls in testing/benchmark.go, and how many
 // times each old text occurs. Each stays on its line, so that line numbers
 // in profiles do not move.
@@ -79,10 +73,6 @@ var edits = []struct {
 	// processBench: the result printed comes from b's last run.
 	{"\t\t\tresults := r.String()\n",
 		"\t\t\tperfspyResult(b, benchName); results := r.String()\n", 1},
-	// processBench: with NEnv, the run's b.N is the one the timing run
-	// found for this result (no ramp).
-	{"\t\t\tr := b.doBench()\n",
-		"\t\t\tperfspyFixN(b, benchName); r := b.doBench()\n", 1},
 }
 
 // Table is a runtime spy's table the recorder reads.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +93,13 @@ func (cfg *BenchConfig) args() []string {
 	return a
 }
 
+// countedBenchTime is the benchmark time of the counted and traced runs
+// when -benchtime is not given: testing scales b.N to it as it scales it
+// to its 1s default in the timing run. The instrumented runs cost each op
+// several times a plain op (a memmove with its stack walked), and their
+// figures are counts, which do not need a second of them.
+const countedBenchTime = "100ms"
+
 // BenchResult is what RunBench produced.
 type BenchResult struct {
 	Dir     string
@@ -131,21 +137,20 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err != nil {
 		return nil, err
 	}
-	// The instrumented runs take the plain run's b.N for each result:
-	// no ramp to the benchmark time, and figures per op of the same N.
-	nFile := filepath.Join(priv, "bench-n.txt")
-	if err := writeBenchN(filepath.Join(out, "bench-plain.txt"), nFile); err != nil {
-		return nil, err
+	// Counts converge long before a timing does: unless -benchtime
+	// says otherwise, the instrumented runs are shorter (countedBenchTime).
+	counted := cfg
+	if counted.BenchTime == "" {
+		counted.BenchTime = countedBenchTime
 	}
-	cfg.Env = append(slices.Clip(cfg.Env), benchwin.NEnv+"="+nFile)
 	logf("counting the benchmarks' timed regions")
-	win, err := runBenchWindow(ctx, tgt, cfg, priv, out)
+	win, err := runBenchWindow(ctx, tgt, counted, priv, out)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
-		if win.offcpu, err = runBenchTrace(ctx, tgt, cfg, priv, out); err != nil {
+		if win.offcpu, err = runBenchTrace(ctx, tgt, counted, priv, out); err != nil {
 			return nil, err
 		}
 	}
@@ -213,26 +218,6 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 		return nil, fmt.Errorf("no benchmark of %s matches -bench %q (%s)", tgt.Spec, cfg.Bench, logPath)
 	}
 	return ns, r.Err()
-}
-
-// writeBenchN writes the b.N of each result line of a benchmark run's
-// output (NAME N ...), in order, as benchwin.NEnv's file.
-func writeBenchN(benchOut, path string) error {
-	data, err := os.ReadFile(benchOut)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
-		}
-		if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
-			fmt.Fprintf(&b, "%s %d\n", f[0], n)
-		}
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
 // benchWindow is what the instrumented run left: the recorder's results

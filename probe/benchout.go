@@ -100,12 +100,21 @@ type topTable struct {
 	remainder int64
 }
 
+// countedNote says how long the counted run's benchmarks ran when it
+// was not the timing run's -benchtime.
+func countedNote(cfg BenchConfig) string {
+	if cfg.BenchTime == "" {
+		return ", -benchtime " + countedBenchTime
+	}
+	return ""
+}
+
 func (o *benchOutput) write() error {
 	o.s = &BenchSummary{
 		Schema: SummarySchema, Kind: "benchmarks", Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion,
 		Bench: o.cfg.Bench, Benchtime: o.cfg.BenchTime, Count: o.cfg.Count, Build: o.tgt.BuildCheck,
 		Sources: map[string]string{
-			"allocs": "allocspy+benchwin", "benchmem": "testing -benchmem (the counted run)",
+			"allocs": "allocspy+benchwin", "benchmem": "testing -benchmem (the counted run" + countedNote(o.cfg) + ")",
 			"ns": "plain test binary", "copies": "none", "syscalls": "none",
 		},
 		Files: map[string]string{"plain_output": "bench-plain.txt", "counted_output": "bench-window.txt"},
