@@ -238,14 +238,7 @@ func hpackInt(b []byte, first byte, n uint, v int) []byte {
 
 // Close closes the connections.
 func (d *GRPCLean) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i, c := range d.conns {
-		if c != nil {
-			c.c.Close()
-			d.conns[i] = nil
-		}
-	}
+	closeConns(&d.mu, d.conns, func(c *h2Conn) { c.c.Close() })
 	return nil
 }
 

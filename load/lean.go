@@ -114,15 +114,21 @@ func serializeRequest(opt HTTPOptions, uri, host string) []byte {
 
 // Close closes the connections.
 func (d *Lean) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i, c := range d.conns {
+	closeConns(&d.mu, d.conns, func(c *leanConn) { c.c.Close() })
+	return nil
+}
+
+// closeConns closes each connection of a driver's workers and forgets it,
+// under the lock that guards them.
+func closeConns[C any](mu *sync.Mutex, conns []*C, closeOne func(*C)) {
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range conns {
 		if c != nil {
-			c.c.Close()
-			d.conns[i] = nil
+			closeOne(c)
+			conns[i] = nil
 		}
 	}
-	return nil
 }
 
 // step is one request of worker i: sent on its connection (dialled when

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -273,37 +272,18 @@ service EchoService { rpc Echo(SimpleMessage) returns (SimpleMessage); }
 // most 0.8x the server's CPU per call. A run that names a busy machine is
 // retried once, then skipped with the reason.
 func TestLightGRPCJudged(t *testing.T) {
-	skipShort(t)
-	if runtime.NumCPU() < 2 {
-		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
-	}
-	busy := 0
-	var stdout, stderr string
-	for try := 1; try <= 3; try++ {
-		out := filepath.Join(t.TempDir(), "out")
-		var code int
-		code, stdout, stderr = probeRun(t, "-offcpu=false", "-copies", "off", "-duration", "2s", "-out", out, "../targets/grpcecho")
-		if code == ExitOK {
-			var s Summary
-			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
-				t.Fatal(err)
-			}
-			if s.Driver == nil || s.Driver.Name != "grpc" || s.PerRequest.CPUUS == nil {
-				t.Fatalf("driver %+v, server CPU %v", s.Driver, s.PerRequest.CPUUS)
-			}
-			ratio := s.Driver.CPUUS / *s.PerRequest.CPUUS
-			t.Logf("driver %.2f µs per call, server %.2f: %.3fx", s.Driver.CPUUS, *s.PerRequest.CPUUS, ratio)
-			if ratio > 0.8 {
-				t.Errorf("the lean gRPC driver spends %.3fx the server's CPU per call, want at most 0.8", ratio)
-			}
-			return
+	judgedLight(t, "../targets/grpcecho", func(out, _ string) {
+		var s Summary
+		if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+			t.Fatal(err)
 		}
-		t.Logf("try %d: exit %d\n%s%s", try, code, stdout, stderr)
-		if code == ExitNotJudged && strings.Contains(stdout, "the machine was busy") {
-			if busy++; busy == 2 {
-				t.Skipf("skipped: the machine was busy in two runs (the run said so):\n%s", stdout)
-			}
+		if s.Driver == nil || s.Driver.Name != "grpc" || s.PerRequest.CPUUS == nil {
+			t.Fatalf("driver %+v, server CPU %v", s.Driver, s.PerRequest.CPUUS)
 		}
-	}
-	t.Errorf("targets/grpcecho not judged in three tries with the lean gRPC driver:\n%s%s", stdout, stderr)
+		ratio := s.Driver.CPUUS / *s.PerRequest.CPUUS
+		t.Logf("driver %.2f µs per call, server %.2f: %.3fx", s.Driver.CPUUS, *s.PerRequest.CPUUS, ratio)
+		if ratio > 0.8 {
+			t.Errorf("the lean gRPC driver spends %.3fx the server's CPU per call, want at most 0.8", ratio)
+		}
+	})
 }

@@ -1068,6 +1068,20 @@ func TestFloor(t *testing.T) {
 // on a 2-core machine: the driver costs less than the server, so the
 // server sets the pace. A noisy machine (steal time in a VM) gets two more tries.
 func TestLightTargetJudged(t *testing.T) {
+	judgedLight(t, "../targets/floor", func(out, stdout string) {
+		if !strings.Contains(stdout, "driver        lean:") {
+			t.Errorf("not the lean driver:\n%s", stdout)
+		}
+	})
+}
+
+// judgedLight runs a light target until a run is judged (three tries),
+// then calls check with its results folder and output. A run that names
+// a busy machine (its threads waited in a run queue) cannot be judged
+// there, and that is the right answer: retried once, then skipped with
+// the reason.
+func judgedLight(t *testing.T, target string, check func(out, stdout string)) {
+	t.Helper()
 	skipShort(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
@@ -1075,25 +1089,21 @@ func TestLightTargetJudged(t *testing.T) {
 	var stdout, stderr string
 	busy := 0
 	for try := 1; try <= 3; try++ {
+		out := filepath.Join(t.TempDir(), "out")
 		var code int
-		code, stdout, stderr = probeRun(t, "-offcpu=false", "-copies", "off", "-duration", "2s", "../targets/floor")
+		code, stdout, stderr = probeRun(t, "-offcpu=false", "-copies", "off", "-duration", "2s", "-out", out, target)
 		if code == ExitOK {
-			if !strings.Contains(stdout, "driver        lean:") {
-				t.Errorf("not the lean driver:\n%s", stdout)
-			}
+			check(out, stdout)
 			return
 		}
 		t.Logf("try %d: exit %d\n%s%s", try, code, stdout, stderr)
-		// The run names a busy machine (its threads waited in a run
-		// queue): the light target cannot be judged there, and that is
-		// the right answer. Retried once, then skipped with the reason.
 		if code == ExitNotJudged && strings.Contains(stdout, "the machine was busy") {
 			if busy++; busy == 2 {
 				t.Skipf("skipped: the machine was busy in two runs (the run said so):\n%s", stdout)
 			}
 		}
 	}
-	t.Errorf("targets/floor not judged in three tries with the lean driver:\n%s%s", stdout, stderr)
+	t.Errorf("%s not judged in three tries:\n%s%s", target, stdout, stderr)
 }
 
 // busyLoops starts a CPU-bound process on each of cpus, ended with the

@@ -52,7 +52,7 @@ type siteCounts struct {
 }
 
 // addAnnotations annotates the lines behind each count of it that grew.
-func (r *Result) addAnnotations(ctx context.Context, root, mod string, it *Item, ab *probe.ABResult) {
+func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *probe.ABResult) {
 	per := "req"
 	if it.Kind == "benchmarks" {
 		per = "op"

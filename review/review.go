@@ -130,24 +130,30 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
 		return nil, err
 	}
-	mod, _ := modulePath(root)
+	// Every server, then every benchmark package: one probe ab each.
+	type job struct {
+		what    string
+		measure func() (*Item, *probe.ABResult, error)
+	}
+	var jobs []job
 	for _, s := range cfg.Servers {
-		logf("server %s: %s at %s and %s", s.Name, s.Target, short(base["commit"]), short(head["commit"]))
-		it, ab, err := measureServer(ctx, root, res.Dir, s, cfg, opt, base["commit"], head["commit"], logw)
-		if err != nil {
-			return nil, fmt.Errorf("server %s: %w", s.Name, err)
-		}
-		res.Items = append(res.Items, it)
-		res.addAnnotations(ctx, root, mod, it, ab)
+		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", func() (*Item, *probe.ABResult, error) {
+			return measureServer(ctx, root, res.Dir, s, cfg, opt, base["commit"], head["commit"], logw)
+		}})
 	}
 	for _, b := range cfg.Benchmarks {
-		logf("benchmarks %s %s at %s and %s", b.Package, b.Bench, short(base["commit"]), short(head["commit"]))
-		it, ab, err := measureBenchmarks(ctx, root, res.Dir, b, cfg, opt, base["commit"], head["commit"], logw)
+		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, func() (*Item, *probe.ABResult, error) {
+			return measureBenchmarks(ctx, root, res.Dir, b, cfg, opt, base["commit"], head["commit"], logw)
+		}})
+	}
+	for _, j := range jobs {
+		logf("%s at %s and %s", j.what, short(base["commit"]), short(head["commit"]))
+		it, ab, err := j.measure()
 		if err != nil {
-			return nil, fmt.Errorf("benchmarks %s: %w", b.Package, err)
+			return nil, fmt.Errorf("%s: %w", j.what, err)
 		}
 		res.Items = append(res.Items, it)
-		res.addAnnotations(ctx, root, mod, it, ab)
+		res.addAnnotations(ctx, root, it, ab)
 	}
 	res.verdict()
 	if err := res.write(opt.Getenv); err != nil {
@@ -437,19 +443,6 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// modulePath reads the module path of root's go.mod.
-func modulePath(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	m := regexp.MustCompile(`(?m)^module\s+"?([^"\s]+)"?`).FindSubmatch(b)
-	if m == nil {
-		return "", errors.New("go.mod has no module line")
-	}
-	return string(m[1]), nil
 }
 
 // makeOut makes the results folder, never an existing one.
