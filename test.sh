@@ -30,6 +30,11 @@ echo "== go vet"
 go vet ./...
 echo "== staticcheck"
 go tool staticcheck ./...
+echo "== cross-builds: flame and allocdiff on darwin and windows"
+# They read and write files only; probe and copyspy need Linux today.
+for p in darwin/arm64 darwin/amd64 windows/amd64 linux/arm64; do
+	GOOS=${p%/*} GOARCH=${p#*/} go build -o /dev/null ./cmd/flame ./cmd/allocdiff
+done
 echo "== unit tests, race detector"
 go test -race -short -count=1 ./...
 echo "== all tests"
