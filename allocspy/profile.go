@@ -2,6 +2,7 @@ package allocspy
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -33,7 +34,11 @@ func ReadReport(path string) (*wire.AllocReport, error) {
 // Profile turns a report into a pprof profile with SampleTypes, one sample
 // per stack. As in runtime/pprof's heap profile, the runtime frames above
 // the first frame outside the runtime are dropped, so the leaf is the site;
-// the function that called mallocgc is the sample label "via".
+// the function that called mallocgc is the sample label "via". An
+// allocation the runtime made inside another one (a GC assist that ends the
+// mark phase takes a sudog; see NestedAlloc) keeps its runtime frames, so
+// that the runtime's allocation is not charged to the line that asked for
+// the outer one.
 func Profile(r *wire.AllocReport) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:        SampleTypes,
@@ -46,6 +51,9 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 	sort.Slice(sites, func(i, j int) bool { return stacks.Key(sites[i].Stack) < stacks.Key(sites[j].Stack) })
 	for _, s := range sites {
 		stack, via := stacks.UserStack(s.Stack)
+		if NestedAlloc(s.Stack) {
+			stack = withoutDirect(stacks.Logical(s.Stack))
+		}
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(stack),
 			Value:    []int64{int64(s.Objects), int64(s.AllocBytes), int64(s.Blocks), int64(s.ReqBytes)},
@@ -64,4 +72,31 @@ func Totals(r *wire.AllocReport) (objects, allocBytes, blocks, reqBytes uint64) 
 		reqBytes += s.ReqBytes
 	}
 	return
+}
+
+// NestedAlloc reports whether an allocation's stack (innermost first,
+// [0] mallocgc's caller) passes through mallocgc again: the runtime
+// allocated while it served another allocation.
+func NestedAlloc(stack []wire.PCFrames) bool {
+	for i, pf := range stack {
+		for j, f := range pf.Frames {
+			if (i > 0 || j > 0) && strings.HasPrefix(f.Func, "runtime.mallocgc") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutDirect drops the innermost frame (mallocgc's caller, the label
+// "via"), so that the leaf is the runtime function that allocated.
+func withoutDirect(stack []wire.PCFrames) []wire.PCFrames {
+	if len(stack) == 0 {
+		return stack
+	}
+	if len(stack[0].Frames) > 1 {
+		first := wire.PCFrames{PC: stack[0].PC, Frames: stack[0].Frames[1:]}
+		return append([]wire.PCFrames{first}, stack[1:]...)
+	}
+	return stack[1:]
 }
