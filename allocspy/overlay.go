@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/routes"
 )
 
 //go:embed runtime/zz_allocspy.go.txt
@@ -90,6 +91,12 @@ func Overlay(goroot, goarch, goexperiment, dir string) (map[string]string, error
 		return nil, err
 	}
 	out[filepath.Join(rt, name)] = dst
+	// The recorder keys sites by the request mark.
+	mark, err := routes.RuntimeOverlay(goroot, dir)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, mark)
 	return out, nil
 }
 

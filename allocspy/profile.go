@@ -1,6 +1,7 @@
 package allocspy
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // Sample types of allocs.pb.gz written from allocspy, in this order.
@@ -34,7 +36,9 @@ func ReadReport(path string) (*wire.AllocReport, error) {
 // Profile turns a report into a pprof profile with SampleTypes, one sample
 // per stack. As in runtime/pprof's heap profile, the runtime frames above
 // the first frame outside the runtime are dropped, so the leaf is the site;
-// the function that called mallocgc is the sample label "via". An
+// the function that called mallocgc is the sample label "via", and the
+// request's route the label "route" (profkey.RouteLabel) when the target
+// marks requests. An
 // allocation the runtime made inside another one (a GC assist that ends the
 // mark phase takes a sudog; see NestedAlloc) keeps its runtime frames, so
 // that the runtime's allocation is not charged to the line that asked for
@@ -48,7 +52,9 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 	}
 	b := stacks.NewBuilder(p)
 	sites := append([]wire.AllocSite(nil), r.Sites...)
-	sort.Slice(sites, func(i, j int) bool { return stacks.Key(sites[i].Stack) < stacks.Key(sites[j].Stack) })
+	key := func(s wire.AllocSite) string { return s.Route + "\x00" + stacks.Key(s.Stack) }
+	sort.Slice(sites, func(i, j int) bool { return key(sites[i]) < key(sites[j]) })
+	routed := slices.ContainsFunc(sites, func(s wire.AllocSite) bool { return s.Route != "" })
 	for _, s := range sites {
 		stack, via := stacks.UserStack(s.Stack)
 		if NestedAlloc(s.Stack) {
@@ -57,7 +63,7 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(stack),
 			Value:    []int64{int64(s.Objects), int64(s.AllocBytes), int64(s.Blocks), int64(s.ReqBytes)},
-			Label:    map[string][]string{"via": {via}},
+			Label:    routeLabel(map[string][]string{"via": {via}}, routed, s.Route),
 		})
 	}
 	return p
@@ -99,4 +105,16 @@ func withoutDirect(stack []wire.PCFrames) []wire.PCFrames {
 		return append([]wire.PCFrames{first}, stack[1:]...)
 	}
 	return stack[1:]
+}
+
+// routeLabel adds the route label to labels when the report has routes:
+// the site's route, or profkey.Background.
+func routeLabel(labels map[string][]string, routed bool, route string) map[string][]string {
+	if routed {
+		if route == "" {
+			route = profkey.Background
+		}
+		labels[profkey.RouteLabel] = []string{route}
+	}
+	return labels
 }

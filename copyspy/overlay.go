@@ -17,11 +17,13 @@ package copyspy
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/routes"
 )
 
 //go:embed runtime/zz_copyspy.go.txt
@@ -95,6 +97,12 @@ func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 		}
 		out[filepath.Join(rt, name)] = dst
 	}
+	// The recorder keys sites by the request mark.
+	mark, err := routes.RuntimeOverlay(goroot, dir)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, mark)
 	return out, nil
 }
 

@@ -1,12 +1,14 @@
 package copyspy
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // Buckets names the size buckets, as the sample label "bucket" spells them.
@@ -31,7 +33,8 @@ const ProfileVersion = "perfspy.copies_profile=v2"
 // copy_calls/count, copied_bytes/bytes (memmove), clear_calls/count and
 // cleared_bytes/bytes (memclr), one sample per stack, kind and size bucket
 // (the other kind's pair is 0), with labels "bucket", "kind" and "via"
-// (the function that called memmove or memclr). Runtime frames above the
+// (the function that called memmove or memclr), and "route" when the
+// target marks requests (profkey.RouteLabel). Runtime frames above the
 // first frame outside the runtime are dropped, so the leaf is the site.
 func Profile(r *wire.CopyReport) *profile.Profile {
 	p := &profile.Profile{
@@ -43,6 +46,7 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 		Comments:          []string{ProfileVersion},
 	}
 	b := stacks.NewBuilder(p)
+	routed := slices.ContainsFunc(r.Sites, func(s wire.CopySite) bool { return s.Route != "" })
 	for _, s := range sortedSites(r.Sites) {
 		user, via := stacks.UserStack(s.Stack)
 		stack := b.Locations(user)
@@ -59,6 +63,13 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 				Value:    v,
 				Label:    map[string][]string{"bucket": {Buckets[bk]}, "kind": {s.Kind}, "via": {via}},
 			})
+			if routed {
+				route := s.Route
+				if route == "" {
+					route = profkey.Background
+				}
+				p.Sample[len(p.Sample)-1].Label[profkey.RouteLabel] = []string{route}
+			}
 		}
 	}
 	return p
@@ -67,7 +78,7 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 // sortedSites orders sites by their stacks, so output is deterministic.
 func sortedSites(sites []wire.CopySite) []wire.CopySite {
 	out := append([]wire.CopySite(nil), sites...)
-	key := func(s wire.CopySite) string { return s.Kind + ";" + stacks.Key(s.Stack) }
+	key := func(s wire.CopySite) string { return s.Kind + ";" + s.Route + ";" + stacks.Key(s.Stack) }
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/routes"
 )
 
 // RegionType is the execution-trace region that marks one request served
@@ -27,34 +28,21 @@ type edit struct {
 //     on the stream's own goroutine.
 //
 // perfspyRequestBegin costs one atomic load when tracing is off: the
-// region is only real inside the off-CPU window, whose trace is on.
+// region is only real inside the off-CPU window, whose trace is on. It
+// also marks the request's goroutine with its route (package routes),
+// and the ServeMux edit moves the mark to the pattern it matched.
 var requestEdits = []edit{
 	{"server.go",
 		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
-		"\t\tperfspyRegion := perfspyRequestBegin(ctx); serverHandler{c.server}.ServeHTTP(w, w.req)\n"},
+		"\t\tperfspyRegion := perfspyRequestBegin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"},
 	{"server.go",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"},
+	{"server.go", routes.HTTPMuxEdit[0], routes.HTTPMuxEdit[1]},
 	{"h2_bundle.go",
 		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
-		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context()); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"},
+		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"},
 }
-
-// requestFile is added to net/http: the one place that names runtime/trace,
-// so that the edits need no new import line.
-const requestFile = `package http
-
-import (
-	"context"
-	"runtime/trace"
-)
-
-// perfspyRequestBegin opens the region that marks a request for perfspy's
-// off-CPU window; a no-op region while no trace runs.
-func perfspyRequestBegin(ctx context.Context) *trace.Region {
-	return trace.StartRegion(ctx, "` + RegionType + `")
-}
-`
 
 // Overlay writes net/http's files with the request boundaries into dir and
 // returns the go build -overlay Replace entries, keyed by GOROOT paths.
@@ -76,10 +64,13 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 		}
 		files[path] = strings.Replace(text, e.old, e.new, 1)
 	}
-	files[filepath.Join(src, "zz_perfspy_request.go")] = requestFile
-	out := map[string]string{}
+	files[filepath.Join(src, routes.HTTPFileName)] = routes.HTTPFile(RegionType)
+	out, err := routes.RuntimeOverlay(goroot, dir)
+	if err != nil {
+		return nil, err
+	}
 	for path, text := range files {
-		if _, err := os.Stat(path); err == nil && filepath.Base(path) == "zz_perfspy_request.go" {
+		if _, err := os.Stat(path); err == nil && filepath.Base(path) == routes.HTTPFileName {
 			return nil, capability.Shape("request boundaries", "%s already exists in GOROOT", path)
 		}
 		dst := filepath.Join(dir, "http_"+filepath.Base(path))

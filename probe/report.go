@@ -40,6 +40,9 @@ type reportInput struct {
 func (r *reportInput) markdown(w io.Writer) {
 	writeReport(w, r.s, r.sites, r.requests, r.totals)
 	writeCopyReport(w, r.copySites, r.copyRequests, r.copyTotal)
+	if len(r.s.Routes) > 0 {
+		writeRoutesTable(w, routesOf(r.s), true, 0)
+	}
 	writeSyscallReport(w, r.s)
 	writeOffCPUReport(w, r.s)
 }
@@ -229,6 +232,9 @@ func WriteTerminal(w io.Writer, r *Result) {
 		clears = fmt.Sprintf("; cleared %s calls/req, %s B/req", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0))
 	}
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req%s  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), clears, s.Sources["copies"])
+	if len(s.Routes) > 1 {
+		writeRoutesTable(w, routesOf(s), false, 5)
+	}
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, SourceNone+": no request boundaries") {
 		// Outside net/http (gRPC, fasthttp), say why there is no

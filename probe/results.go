@@ -33,13 +33,16 @@ const (
 	SourceNone          = "none"
 	SourceAllocspy      = "allocspy"
 	SourceCopiesOverlay = "copyspy-overlay"
-	minServerCoreFrac   = 0.9
+	// SourceRoutes: the request mark (routes overlay) on each allocation and copy.
+	SourceRoutes      = "request-mark"
+	minServerCoreFrac = 0.9
 )
 
 // rawFiles are what the agent wrote in the private folder; a path is ""
 // when that figure was not measured.
 type rawFiles struct {
 	cpu, heap, allocs, copies  string
+	routes                     string // requests per route in the attribution window
 	trace, blocking, wallclock string
 	wallclockPprof             bool // wallclock is fgprof's pprof file, not the agent's report
 }
@@ -67,6 +70,9 @@ type runOutput struct {
 	s     *Summary
 	files map[string][]byte // the results folder's files, by name
 	rep   reportInput
+	// The attribution window's routes and its profiles, routes labelled.
+	routeRep               *wire.RouteReport
+	allocsProf, copiesProf *profile.Profile
 }
 
 // writeResults turns the windows into the results folder: summarize,
@@ -77,7 +83,7 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.reasons = append(o.reasons, o.timingReasons()...)
 	// The steps before judge may add reasons; those after it may not
 	// (addReason fails the run rather than lose one).
-	steps := []func() error{o.allocations, o.copies, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
+	steps := []func() error{o.allocations, o.copies, o.routes, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -272,6 +278,10 @@ func (o *runOutput) allocations() error {
 		}
 		allocs = allocspy.Profile(rep)
 		allocs.Comments = o.comments(attr)
+		if err := o.readRoutes(); err != nil {
+			return err
+		}
+		o.routeLabels(allocs)
 		if err := o.allocspyFigures(rep); err != nil {
 			return err
 		}
@@ -280,6 +290,9 @@ func (o *runOutput) allocations() error {
 	}
 	if allocs == nil {
 		return nil
+	}
+	if raw.allocs != "" {
+		o.allocsProf = allocs
 	}
 	if err := o.addProfile("allocs.pb.gz", allocs); err != nil {
 		return err
@@ -329,6 +342,13 @@ func (o *runOutput) copies() error {
 	}
 	cp := copyspy.Profile(rep)
 	cp.Comments = append(o.comments(cw), cp.Comments...)
+	if cw == o.win.attr {
+		if err := o.readRoutes(); err != nil {
+			return err
+		}
+		o.routeLabels(cp)
+		o.copiesProf = cp
+	}
 	if cw != o.win.attr {
 		s.CopiesWindow = windowSummary(cw)
 	}

@@ -344,6 +344,12 @@ func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApa
 		raw.copies = filepath.Join(s.priv, "copies.json")
 		req.Counters["copies"] = raw.copies
 	}
+	// Requests per route, when the request mark is built in (the
+	// allocspy, copyspy and net/http overlays add it).
+	if (useAllocspy || useCopies && !copiesApart) && slices.Contains(s.hello.Counters, "routes") {
+		raw.routes = filepath.Join(s.priv, "routes.json")
+		req.Counters["routes"] = raw.routes
+	}
 	if s.cfg.seams.attributionCPUProfile {
 		req.CPUProfile = filepath.Join(s.priv, "cpu-attribution.pprof")
 	}

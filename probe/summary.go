@@ -70,6 +70,14 @@ type Summary struct {
 	// its requests measured alone.
 	Mix       *MixSummary       `json:"mix,omitempty"`
 	Endpoints []EndpointSummary `json:"endpoints,omitempty"`
+	// Routes split the attribution window by the route of the request
+	// each allocation and copy was made for (net/http targets: the
+	// request mark, docs/routes.md), most requested first; the
+	// background is the work outside any request, per second; the closure
+	// adds them up to the window's totals.
+	Routes           []RouteSummary `json:"routes,omitempty"`
+	RoutesBackground *RouteSummary  `json:"routes_background,omitempty"`
+	RoutesClosure    *RoutesClosure `json:"routes_closure,omitempty"`
 	// FloorRatio is the target's figure over targets/udpfloor's, measured
 	// in the same run with the same transfers (-floor): cpu_us,
 	// syscalls and datagrams per transfer, and cpu_us per datagram.

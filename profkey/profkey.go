@@ -18,6 +18,21 @@ import (
 // successful requests of the profile's window: "perfspy.requests=N".
 const RequestsComment = "perfspy.requests="
 
+// RouteLabel is the sample label that names the route of the request a
+// sample's allocations or copies were made for (package routes), so that
+// `go tool pprof -tagfocus route=...` selects one; Background is its value
+// for work outside any request. Profiles of targets without request marks
+// (not net/http) have no such label.
+const (
+	RouteLabel = "route"
+	Background = "background"
+)
+
+// RouteRequestsComment prefixes the comments that carry each route's
+// requests in the window: "perfspy.route_requests=N route" (the route
+// last, as it may hold spaces).
+const RouteRequestsComment = "perfspy.route_requests="
+
 // Requests returns the requests a profile's comment carries, 0 when it has
 // none (or a value that is not a positive count).
 func Requests(p *profile.Profile) int64 {

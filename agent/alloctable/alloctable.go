@@ -60,8 +60,11 @@ func (s *source) End(path string) error {
 		return err
 	}
 	rep := wire.AllocReport{Dropped: dropped}
+	names, _, _ := spytable.Routes()
 	for _, st := range sites {
-		rep.Sites = append(rep.Sites, wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:]))
+		site := wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:])
+		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])
+		rep.Sites = append(rep.Sites, site)
 	}
 	return wire.WriteJSON(path, &rep)
 }

@@ -54,8 +54,9 @@ type CopyReport struct {
 // CopySite is one stack's copies in the window, by size bucket
 // (<64, <1K, <16K, >=16K bytes).
 type CopySite struct {
-	Kind  string     `json:"kind"`  // memmove or memclr
-	Stack []PCFrames `json:"stack"` // innermost first: [0] is the direct caller
+	Kind  string     `json:"kind"`            // memmove or memclr
+	Route string     `json:"route,omitempty"` // the request's route (RouteReport); "" the background
+	Stack []PCFrames `json:"stack"`           // innermost first: [0] is the direct caller
 	Calls [4]uint64  `json:"calls"`
 	Bytes [4]uint64  `json:"bytes"`
 }
@@ -84,6 +85,24 @@ func AllocSiteOf(stack []PCFrames, delta []uint64) AllocSite {
 	return AllocSite{Stack: stack, Objects: delta[0], Blocks: delta[1], ReqBytes: delta[2], AllocBytes: delta[3]}
 }
 
+// RouteReport is the JSON file the "routes" counter writes at the end of a
+// window: the routes the request marks named, with the requests that
+// ended under each in the window, in the order they were named.
+type RouteReport struct {
+	Routes []RouteCount `json:"routes"`
+}
+
+// RouteCount is one route's requests in a window. Into names the route
+// that every request begun under this one ended under, when the server's
+// mux moved them (a path route to its pattern), "" otherwise;
+// IntoSeveral is set when they ended under more than one.
+type RouteCount struct {
+	Name        string `json:"name"`
+	Requests    uint64 `json:"requests"`
+	Into        string `json:"into,omitempty"`
+	IntoSeveral bool   `json:"into_several,omitempty"`
+}
+
 // AllocReport is the JSON file the allocation counter writes at the end of
 // a window.
 type AllocReport struct {
@@ -93,11 +112,12 @@ type AllocReport struct {
 
 // AllocSite is one stack's allocations in the window.
 type AllocSite struct {
-	Stack      []PCFrames `json:"stack"`       // innermost first: [0] is mallocgc's caller
-	Objects    uint64     `json:"objects"`     // objects as the program asked for them
-	Blocks     uint64     `json:"blocks"`      // of those, the ones that took a heap slot of their own
-	ReqBytes   uint64     `json:"req_bytes"`   // bytes asked for
-	AllocBytes uint64     `json:"alloc_bytes"` // bytes taken (size classes)
+	Stack      []PCFrames `json:"stack"`           // innermost first: [0] is mallocgc's caller
+	Route      string     `json:"route,omitempty"` // the request's route (RouteReport); "" the background
+	Objects    uint64     `json:"objects"`         // objects as the program asked for them
+	Blocks     uint64     `json:"blocks"`          // of those, the ones that took a heap slot of their own
+	ReqBytes   uint64     `json:"req_bytes"`       // bytes asked for
+	AllocBytes uint64     `json:"alloc_bytes"`     // bytes taken (size classes)
 }
 
 // PCFrames is one return PC and the frames it expands to, inlined ones

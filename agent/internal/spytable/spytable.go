@@ -93,3 +93,7 @@ func (t *Table) End() ([]Site, uint64, error) {
 	}
 	return out, dropped - t.dropped, nil
 }
+
+// RouteWord is the slot word that holds the request mark the site was
+// counted under: a route's index, 0 for the background.
+const RouteWord = 2

@@ -1,0 +1,289 @@
+package probe
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/profkey"
+)
+
+// RouteSummary is one route's share of the attribution window: its
+// requests (those that ended under it, counted by the server's request
+// mark) and its figures per request, with the sites that make them.
+type RouteSummary struct {
+	Route    string `json:"route"`
+	Requests uint64 `json:"requests"`
+	// Totals over the window, from which the per-request figures are
+	// divided; the closure adds them up.
+	Allocs      int64 `json:"allocs"`
+	AllocBytes  int64 `json:"alloc_bytes"`
+	CopiedBytes int64 `json:"copied_bytes"`
+	// Per request; null when the route ended no request in the window
+	// (its work then shows in the totals only).
+	AllocsPerReq      *float64    `json:"allocs_per_req"`
+	AllocBytesPerReq  *float64    `json:"alloc_bytes_per_req"`
+	CopiedBytesPerReq *float64    `json:"copied_bytes_per_req"`
+	Sites             []RouteSite `json:"sites,omitempty"`
+	// Note says why the route's figures are not a request's: work begun
+	// under it that ended under several routes (before the mux routed it).
+	Note string `json:"note,omitempty"`
+}
+
+// RouteSite is one allocation site of a route, per request of the route.
+type RouteSite struct {
+	Func   string  `json:"func"`
+	Allocs float64 `json:"allocs"`
+	Bytes  float64 `json:"bytes"`
+}
+
+// RoutesClosure checks that the routes and the background add up to the
+// window's totals: the remainder is what no route or background holds
+// (0 unless a sample lost its label).
+type RoutesClosure struct {
+	Allocs          int64   `json:"allocs"`
+	AllocsRemainder int64   `json:"allocs_remainder"`
+	CopiedBytes     int64   `json:"copied_bytes"`
+	CopiedRemainder int64   `json:"copied_bytes_remainder"`
+	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count)
+	DriverRequests  int64   `json:"driver_requests"` // the driver's successes in the window
+	Seconds         float64 `json:"seconds"`
+}
+
+// RoutesOutput is summary.json's routes section: the routes most
+// requested first, the background per second, the closure.
+type RoutesOutput struct {
+	Routes     []RouteSummary `json:"routes"`
+	Background RouteSummary   `json:"background"` // totals; per_req fields are per second here
+	Closure    RoutesClosure  `json:"closure"`
+}
+
+// routeFolds reads the routes report and returns, for each route whose
+// requests all moved to another (the mux matched their pattern), that
+// route: its samples are relabelled so a request's work is in one route.
+func routeFolds(rep *wire.RouteReport) map[string]string {
+	folds := map[string]string{}
+	for _, r := range rep.Routes {
+		if r.Into != "" && !r.IntoSeveral && r.Requests == 0 {
+			folds[r.Name] = r.Into
+		}
+	}
+	return folds
+}
+
+// foldRoutes relabels p's samples by folds.
+func foldRoutes(p *profile.Profile, folds map[string]string) {
+	for _, s := range p.Sample {
+		if v := s.Label[profkey.RouteLabel]; len(v) == 1 {
+			if into, ok := folds[v[0]]; ok {
+				s.Label[profkey.RouteLabel] = []string{into}
+			}
+		}
+	}
+}
+
+// routeOf is a sample's route label, "" when it has none.
+func routeOf(s *profile.Sample) string {
+	if v := s.Label[profkey.RouteLabel]; len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}
+
+// routeFigures splits the attribution window's allocations (alloc_objects,
+// alloc_space at index 0, 1) and copies (copied_bytes at 1) by route.
+func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driverOK int64, seconds float64) *RoutesOutput {
+	out := &RoutesOutput{Background: RouteSummary{Route: profkey.Background}}
+	byName := map[string]*RouteSummary{profkey.Background: &out.Background}
+	folds := routeFolds(rep)
+	for _, r := range rep.Routes {
+		if _, folded := folds[r.Name]; folded {
+			continue
+		}
+		rs := &RouteSummary{Route: r.Name, Requests: r.Requests}
+		if r.IntoSeveral {
+			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
+		}
+		out.Routes = append(out.Routes, *rs)
+		out.Closure.RouteRequests += r.Requests
+	}
+	for i := range out.Routes {
+		byName[out.Routes[i].Route] = &out.Routes[i]
+	}
+	siteSums := map[string]map[string][2]int64{}
+	var unlabelled [2]int64
+	if allocs != nil {
+		for _, s := range allocs.Sample {
+			out.Closure.Allocs += s.Value[0]
+			rs := byName[routeOf(s)]
+			if rs == nil {
+				unlabelled[0] += s.Value[0]
+				continue
+			}
+			rs.Allocs += s.Value[0]
+			rs.AllocBytes += s.Value[1]
+			m := siteSums[rs.Route]
+			if m == nil {
+				m = map[string][2]int64{}
+				siteSums[rs.Route] = m
+			}
+			v := m[siteName(s)]
+			m[siteName(s)] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
+		}
+	}
+	if copies != nil {
+		for _, s := range copies.Sample {
+			out.Closure.CopiedBytes += s.Value[1]
+			if rs := byName[routeOf(s)]; rs != nil {
+				rs.CopiedBytes += s.Value[1]
+			} else {
+				unlabelled[1] += s.Value[1]
+			}
+		}
+	}
+	out.Closure.AllocsRemainder, out.Closure.CopiedRemainder = unlabelled[0], unlabelled[1]
+	out.Closure.DriverRequests, out.Closure.Seconds = driverOK, round(seconds, 3)
+	for _, rs := range append([]*RouteSummary{&out.Background}, ptrs(out.Routes)...) {
+		n := float64(rs.Requests)
+		if rs == &out.Background {
+			n = seconds
+		}
+		if n > 0 {
+			rs.AllocsPerReq = f64(round(float64(rs.Allocs)/n, 4))
+			rs.AllocBytesPerReq = f64(round(float64(rs.AllocBytes)/n, 2))
+			rs.CopiedBytesPerReq = f64(round(float64(rs.CopiedBytes)/n, 2))
+			rs.Sites = routeSites(siteSums[rs.Route], n)
+		}
+	}
+	sort.SliceStable(out.Routes, func(i, j int) bool {
+		if out.Routes[i].Requests != out.Routes[j].Requests {
+			return out.Routes[i].Requests > out.Routes[j].Requests
+		}
+		return out.Routes[i].Route < out.Routes[j].Route
+	})
+	return out
+}
+
+func ptrs(rs []RouteSummary) []*RouteSummary {
+	out := make([]*RouteSummary, len(rs))
+	for i := range rs {
+		out[i] = &rs[i]
+	}
+	return out
+}
+
+// routeSites lists a route's sites, most allocations first, per n.
+func routeSites(m map[string][2]int64, n float64) []RouteSite {
+	out := make([]RouteSite, 0, len(m))
+	for f, v := range m {
+		out = append(out, RouteSite{Func: f, Allocs: round(float64(v[0])/n, 4), Bytes: round(float64(v[1])/n, 2)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Allocs != out[j].Allocs {
+			return out[i].Allocs > out[j].Allocs
+		}
+		return out[i].Func < out[j].Func
+	})
+	return out
+}
+
+// writeRoutesTable writes the per-route table (markdown when md) with the
+// top sites of each route, the background and the closure.
+func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
+	esc := safetext.Text
+	if md {
+		esc = safetext.Markdown
+		fmt.Fprintf(w, "\n## Per route (one window, the mix)\n\n")
+		fmt.Fprintf(w, "| route | requests | allocs/req | B/req | copied B/req | top sites (allocs/req) |\n|---|---:|---:|---:|---:|---|\n")
+	} else {
+		fmt.Fprintf(w, "  per route (one window, the mix):\n")
+	}
+	shown := r.Routes
+	if top > 0 && len(shown) > top {
+		shown = shown[:top]
+	}
+	for _, rs := range shown {
+		sites := ""
+		for i, st := range rs.Sites {
+			if i == 3 {
+				break
+			}
+			if i > 0 {
+				sites += ", "
+			}
+			sites += fmt.Sprintf("%s %s", st.Func, fmtFloat(st.Allocs, 2))
+		}
+		if md {
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), esc(sites))
+		} else {
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0))
+		}
+	}
+	if len(shown) < len(r.Routes) {
+		fmt.Fprintf(w, "    (%d more routes in summary.json)\n", len(r.Routes)-len(shown))
+	}
+	b, c := r.Background, r.Closure
+	if md {
+		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
+			fmtPtr(b.AllocsPerReq, 1), fmtPtr(b.AllocBytesPerReq, 0), fmtPtr(b.CopiedBytesPerReq, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
+		return
+	}
+	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerReq, 1), fmtPtr(b.AllocBytesPerReq, 0), c.AllocsRemainder, c.CopiedRemainder)
+}
+
+// readRoutes reads the attribution window's routes report, once.
+func (o *runOutput) readRoutes() error {
+	if o.raw.routes == "" || o.routeRep != nil {
+		return nil
+	}
+	var rep wire.RouteReport
+	if err := wire.ReadJSON(o.raw.routes, &rep); err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
+	o.routeRep = &rep
+	return nil
+}
+
+// routeLabels folds a profile's route labels (routeFolds) and adds the
+// routes' request counts to its comments.
+func (o *runOutput) routeLabels(p *profile.Profile) {
+	if o.routeRep == nil {
+		return
+	}
+	folds := routeFolds(o.routeRep)
+	foldRoutes(p, folds)
+	for _, r := range o.routeRep.Routes {
+		if _, folded := folds[r.Name]; !folded {
+			p.Comments = append(p.Comments, profkey.RouteRequestsComment+strconv.FormatUint(r.Requests, 10)+" "+r.Name)
+		}
+	}
+}
+
+// routes is the step that splits the attribution window by route.
+func (o *runOutput) routes() error {
+	if o.routeRep == nil || len(o.routeRep.Routes) == 0 || o.allocsProf == nil && o.copiesProf == nil {
+		return nil
+	}
+	attr := o.win.attr
+	r := routeFigures(o.routeRep, o.allocsProf, o.copiesProf, attr.load.OK, attr.load.Elapsed.Seconds())
+	o.s.Routes, o.s.RoutesBackground, o.s.RoutesClosure = r.Routes, &r.Background, &r.Closure
+	o.s.Sources["routes"] = SourceRoutes
+	return nil
+}
+
+// routesOf gathers a summary's routes section for the tables.
+func routesOf(s *Summary) *RoutesOutput {
+	r := &RoutesOutput{Routes: s.Routes}
+	if s.RoutesBackground != nil {
+		r.Background = *s.RoutesBackground
+	}
+	if s.RoutesClosure != nil {
+		r.Closure = *s.RoutesClosure
+	}
+	return r
+}

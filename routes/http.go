@@ -1,0 +1,32 @@
+package routes
+
+import (
+	_ "embed"
+	"strings"
+)
+
+//go:embed nethttp/zz_perfspy_request.go.txt
+var httpGo string
+
+//go:embed fold.go
+var foldGo string
+
+// HTTPFileName is the file HTTPFile is added to net/http as.
+const HTTPFileName = "zz_perfspy_request.go"
+
+// HTTPFile returns the file added to net/http: perfspyRequestBegin and its
+// End, which mark a request's goroutine with its route and open the
+// off-CPU window's trace region of type regionType; perfspyRouted, which
+// the ServeMux calls once it has matched a pattern; and the folding of
+// paths (fold.go, as it is).
+func HTTPFile(regionType string) string {
+	_, fold, _ := strings.Cut(foldGo, "package routes\n")
+	return strings.Replace(httpGo, "REGIONTYPE", regionType, 1) + fold
+}
+
+// HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
+// pattern is known (Go 1.22's Request.Pattern), on the same line.
+var HTTPMuxEdit = [2]string{
+	"\t\th, r.Pattern, r.pat, r.matches = mux.findHandler(r)\n",
+	"\t\th, r.Pattern, r.pat, r.matches = mux.findHandler(r); perfspyRouted(r)\n",
+}

@@ -1,0 +1,83 @@
+// Package routes makes the request the unit of attribution: a mark on the
+// goroutine that serves a request, naming its route, that the goroutines it
+// starts inherit, so that allocspy's and copyspy's recorders charge each
+// allocation and copy to the route of the request that caused it, and work
+// outside any request to the background.
+//
+// RuntimeOverlay adds the mark to the runtime: a field of g (perfspyMark),
+// copied to each goroutine a user goroutine starts, as the runtime copies
+// pprof labels (newproc1), and cleared when a goroutine ends; and the route
+// table (names, requests per route). HTTPFile is the net/http side
+// (offcpu's overlay adds it): the mark set when a request begins (method and
+// path, numeric and UUID segments folded), moved to the ServeMux pattern
+// when the mux matches one, and cleared when the request ends.
+package routes
+
+import (
+	_ "embed"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/perfspy/perfspy/internal/capability"
+)
+
+//go:embed runtime/zz_perfspy_mark.go.txt
+var runtimeGo string
+
+// runtimeFile is the file RuntimeOverlay adds to package runtime.
+const runtimeFile = "zz_perfspy_mark.go"
+
+// edit replaces the one occurrence of old in a runtime file; each stays on
+// its line, so that line numbers in profiles do not move.
+type edit struct{ file, old, new string }
+
+var runtimeEdits = []edit{
+	{"runtime2.go",
+		"\tlabels          unsafe.Pointer // profiler labels\n",
+		"\tlabels          unsafe.Pointer; perfspyMark uintptr // profiler labels; perfspy's request mark (route index, 0 none)\n"},
+	{"proc.go",
+		"\t\t\tnewg.labels = mp.curg.labels\n",
+		"\t\t\tnewg.labels = mp.curg.labels; newg.perfspyMark = mp.curg.perfspyMark\n"},
+	// A g is reused from the free list: it starts unmarked.
+	{"proc.go",
+		"\tgp.labels = nil\n\tgp.timer = nil\n",
+		"\tgp.labels = nil; gp.perfspyMark = 0\n\tgp.timer = nil\n"},
+}
+
+// RuntimeOverlay writes the runtime files with the request mark into dir
+// and returns the go build -overlay Replace entries, keyed by GOROOT
+// paths. allocspy's and copyspy's overlays include it: their recorders
+// read the mark. Each call writes the same content.
+func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
+	rt := filepath.Join(goroot, "src", "runtime")
+	files := map[string]string{}
+	for _, e := range runtimeEdits {
+		path := filepath.Join(rt, e.file)
+		text, ok := files[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, capability.Shape("request mark", "%v", err)
+			}
+			text = string(b)
+		}
+		if n := strings.Count(text, e.old); n != 1 {
+			return nil, capability.Shape("request mark", "%s has %d of %q, want 1 (a Go release this overlay does not know)", path, n, strings.TrimSpace(e.old))
+		}
+		files[path] = strings.Replace(text, e.old, e.new, 1)
+	}
+	if _, err := os.Stat(filepath.Join(rt, runtimeFile)); err == nil {
+		return nil, capability.Shape("request mark", "%s already exists in GOROOT", runtimeFile)
+	}
+	files[filepath.Join(rt, runtimeFile)] = runtimeGo
+	out := map[string]string{}
+	for path, text := range files {
+		dst := filepath.Join(dir, "mark_"+filepath.Base(path))
+		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		out[path] = dst
+	}
+	return out, nil
+}
