@@ -358,6 +358,14 @@ func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
 			ab.profiles[arm][e.Name+" "+p] = append(ab.profiles[arm][e.Name+" "+p], filepath.Join(dir, f))
 		}
 	}
+	// The mix's routes, split in its one attribution window.
+	if len(s.Routes) > 1 {
+		for _, rt := range s.Routes {
+			for k, v := range routeValues(rt) {
+				ab.values[arm][rt.Route+" "+k] = append(ab.values[arm][rt.Route+" "+k], v)
+			}
+		}
+	}
 	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
 	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
 }

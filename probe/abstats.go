@@ -66,6 +66,18 @@ func endpointValues(e EndpointSummary) map[string]float64 {
 		"syscalls/req": v(e.Syscalls), "cpu-us/req": v(e.CPUUS)}
 }
 
+// routeValues reads one route's figures of the mix, for the units of
+// endpointUnits it has (no CPU or syscalls per route).
+func routeValues(r RouteSummary) map[string]float64 {
+	out := map[string]float64{}
+	for k, p := range map[string]*float64{"allocs/req": r.AllocsPerReq, "B/req": r.AllocBytesPerReq, "copied-B/req": r.CopiedBytesPerReq} {
+		if p != nil {
+			out[k] = *p
+		}
+	}
+	return out
+}
+
 // endpointABMetrics lists each endpoint's metrics measured in both arms
 // ("GET /x allocs/req"), endpoint by endpoint in name order.
 func endpointABMetrics(before, after map[string][]float64) []abMetric {

@@ -58,7 +58,7 @@ type endpointWindow struct {
 // endpointWindows measures each request of a request file alone, after
 // the mix's windows: the driver sends that request only.
 func (s *session) endpointWindows(ctx context.Context) ([]endpointWindow, error) {
-	if len(s.cfg.Mix) < 2 {
+	if len(s.cfg.Mix) < 2 || !s.cfg.Alone {
 		return nil, nil
 	}
 	mixDrv := s.drv

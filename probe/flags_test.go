@@ -77,6 +77,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"ready-timeout":      {[]string{"-ready-timeout", "9s"}, func(c Config, o cliOptions) bool { return c.ReadyTimeout == 9*time.Second }},
 		"allocs":             {[]string{"-allocs", "heapprofile"}, func(c Config, o cliOptions) bool { return c.Allocs == "heapprofile" }},
 		"instructions":       {[]string{"-instructions"}, func(c Config, o cliOptions) bool { return c.Instructions }},
+		"alone":              {[]string{"-alone"}, func(c Config, o cliOptions) bool { return c.Alone }},
 		"requests":           {[]string{"-requests", file}, func(c Config, o cliOptions) bool { return c.RequestFile == file && len(c.Mix) == 1 }},
 		"floor":              {[]string{"-floor"}, func(c Config, o cliOptions) bool { return c.Floor }},
 		"offcpu":             {[]string{"-offcpu=false"}, func(c Config, o cliOptions) bool { return !c.OffCPU }},

@@ -185,7 +185,7 @@ func TestRequestFile(t *testing.T) {
 	skipShort(t)
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("# two known costs\nGET /alloc10 weight=3\n\nGET /none\n"), 0o644)
-	m := runTarget(t, "/", "-requests", file, "-offcpu=false")
+	m := runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false")
 	n := requestsComment(t, m.allocs)
 	objs, _ := siteCount(m.allocs, "main.alloc10")
 	if per := float64(objs) / float64(n); per < 7.3 || per > 7.7 {

@@ -84,6 +84,9 @@ type Config struct {
 	// windows of its own (Summary.Endpoints).
 	RequestFile string
 	Mix         []load.Request
+	// Alone measures each request of a request file alone too, in
+	// windows of its own, after the mix (-alone).
+	Alone bool
 	// Push sends the run's profiles to a profile store (-push).
 	Push PushConfig
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp

@@ -29,6 +29,13 @@
 //	            100 B in runtime.slicebytetostring under main.str100, and
 //	            2 x 200 B in bytes.(*Buffer).Write under main.bufWrites
 //
+//	GET /users/{id}  exactly 3 allocations of 48 B in main.userAlloc
+//	/child      1 allocation of 32 B in main.childParent, then hands work to
+//	            a goroutine it starts and waits for: 4 allocations of 64 B
+//	            in main.childWork and one copy of 3000 B in main.copyN
+//	-ticker D   a background goroutine allocates 128 B in main.tickAlloc
+//	            every D, outside any request
+//
 // -mode panic panics in a goroutine after -crash-after requests; -mode
 // flood writes 10 MB without a newline and exits; -spawn FILE starts two
 // sleeping children (one in a session of its own) and writes their pids.
@@ -72,6 +79,43 @@ func allocK7() {
 	for i := 0; i < allocK; i++ {
 		sink[i] = make([]byte, allocS)
 	}
+}
+
+var (
+	userSink  [3]*[48]byte
+	childSink [4]*[64]byte
+	tickSink  *[128]byte
+	smallSink *[32]byte
+)
+
+//go:noinline
+func userAlloc() {
+	for i := range userSink {
+		userSink[i] = new([48]byte)
+	}
+}
+
+//go:noinline
+func tickAlloc() { tickSink = new([128]byte) }
+
+// childParent allocates once, then runs childWork on a goroutine it starts
+// and waits for it. done is a channel made once per request.
+//
+//go:noinline
+func childParent() {
+	smallSink = new([32]byte)
+	done := make(chan int, 1)
+	go childWork(done)
+	<-done
+}
+
+//go:noinline
+func childWork(done chan int) {
+	for i := range childSink {
+		childSink[i] = new([64]byte)
+	}
+	var dst [4096]byte
+	done <- copyN(dst[:], copySrc, copySize)
 }
 
 //go:noinline
@@ -240,6 +284,7 @@ func main() {
 	cpuprof := flag.Bool("cpuprofile", false, "run the CPU profiler (into io.Discard) for the whole life of the process")
 	certFile := flag.String("tls-cert", "", "serve HTTPS (HTTP/1.1 and h2 by ALPN) with this certificate `file` (and -tls-key)")
 	keyFile := flag.String("tls-key", "", "the key `file` of -tls-cert")
+	ticker := flag.Duration("ticker", 0, "allocate 128 B in main.tickAlloc every `interval`, in the background")
 	spawn := flag.String("spawn", "", "start two sleeping children, one in a session of its own, and write their pids to this `file`")
 	flag.Parse()
 	if *spawn != "" {
@@ -289,8 +334,23 @@ func main() {
 	}
 	var tailCount atomic.Int64
 
+	if *ticker > 0 {
+		go func() {
+			for range time.Tick(*ticker) {
+				tickAlloc()
+			}
+		}()
+	}
 	var served atomic.Int64
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		userAlloc()
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/child", func(w http.ResponseWriter, r *http.Request) {
+		childParent()
+		w.Write([]byte("ok"))
+	})
 	mux.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
 		allocK7()
 		w.Write([]byte("ok"))

@@ -1,0 +1,144 @@
+package probe
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/profkey"
+)
+
+// routeCount sums a profile's values vi of the samples labelled route whose
+// site (first frame outside the runtime) is fn; fn "" takes every site.
+func routeCount(p *profile.Profile, route, fn string, vi int) int64 {
+	var n int64
+	for _, s := range p.Sample {
+		if routeOf(s) == route && (fn == "" || siteName(s) == fn) {
+			n += s.Value[vi]
+		}
+	}
+	return n
+}
+
+// routeRequests reads a profile's per-route request comments.
+func routeRequests(t *testing.T, p *profile.Profile) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, profkey.RouteRequestsComment); ok {
+			n, route, _ := strings.Cut(v, " ")
+			k, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				t.Fatalf("comment %q: %v", c, err)
+			}
+			out[route] = k
+		}
+	}
+	return out
+}
+
+// TestRoutesMix: probetarget's three routes of known cost served
+// concurrently in one window (weights 2:1:1), one of them handing work to
+// a goroutine it starts, beside a ticker allocating in the background.
+// Each route's sites are exact per request of the route, the child's work
+// is charged to its route, the ticker's to the background only, the
+// routes and the background add up to the window, and each deterministic
+// route's figures equal those of its own window (-alone).
+func TestRoutesMix(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false", "-args", "-ticker 2ms")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users, child, alloc = "GET /users/{id}", "GET /child", "GET /alloc"
+	reqs := map[string]int64{}
+	for _, r := range s.Routes {
+		reqs[r.Route] = int64(r.Requests)
+	}
+	t.Logf("routes %v, closure %+v", reqs, *s.RoutesClosure)
+	if len(s.Routes) != 3 || reqs[users] == 0 || reqs[child] == 0 || reqs[alloc] == 0 {
+		t.Fatalf("routes %v; want %s, %s and %s", reqs, users, child, alloc)
+	}
+	if got := routeRequests(t, m.allocs); got[users] != reqs[users] || got[child] != reqs[child] {
+		t.Errorf("allocs.pb.gz route comments %v, summary %v", got, reqs)
+	}
+	// Weights 2:1:1, sent in a fixed order by -conns workers.
+	if d := reqs[users] - 2*reqs[child]; d < -8 || d > 8 {
+		t.Errorf("requests %v: not 2:1:1", reqs)
+	}
+	c := s.RoutesClosure
+	if c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 || c.CopiedRemainder != 0 {
+		t.Errorf("closure %+v: the routes' requests must be the driver's, with no remainder", *c)
+	}
+	sum := s.RoutesBackground.Allocs
+	for _, r := range s.Routes {
+		sum += r.Allocs
+	}
+	if total := totals(m.allocs)[0]; sum != total || total != c.Allocs {
+		t.Errorf("Σ routes + background = %d allocations, the profile %d, the closure %d", sum, total, c.Allocs)
+	}
+	exact := []struct {
+		route, fn string
+		objs, bytes int64 // per request of the route
+	}{
+		{users, "main.userAlloc", 3, 3 * 48},
+		{child, "main.childWork", 4, 4 * 64},
+		{alloc, "main.allocK7", 7, 7 * 64},
+	}
+	for _, e := range exact {
+		n := reqs[e.route]
+		if o, b := routeCount(m.allocs, e.route, e.fn, 0), routeCount(m.allocs, e.route, e.fn, 1); o != e.objs*n || b != e.bytes*n {
+			t.Errorf("%s: %s %d objects %d B in %d requests; want %d and %d per request", e.route, e.fn, o, b, n, e.objs, e.bytes)
+		}
+		for _, other := range []string{users, child, alloc, profkey.Background} {
+			if other != e.route && routeCount(m.allocs, other, e.fn, 0) != 0 {
+				t.Errorf("%s allocated under %s", e.fn, other)
+			}
+		}
+	}
+	if b := routeCount(copies, child, "main.copyN", 1); b != 3000*reqs[child] {
+		t.Errorf("%s: main.copyN copied %d B in %d requests, want 3000 per request", child, b, reqs[child])
+	}
+	if tick := routeCount(m.allocs, profkey.Background, "main.tickAlloc", 0); tick == 0 {
+		t.Error("the ticker's allocations are not in the background")
+	}
+	for _, r := range []string{users, child, alloc} {
+		if n := routeCount(m.allocs, r, "main.tickAlloc", 0); n != 0 {
+			t.Errorf("the ticker's allocations charged to %s: %d", r, n)
+		}
+	}
+	// Alone, each route's own figures are the mix's.
+	for _, e := range s.Endpoints {
+		p, err := readProfile(filepath.Join(m.dir, e.Files["allocs"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var route string
+		for r := range routeRequests(t, p) {
+			route = r
+		}
+		alone := float64(routeCount(p, route, "", 0)) / float64(routeRequests(t, p)[route])
+		var mixed float64
+		for _, r := range s.Routes {
+			if r.Route == route {
+				mixed = *r.AllocsPerReq
+			}
+		}
+		t.Logf("%s: route %s, %.4f allocs/req alone, %.4f in the mix", e.Name, route, alone, mixed)
+		if route != child && round(alone, 4) != mixed {
+			t.Errorf("%s: %.4f allocs/req alone, %.4f in the mix", route, alone, mixed)
+		}
+	}
+}
