@@ -39,6 +39,7 @@ var requestEdits = []edit{
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"},
 	{"server.go", routes.HTTPMuxEdit[0], routes.HTTPMuxEdit[1]},
+	{"server.go", routes.HTTPReadEdit[0], routes.HTTPReadEdit[1]},
 	{"h2_bundle.go",
 		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
 		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"},

@@ -53,6 +53,7 @@ type endpointWindow struct {
 	req            load.Request
 	timing, attr   *windowResult
 	allocs, copies string // the attribution window's reports, "" when not counted
+	routes         string // its requests per route, "" without request marks
 }
 
 // endpointWindows measures each request of a request file alone, after
@@ -96,10 +97,13 @@ func (s *session) endpointWindow(ctx context.Context, k int, e load.Request) (en
 	for name := range full.Counters {
 		path := filepath.Join(s.priv, "endpoint-"+strconv.Itoa(k)+"-"+name+".json")
 		req.Counters[name] = path
-		if name == "allocs" {
+		switch name {
+		case "allocs":
 			ew.allocs = path
-		} else if name == "copies" {
+		case "copies":
 			ew.copies = path
+		case "routes":
+			ew.routes = path
 		}
 	}
 	if len(req.Counters) == 0 {
@@ -151,6 +155,13 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 	}
 	n := float64(ew.attr.load.OK)
 	es.AttributionRequests = ew.attr.load.OK
+	var routes *wire.RouteReport
+	if ew.routes != "" {
+		routes = &wire.RouteReport{}
+		if err := wire.ReadJSON(ew.routes, routes); err != nil {
+			return es, fmt.Errorf("routes: %w", err)
+		}
+	}
 	if ew.allocs != "" {
 		es.Sources["allocs"] = SourceAllocspy
 		rep, err := allocspy.ReadReport(ew.allocs)
@@ -159,7 +170,9 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 		}
 		objects, space, _, _ := allocspy.Totals(rep)
 		es.Allocs, es.AllocBytes = f64(round(float64(objects)/n, 4)), f64(round(float64(space)/n, 2))
-		if err := o.endpointProfile(&es, k, "allocs", allocspy.Profile(rep), ew.attr); err != nil {
+		p := allocspy.Profile(rep)
+		labelRoutes(p, routes)
+		if err := o.endpointProfile(&es, k, "allocs", p, ew.attr); err != nil {
 			return es, err
 		}
 	}
@@ -176,7 +189,9 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 			}
 		}
 		es.CopiedBytes = f64(round(float64(moved)/n, 2))
-		if err := o.endpointProfile(&es, k, "copies", copyspy.Profile(rep), ew.attr); err != nil {
+		p := copyspy.Profile(rep)
+		labelRoutes(p, routes)
+		if err := o.endpointProfile(&es, k, "copies", p, ew.attr); err != nil {
 			return es, err
 		}
 	}

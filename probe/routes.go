@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -60,7 +61,10 @@ type RoutesClosure struct {
 type RoutesOutput struct {
 	Routes     []RouteSummary `json:"routes"`
 	Background RouteSummary   `json:"background"` // totals; per_req fields are per second here
-	Closure    RoutesClosure  `json:"closure"`
+	// BeforeRouting is the work HTTP/1 requests cause before their route
+	// is known (reading and parsing them), per request of every route.
+	BeforeRouting *RouteSummary `json:"before_routing,omitempty"`
+	Closure       RoutesClosure `json:"closure"`
 }
 
 // routeFolds reads the routes report and returns, for each route whose
@@ -105,6 +109,11 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 		if _, folded := folds[r.Name]; folded {
 			continue
 		}
+		if r.Name == profkey.BeforeRouting {
+			out.BeforeRouting = &RouteSummary{Route: r.Name}
+			byName[r.Name] = out.BeforeRouting
+			continue
+		}
 		rs := &RouteSummary{Route: r.Name, Requests: r.Requests}
 		if r.IntoSeveral {
 			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
@@ -115,6 +124,7 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	for i := range out.Routes {
 		byName[out.Routes[i].Route] = &out.Routes[i]
 	}
+	defer func() { out.Routes = slices.DeleteFunc(out.Routes, idle) }()
 	siteSums := map[string]map[string][2]int64{}
 	var unlabelled [2]int64
 	if allocs != nil {
@@ -148,7 +158,12 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	}
 	out.Closure.AllocsRemainder, out.Closure.CopiedRemainder = unlabelled[0], unlabelled[1]
 	out.Closure.DriverRequests, out.Closure.Seconds = driverOK, round(seconds, 3)
-	for _, rs := range append([]*RouteSummary{&out.Background}, ptrs(out.Routes)...) {
+	all := append([]*RouteSummary{&out.Background}, ptrs(out.Routes)...)
+	if out.BeforeRouting != nil {
+		out.BeforeRouting.Requests = out.Closure.RouteRequests
+		all = append(all, out.BeforeRouting)
+	}
+	for _, rs := range all {
 		n := float64(rs.Requests)
 		if rs == &out.Background {
 			n = seconds
@@ -227,9 +242,16 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 	if len(shown) < len(r.Routes) {
 		fmt.Fprintf(w, "    (%d more routes in summary.json)\n", len(r.Routes)-len(shown))
 	}
+	if br := r.BeforeRouting; br != nil {
+		if md {
+			fmt.Fprintf(w, "| %s (every request, before its route is known) | %d | %s | %s | %s | |\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
+		} else {
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req (every request, before its route is known)\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
+		}
+	}
 	b, c := r.Background, r.Closure
 	if md {
-		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
+		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
 			fmtPtr(b.AllocsPerReq, 1), fmtPtr(b.AllocBytesPerReq, 0), fmtPtr(b.CopiedBytesPerReq, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
 		return
 	}
@@ -249,16 +271,20 @@ func (o *runOutput) readRoutes() error {
 	return nil
 }
 
-// routeLabels folds a profile's route labels (routeFolds) and adds the
-// routes' request counts to its comments.
-func (o *runOutput) routeLabels(p *profile.Profile) {
-	if o.routeRep == nil {
+// routeLabels labels a profile of the attribution window (labelRoutes).
+func (o *runOutput) routeLabels(p *profile.Profile) { labelRoutes(p, o.routeRep) }
+
+// labelRoutes folds a profile's route labels (routeFolds) and adds the
+// routes' request counts to its comments: those of the routes that ended
+// requests in the window. rep nil leaves p as it is.
+func labelRoutes(p *profile.Profile, rep *wire.RouteReport) {
+	if rep == nil {
 		return
 	}
-	folds := routeFolds(o.routeRep)
+	folds := routeFolds(rep)
 	foldRoutes(p, folds)
-	for _, r := range o.routeRep.Routes {
-		if _, folded := folds[r.Name]; !folded {
+	for _, r := range rep.Routes {
+		if _, folded := folds[r.Name]; !folded && r.Requests > 0 {
 			p.Comments = append(p.Comments, profkey.RouteRequestsComment+strconv.FormatUint(r.Requests, 10)+" "+r.Name)
 		}
 	}
@@ -271,7 +297,7 @@ func (o *runOutput) routes() error {
 	}
 	attr := o.win.attr
 	r := routeFigures(o.routeRep, o.allocsProf, o.copiesProf, attr.load.OK, attr.load.Elapsed.Seconds())
-	o.s.Routes, o.s.RoutesBackground, o.s.RoutesClosure = r.Routes, &r.Background, &r.Closure
+	o.s.Routes, o.s.RoutesBackground, o.s.RoutesBeforeRouting, o.s.RoutesClosure = r.Routes, &r.Background, r.BeforeRouting, &r.Closure
 	o.s.Sources["routes"] = SourceRoutes
 	return nil
 }
@@ -285,5 +311,12 @@ func routesOf(s *Summary) *RoutesOutput {
 	if s.RoutesClosure != nil {
 		r.Closure = *s.RoutesClosure
 	}
+	r.BeforeRouting = s.RoutesBeforeRouting
 	return r
+}
+
+// idle is a route with nothing in the window: named before it (a
+// readiness check), no request, no work.
+func idle(r RouteSummary) bool {
+	return r.Requests == 0 && r.Allocs == 0 && r.CopiedBytes == 0
 }

@@ -335,7 +335,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU,
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU || cfg.Allocs == "allocspy" || cfg.Copies == "overlay",
 		Overlays: spyOverlays(cfg.seams)}, logf)
 	if err != nil {
 		return nil, err

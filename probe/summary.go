@@ -77,7 +77,10 @@ type Summary struct {
 	// adds them up to the window's totals.
 	Routes           []RouteSummary `json:"routes,omitempty"`
 	RoutesBackground *RouteSummary  `json:"routes_background,omitempty"`
-	RoutesClosure    *RoutesClosure `json:"routes_closure,omitempty"`
+	// RoutesBeforeRouting is the work each HTTP/1 request causes before
+	// its route is known (reading, parsing), per request of all routes.
+	RoutesBeforeRouting *RouteSummary  `json:"routes_before_routing,omitempty"`
+	RoutesClosure       *RoutesClosure `json:"routes_closure,omitempty"`
 	// FloorRatio is the target's figure over targets/udpfloor's, measured
 	// in the same run with the same transfers (-floor): cpu_us,
 	// syscalls and datagrams per transfer, and cpu_us per datagram.

@@ -23,9 +23,13 @@ const RequestsComment = "perfspy.requests="
 // `go tool pprof -tagfocus route=...` selects one; Background is its value
 // for work outside any request. Profiles of targets without request marks
 // (not net/http) have no such label.
+// BeforeRouting is the route label of the work each HTTP/1 request causes
+// before its route is known: reading and parsing it, and net/http's
+// bookkeeping after it ends.
 const (
-	RouteLabel = "route"
-	Background = "background"
+	RouteLabel    = "route"
+	Background    = "background"
+	BeforeRouting = "(before routing)"
 )
 
 // RouteRequestsComment prefixes the comments that carry each route's

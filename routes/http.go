@@ -3,6 +3,8 @@ package routes
 import (
 	_ "embed"
 	"strings"
+
+	"github.com/perfspy/perfspy/profkey"
 )
 
 //go:embed nethttp/zz_perfspy_request.go.txt
@@ -21,7 +23,7 @@ const HTTPFileName = "zz_perfspy_request.go"
 // paths (fold.go, as it is).
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
-	return strings.Replace(httpGo, "REGIONTYPE", regionType, 1) + fold
+	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting).Replace(httpGo) + fold
 }
 
 // HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
@@ -29,4 +31,11 @@ func HTTPFile(regionType string) string {
 var HTTPMuxEdit = [2]string{
 	"\t\th, r.Pattern, r.pat, r.matches = mux.findHandler(r)\n",
 	"\t\th, r.Pattern, r.pat, r.matches = mux.findHandler(r); perfspyRouted(r)\n",
+}
+
+// HTTPReadEdit marks the connection's goroutine before it reads each
+// request (perfspyReading), on the same line.
+var HTTPReadEdit = [2]string{
+	"\t\tw, err := c.readRequest(ctx)\n",
+	"\t\tperfspyReading(); w, err := c.readRequest(ctx)\n",
 }

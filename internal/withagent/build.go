@@ -107,7 +107,7 @@ type BuildOptions struct {
 	Allocs     bool     // add allocspy's runtime overlay
 	Wallclock  bool     // add the agent's wall-clock sampler
 	FgprofRef  bool     // add fgprof instead, the benchmark's reference (perfspy's targets only)
-	Requests   bool     // mark each net/http request with a trace region (the off-CPU window)
+	Requests   bool     // mark each net/http request: its route (the request mark) and a trace region (the off-CPU window)
 	Tags       []string // build tags, e.g. valgrind
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
 	// Test builds the package's test binary (go test -c) with the
