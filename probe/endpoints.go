@@ -219,6 +219,12 @@ func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
 	if s.Mix == nil {
 		return
 	}
+	if len(s.Endpoints) == 0 {
+		if !markdown {
+			fmt.Fprintf(w, "  mix           %s: the figures above, split by route in one window (-alone measures each request alone too)\n", s.Mix.File)
+		}
+		return
+	}
 	if markdown {
 		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own, per request: CPU and syscalls over its timing window's requests, allocations and copies over its attribution window's.\n\n| request | weight | requests (timing / attribution) | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
 		for _, e := range s.Endpoints {

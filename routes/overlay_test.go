@@ -1,0 +1,56 @@
+package routes
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRuntimeOverlayLocalGOROOT: the mark's edits apply to this
+// toolchain's runtime, each on its line (line numbers do not move).
+func TestRuntimeOverlayLocalGOROOT(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroot := strings.TrimSpace(string(out))
+	ov, err := RuntimeOverlay(goroot, t.TempDir())
+	if err != nil {
+		t.Fatalf("request mark overlay for this toolchain: %v", err)
+	}
+	if len(ov) != 3 {
+		t.Errorf("overlay has %d entries, want 3: %v", len(ov), ov)
+	}
+	for _, f := range []string{"runtime2.go", "proc.go"} {
+		src := filepath.Join(goroot, "src", "runtime", f)
+		orig, _ := os.ReadFile(src)
+		got, err := os.ReadFile(ov[src])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := strings.Count(string(orig), "\n"), strings.Count(string(got), "\n"); a != b {
+			t.Errorf("%s: %d lines, patched %d", f, a, b)
+		}
+		if !strings.Contains(string(got), "perfspyMark") {
+			t.Errorf("%s: no mark", f)
+		}
+	}
+}
+
+// TestHTTPFile: the net/http file has the folding code and no
+// placeholder left.
+func TestHTTPFile(t *testing.T) {
+	f := HTTPFile("perfspy.request")
+	for _, want := range []string{"func perfspyFold(", `"perfspy.request"`, `"(before routing)"`, "package http"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("HTTPFile lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"REGIONTYPE", "BEFOREROUTING", "package routes"} {
+		if strings.Contains(f, bad) {
+			t.Errorf("HTTPFile has %q", bad)
+		}
+	}
+}
