@@ -81,6 +81,9 @@ type Result struct {
 // Request is one request's server-side time, from its region's start to
 // its end, split into Parts (indexed as Parts).
 type Request struct {
+	// Route is the route the request ended under, as logged in its
+	// region (RouteCategory); "" when none was.
+	Route string
 	Total int64
 	Parts [9]int64
 	// Waits are its waits, as indexes into Result.Samples and nanoseconds.
@@ -255,7 +258,11 @@ func (p *parser) g(id trace.GoID, state trace.GoState) *gstate {
 func (p *parser) event(ev *trace.Event, t trace.Time) {
 	switch ev.Kind() {
 	case trace.EventLog:
-		if l := ev.Log(); p.opt.Window != "" && l.Category == p.opt.Window {
+		if l := ev.Log(); l.Category == RouteCategory && ev.Goroutine() != trace.NoGoroutine {
+			if g := p.gs[ev.Goroutine()]; g != nil && g.req != nil {
+				g.req.Route = l.Message
+			}
+		} else if p.opt.Window != "" && l.Category == p.opt.Window {
 			id, open := strings.CutPrefix(l.Message, "open ")
 			p.window, p.openAt = "", 0
 			if open {

@@ -14,6 +14,10 @@ import (
 // the handler runs and ends it once the response is written.
 const RegionType = "perfspy.request"
 
+// RouteCategory is the category of the log event, inside a request's
+// region, that names its route (routes.TraceCategory).
+const RouteCategory = routes.TraceCategory
+
 // edit replaces the one occurrence of old in a GOROOT file. Each stays on
 // its line, so that line numbers in profiles do not move.
 type edit struct {

@@ -26,7 +26,8 @@ func spin(d time.Duration) {
 
 // traceRequests traces two requests, each in a region of RegionType on
 // its own goroutine: one waits 20 ms on a channel that main.wakeUp closes,
-// then spins 2 ms; one sleeps 10 ms in nanosleep(2). A goroutine outside
+// then spins 2 ms, and logs its route (GET /chan) as net/http's overlay
+// does; one sleeps 10 ms in nanosleep(2), no route. A goroutine outside
 // any request waits 30 ms on a channel. It returns the trace and the
 // channel wait as the request's goroutine measured it: a loaded machine
 // starts that goroutine late, and the wait is shorter than 20 ms.
@@ -47,6 +48,7 @@ func traceRequests(t *testing.T) ([]byte, time.Duration) {
 		waitOnChannel(ch)
 		waited = time.Since(t0)
 		spin(2 * time.Millisecond)
+		trace.Log(context.Background(), RouteCategory, "GET /chan")
 		r.End()
 	}()
 	go func() {
@@ -94,6 +96,9 @@ func TestRequests(t *testing.T) {
 		switch {
 		case sync > 0:
 			chanSync = sync
+			if r.Route != "GET /chan" {
+				t.Errorf("channel request's route %q, want GET /chan", r.Route)
+			}
 			// The wait measured in the goroutine also holds its wait for
 			// a P once woken (sched).
 			w, sched := ms(waited.Nanoseconds()), ms(r.Parts[part["sched"]])
@@ -109,8 +114,8 @@ func TestRequests(t *testing.T) {
 			if woken != "github.com/perfspy/perfspy/offcpu.wakeUp" {
 				t.Errorf("channel wait woken by %q, want offcpu.wakeUp", woken)
 			}
-		case ms(sys) < 9:
-			t.Errorf("nanosleep request: syscall %.3f ms", ms(sys))
+		case ms(sys) < 9 || r.Route != "":
+			t.Errorf("nanosleep request: syscall %.3f ms, route %q", ms(sys), r.Route)
 		}
 	}
 	// The idle goroutine's wait is the background's, never a request's.

@@ -61,6 +61,7 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 	s.PerRequest.RequestUS["total"] = all.TotalUS
 	s.PerRequest.OffCPUUS = maps.Clone(all.PartsUS)
 	delete(s.PerRequest.OffCPUUS, "cpu")
+	setRouteOffCPU(s, res, us)
 	p50, p99 := offcpu.Tail(res, topWaits)
 	s.Tail = map[string]*TailGroup{"p50": group(p50), "p99": group(p99)}
 	s.Checks["offcpu_requests"] = float64(len(res.Requests))
@@ -272,4 +273,26 @@ func WallclockProfile(rep *wire.WallclockReport) *profile.Profile {
 		})
 	}
 	return p
+}
+
+// setRouteOffCPU gives each route its requests' mean split, from the
+// route each request logged in its region.
+func setRouteOffCPU(s *Summary, res *offcpu.Result, us func(float64) float64) {
+	byRoute := map[string][]offcpu.Request{}
+	for _, r := range res.Requests {
+		byRoute[r.Route] = append(byRoute[r.Route], r)
+	}
+	for i := range s.Routes {
+		rs := &s.Routes[i]
+		reqs := byRoute[rs.Route]
+		if len(reqs) == 0 {
+			continue
+		}
+		g := offcpu.Mean(res, reqs, 0)
+		rs.OffCPURequests = g.Requests
+		rs.RequestUS = map[string]float64{"total": us(g.Total)}
+		for p, v := range g.Parts {
+			rs.RequestUS[p] = us(v)
+		}
+	}
 }

@@ -31,6 +31,12 @@ type RouteSummary struct {
 	AllocBytesPerReq  *float64    `json:"alloc_bytes_per_req"`
 	CopiedBytesPerReq *float64    `json:"copied_bytes_per_req"`
 	Sites             []RouteSite `json:"sites,omitempty"`
+	// RequestUS is the route's mean request on the server, in the
+	// off-CPU window's trace: its parts (cpu, sync, syscall...) and
+	// "total", over OffCPURequests of its requests; absent without that
+	// window.
+	RequestUS      map[string]float64 `json:"request_us,omitempty"`
+	OffCPURequests int                `json:"offcpu_requests,omitempty"`
 	// Note says why the route's figures are not a request's: work begun
 	// under it that ended under several routes (before the mux routed it).
 	Note string `json:"note,omitempty"`
@@ -214,7 +220,7 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 	if md {
 		esc = safetext.Markdown
 		fmt.Fprintf(w, "\n## Per route (one window, the mix)\n\n")
-		fmt.Fprintf(w, "| route | requests | allocs/req | B/req | copied B/req | top sites (allocs/req) |\n|---|---:|---:|---:|---:|---|\n")
+		fmt.Fprintf(w, "| route | requests | allocs/req | B/req | copied B/req | server µs/req | top sites (allocs/req) |\n|---|---:|---:|---:|---:|---:|---|\n")
 	} else {
 		fmt.Fprintf(w, "  per route (one window, the mix):\n")
 	}
@@ -233,10 +239,14 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 			}
 			sites += fmt.Sprintf("%s %s", st.Func, fmtFloat(st.Allocs, 2))
 		}
+		server := "n/a"
+		if t, ok := rs.RequestUS["total"]; ok {
+			server = fmtFloat(t, 1)
+		}
 		if md {
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), esc(sites))
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server, esc(sites))
 		} else {
-			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0))
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req %8s µs\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server)
 		}
 	}
 	if len(shown) < len(r.Routes) {
@@ -244,7 +254,7 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 	}
 	if br := r.BeforeRouting; br != nil {
 		if md {
-			fmt.Fprintf(w, "| %s (every request, before its route is known) | %d | %s | %s | %s | |\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
+			fmt.Fprintf(w, "| %s (every request, before its route is known) | %d | %s | %s | %s | | |\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
 		} else {
 			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req (every request, before its route is known)\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
 		}

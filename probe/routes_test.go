@@ -152,3 +152,28 @@ func TestRoutesMix(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutesOffCPU: in the off-CPU window each request's region names its
+// route, so /sleep?ms=3's route waits its 3 ms and /none's does not.
+func TestRoutesOffCPU(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /sleep?ms=3\nGET /none weight=3\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file)
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]RouteSummary{}
+	for _, r := range s.Routes {
+		got[r.Route] = r
+	}
+	sleep, none := got["GET /sleep"], got["GET /none"]
+	t.Logf("GET /sleep: %d requests in the trace, %v µs; GET /none: %d, %v µs", sleep.OffCPURequests, sleep.RequestUS, none.OffCPURequests, none.RequestUS)
+	if sleep.OffCPURequests == 0 || none.OffCPURequests == 0 || sleep.OffCPURequests+none.OffCPURequests != int(s.Checks["offcpu_requests"]) {
+		t.Fatalf("routes' requests in the trace: %d + %d, the trace %v", sleep.OffCPURequests, none.OffCPURequests, s.Checks["offcpu_requests"])
+	}
+	if sleep.RequestUS["total"] < 3000 || sleep.RequestUS["total"]-sleep.RequestUS["cpu"] < 2900 || none.RequestUS["total"] > 1000 {
+		t.Errorf("GET /sleep %v µs, want 3 ms of waiting; GET /none %v µs, want well under 1 ms", sleep.RequestUS, none.RequestUS)
+	}
+}

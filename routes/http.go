@@ -13,6 +13,10 @@ var httpGo string
 //go:embed fold.go
 var foldGo string
 
+// TraceCategory is the category of the execution trace's log event that
+// names a request's route, inside its region (the off-CPU window).
+const TraceCategory = "perfspy.route"
+
 // HTTPFileName is the file HTTPFile is added to net/http as.
 const HTTPFileName = "zz_perfspy_request.go"
 
@@ -23,7 +27,7 @@ const HTTPFileName = "zz_perfspy_request.go"
 // paths (fold.go, as it is).
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
-	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting).Replace(httpGo) + fold
+	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory).Replace(httpGo) + fold
 }
 
 // HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
