@@ -55,6 +55,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse a profile over this many `bytes`, inflated")
 	var access profstore.Access
 	access.AddFlags(fs)
+	route := fs.String("route", "", "compare one `route` of probe run profiles (their label route=, e.g. \"GET /users/{id}\"), per request of that route")
 	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,7 +99,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return cmdmain.Usage
 	}
-	before, after, err := loadSides(beforeFiles, afterFiles, LoadOptions{MaxBytes: *maxBytes, Access: &access}, perB, perA)
+	before, after, err := loadSides(beforeFiles, afterFiles, LoadOptions{MaxBytes: *maxBytes, Access: &access, Route: *route}, perB, perA)
 	if err != nil {
 		fmt.Fprintf(stderr, "allocdiff: %v\n", err)
 		return cmdmain.Failed

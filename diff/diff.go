@@ -47,6 +47,9 @@ func (s *Side) SetOps(n int64) {
 type LoadOptions struct {
 	MaxBytes int64             // a profile inflated; 0 is limits.Profile
 	Access   *profstore.Access // for pyroscope:// addresses
+	// Route keeps one route's samples and its requests
+	// (profkey.SelectRoute); "" keeps all.
+	Route string
 }
 
 func Load(paths []string, opt LoadOptions) (*Side, error) {
@@ -58,6 +61,11 @@ func Load(paths []string, opt LoadOptions) (*Side, error) {
 		p, err := loadOne(path, opt)
 		if err != nil {
 			return nil, err
+		}
+		if opt.Route != "" {
+			if err := profkey.SelectRoute(p, opt.Route); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 		}
 		s.Files = append(s.Files, path)
 		s.Profiles = append(s.Profiles, p)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,6 +47,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	icicle := fs.Bool("icicle", false, "SVG: draw the root at the top")
 	fold := fs.Bool("fold", false, "fold names as allocdiff does (closure numbers, generics, wrappers, versions); always on with -diff")
 	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse an input over this many `bytes` inflated (gzip) or, for a profile, read whole")
+	route := fs.String("route", "", "draw one `route` of a probe run profile (its label route=, e.g. \"GET /users/{id}\", background, \"(before routing)\")")
 	maxDepth := fs.Int("max-depth", limits.Depth, fmt.Sprintf("refuse a stack of more than this many `frames` (at most %d)", limits.MaxDepth))
 	var access profstore.Access
 	access.AddFlags(fs)
@@ -87,7 +89,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			return cmdmain.Usage
 		}
 	}
-	opt := Options{Sample: *sample, MaxBytes: *maxBytes, MaxDepth: *maxDepth, access: &access}
+	opt := Options{Sample: *sample, MaxBytes: *maxBytes, MaxDepth: *maxDepth, Route: *route, access: &access}
 	if *fold {
 		opt.Folds = profkey.DefaultFolds
 	}
@@ -150,7 +152,11 @@ func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
 			f.Close()
 			return nil, fmt.Errorf("%s is a folder: want a profile or folded stacks", p)
 		}
-		return f, nil
+		if opt.Route == "" {
+			return f, nil
+		}
+		defer f.Close()
+		return selectRoute(p, f, opt)
 	}
 	f, err := open(paths[0])
 	if err != nil {
@@ -174,4 +180,29 @@ func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
 		return nil, fmt.Errorf("%s, %s: %w", paths[0], paths[1], err)
 	}
 	return t, nil
+}
+
+// selectRoute reads a profile whole and keeps one route's samples
+// (Options.Route), as an encoded profile to read on.
+func selectRoute(name string, r io.Reader, opt Options) (io.ReadCloser, error) {
+	raw, err := limits.ReadAll(r, opt.maxBytes(), "the profile", "-max-profile-size")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	b, err := limits.Inflate(raw, opt.maxBytes(), "-max-profile-size")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p, err := profile.ParseData(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: -route wants a pprof profile: %w", name, err)
+	}
+	if err := profkey.SelectRoute(p, opt.Route); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteUncompressed(&buf); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(&buf), nil
 }

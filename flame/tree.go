@@ -273,7 +273,10 @@ type Options struct {
 	MaxBytes int64
 	// MaxDepth bounds the frames of one stack; 0 is limits.Depth.
 	MaxDepth int
-	access   *profstore.Access // the store's, for pyroscope:// inputs
+	// Route keeps the samples of one route (the pprof label "route" that
+	// probe run writes; profkey.SelectRoute); "" keeps all.
+	Route  string
+	access *profstore.Access // the store's, for pyroscope:// inputs
 }
 
 func (o Options) maxBytes() int64 {

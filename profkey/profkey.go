@@ -7,7 +7,9 @@
 package profkey
 
 import (
+	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -21,11 +23,10 @@ const RequestsComment = "perfspy.requests="
 // RouteLabel is the sample label that names the route of the request a
 // sample's allocations or copies were made for (package routes), so that
 // `go tool pprof -tagfocus route=...` selects one; Background is its value
-// for work outside any request. Profiles of targets without request marks
-// (not net/http) have no such label.
-// BeforeRouting is the route label of the work each HTTP/1 request causes
-// before its route is known: reading and parsing it, and net/http's
-// bookkeeping after it ends.
+// for work outside any request, BeforeRouting for the work each HTTP/1
+// request causes before its route is known (reading and parsing it).
+// Profiles of targets without request marks (not net/http) have no such
+// label.
 const (
 	RouteLabel    = "route"
 	Background    = "background"
@@ -36,6 +37,59 @@ const (
 // requests in the window: "perfspy.route_requests=N route" (the route
 // last, as it may hold spaces).
 const RouteRequestsComment = "perfspy.route_requests="
+
+// SelectRoute keeps p's samples of one route (the label RouteLabel) and
+// makes its requests comment that route's: the route's requests
+// (RouteRequestsComment), every route's for BeforeRouting, none for the
+// Background (its figures are totals). It fails, naming the routes there
+// are, when no sample is of that route.
+func SelectRoute(p *profile.Profile, route string) error {
+	seen := map[string]bool{}
+	kept := p.Sample[:0:0]
+	for _, s := range p.Sample {
+		if v := s.Label[RouteLabel]; len(v) == 1 {
+			seen[v[0]] = true
+			if v[0] == route {
+				kept = append(kept, s)
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return fmt.Errorf("-route %q: the profile has no %q labels (probe run writes them for net/http targets)", route, RouteLabel)
+	}
+	if len(kept) == 0 {
+		names := make([]string, 0, len(seen))
+		for n := range seen {
+			names = append(names, strconv.Quote(n))
+		}
+		sort.Strings(names)
+		return fmt.Errorf("-route %q: no sample of that route; the profile has %s", route, strings.Join(names, ", "))
+	}
+	p.Sample = kept
+	var reqs, all int64
+	var comments []string
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, RouteRequestsComment); ok {
+			n, name, _ := strings.Cut(v, " ")
+			k, _ := strconv.ParseInt(n, 10, 64)
+			all += k
+			if name == route {
+				reqs = k
+			}
+		}
+		if !strings.HasPrefix(c, RequestsComment) {
+			comments = append(comments, c)
+		}
+	}
+	if route == BeforeRouting {
+		reqs = all
+	}
+	if reqs > 0 && route != Background {
+		comments = append(comments, RequestsComment+strconv.FormatInt(reqs, 10))
+	}
+	p.Comments = comments
+	return nil
+}
 
 // Requests returns the requests a profile's comment carries, 0 when it has
 // none (or a value that is not a positive count).

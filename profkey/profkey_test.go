@@ -1,6 +1,7 @@
 package profkey
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -51,5 +52,41 @@ func TestRequests(t *testing.T) {
 		if got := Requests(&profile.Profile{Comments: tc.comments}); got != tc.want {
 			t.Errorf("Requests(%q) = %d, want %d", tc.comments, got, tc.want)
 		}
+	}
+}
+
+// TestSelectRoute: one route's samples, divided by its own requests; the
+// background's are totals; an unknown route names the routes there are.
+func TestSelectRoute(t *testing.T) {
+	mk := func() *profile.Profile {
+		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}},
+			Comments: []string{RequestsComment + "40", RouteRequestsComment + "30 GET /a/{id}", RouteRequestsComment + "10 GET /b"}}
+		for _, r := range []string{"GET /a/{id}", "GET /b", Background, BeforeRouting, "GET /a/{id}"} {
+			p.Sample = append(p.Sample, &profile.Sample{Value: []int64{1}, Label: map[string][]string{RouteLabel: {r}}})
+		}
+		return p
+	}
+	for _, c := range []struct {
+		route   string
+		samples int
+		reqs    int64
+	}{{"GET /a/{id}", 2, 30}, {"GET /b", 1, 10}, {BeforeRouting, 1, 40}, {Background, 1, 0}} {
+		p := mk()
+		if err := SelectRoute(p, c.route); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Sample) != c.samples || Requests(p) != c.reqs {
+			t.Errorf("%s: %d samples, %d requests; want %d, %d", c.route, len(p.Sample), Requests(p), c.samples, c.reqs)
+		}
+	}
+	if err := SelectRoute(mk(), "GET /c"); err == nil || !strings.Contains(err.Error(), `"GET /b"`) {
+		t.Errorf("unknown route: %v", err)
+	}
+	p := mk()
+	for _, s := range p.Sample {
+		s.Label = nil
+	}
+	if err := SelectRoute(p, "GET /b"); err == nil || !strings.Contains(err.Error(), "no \"route\" labels") {
+		t.Errorf("no labels: %v", err)
 	}
 }
