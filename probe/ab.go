@@ -358,11 +358,19 @@ func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
 			ab.profiles[arm][e.Name+" "+p] = append(ab.profiles[arm][e.Name+" "+p], filepath.Join(dir, f))
 		}
 	}
-	// The mix's routes, split in its one attribution window.
+	// The mix's routes, split in its one attribution window, each with
+	// its own profiles (one route's samples, per request of the route).
 	if len(s.Routes) > 1 {
-		for _, rt := range s.Routes {
+		for i, rt := range s.Routes {
 			for k, v := range routeValues(rt) {
 				ab.values[arm][rt.Route+" "+k] = append(ab.values[arm][rt.Route+" "+k], v)
+			}
+			for _, kind := range []string{"allocs", "copies"} {
+				if f, ok := s.Files[kind]; ok {
+					if path, err := routeProfile(dir, f, i, rt.Route); err == nil {
+						ab.profiles[arm][rt.Route+" "+kind] = append(ab.profiles[arm][rt.Route+" "+kind], path)
+					}
+				}
 			}
 		}
 	}
@@ -547,4 +555,22 @@ func (ab *abRun) persist() error {
 		files["flame-allocs-diff.svg"] = ab.diffSVG
 	}
 	return writeFiles(ab.out, files)
+}
+
+// routeProfile writes route i's samples of the run's profile file (in
+// dir) beside it, as route-I-FILE, and returns its path.
+func routeProfile(dir, file string, i int, route string) (string, error) {
+	p, err := readProfile(filepath.Join(dir, file))
+	if err != nil {
+		return "", err
+	}
+	if err := profkey.SelectRoute(p, route); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("route-%d-%s", i+1, file))
+	return path, os.WriteFile(path, buf.Bytes(), 0o600)
 }

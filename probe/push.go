@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
@@ -132,7 +136,7 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 			continue
 		}
 		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
-		if err := profstore.Push(ctx, &pc.Access, u, p); err != nil {
+		if err := pushRoutes(ctx, pc, u, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", files[k], err))
 			if errors.Is(err, profstore.ErrNoAnswer) {
 				// One wait for a store that does not answer, not one
@@ -150,6 +154,40 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 func pushErrors(pc PushConfig, errs []error) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%w (%s): %w", ErrPush, profstore.Redact(pc.URL), errors.Join(errs...))
+	}
+	return nil
+}
+
+// pushRoutes sends p as one series, or, when its samples carry routes
+// (profkey.RouteLabel), one series per route with the label route and
+// that route's requests inside: (before routing) and the background carry
+// none, so that a selection of every route adds up to the window's
+// requests.
+func pushRoutes(ctx context.Context, pc PushConfig, u profstore.Upload, p *profile.Profile) error {
+	routes := map[string]bool{}
+	for _, s := range p.Sample {
+		if v := s.Label[profkey.RouteLabel]; len(v) == 1 {
+			routes[v[0]] = true
+		}
+	}
+	if len(routes) == 0 {
+		return profstore.Push(ctx, &pc.Access, u, p)
+	}
+	for _, r := range slices.Sorted(maps.Keys(routes)) {
+		q := p.Copy()
+		if err := profkey.SelectRoute(q, r); err != nil {
+			return err
+		}
+		ru := u
+		ru.Labels = maps.Clone(u.Labels)
+		ru.Labels[profkey.RouteLabel] = r
+		ru.Requests = profkey.Requests(q)
+		if r == profkey.BeforeRouting {
+			ru.Requests = 0
+		}
+		if err := profstore.Push(ctx, &pc.Access, ru, q); err != nil {
+			return fmt.Errorf("route %q: %w", r, err)
+		}
 	}
 	return nil
 }

@@ -177,3 +177,40 @@ func TestRoutesOffCPU(t *testing.T) {
 		t.Errorf("GET /sleep %v µs, want 3 ms of waiting; GET /none %v µs, want well under 1 ms", sleep.RequestUS, none.RequestUS)
 	}
 }
+
+// TestABRoutes: probe ab reads a run's routes as metrics of their own
+// ("GET /a allocs/req") with each route's profiles written beside the
+// run's, one route's samples and requests in each.
+func TestABRoutes(t *testing.T) {
+	dir := t.TempDir()
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}},
+		Comments: []string{profkey.RequestsComment + "40", profkey.RouteRequestsComment + "30 GET /a", profkey.RouteRequestsComment + "10 GET /b"}}
+	for i, s := range []struct{ fn, route string }{{"main.a", "GET /a"}, {"main.b", "GET /b"}} {
+		fn := &profile.Function{ID: uint64(i + 1), Name: s.fn}
+		loc := &profile.Location{ID: fn.ID, Line: []profile.Line{{Function: fn}}}
+		p.Function, p.Location = append(p.Function, fn), append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{60, 600},
+			Label: map[string][]string{profkey.RouteLabel: {s.route}}})
+	}
+	f, _ := os.Create(filepath.Join(dir, "allocs.pb.gz"))
+	p.Write(f)
+	f.Close()
+	s := &Summary{Verdict: VerdictServerBound, Files: map[string]string{"allocs": "allocs.pb.gz"},
+		Routes: []RouteSummary{{Route: "GET /a", Requests: 30, AllocsPerReq: f64(2), AllocBytesPerReq: f64(20)}, {Route: "GET /b", Requests: 10, AllocsPerReq: f64(6), AllocBytesPerReq: f64(60)}}}
+	ab := &abRun{res: &ABResult{}, shas: map[string]string{"before": "0123456789ab"}, values: map[string]map[string][]float64{"before": {}}, profiles: map[string]map[string][]string{"before": {}}}
+	ab.ingest(0, "before", dir, s)
+	if v := ab.values["before"]["GET /b allocs/req"]; len(v) != 1 || v[0] != 6 {
+		t.Errorf("GET /b allocs/req %v, want [6]", v)
+	}
+	files := ab.profiles["before"]["GET /b allocs"]
+	if len(files) != 1 {
+		t.Fatalf("GET /b allocs profiles %v", files)
+	}
+	q, err := readProfile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Sample) != 1 || leafName(q.Sample[0]) != "main.b" || profkey.Requests(q) != 10 {
+		t.Errorf("GET /b's profile: %d samples, requests %d", len(q.Sample), profkey.Requests(q))
+	}
+}

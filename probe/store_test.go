@@ -53,12 +53,12 @@ func TestStore(t *testing.T) {
 	sel := func(arm string) string {
 		return `pyroscope://` + strings.TrimPrefix(base, "http://") + `/{service_name="server",suite="TestStore",arm="` + arm + `"}?type=alloc_objects&from=-1h`
 	}
-	compare := func(b, a []string) *diff.Result {
-		bs, err := diff.Load(b, diff.LoadOptions{})
+	compareRoute := func(b, a []string, route string) *diff.Result {
+		bs, err := diff.Load(b, diff.LoadOptions{Route: route})
 		if err != nil {
 			t.Fatal(err)
 		}
-		as, err := diff.Load(a, diff.LoadOptions{})
+		as, err := diff.Load(a, diff.LoadOptions{Route: route})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +68,7 @@ func TestStore(t *testing.T) {
 		}
 		return r
 	}
+	compare := func(b, a []string) *diff.Result { return compareRoute(b, a, "") }
 	want := compare(local["before"], local["after"])
 	got := compare([]string{sel("before")}, []string{sel("after")})
 	if got.ReqBefore != want.ReqBefore || got.ReqAfter != want.ReqAfter || got.TotalBefore != want.TotalBefore || got.TotalAfter != want.TotalAfter {
@@ -90,6 +91,18 @@ func TestStore(t *testing.T) {
 		if r.Key == "main.extraAlloc" && (r.FlatBeforePR != 0 || r.FlatAfterPR != 1) {
 			t.Errorf("main.extraAlloc %.4f -> %.4f per request, want 0 -> 1", r.FlatBeforePR, r.FlatAfterPR)
 		}
+	}
+	// One series per route: a route's selection in the store is the same
+	// route of the local profiles, per request of that route.
+	route := busiestRoute(t, local["after"][0])
+	rsel := func(arm string) string {
+		return strings.Replace(sel(arm), `arm="`+arm+`"}`, `arm="`+arm+`",route="`+route+`"}`, 1)
+	}
+	wantR, gotR := compareRoute(local["before"], local["after"], route), compareRoute([]string{rsel("before")}, []string{rsel("after")}, "")
+	t.Logf("route %s: store requests %d/%d, totals %d/%d", route, gotR.ReqBefore, gotR.ReqAfter, gotR.TotalBefore, gotR.TotalAfter)
+	if gotR.ReqBefore != wantR.ReqBefore || gotR.ReqAfter != wantR.ReqAfter || gotR.TotalBefore != wantR.TotalBefore || gotR.TotalAfter != wantR.TotalAfter || wantR.ReqAfter == 0 {
+		t.Errorf("route %s: store requests %d/%d totals %d/%d; local -route: %d/%d, %d/%d", route, gotR.ReqBefore, gotR.ReqAfter, gotR.TotalBefore, gotR.TotalAfter,
+			wantR.ReqBefore, wantR.ReqAfter, wantR.TotalBefore, wantR.TotalAfter)
 	}
 	checkStoreKinds(t, base, filepath.Join(out, "runs"))
 	checkStoreBench(t, base)
@@ -304,4 +317,30 @@ func TestPushDown(t *testing.T) {
 			t.Errorf("%+v: exit %d", c, code)
 		}
 	}
+}
+
+// busiestRoute is the route (not the background, not before routing) with
+// the most allocations in a profile.
+func busiestRoute(t *testing.T, path string) string {
+	t.Helper()
+	p, err := readProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int64{}
+	for _, s := range p.Sample {
+		if r := routeOf(s); r != "" && r != profkey.Background && r != profkey.BeforeRouting {
+			n[r] += s.Value[0]
+		}
+	}
+	best := ""
+	for r, v := range n {
+		if best == "" || v > n[best] {
+			best = r
+		}
+	}
+	if best == "" {
+		t.Fatalf("%s: no route labels", path)
+	}
+	return best
 }
