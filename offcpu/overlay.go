@@ -3,7 +3,6 @@ package offcpu
 import (
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/routes"
@@ -18,12 +17,6 @@ const RegionType = "perfspy.request"
 // region, that names its route (routes.TraceCategory).
 const RouteCategory = routes.TraceCategory
 
-// edit replaces the one occurrence of old in a GOROOT file. Each stays on
-// its line, so that line numbers in profiles do not move.
-type edit struct {
-	file, old, new string
-}
-
 // requestEdits put the boundaries into net/http:
 //   - HTTP/1 ((*conn).serve): the region opens before the handler and ends
 //     after finishRequest has flushed the response, or when the handler
@@ -35,39 +28,27 @@ type edit struct {
 // region is only real inside the off-CPU window, whose trace is on. It
 // also marks the request's goroutine with its route (package routes),
 // and the ServeMux edit moves the mark to the pattern it matched.
-var requestEdits = []edit{
-	{"server.go",
+var requestEdits = []routes.Edit{
+	edit("server.go",
 		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
-		"\t\tperfspyRegion := perfspyRequestBegin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"},
-	{"server.go",
+		"\t\tperfspyRegion := perfspyRequestBegin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
+	edit("server.go",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
-		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"},
-	{"server.go", routes.HTTPMuxEdit[0], routes.HTTPMuxEdit[1]},
-	{"server.go", routes.HTTPReadEdit[0], routes.HTTPReadEdit[1]},
-	{"h2_bundle.go",
+		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"),
+	edit("server.go", routes.HTTPMuxEdit[0], routes.HTTPMuxEdit[1]),
+	edit("server.go", routes.HTTPReadEdit[0], routes.HTTPReadEdit[1]),
+	edit("h2_bundle.go",
 		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
-		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"},
+		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"),
 }
 
 // Overlay writes net/http's files with the request boundaries into dir and
 // returns the go build -overlay Replace entries, keyed by GOROOT paths.
 func Overlay(goroot, dir string) (map[string]string, error) {
 	src := filepath.Join(goroot, "src", "net", "http")
-	files := map[string]string{}
-	for _, e := range requestEdits {
-		path := filepath.Join(src, e.file)
-		text, ok := files[path]
-		if !ok {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return nil, capability.Shape("request boundaries", "%v", err)
-			}
-			text = string(b)
-		}
-		if n := strings.Count(text, e.old); n != 1 {
-			return nil, capability.Shape("request boundaries", "%s has %d of %q, want 1 (a Go release this overlay does not know)", path, n, firstLine(e.old))
-		}
-		files[path] = strings.Replace(text, e.old, e.new, 1)
+	files, err := routes.ApplyEdits(src, "request boundaries", requestEdits)
+	if err != nil {
+		return nil, err
 	}
 	files[filepath.Join(src, routes.HTTPFileName)] = routes.HTTPFile(RegionType)
 	out, err := routes.RuntimeOverlay(goroot, dir)
@@ -87,7 +68,5 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 	return out, nil
 }
 
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(strings.TrimLeft(s, "\t\n"), "\n")
-	return l
-}
+// edit is one of requestEdits.
+func edit(file, old, new string) routes.Edit { return routes.Edit{File: file, Old: old, New: new} }

@@ -28,11 +28,36 @@ var runtimeGo string
 // runtimeFile is the file RuntimeOverlay adds to package runtime.
 const runtimeFile = "zz_perfspy_mark.go"
 
-// edit replaces the one occurrence of old in a runtime file; each stays on
-// its line, so that line numbers in profiles do not move.
-type edit struct{ file, old, new string }
+// Edit replaces the one occurrence of Old in a GOROOT file with New; each
+// stays on its line, so that line numbers in profiles do not move.
+type Edit struct{ File, Old, New string }
 
-var runtimeEdits = []edit{
+// ApplyEdits reads the files of edits from dir (a GOROOT package folder)
+// and returns their texts with the edits made, by path. what names the
+// overlay in a shape error: a file without exactly one Old is a Go release
+// the overlay does not know.
+func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
+	files := map[string]string{}
+	for _, e := range edits {
+		path := filepath.Join(dir, e.File)
+		text, ok := files[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, capability.Shape(what, "%v", err)
+			}
+			text = string(b)
+		}
+		if n := strings.Count(text, e.Old); n != 1 {
+			first, _, _ := strings.Cut(strings.TrimLeft(e.Old, "\t\n"), "\n")
+			return nil, capability.Shape(what, "%s has %d of %q, want 1 (a Go release this overlay does not know)", path, n, first)
+		}
+		files[path] = strings.Replace(text, e.Old, e.New, 1)
+	}
+	return files, nil
+}
+
+var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
 		"\tlabels          unsafe.Pointer; perfspyMark uintptr // profiler labels; perfspy's request mark (route index, 0 none)\n"},
@@ -51,21 +76,9 @@ var runtimeEdits = []edit{
 // read the mark. Each call writes the same content.
 func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
 	rt := filepath.Join(goroot, "src", "runtime")
-	files := map[string]string{}
-	for _, e := range runtimeEdits {
-		path := filepath.Join(rt, e.file)
-		text, ok := files[path]
-		if !ok {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return nil, capability.Shape("request mark", "%v", err)
-			}
-			text = string(b)
-		}
-		if n := strings.Count(text, e.old); n != 1 {
-			return nil, capability.Shape("request mark", "%s has %d of %q, want 1 (a Go release this overlay does not know)", path, n, strings.TrimSpace(e.old))
-		}
-		files[path] = strings.Replace(text, e.old, e.new, 1)
+	files, err := ApplyEdits(rt, "request mark", runtimeEdits)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(rt, runtimeFile)); err == nil {
 		return nil, capability.Shape("request mark", "%s already exists in GOROOT", runtimeFile)
