@@ -180,7 +180,7 @@ func TestReview(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (a gate failed)\n%s%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B) in GET /users/7", lineOf(t, serverHead, "one more per request")),
+		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B) in GET /users/{id}", lineOf(t, serverHead, "one more per request")),
 		fmt.Sprintf("::error file=codec/codec.go,line=%d,", lineOf(t, codecHead, "one more per op")),
 	} {
 		if !strings.Contains(stdout, want) {
@@ -188,7 +188,7 @@ func TestReview(t *testing.T) {
 		}
 	}
 	md := readFile(t, filepath.Join(out, "review.md"))
-	for _, want := range []string{"FAIL", "server api, GET /users/7", "allocs/req", "BenchmarkEncode", "`main.user`", "`example.com/rv/codec.Encode`"} {
+	for _, want := range []string{"FAIL", "server api, GET /users/{id}", "allocs/req", "BenchmarkEncode", "`main.user`", "`example.com/rv/codec.Encode`"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("review.md lacks %q:\n%s", want, md)
 		}
@@ -211,7 +211,7 @@ func TestReview(t *testing.T) {
 			routes[c.Subject] = c
 		}
 	}
-	if u, h := routes["GET /users/7"], routes["GET /health"]; u.Verdict != "regression" || !u.Failed || u.Delta < 1.98 || u.Delta > 2.02 || h.Verdict != "no change" {
+	if u, h := routes["GET /users/{id}"], routes["GET /health"]; u.Verdict != "regression" || !u.Failed || u.Delta < 1.98 || u.Delta > 2.02 || h.Verdict != "no change" {
 		t.Errorf("allocs/req by route: %+v", routes)
 	}
 	if ann := readFile(t, filepath.Join(out, "annotations.txt")); !strings.HasPrefix(stdout, ann) {
