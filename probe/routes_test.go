@@ -214,3 +214,29 @@ func TestABRoutes(t *testing.T) {
 		t.Errorf("GET /b's profile: %d samples, requests %d", len(q.Sample), profkey.Requests(q))
 	}
 }
+
+// TestRoutesCap: with -max-routes 2, the target names at most two routes
+// and the rest of the mix is "other", still adding up.
+func TestRoutesCap(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /users/42\nGET /child\nGET /alloc\nGET /none\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-max-routes", "2")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	named, other := 0, uint64(0)
+	for _, r := range s.Routes {
+		if r.Route == "other" {
+			other = r.Requests
+		} else {
+			named++
+		}
+	}
+	c := s.RoutesClosure
+	t.Logf("%d routes named, other %d requests; closure %+v", named, other, *c)
+	if named > 2 || other == 0 || c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 {
+		t.Errorf("routes %+v: want at most 2 named, the rest other, adding up", s.Routes)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/routes"
 	"github.com/perfspy/perfspy/syscalls"
 	"github.com/perfspy/perfspy/wirefmt/bulk"
 
@@ -87,6 +89,9 @@ type Config struct {
 	// Alone measures each request of a request file alone too, in
 	// windows of its own, after the mix (-alone).
 	Alone bool
+	// MaxRoutes caps the distinct routes the target names (-max-routes;
+	// the rest are "other"); 0 is the target's default (100).
+	MaxRoutes int
 	// Push sends the run's profiles to a profile store (-push).
 	Push PushConfig
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
@@ -202,6 +207,9 @@ func (cfg Config) validate() (CPUPlan, error) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
 			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
 		}
+	}
+	if cfg.MaxRoutes < 0 || cfg.MaxRoutes > routes.MaxRoutes {
+		return CPUPlan{}, fmt.Errorf("-max-routes %d: want 1 to %d (0: the default, %d)", cfg.MaxRoutes, routes.MaxRoutes, routes.DefaultMaxRoutes)
 	}
 	for _, c := range cfg.choices() {
 		if !slices.Contains(c.valid, *c.v) {
@@ -591,6 +599,9 @@ func modeArgs(args []string) []string {
 // -env last, so that it wins.
 func targetEnv(cfg Config, extra ...string) []string {
 	env := append(os.Environ(), extra...)
+	if cfg.MaxRoutes > 0 {
+		env = append(env, routes.MaxRoutesEnv+"="+strconv.Itoa(cfg.MaxRoutes))
+	}
 	return append(env, cfg.Env...)
 }
 

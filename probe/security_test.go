@@ -62,6 +62,7 @@ func TestRefusedBeforeBuild(t *testing.T) {
 		{[]string{"-ready-timeout", "-5s"}, "-ready-timeout -5s: must be positive"},
 		{[]string{"-min-requests", "-1"}, "-min-requests -1: must not be negative"},
 		{[]string{"-conns", "100000"}, "-conns 100000: want 1 to 4096"},
+		{[]string{"-max-routes", "5000"}, "-max-routes 5000: want 1 to 1000"},
 		{[]string{"-path", "/a b"}, "-path: path \"/a b\": byte 2 is ' '"},
 		{[]string{"-header", "X-A: b\rc"}, "its value holds a line break"},
 		{[]string{"-body", body, "-max-body", "1024"}, "-body: " + body + " over the limit of 1024 bytes (-max-body raises it)"},

@@ -2,6 +2,7 @@ package routes
 
 import (
 	_ "embed"
+	"strconv"
 	"strings"
 
 	"github.com/perfspy/perfspy/profkey"
@@ -27,7 +28,8 @@ const HTTPFileName = "zz_perfspy_request.go"
 // paths (fold.go, as it is).
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
-	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory).Replace(httpGo) + fold
+	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory,
+		"ROUTECAPENV", MaxRoutesEnv, "ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes), "ROUTECAPMOST", strconv.Itoa(MaxRoutes)).Replace(httpGo) + fold
 }
 
 // HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
@@ -43,3 +45,13 @@ var HTTPReadEdit = [2]string{
 	"\t\tw, err := c.readRequest(ctx)\n",
 	"\t\tperfspyReading(); w, err := c.readRequest(ctx)\n",
 }
+
+// MaxRoutesEnv is the target's environment variable that caps its
+// distinct routes; DefaultMaxRoutes applies without it, and MaxRoutes is
+// the most it may be (the runtime's table, less "other" and "(before
+// routing)").
+const (
+	MaxRoutesEnv     = "PERFSPY_MAX_ROUTES"
+	DefaultMaxRoutes = 100
+	MaxRoutes        = 1000
+)
