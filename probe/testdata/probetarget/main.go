@@ -277,7 +277,7 @@ func calibrate() {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	mode := flag.String("mode", "serve", "serve, exit, nolisten or crash")
+	mode := flag.String("mode", "serve", "serve, exit, nolisten, crash, panic, flood or router (no ServeMux: every path answers, /item/... allocates as /users/{id} does)")
 	crashAfter := flag.Int64("crash-after", 1000, "with -mode crash: exit after this many requests")
 	idle := flag.Int("idle", 0, "goroutines that block forever, to load goroutine-walking profilers")
 	workers := flag.Int("workers", 64, "the /pool endpoint's workers")
@@ -460,6 +460,14 @@ func main() {
 				os.Exit(2)
 			}
 			mux.ServeHTTP(w, r)
+		})
+	case "router":
+		// No ServeMux: a router of its own, so that routes are paths.
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/item/") {
+				userAlloc()
+			}
+			w.Write([]byte("ok"))
 		})
 	case "panic":
 		// A panic in a goroutine of its own (net/http recovers a
