@@ -241,3 +241,4 @@ func TestRoutesCap(t *testing.T) {
 		t.Errorf("routes %+v: want at most 2 named, the rest other, adding up", s.Routes)
 	}
 }
+
