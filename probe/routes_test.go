@@ -241,4 +241,3 @@ func TestRoutesCap(t *testing.T) {
 		t.Errorf("routes %+v: want at most 2 named, the rest other, adding up", s.Routes)
 	}
 }
-
