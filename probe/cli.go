@@ -40,6 +40,9 @@ commands:
   review every server and benchmark of .perfspy.yml at two revisions, the
          file's gates, a pull request comment and line annotations
          (docs/review.md)
+  build  build the target with the agent and the runtime overlays into a
+         binary that runs on its own, its build list unchanged (-o FILE;
+         docs/live.md)
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   cost   what perfspy's instruments cost, against the references
@@ -67,6 +70,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainAB(ctx, args[1:], stdout, stderr)
 	case "bulk":
 		return mainBulk(ctx, args[1:], stdout, stderr)
+	case "build":
+		return mainBuild(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

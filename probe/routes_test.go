@@ -1,15 +1,21 @@
 package probe
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -54,7 +60,25 @@ func TestRoutesMix(t *testing.T) {
 	skipShort(t)
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
-	m := runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false", "-args", "-ticker 2ms")
+	checkRoutesMix(t, runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false", "-args", "-ticker 2ms"))
+}
+
+// TestRoutesMixHTTP2: the same mix over HTTP/2 (h2c), where each stream
+// is marked on its own goroutine and the connection's frames are read in
+// the background: the same exact figures per route.
+func TestRoutesMixHTTP2(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-proto", "h2c", "-offcpu=false", "-args", "-ticker 2ms")
+	checkRoutesMix(t, m)
+}
+
+// checkRoutesMix checks a run of TestRoutesMix's mix: each route's sites
+// exact, the child's work its route's, the ticker's the background's, the
+// closure, and (with -alone) each route alone as in the mix.
+func checkRoutesMix(t *testing.T, m *measured) {
+	t.Helper()
 	var s Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
@@ -83,10 +107,18 @@ func TestRoutesMix(t *testing.T) {
 	if c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 || c.CopiedRemainder != 0 {
 		t.Errorf("closure %+v: the routes' requests must be the driver's, with no remainder", *c)
 	}
-	if s.RoutesBeforeRouting == nil || s.RoutesBeforeRouting.Requests != c.RouteRequests || s.RoutesBeforeRouting.Allocs == 0 {
-		t.Fatalf("before routing %+v: want the requests of every route and net/http's reading", s.RoutesBeforeRouting)
+	// HTTP/1 reads requests on the connection's goroutine, before the
+	// route is known; HTTP/2 on the connection's one goroutine, in the
+	// background.
+	sum := s.RoutesBackground.Allocs
+	if s.Driver == nil || s.Driver.Name != "h2c" {
+		if s.RoutesBeforeRouting == nil || s.RoutesBeforeRouting.Requests != c.RouteRequests || s.RoutesBeforeRouting.Allocs == 0 {
+			t.Fatalf("before routing %+v: want the requests of every route and net/http's reading", s.RoutesBeforeRouting)
+		}
+		sum += s.RoutesBeforeRouting.Allocs
+	} else if s.RoutesBeforeRouting != nil {
+		t.Errorf("HTTP/2: before routing %+v, want none", s.RoutesBeforeRouting)
 	}
-	sum := s.RoutesBackground.Allocs + s.RoutesBeforeRouting.Allocs
 	for _, r := range s.Routes {
 		sum += r.Allocs
 	}
@@ -239,5 +271,52 @@ func TestRoutesCap(t *testing.T) {
 	t.Logf("%d routes named, other %d requests; closure %+v", named, other, *c)
 	if named == 0 || named > 2 || other == 0 || c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 {
 		t.Errorf("routes %+v: want at most 2 named, the rest other, adding up", s.Routes)
+	}
+}
+
+// TestProbeBuild: probe build writes probetarget with the agent and the
+// overlays, its build list unchanged; started on its own, without probe,
+// it serves as a plain build does.
+func TestProbeBuild(t *testing.T) {
+	skipShort(t)
+	bin := filepath.Join(t.TempDir(), "pt")
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"build", "-q", "-o", bin, "./testdata/probetarget"}, &o, &e); code != ExitOK {
+		t.Fatalf("probe build: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	t.Logf("%s", o.String())
+	if !strings.Contains(o.String(), "allocspy on, copyspy on, request marks on") || !strings.Contains(o.String(), "0 changed") {
+		t.Errorf("probe build said:\n%s", o.String())
+	}
+	info, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil || !strings.Contains(string(info), "path\tgithub.com/perfspy/perfspy/probe/testdata/probetarget") {
+		t.Fatalf("go version -m %s: %v\n%s", bin, err, info)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	addr := ""
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
+			addr = a
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	drv, err := load.NewHTTP(load.HTTPOptions{URL: "http://" + addr + "/users/7", Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := drv.Run(context.Background(), 300*time.Millisecond)
+	drv.Close()
+	if err != nil || res.OK == 0 || res.Errors+res.Non2xx != 0 {
+		t.Errorf("the built binary served %+v: %v", res, err)
 	}
 }
