@@ -63,20 +63,43 @@ func TestRoutesMix(t *testing.T) {
 	checkRoutesMix(t, runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false", "-args", "-ticker 2ms"))
 }
 
-// TestRoutesMixHTTP2: the same mix over HTTP/2 (h2c), where each stream
-// is marked on its own goroutine and the connection's frames are read in
-// the background: the same exact figures per route.
-func TestRoutesMixHTTP2(t *testing.T) {
+// TestRoutesHTTP2: over HTTP/2 (h2c), each stream is marked on its own
+// goroutine and the connection's frames are read in the background:
+// /child's work, its goroutine's included, is its route's, exactly.
+func TestRoutesHTTP2(t *testing.T) {
 	skipShort(t)
-	file := filepath.Join(t.TempDir(), "mix.txt")
-	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
-	m := runTarget(t, "/", "-requests", file, "-proto", "h2c", "-offcpu=false", "-args", "-ticker 2ms")
-	checkRoutesMix(t, m)
+	m := runTarget(t, "/child", "-proto", "h2c", "-offcpu=false", "-args", "-ticker 2ms")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const child = "GET /child"
+	if len(s.Routes) != 1 || s.Routes[0].Route != child || s.RoutesClosure == nil || s.Driver == nil || s.Driver.Name != "h2c" {
+		t.Fatalf("routes %+v, driver %+v; want %s over h2c", s.Routes, s.Driver, child)
+	}
+	n, c := int64(s.Routes[0].Requests), s.RoutesClosure
+	t.Logf("%s over h2c: %d requests, %v allocs/req; closure %+v", child, n, *s.Routes[0].AllocsPerReq, *c)
+	if n != c.DriverRequests || c.AllocsRemainder != 0 || s.RoutesBeforeRouting != nil {
+		t.Errorf("closure %+v, before routing %+v: want the driver's requests, no remainder, nothing before routing", *c, s.RoutesBeforeRouting)
+	}
+	if o := routeCount(m.allocs, child, "main.childWork", 0); o != 4*n {
+		t.Errorf("main.childWork: %d allocations in %d requests, want 4 per request", o, n)
+	}
+	if b := routeCount(copies, child, "main.copyN", 1); b != 3000*n {
+		t.Errorf("main.copyN: %d B in %d requests, want 3000 per request", b, n)
+	}
+	if routeCount(m.allocs, profkey.Background, "main.tickAlloc", 0) == 0 || routeCount(m.allocs, child, "main.tickAlloc", 0) != 0 {
+		t.Error("the ticker's allocations are not the background's alone")
+	}
 }
 
 // checkRoutesMix checks a run of TestRoutesMix's mix: each route's sites
 // exact, the child's work its route's, the ticker's the background's, the
-// closure, and (with -alone) each route alone as in the mix.
+// closure, and each route alone (-alone) as in the mix.
 func checkRoutesMix(t *testing.T, m *measured) {
 	t.Helper()
 	var s Summary
@@ -107,18 +130,10 @@ func checkRoutesMix(t *testing.T, m *measured) {
 	if c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 || c.CopiedRemainder != 0 {
 		t.Errorf("closure %+v: the routes' requests must be the driver's, with no remainder", *c)
 	}
-	// HTTP/1 reads requests on the connection's goroutine, before the
-	// route is known; HTTP/2 on the connection's one goroutine, in the
-	// background.
-	sum := s.RoutesBackground.Allocs
-	if s.Driver == nil || s.Driver.Name != "h2c" {
-		if s.RoutesBeforeRouting == nil || s.RoutesBeforeRouting.Requests != c.RouteRequests || s.RoutesBeforeRouting.Allocs == 0 {
-			t.Fatalf("before routing %+v: want the requests of every route and net/http's reading", s.RoutesBeforeRouting)
-		}
-		sum += s.RoutesBeforeRouting.Allocs
-	} else if s.RoutesBeforeRouting != nil {
-		t.Errorf("HTTP/2: before routing %+v, want none", s.RoutesBeforeRouting)
+	if s.RoutesBeforeRouting == nil || s.RoutesBeforeRouting.Requests != c.RouteRequests || s.RoutesBeforeRouting.Allocs == 0 {
+		t.Fatalf("before routing %+v: want the requests of every route and net/http's reading", s.RoutesBeforeRouting)
 	}
+	sum := s.RoutesBackground.Allocs + s.RoutesBeforeRouting.Allocs
 	for _, r := range s.Routes {
 		sum += r.Allocs
 	}
