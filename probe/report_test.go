@@ -33,6 +33,15 @@ func fullSummary() *Summary {
 	}
 	s.BackgroundOffCPUUS = map[string]float64{"net": 1522.2, "net_idle": 6016427.7, "sync": 949.1, "syscall": 0, "sched": 12, "gc": 0, "sleep": 0, "other": 0}
 	s.BackgroundTop = []WaitRow{{Reason: "net_idle", Wait: "network", Func: "internal/poll.(*FD).Read", WokenBy: "runtime", US: 6006800.7}}
+	s.Routes = []RouteSummary{
+		{Route: "GET /users/{id}", Requests: 30000, Allocs: 150000, AllocBytes: 4860000, CopiedBytes: 4020000, AllocsPerReq: f64(5), AllocBytesPerReq: f64(162), CopiedBytesPerReq: f64(134),
+			Sites: []RouteSite{{Func: "main.userAlloc", Allocs: 3, Bytes: 144}, {Func: "net/http.(*routingNode).matchPath", Allocs: 1, Bytes: 16}}, RequestUS: map[string]float64{"total": 31.2}, OffCPURequests: 58000},
+		{Route: "GET /json", Requests: 20000, Allocs: 440000, AllocBytes: 17000000, CopiedBytes: 676000000, AllocsPerReq: f64(22), AllocBytesPerReq: f64(850), CopiedBytesPerReq: f64(33800),
+			Sites: []RouteSite{{Func: "main.buildDocument", Allocs: 2.5, Bytes: 20480}}},
+	}
+	s.RoutesBeforeRouting = &RouteSummary{Route: "(before routing)", Requests: 50000, Allocs: 650000, AllocBytes: 70000000, AllocsPerReq: f64(13), AllocBytesPerReq: f64(1400), CopiedBytesPerReq: f64(62)}
+	s.RoutesBackground = &RouteSummary{Route: "background", Allocs: 2500, AllocBytes: 320000, AllocsPerReq: f64(500), AllocBytesPerReq: f64(64000), CopiedBytesPerReq: f64(0)}
+	s.RoutesClosure = &RoutesClosure{Allocs: 1242500, CopiedBytes: 680020000, RouteRequests: 50000, DriverRequests: 50000, Seconds: 5}
 	return s
 }
 

@@ -246,7 +246,10 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 		if md {
 			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server, esc(sites))
 		} else {
-			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req %8s µs\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server)
+			if server != "n/a" {
+				server += " µs"
+			}
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req %10s\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server)
 		}
 	}
 	if len(shown) < len(r.Routes) {

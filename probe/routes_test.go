@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -333,5 +334,57 @@ func TestProbeBuild(t *testing.T) {
 	drv.Close()
 	if err != nil || res.OK == 0 || res.Errors+res.Non2xx != 0 {
 		t.Errorf("the built binary served %+v: %v", res, err)
+	}
+}
+
+// TestRouteFigures: the split of a window by route, from a routes report
+// and labelled profiles: a path route whose requests all moved to a
+// pattern is folded into it, one whose requests went to two patterns stays
+// apart with a note, a route with nothing in the window is left out,
+// (before routing) is per request of every route, the background per
+// second, and a sample without a route is the remainder.
+func TestRouteFigures(t *testing.T) {
+	rep := &wire.RouteReport{Routes: []wire.RouteCount{
+		{Name: "GET /"},
+		{Name: "GET /users/{n}", Into: "GET /users/{id}"},
+		{Name: "GET /users/{id}", Requests: 10},
+		{Name: "GET /x/{n}", IntoSeveral: true, Requests: 2},
+		{Name: profkey.BeforeRouting},
+	}}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}}}
+	add := func(fn, route string, n int64) {
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fn}
+		loc := &profile.Location{ID: f.ID, Line: []profile.Line{{Function: f}}}
+		p.Function, p.Location = append(p.Function, f), append(p.Location, loc)
+		s := &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{n, 64 * n}, Label: map[string][]string{}}
+		if route != "" {
+			s.Label[profkey.RouteLabel] = []string{route}
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	add("main.middleware", "GET /users/{n}", 10)
+	add("main.user", "GET /users/{id}", 30)
+	add("main.x", "GET /x/{n}", 4)
+	add("net/http.readRequest", profkey.BeforeRouting, 60)
+	add("main.tick", profkey.Background, 5)
+	add("main.lost", "", 1)
+	foldRoutes(p, routeFolds(rep))
+	r := routeFigures(rep, p, nil, 12, 2)
+	got := map[string]RouteSummary{}
+	for _, rs := range r.Routes {
+		got[rs.Route] = rs
+	}
+	users, x := got["GET /users/{id}"], got["GET /x/{n}"]
+	if len(r.Routes) != 2 || users.Allocs != 40 || *users.AllocsPerReq != 4 || x.Note == "" || *x.AllocsPerReq != 2 {
+		t.Errorf("routes %+v", r.Routes)
+	}
+	if users.Sites[0].Func != "main.user" || users.Sites[0].Allocs != 3 || users.Sites[1].Func != "main.middleware" || users.Sites[1].Allocs != 1 {
+		t.Errorf("GET /users/{id}'s sites %+v", users.Sites)
+	}
+	if br := r.BeforeRouting; br == nil || br.Requests != 12 || *br.AllocsPerReq != 5 {
+		t.Errorf("before routing %+v", r.BeforeRouting)
+	}
+	if *r.Background.AllocsPerReq != 2.5 || r.Closure.Allocs != 110 || r.Closure.AllocsRemainder != 1 || r.Closure.RouteRequests != 12 {
+		t.Errorf("background %+v, closure %+v", r.Background, r.Closure)
 	}
 }
