@@ -120,6 +120,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
 	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
 	cfg.Requests = 2000
+	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
 	fs.IntVar(&cfg.MaxRoutes, "max-routes", 0, "the most distinct routes the target names (the rest are \"other\"); 0: 100")
 	fs.BoolVar(&cfg.Alone, "alone", false, "with -requests FILE: also measure each request alone, in windows of its own (endpoints[]), beside the mix's per-route split")
 	fs.Var(requestsFlag{&cfg}, "requests", "a request `FILE` (METHOD PATH [weight=N] [header=\"K: V\"] [body=@FILE] per line; see docs/probe.md); a number N is, with -instructions, the requests in its window")

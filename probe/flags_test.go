@@ -79,6 +79,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"instructions":       {[]string{"-instructions"}, func(c Config, o cliOptions) bool { return c.Instructions }},
 		"alone":              {[]string{"-alone"}, func(c Config, o cliOptions) bool { return c.Alone }},
 		"max-routes":         {[]string{"-max-routes", "7"}, func(c Config, o cliOptions) bool { return c.MaxRoutes == 7 }},
+		"sample":             {[]string{"-sample", "16"}, func(c Config, o cliOptions) bool { return c.Sample == 16 }},
 		"requests":           {[]string{"-requests", file}, func(c Config, o cliOptions) bool { return c.RequestFile == file && len(c.Mix) == 1 }},
 		"floor":              {[]string{"-floor"}, func(c Config, o cliOptions) bool { return c.Floor }},
 		"offcpu":             {[]string{"-offcpu=false"}, func(c Config, o cliOptions) bool { return !c.OffCPU }},

@@ -20,6 +20,9 @@ import (
 type RouteSummary struct {
 	Route    string `json:"route"`
 	Requests uint64 `json:"requests"`
+	// SampledRequests are the requests accounted when the run sampled
+	// (-sample N): the per-request figures' denominator.
+	SampledRequests uint64 `json:"sampled_requests,omitempty"`
 	// Totals over the window, from which the per-request figures are
 	// divided; the closure adds them up.
 	Allocs      int64 `json:"allocs"`
@@ -120,7 +123,7 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 			byName[r.Name] = out.BeforeRouting
 			continue
 		}
-		rs := &RouteSummary{Route: r.Name, Requests: r.Requests}
+		rs := &RouteSummary{Route: r.Name, Requests: r.Requests, SampledRequests: r.SampledRequests}
 		if r.IntoSeveral {
 			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
 		}
@@ -171,6 +174,9 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	}
 	for _, rs := range all {
 		n := float64(rs.Requests)
+		if rep.Sampled {
+			n = float64(rs.SampledRequests)
+		}
 		if rs == &out.Background {
 			n = seconds
 		}
@@ -312,7 +318,26 @@ func (o *runOutput) routes() error {
 	r := routeFigures(o.routeRep, o.allocsProf, o.copiesProf, attr.load.OK, attr.load.Elapsed.Seconds())
 	o.s.Routes, o.s.RoutesBackground, o.s.RoutesBeforeRouting, o.s.RoutesClosure = r.Routes, &r.Background, r.BeforeRouting, &r.Closure
 	o.s.Sources["routes"] = SourceRoutes
+	if o.routeRep.Sampled {
+		o.sampledOnly()
+	}
 	return nil
+}
+
+// sampledOnly leaves out the window's figures per request when only
+// sampled requests' work was counted (-sample): they are per route only.
+func (o *runOutput) sampledOnly() {
+	s, pr := o.s, &o.s.PerRequest
+	note := fmt.Sprintf(" (sampled: one request in %d of each route; per request only by route, routes[])", o.ses.cfg.Sample)
+	for _, k := range []string{"allocs", "copies"} {
+		if s.Sources[k] != "" {
+			s.Sources[k] += note
+		}
+	}
+	s.Sources["routes"] += note
+	pr.Allocs, pr.AllocBytes, pr.AllocBlocks, pr.AllocRequestedBytes = nil, nil, nil, nil
+	pr.CopyCalls, pr.CopiedBytes, pr.ClearCalls, pr.ClearedBytes = nil, nil, nil, nil
+	o.rep.sites, o.rep.copySites, o.rep.totals, o.rep.copyRequests = nil, nil, nil, 0
 }
 
 // routesOf gathers a summary's routes section for the tables.

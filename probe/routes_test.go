@@ -388,3 +388,54 @@ func TestRouteFigures(t *testing.T) {
 		t.Errorf("background %+v, closure %+v", r.Background, r.Closure)
 	}
 }
+
+// TestRoutesSampled: with -sample 16 (live mode's sampling), one request
+// in 16 of each route is accounted, the first included, and only those
+// requests' work is counted: each route's sites are exact per sampled
+// request, the child's goroutine's work included, nothing else is counted
+// (the ticker's background neither), and about 1 in 16 is sampled.
+func TestRoutesSampled(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-sample", "16", "-args", "-ticker 2ms")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PerRequest.Allocs != nil || !strings.Contains(s.Sources["allocs"], "sampled: one request in 16") {
+		t.Errorf("per_request.allocs %v, sources.allocs %q: want none, said why", s.PerRequest.Allocs, s.Sources["allocs"])
+	}
+	exact := map[string][3]any{
+		"GET /users/{id}": {"main.userAlloc", int64(3), int64(0)},
+		"GET /child":      {"main.childWork", int64(4), int64(3000)},
+		"GET /alloc":      {"main.allocK7", int64(7), int64(0)},
+	}
+	var sum int64
+	for _, r := range s.Routes {
+		e, ok := exact[r.Route]
+		if !ok {
+			t.Errorf("unexpected route %s", r.Route)
+			continue
+		}
+		n := int64(r.SampledRequests)
+		t.Logf("%s: %d requests, %d sampled, %v allocs per sampled request", r.Route, r.Requests, n, *r.AllocsPerReq)
+		if d := n*16 - int64(r.Requests); d < -16 || d > 16 || n == 0 {
+			t.Errorf("%s: %d of %d requests sampled, want 1 in 16", r.Route, n, r.Requests)
+		}
+		if o := routeCount(m.allocs, r.Route, e[0].(string), 0); o != e[1].(int64)*n {
+			t.Errorf("%s: %s %d allocations in %d sampled requests, want %d each", r.Route, e[0], o, n, e[1])
+		}
+		if b := routeCount(copies, r.Route, "main.copyN", 1); b != e[2].(int64)*n {
+			t.Errorf("%s: main.copyN %d B in %d sampled requests, want %d each", r.Route, b, n, e[2])
+		}
+		sum += r.Allocs
+	}
+	if len(s.Routes) != 3 || s.RoutesClosure.AllocsRemainder != 0 || sum != s.RoutesClosure.Allocs || routeCount(m.allocs, profkey.Background, "", 0) != 0 {
+		t.Errorf("routes %d, closure %+v, Σ routes %d: only the sampled requests' work may be counted", len(s.Routes), *s.RoutesClosure, sum)
+	}
+}

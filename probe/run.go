@@ -92,6 +92,9 @@ type Config struct {
 	// MaxRoutes caps the distinct routes the target names (-max-routes;
 	// the rest are "other"); 0 is the target's default (100).
 	MaxRoutes int
+	// Sample is N when one request in N of each route is accounted
+	// (-sample: PERFSPY_SAMPLE, live mode's sampling); 0 accounts all.
+	Sample int
 	// Push sends the run's profiles to a profile store (-push).
 	Push PushConfig
 	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
@@ -207,6 +210,9 @@ func (cfg Config) validate() (CPUPlan, error) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
 			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
 		}
+	}
+	if cfg.Sample < 0 || cfg.Sample > 1<<20 {
+		return CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
 	}
 	if cfg.MaxRoutes < 0 || cfg.MaxRoutes > routes.MaxRoutes {
 		return CPUPlan{}, fmt.Errorf("-max-routes %d: want 1 to %d (0: the default, %d)", cfg.MaxRoutes, routes.MaxRoutes, routes.DefaultMaxRoutes)
@@ -601,6 +607,9 @@ func targetEnv(cfg Config, extra ...string) []string {
 	env := append(os.Environ(), extra...)
 	if cfg.MaxRoutes > 0 {
 		env = append(env, routes.MaxRoutesEnv+"="+strconv.Itoa(cfg.MaxRoutes))
+	}
+	if cfg.Sample > 0 {
+		env = append(env, routes.SampleEnv+"="+strconv.Itoa(cfg.Sample))
 	}
 	return append(env, cfg.Env...)
 }

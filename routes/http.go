@@ -29,7 +29,7 @@ const HTTPFileName = "zz_perfspy_request.go"
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
 	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory,
-		"ROUTECAPENV", MaxRoutesEnv, "ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes), "ROUTECAPMOST", strconv.Itoa(MaxRoutes)).Replace(httpGo) + fold
+		"ROUTECAPENV", MaxRoutesEnv, "ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes), "ROUTECAPMOST", strconv.Itoa(MaxRoutes), "SAMPLEENV", SampleEnv).Replace(httpGo) + fold
 }
 
 // HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
@@ -51,6 +51,10 @@ var HTTPReadEdit = [2]string{
 // the most it may be (the runtime's table, less "other" and "(before
 // routing)").
 const (
+	// SampleEnv is N when one request in N of each route is sampled
+	// (its first included), and the recorders count only sampled
+	// requests' work.
+	SampleEnv        = "PERFSPY_SAMPLE"
 	MaxRoutesEnv     = "PERFSPY_MAX_ROUTES"
 	DefaultMaxRoutes = 100
 	MaxRoutes        = 1000

@@ -15,6 +15,9 @@ import (
 //go:linkname allocspyEnable runtime.allocspyEnable
 func allocspyEnable(on bool)
 
+//go:linkname allocspyEnableSampled runtime.allocspyEnableSampled
+func allocspyEnableSampled()
+
 //go:linkname allocspyIgnoreCurrent runtime.allocspyIgnoreCurrent
 func allocspyIgnoreCurrent()
 
@@ -47,7 +50,11 @@ func (s *source) Begin() error {
 	if err := s.t.Begin(); err != nil {
 		return err
 	}
-	allocspyEnable(true)
+	if spytable.Sampled() {
+		allocspyEnableSampled()
+	} else {
+		allocspyEnable(true)
+	}
 	return nil
 }
 
@@ -60,7 +67,7 @@ func (s *source) End(path string) error {
 		return err
 	}
 	rep := wire.AllocReport{Dropped: dropped}
-	names, _, _ := spytable.Routes()
+	names := spytable.Routes()
 	for _, st := range sites {
 		site := wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])

@@ -15,6 +15,9 @@ import (
 //go:linkname copyspyEnable runtime.copyspyEnable
 func copyspyEnable(on bool)
 
+//go:linkname copyspyEnableSampled runtime.copyspyEnableSampled
+func copyspyEnableSampled()
+
 //go:linkname copyspyIgnoreCurrent runtime.copyspyIgnoreCurrent
 func copyspyIgnoreCurrent()
 
@@ -47,7 +50,11 @@ func (s *source) Begin() error {
 	if err := s.t.Begin(); err != nil {
 		return err
 	}
-	copyspyEnable(true)
+	if spytable.Sampled() {
+		copyspyEnableSampled()
+	} else {
+		copyspyEnable(true)
+	}
 	return nil
 }
 
@@ -60,7 +67,7 @@ func (s *source) End(path string) error {
 		return err
 	}
 	rep := wire.CopyReport{Dropped: dropped}
-	names, _, _ := spytable.Routes()
+	names := spytable.Routes()
 	for _, st := range sites {
 		site := wire.CopySiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Words[spytable.Counters], st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])

@@ -89,7 +89,10 @@ func AllocSiteOf(stack []PCFrames, delta []uint64) AllocSite {
 // window: the routes the request marks named, with the requests that
 // ended under each in the window, in the order they were named.
 type RouteReport struct {
-	Routes []RouteCount `json:"routes"`
+	// Sampled says the recorders counted only sampled requests' work
+	// (PERFSPY_SAMPLE): per route, divide by SampledRequests.
+	Sampled bool         `json:"sampled,omitempty"`
+	Routes  []RouteCount `json:"routes"`
 }
 
 // RouteCount is one route's requests in a window. Into names the route
@@ -97,10 +100,11 @@ type RouteReport struct {
 // mux moved them (a path route to its pattern), "" otherwise;
 // IntoSeveral is set when they ended under more than one.
 type RouteCount struct {
-	Name        string `json:"name"`
-	Requests    uint64 `json:"requests"`
-	Into        string `json:"into,omitempty"`
-	IntoSeveral bool   `json:"into_several,omitempty"`
+	Name            string `json:"name"`
+	Requests        uint64 `json:"requests"`
+	SampledRequests uint64 `json:"sampled_requests,omitempty"`
+	Into            string `json:"into,omitempty"`
+	IntoSeveral     bool   `json:"into_several,omitempty"`
 }
 
 // AllocReport is the JSON file the allocation counter writes at the end of

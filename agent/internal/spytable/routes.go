@@ -1,6 +1,8 @@
 package spytable
 
 import (
+	"os"
+	"strconv"
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/agent"
@@ -11,21 +13,43 @@ import (
 // allocspy's and copyspy's overlays (zz_perfspy_mark.go).
 //
 //go:linkname perfspyRouteRead runtime.perfspyRouteRead
-func perfspyRouteRead(names []string, reqs []uint64, into []uint32) int
+func perfspyRouteRead(names []string, reqs, sampled []uint64, into []uint32) int
 
 // routeSlots is the runtime's table size (perfspyRouteSlots).
 const routeSlots = 1024
 
-// Routes reads the route table: names by index (0, the background, has
-// none), requests ended under each, and the route each moved into.
-func Routes() (names []string, reqs []uint64, into []uint32) {
-	names, reqs, into = make([]string, routeSlots), make([]uint64, routeSlots), make([]uint32, routeSlots)
-	n := perfspyRouteRead(names, reqs, into)
-	return names[:n], reqs[:n], into[:n]
+// routeTable is the route table read once: names by index (0, the
+// background, has none), requests ended under each, those of them that
+// were sampled, and the route each moved into.
+type routeTable struct {
+	names        []string
+	reqs, sample []uint64
+	into         []uint32
+}
+
+func readRoutes() routeTable {
+	t := routeTable{make([]string, routeSlots), make([]uint64, routeSlots), make([]uint64, routeSlots), make([]uint32, routeSlots)}
+	n := perfspyRouteRead(t.names, t.reqs, t.sample, t.into)
+	return routeTable{t.names[:n], t.reqs[:n], t.sample[:n], t.into[:n]}
+}
+
+// Routes reads the routes' names, by index.
+func Routes() (names []string) { return readRoutes().names }
+
+// sampledBit is the mark's bit of a sampled request
+// (runtime.perfspySampledBit); the rest is the route.
+const sampledBit = 1 << 62
+
+// Sampled tells whether the target samples requests (PERFSPY_SAMPLE): the
+// recorders then count only sampled requests' work.
+func Sampled() bool {
+	n, err := strconv.Atoi(os.Getenv("PERFSPY_SAMPLE"))
+	return err == nil && n > 0
 }
 
 // RouteName names a slot's route word: "" for the background.
 func RouteName(names []string, mark uint64) string {
+	mark &^= sampledBit
 	if mark == 0 || mark >= uint64(len(names)) {
 		if mark != 0 {
 			return "(unnamed route)"
@@ -39,26 +63,27 @@ func init() { agent.RegisterCounter("routes", &routeCounter{}) }
 
 // routeCounter counts the requests that ended under each route in a
 // window.
-type routeCounter struct{ before []uint64 }
+type routeCounter struct{ before routeTable }
 
 func (c *routeCounter) Begin() error {
-	_, c.before, _ = Routes()
+	c.before = readRoutes()
 	return nil
 }
 
 func (c *routeCounter) End(path string) error {
-	names, reqs, into := Routes()
-	var rep wire.RouteReport
-	for i := 1; i < len(names); i++ {
-		rc := wire.RouteCount{Name: names[i], Requests: reqs[i]}
-		if i < len(c.before) {
-			rc.Requests -= c.before[i]
+	t := readRoutes()
+	rep := wire.RouteReport{Sampled: Sampled()}
+	for i := 1; i < len(t.names); i++ {
+		rc := wire.RouteCount{Name: t.names[i], Requests: t.reqs[i], SampledRequests: t.sample[i]}
+		if i < len(c.before.reqs) {
+			rc.Requests -= c.before.reqs[i]
+			rc.SampledRequests -= c.before.sample[i]
 		}
-		switch v := into[i]; {
+		switch v := t.into[i]; {
 		case v == ^uint32(0):
 			rc.IntoSeveral = true
 		case v != 0:
-			rc.Into = RouteName(names, uint64(v))
+			rc.Into = RouteName(t.names, uint64(v))
 		}
 		rep.Routes = append(rep.Routes, rc)
 	}
