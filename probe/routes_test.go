@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -70,14 +70,7 @@ func TestRoutesMix(t *testing.T) {
 func TestRoutesHTTP2(t *testing.T) {
 	skipShort(t)
 	m := runTarget(t, "/child", "-proto", "h2c", "-offcpu=false", "-args", "-ticker 2ms")
-	var s Summary
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
-		t.Fatal(err)
-	}
-	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, copies := summaryAndCopies(t, m)
 	const child = "GET /child"
 	if len(s.Routes) != 1 || s.Routes[0].Route != child || s.RoutesClosure == nil || s.Driver == nil || s.Driver.Name != "h2c" {
 		t.Fatalf("routes %+v, driver %+v; want %s over h2c", s.Routes, s.Driver, child)
@@ -103,14 +96,7 @@ func TestRoutesHTTP2(t *testing.T) {
 // closure, and each route alone (-alone) as in the mix.
 func checkRoutesMix(t *testing.T, m *measured) {
 	t.Helper()
-	var s Summary
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
-		t.Fatal(err)
-	}
-	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, copies := summaryAndCopies(t, m)
 	const users, child, alloc = "GET /users/{id}", "GET /child", "GET /alloc"
 	reqs := map[string]int64{}
 	for _, r := range s.Routes {
@@ -308,24 +294,7 @@ func TestProbeBuild(t *testing.T) {
 	if err != nil || !strings.Contains(string(info), "path\tgithub.com/perfspy/perfspy/probe/testdata/probetarget") {
 		t.Fatalf("go version -m %s: %v\n%s", bin, err, info)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	sc := bufio.NewScanner(stderr)
-	addr := ""
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
-			addr = a
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	_, addr := testtarget.StartBinary(t, bin, nil, "-addr", "127.0.0.1:0")
 	drv, err := load.NewHTTP(load.HTTPOptions{URL: "http://" + addr + "/users/7", Conns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -399,14 +368,7 @@ func TestRoutesSampled(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
 	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-sample", "16", "-args", "-ticker 2ms")
-	var s Summary
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
-		t.Fatal(err)
-	}
-	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, copies := summaryAndCopies(t, m)
 	if s.PerRequest.Allocs != nil || !strings.Contains(s.Sources["allocs"], "sampled: one request in 16") {
 		t.Errorf("per_request.allocs %v, sources.allocs %q: want none, said why", s.PerRequest.Allocs, s.Sources["allocs"])
 	}
@@ -438,4 +400,18 @@ func TestRoutesSampled(t *testing.T) {
 	if len(s.Routes) != 3 || s.RoutesClosure.AllocsRemainder != 0 || sum != s.RoutesClosure.Allocs || routeCount(m.allocs, profkey.Background, "", 0) != 0 {
 		t.Errorf("routes %d, closure %+v, Σ routes %d: only the sampled requests' work may be counted", len(s.Routes), *s.RoutesClosure, sum)
 	}
+}
+
+// summaryAndCopies reads a run's summary.json and copies.pb.gz.
+func summaryAndCopies(t *testing.T, m *measured) (Summary, *profile.Profile) {
+	t.Helper()
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := readProfile(filepath.Join(m.dir, "copies.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, copies
 }

@@ -30,6 +30,14 @@ func Start(t testing.TB, env []string, args ...string) (*exec.Cmd, string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building probetarget: %v\n%s", err, out)
 	}
+	return StartBinary(t, bin, env, args...)
+}
+
+// StartBinary starts a built probetarget with args and env added to this
+// process's environment, and returns it and the address it listens on.
+// The process is killed when the test ends.
+func StartBinary(t testing.TB, bin string, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
