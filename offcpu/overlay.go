@@ -1,6 +1,7 @@
 package offcpu
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -55,6 +56,11 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls, err := routes.PprofOverlay(goroot, dir)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, calls)
 	for path, text := range files {
 		if _, err := os.Stat(path); err == nil && filepath.Base(path) == routes.HTTPFileName {
 			return nil, capability.Shape("request boundaries", "%s already exists in GOROOT", path)

@@ -415,3 +415,38 @@ func summaryAndCopies(t *testing.T, m *measured) (Summary, *profile.Profile) {
 	}
 	return s, copies
 }
+
+// TestRoutesGRPC: grpc-go's own server (targets/grpcecho, not net/http)
+// labels each call's goroutine with its method (probe sets
+// GRPC_GO_SERVER_GOROUTINE_LABELS), and the mark follows the label:
+// main.extraAlloc's 3 allocations per call are the method's route, and
+// its calls are the driver's.
+func TestRoutesGRPC(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := probeRun(t, "-out", out, "-offcpu=false", "-args", "-extra-allocs 3", "../targets/grpcecho")
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	s, _ := summaryAndCopies(t, &measured{dir: out})
+	allocs, err := readProfile(filepath.Join(out, "allocs.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const method = "perfspy.echo.Echo/Echo"
+	if len(s.Routes) != 1 || s.Routes[0].Route != method || s.RoutesClosure == nil {
+		t.Fatalf("routes %+v, want %s alone", s.Routes, method)
+	}
+	r, c := s.Routes[0], s.RoutesClosure
+	n := int64(r.Requests)
+	t.Logf("%s: %d calls, %v allocs/call; background %v allocs/s; closure %+v", method, n, *r.AllocsPerReq, *s.RoutesBackground.AllocsPerReq, *c)
+	if n != c.DriverRequests || c.AllocsRemainder != 0 {
+		t.Errorf("closure %+v: the route's calls must be the driver's, with no remainder", *c)
+	}
+	if o := routeCount(allocs, method, "main.extraAlloc", 0); o != 3*n {
+		t.Errorf("main.extraAlloc: %d allocations in %d calls, want 3 per call", o, n)
+	}
+	if o := routeCount(allocs, profkey.Background, "main.extraAlloc", 0); o != 0 {
+		t.Errorf("main.extraAlloc: %d allocations in the background", o)
+	}
+}

@@ -611,6 +611,11 @@ func targetEnv(cfg Config, extra ...string) []string {
 	if cfg.Sample > 0 {
 		env = append(env, routes.SampleEnv+"="+strconv.Itoa(cfg.Sample))
 	}
+	// grpc-go labels each call's goroutine with its method: the mark of
+	// the calls its own server serves (routes.PprofOverlay).
+	if os.Getenv(routes.GRPCLabelsEnv) == "" {
+		env = append(env, routes.GRPCLabelsEnv+"="+routes.GRPCLabelsOn)
+	}
 	return append(env, cfg.Env...)
 }
 

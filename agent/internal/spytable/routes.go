@@ -36,9 +36,10 @@ func readRoutes() routeTable {
 // Routes reads the routes' names, by index.
 func Routes() (names []string) { return readRoutes().names }
 
-// sampledBit is the mark's bit of a sampled request
-// (runtime.perfspySampledBit); the rest is the route.
-const sampledBit = 1 << 62
+// markBits are the mark's bits that are not the route: a sampled request
+// (runtime.perfspySampledBit), a mark a goroutine label set
+// (runtime.perfspyLabelBit).
+const markBits = 1<<62 | 1<<61
 
 // Sampled tells whether the target samples requests (PERFSPY_SAMPLE): the
 // recorders then count only sampled requests' work.
@@ -49,7 +50,7 @@ func Sampled() bool {
 
 // RouteName names a slot's route word: "" for the background.
 func RouteName(names []string, mark uint64) string {
-	mark &^= sampledBit
+	mark &^= markBits
 	if mark == 0 || mark >= uint64(len(names)) {
 		if mark != 0 {
 			return "(unnamed route)"
