@@ -46,7 +46,7 @@ commands:
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   cost   what perfspy's instruments cost, against the references
-         (-what offcpu,allocdiff,flame,attribution)
+         (-what offcpu,allocdiff,flame,attribution,live)
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `

@@ -22,7 +22,8 @@ type summary struct {
 		RPS float64 `json:"rps"`
 	} `json:"window"`
 	AttributionWindow struct {
-		RPS float64 `json:"rps"`
+		RPS   float64 `json:"rps"`
+		CPUUS float64 `json:"cpu_us"`
 	} `json:"attribution_window"`
 	CopiesWindow *struct {
 		RPS float64 `json:"rps"`
@@ -235,5 +236,41 @@ var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env 
 	for _, t := range targets {
 		fmt.Fprintf(env.Stdout, "  %-30s %.3f  (runs: %.3f)\n", t, median(ratios[t]), ratios[t])
 	}
+	return nil
+}}
+
+// Live measures what a binary built by probe build costs a server, as the
+// median ratio of CPU per request to a build without any overlay, in
+// interleaved runs on targets/httpjson: unconfigured (the overlays' switches
+// off, the request marks on: the timing window of a -sample run) and
+// sampling one request in 64 (its attribution window, the recorders in
+// their sampled mode). Every request counted is the attribution bench's.
+var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
+	var plain, idle, sampled []float64
+	err := probeRounds(ctx, env, "httpjson, live", [2]string{"plain", "sample 64"}, func(m string) run {
+		flags := []string{"-path", "/json", "-offcpu=false", "-syscalls", "proc-io"}
+		if m == "plain" {
+			return run{"targets/httpjson", append(flags, "-copies", "off", "-allocs", "heapprofile")}
+		}
+		return run{"targets/httpjson", append(flags, "-sample", "64")}
+	}, func(m string, s *summary) error {
+		if s.PerRequest.CPUUS == nil {
+			return fmt.Errorf("%s: no CPU per request", m)
+		}
+		if m == "plain" {
+			plain = append(plain, *s.PerRequest.CPUUS)
+			return nil
+		}
+		idle = append(idle, *s.PerRequest.CPUUS)
+		sampled = append(sampled, s.AttributionWindow.CPUUS)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p := median(plain)
+	fmt.Fprintf(env.Stdout, "CPU per request against a build without overlays (%.2f µs), targets/httpjson /json, median of %d interleaved rounds\n", p, env.Rounds)
+	fmt.Fprintf(env.Stdout, "  unconfigured: overlays idle, request marks on  %.3fx (%.2f µs)\n", median(idle)/p, median(idle))
+	fmt.Fprintf(env.Stdout, "  sampling 1 request in 64 per route             %.3fx (%.2f µs)\n", median(sampled)/p, median(sampled))
 	return nil
 }}
