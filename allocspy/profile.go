@@ -3,7 +3,6 @@ package allocspy
 import (
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -56,10 +55,7 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 	sort.Slice(sites, func(i, j int) bool { return key(sites[i]) < key(sites[j]) })
 	routed := slices.ContainsFunc(sites, func(s wire.AllocSite) bool { return s.Route != "" })
 	for _, s := range sites {
-		stack, via := stacks.UserStack(s.Stack)
-		if NestedAlloc(s.Stack) {
-			stack = withoutDirect(stacks.Logical(s.Stack))
-		}
+		stack, via := wire.AllocStack(s.Stack)
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(stack),
 			Value:    []int64{int64(s.Objects), int64(s.AllocBytes), int64(s.Blocks), int64(s.ReqBytes)},
@@ -80,32 +76,9 @@ func Totals(r *wire.AllocReport) (objects, allocBytes, blocks, reqBytes uint64) 
 	return
 }
 
-// NestedAlloc reports whether an allocation's stack (innermost first,
-// [0] mallocgc's caller) passes through mallocgc again: the runtime
-// allocated while it served another allocation.
-func NestedAlloc(stack []wire.PCFrames) bool {
-	for i, pf := range stack {
-		for j, f := range pf.Frames {
-			if (i > 0 || j > 0) && strings.HasPrefix(f.Func, "runtime.mallocgc") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// withoutDirect drops the innermost frame (mallocgc's caller, the label
-// "via"), so that the leaf is the runtime function that allocated.
-func withoutDirect(stack []wire.PCFrames) []wire.PCFrames {
-	if len(stack) == 0 {
-		return stack
-	}
-	if len(stack[0].Frames) > 1 {
-		first := wire.PCFrames{PC: stack[0].PC, Frames: stack[0].Frames[1:]}
-		return append([]wire.PCFrames{first}, stack[1:]...)
-	}
-	return stack[1:]
-}
+// NestedAlloc reports whether an allocation's stack passes through
+// mallocgc again (wire.NestedAlloc).
+var NestedAlloc = wire.NestedAlloc
 
 // routeLabel adds the route label to labels when the report has routes:
 // the site's route, or profkey.Background.

@@ -32,7 +32,7 @@ type BuildResult struct {
 // binary measures nothing: the agent listens only when probe gives it a
 // socket, and the recorders are off (docs/live.md).
 func Build(ctx context.Context, cfg BuildConfig, logf func(string, ...any)) (*BuildResult, error) {
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: true, Allocs: true, Requests: true, Overlays: spyOverlays(seams{})}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: true, Allocs: true, Requests: true, Live: true, Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func mainBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	t := res.Binary
 	abs, _ := filepath.Abs(res.Path)
-	fmt.Fprintf(stdout, "built %s (%s)\n  allocspy %s, copyspy %s, request marks %s\n", abs, t.Spec, onOff(t.Allocs, t.AllocsOff), onOff(t.Copies, t.CopiesOff), onOff(t.Requests, t.RequestsOff))
+	fmt.Fprintf(stdout, "built %s (%s)\n  allocspy %s, copyspy %s, request marks %s, live mode %s\n", abs, t.Spec, onOff(t.Allocs, t.AllocsOff), onOff(t.Copies, t.CopiesOff), onOff(t.Requests, t.RequestsOff), onOff(t.Live, "no recorders"))
 	if t.BuildCheck != nil {
 		fmt.Fprintf(stdout, "  build list    %s\n", buildLine(t.BuildCheck))
 	}

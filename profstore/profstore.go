@@ -131,7 +131,7 @@ type Upload struct {
 // Push sends p, with its requests, as u says: one push.v1 Push of the raw
 // pprof body. An error says what the server answered.
 func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
-	a = a.orDefault()
+	a = a.OrDefault()
 	if err := a.Check(u.Base); err != nil {
 		return err
 	}
@@ -149,11 +149,11 @@ func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
 		labels = append(labels, &typesv1.LabelPair{Name: LabelName(k), Value: u.Labels[k]})
 	}
 	req := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{Labels: labels, Samples: []*pushv1.RawSample{{RawProfile: []byte(body.String())}}}}}
-	hc, err := a.client()
+	hc, err := a.Client()
 	if err != nil {
 		return err
 	}
-	_, err = pushv1connect.NewPusherServiceClient(hc, u.Base, a.options()...).Push(ctx, connect.NewRequest(req))
+	_, err = pushv1connect.NewPusherServiceClient(hc, u.Base, options(a)...).Push(ctx, connect.NewRequest(req))
 	return serverError(a, u.Base, "Push", err)
 }
 
@@ -168,7 +168,7 @@ func serverError(a *Access, base, call string, err error) error {
 	if errors.As(err, &ce) && ce.Code() != connect.CodeUnavailable && ce.Code() != connect.CodeResourceExhausted && ce.Code() != connect.CodeDeadlineExceeded {
 		return fmt.Errorf("%s %s: %s: %s", base, call, ce.Code(), ce.Message())
 	}
-	return fmt.Errorf("%s %s: %w", base, call, a.callError(err))
+	return fmt.Errorf("%s %s: %w", base, call, callError(a, err))
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -351,7 +351,7 @@ func selectMerge(ctx context.Context, a *Access, sel *Selection, typeID string) 
 // (as a run's profile carries it), so that allocdiff and flame divide by
 // it. A selection that matches nothing is an error.
 func Fetch(ctx context.Context, a *Access, sel *Selection) (*profile.Profile, error) {
-	a = a.orDefault()
+	a = a.OrDefault()
 	if err := a.Check(sel.Base); err != nil {
 		return nil, err
 	}
@@ -402,11 +402,11 @@ func FetchAddress(ctx context.Context, a *Access, addr string) (*profile.Profile
 }
 
 func querier(a *Access, sel *Selection) (querierv1connect.QuerierServiceClient, error) {
-	hc, err := a.client()
+	hc, err := a.Client()
 	if err != nil {
 		return nil, err
 	}
-	return querierv1connect.NewQuerierServiceClient(hc, sel.Base, a.options()...), nil
+	return querierv1connect.NewQuerierServiceClient(hc, sel.Base, options(a)...), nil
 }
 
 // dropRequestsFrame leaves out the requests' own sample.

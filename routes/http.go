@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -28,8 +29,35 @@ const HTTPFileName = "zz_perfspy_request.go"
 // paths (fold.go, as it is).
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
-	return strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory,
-		"ROUTECAPENV", MaxRoutesEnv, "ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes), "ROUTECAPMOST", strconv.Itoa(MaxRoutes), "SAMPLEENV", SampleEnv).Replace(httpGo) + fold
+	text := strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory).Replace(httpGo)
+	return envReplacer().Replace(text) + fold
+}
+
+// sampleFunc is perfspySample in each overlay that marks requests (net/http,
+// runtime/pprof): wire.SampleN, read once at start.
+const sampleFunc = `// perfspySample is N of SAMPLEENV: one request in N of each route is
+// sampled, the first of each period included; 0 samples none. In live
+// mode (PUSHENV set, not under probe: SOCKETENV unset) it defaults to
+// SAMPLEDEFAULT.
+var perfspySample = func() uint64 {
+	v := os.Getenv("SAMPLEENV")
+	if v == "" && os.Getenv("PUSHENV") != "" && os.Getenv("SOCKETENV") == "" {
+		return SAMPLEDEFAULT
+	}
+	n, err := strconv.ParseUint(v, 10, 31)
+	if err != nil {
+		return 0
+	}
+	return n
+}()`
+
+// envReplacer fills the overlays' templates with the environment they
+// read: the sampling (sampleFunc) and the routes' cap.
+func envReplacer() *strings.Replacer {
+	sample := strings.NewReplacer("SAMPLEENV", wire.SampleEnv, "PUSHENV", wire.PushEnv, "SOCKETENV", wire.SocketEnv,
+		"SAMPLEDEFAULT", strconv.Itoa(wire.DefaultSample)).Replace(sampleFunc)
+	return strings.NewReplacer("SAMPLEFUNC", sample, "ROUTECAPENV", MaxRoutesEnv, "ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes),
+		"ROUTECAPMOST", strconv.Itoa(MaxRoutes))
 }
 
 // HTTPMuxEdit is the ServeMux line that calls perfspyRouted once the
@@ -52,9 +80,9 @@ var HTTPReadEdit = [2]string{
 // routing)").
 const (
 	// SampleEnv is N when one request in N of each route is sampled
-	// (its first included), and the recorders count only sampled
-	// requests' work.
-	SampleEnv        = "PERFSPY_SAMPLE"
+	// (the first of each period included), and the recorders count only
+	// sampled requests' work (wire.SampleN).
+	SampleEnv        = wire.SampleEnv
 	MaxRoutesEnv     = "PERFSPY_MAX_ROUTES"
 	DefaultMaxRoutes = 100
 	MaxRoutes        = 1000

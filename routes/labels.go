@@ -4,8 +4,6 @@ import (
 	_ "embed"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
 )
@@ -38,8 +36,7 @@ func PprofOverlay(goroot, dir string) (map[string]string, error) {
 	if _, err := os.Stat(name); err == nil {
 		return nil, capability.Shape("gRPC calls", "%s already exists in GOROOT", name)
 	}
-	files[name] = strings.NewReplacer("SAMPLEENV", SampleEnv, "ROUTECAPENV", MaxRoutesEnv,
-		"ROUTECAPDEFAULT", strconv.Itoa(DefaultMaxRoutes), "ROUTECAPMOST", strconv.Itoa(MaxRoutes)).Replace(labelsGo)
+	files[name] = envReplacer().Replace(labelsGo)
 	out := map[string]string{}
 	for path, text := range files {
 		dst := filepath.Join(dir, "pprof_"+filepath.Base(path))

@@ -48,7 +48,7 @@ func TestHTTPFile(t *testing.T) {
 			t.Errorf("HTTPFile lacks %q", want)
 		}
 	}
-	for _, bad := range []string{"REGIONTYPE", "BEFOREROUTING", "ROUTELOG", "ROUTECAP", "SAMPLEENV", "package routes"} {
+	for _, bad := range []string{"REGIONTYPE", "BEFOREROUTING", "ROUTELOG", "ROUTECAP", "SAMPLEENV", "SAMPLEFUNC", "PUSHENV", "SOCKETENV", "SAMPLEDEFAULT", "package routes"} {
 		if strings.Contains(f, bad) {
 			t.Errorf("HTTPFile has %q", bad)
 		}

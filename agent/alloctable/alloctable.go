@@ -39,7 +39,13 @@ const (
 )
 
 func init() {
-	agent.RegisterCounter("allocs", &source{t: spytable.Table{Name: "allocspy", Depth: depth, Words: words, Read: allocspyRead, Stack: allocspyStackOf, Layout: allocspyLayout}})
+	t := spytable.Table{Name: "allocspy", Depth: depth, Words: words, Read: allocspyRead, Stack: allocspyStackOf, Layout: allocspyLayout}
+	agent.RegisterCounter("allocs", &source{t: t})
+	// The live loop reads the same table with a baseline of its own.
+	live := t
+	spytable.RegisterLive(&spytable.Live{Kind: "allocs", Table: &live, Sampled: allocspyEnableSampled, Report: func(sites []spytable.Site, dropped uint64, names []string) any {
+		return report(sites, dropped, names)
+	}})
 }
 
 type source struct{ t spytable.Table }
@@ -66,12 +72,16 @@ func (s *source) End(path string) error {
 	if err != nil {
 		return err
 	}
-	rep := wire.AllocReport{Dropped: dropped}
-	names := spytable.Routes()
+	return wire.WriteJSON(path, report(sites, dropped, spytable.Routes()))
+}
+
+// report symbolizes a window's or a period's sites; names are the routes'.
+func report(sites []spytable.Site, dropped uint64, names []string) *wire.AllocReport {
+	rep := &wire.AllocReport{Dropped: dropped}
 	for _, st := range sites {
 		site := wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])
 		rep.Sites = append(rep.Sites, site)
 	}
-	return wire.WriteJSON(path, &rep)
+	return rep
 }

@@ -39,7 +39,13 @@ const (
 )
 
 func init() {
-	agent.RegisterCounter("copies", &source{t: spytable.Table{Name: "copyspy", Depth: depth, Words: words, Read: copyspyRead, Stack: copyspyStackOf, Layout: copyspyLayout}})
+	t := spytable.Table{Name: "copyspy", Depth: depth, Words: words, Read: copyspyRead, Stack: copyspyStackOf, Layout: copyspyLayout}
+	agent.RegisterCounter("copies", &source{t: t})
+	// The live loop reads the same table with a baseline of its own.
+	live := t
+	spytable.RegisterLive(&spytable.Live{Kind: "copies", Table: &live, Sampled: copyspyEnableSampled, Report: func(sites []spytable.Site, dropped uint64, names []string) any {
+		return report(sites, dropped, names)
+	}})
 }
 
 type source struct{ t spytable.Table }
@@ -66,12 +72,16 @@ func (s *source) End(path string) error {
 	if err != nil {
 		return err
 	}
-	rep := wire.CopyReport{Dropped: dropped}
-	names := spytable.Routes()
+	return wire.WriteJSON(path, report(sites, dropped, spytable.Routes()))
+}
+
+// report symbolizes a window's or a period's sites; names are the routes'.
+func report(sites []spytable.Site, dropped uint64, names []string) *wire.CopyReport {
+	rep := &wire.CopyReport{Dropped: dropped}
 	for _, st := range sites {
 		site := wire.CopySiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Words[spytable.Counters], st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])
 		rep.Sites = append(rep.Sites, site)
 	}
-	return wire.WriteJSON(path, &rep)
+	return rep
 }

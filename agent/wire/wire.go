@@ -9,10 +9,34 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 )
 
 // SocketEnv names the environment variable that carries the control socket's path.
 const SocketEnv = "PERFSPY_AGENT_SOCK"
+
+// The live mode's environment (agent/live, docs/live.md).
+const (
+	PushEnv   = "PERFSPY_PUSH"   // the store's address: live mode is on
+	SampleEnv = "PERFSPY_SAMPLE" // N: one request in N of each route is accounted
+	// DefaultSample is N in live mode when SampleEnv is unset.
+	DefaultSample = 64
+)
+
+// SampleN is the N of one request in N, as the net/http overlay reads it
+// at start: SampleEnv, or DefaultSample in live mode; 0 when requests are
+// not sampled (every request counted).
+func SampleN(getenv func(string) string) int {
+	v := getenv(SampleEnv)
+	if v == "" && getenv(PushEnv) != "" && getenv(SocketEnv) == "" {
+		return DefaultSample
+	}
+	n, err := strconv.ParseUint(v, 10, 31)
+	if err != nil {
+		return 0
+	}
+	return int(n)
+}
 
 // Request is one command from probe.
 type Request struct {

@@ -5,6 +5,8 @@ package testtarget
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +40,14 @@ func Start(t testing.TB, env []string, args ...string) (*exec.Cmd, string) {
 // The process is killed when the test ends.
 func StartBinary(t testing.TB, bin string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return StartBinaryTo(t, io.Discard, bin, env, args...)
+}
+
+// StartBinaryTo is StartBinary with the binary's standard error after the
+// line that says where it listens copied to w (which must be safe for
+// use from another goroutine).
+func StartBinaryTo(t testing.TB, w io.Writer, bin string, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
@@ -53,6 +63,7 @@ func StartBinary(t testing.TB, bin string, env []string, args ...string) (*exec.
 		if addr, ok := strings.CutPrefix(sc.Text(), "probetarget: listening on "); ok {
 			go func() {
 				for sc.Scan() {
+					fmt.Fprintln(w, sc.Text())
 				}
 			}()
 			return cmd, addr

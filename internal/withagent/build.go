@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/perfspy/perfspy"
@@ -46,6 +47,7 @@ type Binary struct {
 	AllocsOff   string // why not, when asked for
 	Requests    bool   // built with the request-boundary overlay of net/http
 	RequestsOff string // why not, when asked for
+	Live        bool   // built with the agent's live mode (probe build)
 	// BuildMode is how the agent got in: module, vendor, workspace or
 	// self (perfspy's own module).
 	BuildMode string
@@ -108,6 +110,7 @@ type BuildOptions struct {
 	Wallclock  bool     // add the agent's wall-clock sampler
 	FgprofRef  bool     // add fgprof instead, the benchmark's reference (perfspy's targets only)
 	Requests   bool     // mark each net/http request: its route (the request mark) and a trace region (the off-CPU window)
+	Live       bool     // add the agent's live mode (agent/live; probe build), with Allocs
 	Tags       []string // build tags, e.g. valgrind
 	Repeatable bool     // take out the runtime's random choices (instructions runs)
 	// Test builds the package's test binary (go test -c) with the
@@ -229,7 +232,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
 	t.BuildMode, t.GoVersion = b.setup.Mode, b.setup.Toolchain.GOVERSION
-	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec))
+	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live)))
 	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
@@ -309,6 +312,12 @@ func (b *builder) overlays(ctx context.Context) error {
 			}
 			return opts.Overlays.Requests(goroot, dir)
 		})
+	}
+	if opts.Live && t.Allocs {
+		if err := b.liveOverlay(ctx); err != nil {
+			return err
+		}
+		t.Live = true
 	}
 	if opts.Repeatable {
 		return repeatableOverlay(b.replace, goroot, work)
@@ -394,6 +403,7 @@ func (b *builder) compile(ctx context.Context) error {
 				{&t.Copies, &t.CopiesOff, "measuring without copy figures"},
 				{&t.Allocs, &t.AllocsOff, "counting allocations with the heap profile"},
 				{&t.Requests, &t.RequestsOff, "off-CPU time without request boundaries"},
+				{&t.Live, new(string), "no live mode"},
 			} {
 				if *sp.on {
 					*sp.on, *sp.off = false, why

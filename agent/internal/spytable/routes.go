@@ -2,7 +2,6 @@ package spytable
 
 import (
 	"os"
-	"strconv"
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/agent"
@@ -14,6 +13,9 @@ import (
 //
 //go:linkname perfspyRouteRead runtime.perfspyRouteRead
 func perfspyRouteRead(names []string, reqs, sampled []uint64, into []uint32) int
+
+//go:linkname perfspyRoutePeriod runtime.perfspyRoutePeriod
+func perfspyRoutePeriod()
 
 // routeSlots is the runtime's table size (perfspyRouteSlots).
 const routeSlots = 1024
@@ -36,17 +38,42 @@ func readRoutes() routeTable {
 // Routes reads the routes' names, by index.
 func Routes() (names []string) { return readRoutes().names }
 
+// RoutePeriod is one route's requests in a live period.
+type RoutePeriod struct {
+	Name              string
+	Requests, Sampled uint64
+}
+
+// RoutePeriods reads the route table period after period.
+type RoutePeriods struct{ before routeTable }
+
+// Next returns the routes' requests since the last call (the first: since
+// the process began), and starts a new sampling period: each route's next
+// request is sampled, so that a route seen fewer than N times in a period
+// still has one.
+func (p *RoutePeriods) Next() (names []string, routes []RoutePeriod) {
+	t := readRoutes()
+	perfspyRoutePeriod()
+	for i := 1; i < len(t.names); i++ {
+		r := RoutePeriod{Name: t.names[i], Requests: t.reqs[i], Sampled: t.sample[i]}
+		if i < len(p.before.reqs) {
+			r.Requests -= p.before.reqs[i]
+			r.Sampled -= p.before.sample[i]
+		}
+		routes = append(routes, r)
+	}
+	p.before = t
+	return t.names, routes
+}
+
 // markBits are the mark's bits that are not the route: a sampled request
 // (runtime.perfspySampledBit), a mark a goroutine label set
 // (runtime.perfspyLabelBit).
 const markBits = 1<<62 | 1<<61
 
-// Sampled tells whether the target samples requests (PERFSPY_SAMPLE): the
+// Sampled tells whether the target samples requests (wire.SampleN): the
 // recorders then count only sampled requests' work.
-func Sampled() bool {
-	n, err := strconv.Atoi(os.Getenv("PERFSPY_SAMPLE"))
-	return err == nil && n > 0
-}
+func Sampled() bool { return wire.SampleN(os.Getenv) > 0 }
 
 // RouteName names a slot's route word: "" for the background.
 func RouteName(names []string, mark uint64) string {

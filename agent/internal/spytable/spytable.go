@@ -70,6 +70,23 @@ func (t *Table) End() ([]Site, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	return t.diff(after), dropped - t.dropped, nil
+}
+
+// Period returns what End returns and starts the next period from here:
+// the live loop (agent/live) reads one table period after period.
+func (t *Table) Period() ([]Site, uint64, error) {
+	after, dropped, err := t.snapshot()
+	if err != nil {
+		return nil, 0, err
+	}
+	sites, d := t.diff(after), dropped-t.dropped
+	t.before, t.dropped = after, dropped
+	return sites, d, nil
+}
+
+// diff returns the slots of after whose counters moved since t.before.
+func (t *Table) diff(after map[uint64][]uint64) []Site {
 	var out []Site
 	for key, a := range after {
 		b := t.before[key]
@@ -91,8 +108,26 @@ func (t *Table) End() ([]Site, uint64, error) {
 		s.PCs, s.Truncated = pcs[:n], truncated
 		out = append(out, s)
 	}
-	return out, dropped - t.dropped, nil
+	return out
 }
+
+// Live is a recorder as the live loop drives it: a Table of its own (apart
+// from probe's window), the switch to the recorder's sampled mode, and how
+// a period's sites become a report (*wire.AllocReport, *wire.CopyReport).
+type Live struct {
+	Kind    string // the counter's name: "allocs", "copies"
+	Table   *Table
+	Sampled func()
+	Report  func(sites []Site, dropped uint64, names []string) any
+}
+
+var lives []*Live
+
+// RegisterLive adds a recorder for the live loop; it is called from an init.
+func RegisterLive(l *Live) { lives = append(lives, l) }
+
+// Lives are the recorders built in, in the order they registered.
+func Lives() []*Live { return lives }
 
 // RouteWord is the slot word that holds the request mark the site was
 // counted under: a route's index, 0 for the background.

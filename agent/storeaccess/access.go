@@ -1,0 +1,289 @@
+// Package storeaccess is how perfspy reaches a profile store: headers,
+// credentials from the environment, the certificate authority of an https
+// store, the limits of each call, and the redaction of addresses in
+// messages. It uses the standard library only: the agent's live mode
+// (agent/live) pushes with it from inside the user's program, and probe's
+// profstore calls the store's API over it.
+package storeaccess
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults of an Access: each call to the store, its whole answer
+// included, ends within DefaultTimeout, and an answer over
+// DefaultMaxResponse bytes is refused before it is decoded.
+const (
+	DefaultTimeout     = time.Minute
+	DefaultMaxResponse = 256 << 20
+)
+
+// The environment an Access reads its credentials from: never a flag,
+// whose value ps shows and meta records.
+const (
+	EnvHeaders   = "PERFSPY_PUSH_HEADERS"    // K=V lines (or K=V,K=V): X-Scope-OrgID=tenant
+	EnvToken     = "PERFSPY_PUSH_TOKEN"      // a bearer token
+	EnvTokenFile = "PERFSPY_PUSH_TOKEN_FILE" // a file holding one
+	EnvBasic     = "PERFSPY_PUSH_BASIC_AUTH" // USER:PASSWORD
+	EnvBasicFile = "PERFSPY_PUSH_BASIC_AUTH_FILE"
+	EnvCACert    = "PERFSPY_PUSH_CACERT"
+)
+
+// Access is how perfspy reaches a store: headers (a tenant's
+// X-Scope-OrgID), credentials, the certificate authority of an https
+// store, and the limits of each call.
+type Access struct {
+	Headers     map[string]string
+	Token       string // bearer
+	User        string // basic auth
+	Password    string
+	CACert      string // PEM file
+	Timeout     time.Duration
+	MaxResponse int64
+}
+
+// OrDefault is a, or the default access (no credentials) when nil.
+func (a *Access) OrDefault() *Access {
+	if a == nil {
+		return &Access{Timeout: DefaultTimeout, MaxResponse: DefaultMaxResponse}
+	}
+	return a
+}
+
+// AddFlags adds the store's flags to fs: -push-header, -push-cacert,
+// -push-timeout and -store-max-response. Credentials have none.
+func (a *Access) AddFlags(fs *flag.FlagSet) {
+	fs.Var(headerValues{a}, "push-header", "`K=V` sent with every call to the store, e.g. X-Scope-OrgID=tenant (repeatable; also "+EnvHeaders+"); credentials come from "+EnvToken+"[_FILE] or "+EnvBasic+"[_FILE]")
+	fs.StringVar(&a.CACert, "push-cacert", "", "verify an https store's certificate against this PEM `file` (also "+EnvCACert+")")
+	fs.DurationVar(&a.Timeout, "push-timeout", DefaultTimeout, "each call to the store ends within this `duration`, its answer included")
+	fs.Int64Var(&a.MaxResponse, "store-max-response", DefaultMaxResponse, "refuse a store's answer over this many `bytes`")
+}
+
+// headerValues is -push-header.
+type headerValues struct{ a *Access }
+
+func (h headerValues) String() string { return "" }
+
+func (h headerValues) Set(v string) error { return h.a.addHeader(v) }
+
+func (a *Access) addHeader(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("want K=V (a header name and its value on one line), got %q", RedactHeader(kv))
+	}
+	if a.Headers == nil {
+		a.Headers = map[string]string{}
+	}
+	a.Headers[http.CanonicalHeaderKey(k)] = strings.TrimSpace(v)
+	return nil
+}
+
+// FromEnv completes a from the environment (getenv: os.Getenv in
+// commands): headers, a token or basic auth (the variable, or the file
+// the _FILE variable names), the certificate authority.
+func (a *Access) FromEnv(getenv func(string) string) error {
+	for _, line := range strings.FieldsFunc(getenv(EnvHeaders), func(r rune) bool { return r == '\n' || r == ',' }) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if err := a.addHeader(line); err != nil {
+			return fmt.Errorf("%s: %w", EnvHeaders, err)
+		}
+	}
+	token, err := secret(getenv, EnvToken, EnvTokenFile)
+	if err != nil {
+		return err
+	}
+	basic, err := secret(getenv, EnvBasic, EnvBasicFile)
+	if err != nil {
+		return err
+	}
+	if token != "" && basic != "" {
+		return fmt.Errorf("both a token (%s) and basic auth (%s) are set: keep one", EnvToken, EnvBasic)
+	}
+	a.Token = token
+	if basic != "" {
+		var ok bool
+		if a.User, a.Password, ok = strings.Cut(basic, ":"); !ok || a.User == "" {
+			return fmt.Errorf("%s: want USER:PASSWORD", EnvBasic)
+		}
+	}
+	if a.CACert == "" {
+		a.CACert = getenv(EnvCACert)
+	}
+	if a.Timeout <= 0 {
+		a.Timeout = DefaultTimeout
+	}
+	if a.MaxResponse <= 0 {
+		a.MaxResponse = DefaultMaxResponse
+	}
+	return nil
+}
+
+// secret reads a credential from the variable env, or from the file that
+// fileEnv names (trailing newline dropped).
+func secret(getenv func(string) string, env, fileEnv string) (string, error) {
+	v, f := getenv(env), getenv(fileEnv)
+	switch {
+	case v != "" && f != "":
+		return "", fmt.Errorf("both %s and %s are set: keep one", env, fileEnv)
+	case f != "":
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", fileEnv, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return v, nil
+}
+
+// Check validates a store's base URL (http:// or https://HOST:PORT) for
+// this access, before any run: no credentials in the URL (they would be
+// in ps, meta and every error), and none sent in clear to another
+// machine.
+func (a *Access) Check(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("store %s: want http://HOST:PORT or https://HOST:PORT", Redact(base))
+	}
+	if u.User != nil {
+		return fmt.Errorf("store %s: credentials in the address are refused (ps and the results would show them): set %s or %s, or their _FILE forms", Redact(base), EnvBasic, EnvToken)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("store %s: want no query or fragment in the address", Redact(base))
+	}
+	if (a.Token != "" || a.User != "") && u.Scheme == "http" && !loopback(u.Hostname()) {
+		return fmt.Errorf("store %s: credentials would go in clear over http to another machine; use https://", Redact(base))
+	}
+	return nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Client is the HTTP client of a's calls: its deadline covers the whole
+// answer, its transport trusts CACert, and every request carries the
+// headers and credentials.
+func (a *Access) Client() (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if a.CACert != "" {
+		pem, err := os.ReadFile(a.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("-push-cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-push-cacert %s: no PEM certificate in it", a.CACert)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &http.Client{Timeout: timeout, Transport: authTransport{a, tr}}, nil
+}
+
+// authTransport adds an Access's headers and credentials.
+type authTransport struct {
+	a    *Access
+	next http.RoundTripper
+}
+
+func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for _, k := range sortedKeys(t.a.Headers) {
+		r.Header.Set(k, t.a.Headers[k])
+	}
+	switch {
+	case t.a.Token != "":
+		r.Header.Set("Authorization", "Bearer "+t.a.Token)
+	case t.a.User != "":
+		r.SetBasicAuth(t.a.User, t.a.Password)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// Redact returns a URL or address with its password (and query values,
+// which may be tokens) replaced, for messages and files.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Unparsable: cut whatever may hold userinfo.
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			if j := strings.Index(raw, "://"); j >= 0 && j < i {
+				return raw[:j+3] + "REDACTED@" + raw[i+1:]
+			}
+			return "REDACTED@" + raw[i+1:]
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for _, k := range sortedQueryKeys(q) {
+			if SensitiveName(k) {
+				q[k] = []string{"REDACTED"}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func sortedQueryKeys(q url.Values) []string {
+	k := make([]string, 0, len(q))
+	for s := range q {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// RedactHeader keeps a "K: V" or "K=V" header's name and hides its value.
+func RedactHeader(h string) string {
+	i := strings.IndexAny(h, ":=")
+	if i < 0 {
+		return "REDACTED"
+	}
+	return h[:i+1] + "REDACTED"
+}
+
+// SensitiveName tells a parameter or flag name that usually holds a
+// secret.
+func SensitiveName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"pass", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]string) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
