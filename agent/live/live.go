@@ -13,7 +13,7 @@
 // periods (counted, said in the next push and once on standard error),
 // never blocks a request and never queues more than QueueLen periods; a
 // panic in the agent's goroutines is recovered and reported; SIGTERM
-// pushes the last period within StopDeadline.
+// pushes the last period within livepush.StopDeadline.
 //
 // It uses the standard library only.
 package live
@@ -21,10 +21,8 @@ package live
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +30,7 @@ import (
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/agent/internal/spytable"
+	"github.com/perfspy/perfspy/agent/livepush"
 	"github.com/perfspy/perfspy/agent/wire"
 )
 
@@ -52,15 +51,15 @@ func Start(b Build) {
 	if os.Getenv(wire.SocketEnv) != "" || os.Getenv(wire.PushEnv) == "" || !started.CompareAndSwap(false, true) {
 		return
 	}
-	log := &logger{w: os.Stderr}
-	cfg, err := FromEnv(os.Getenv, b.Commit)
+	log := &livepush.Logger{W: os.Stderr}
+	cfg, err := livepush.FromEnv(os.Getenv, b.Commit)
 	if err != nil {
-		log.printf("perfspy live: %v; live mode is off", err)
+		log.Printf("perfspy live: %v; live mode is off", err)
 		return
 	}
 	l, err := newLive(cfg, spytable.Lives(), log)
 	if err != nil {
-		log.printf("perfspy live: %v; live mode is off", err)
+		log.Printf("perfspy live: %v; live mode is off", err)
 		return
 	}
 	go l.loop()
@@ -69,9 +68,9 @@ func Start(b Build) {
 
 // agentLive is live mode running.
 type agentLive struct {
-	cfg  *Config
-	log  *logger
-	push *pusher
+	cfg  *livepush.Config
+	log  *livepush.Logger
+	push *livepush.Pusher
 	stop chan struct{}
 
 	mu  sync.Mutex // the collector
@@ -80,11 +79,11 @@ type agentLive struct {
 
 // newLive switches the recorders to their sampled mode and takes the
 // first baseline: what happened before it is not pushed.
-func newLive(cfg *Config, lives []*spytable.Live, log *logger) (*agentLive, error) {
+func newLive(cfg *livepush.Config, lives []*spytable.Live, log *livepush.Logger) (*agentLive, error) {
 	if len(lives) == 0 {
 		return nil, fmt.Errorf("this binary has no recorders (build it with probe build)")
 	}
-	p, err := newPusher(cfg, log)
+	p, err := livepush.NewPusher(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func newLive(cfg *Config, lives []*spytable.Live, log *logger) (*agentLive, erro
 		}
 		lv.Sampled()
 	}
-	go p.run(context.Background())
+	go p.Run(context.Background())
 	return l, nil
 }
 
@@ -116,15 +115,15 @@ func (l *agentLive) loop() {
 
 // tick closes the period that ends now and queues it.
 func (l *agentLive) tick(now time.Time) {
-	defer l.log.recover("collect")
+	defer l.log.Recover("collect")
 	l.mu.Lock()
 	pd, err := l.col.next(now)
 	l.mu.Unlock()
 	if err != nil {
-		l.log.once("collect", "perfspy live: %v", err)
+		l.log.Once("collect", "perfspy live: %v", err)
 		return
 	}
-	l.push.enqueue(pd)
+	l.push.Enqueue(pd)
 }
 
 // flush closes the last period and waits, until the deadline, for every
@@ -134,7 +133,7 @@ func (l *agentLive) flush(deadline time.Duration) bool {
 	l.tick(time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	return l.push.drain(ctx)
+	return l.push.Drain(ctx)
 }
 
 // signalWatched tells whether a channel of the program's own is notified
@@ -151,47 +150,11 @@ func (l *agentLive) onSIGTERM() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
 	<-ch
-	if !l.flush(StopDeadline) {
-		l.log.printf("perfspy live: the last period was not pushed within %s", StopDeadline)
+	if !l.flush(livepush.StopDeadline) {
+		l.log.Printf("perfspy live: the last period was not pushed within %s", livepush.StopDeadline)
 	}
 	signal.Stop(ch)
 	if !signalWatched(syscall.SIGTERM) {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	}
-}
-
-// logger writes the agent's messages to standard error; once says a
-// thing the first time only.
-type logger struct {
-	mu   sync.Mutex
-	w    io.Writer
-	said map[string]bool
-}
-
-func (g *logger) printf(format string, a ...any) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	fmt.Fprintf(g.w, format+"\n", a...)
-}
-
-func (g *logger) once(key, format string, a ...any) {
-	g.mu.Lock()
-	if g.said[key] {
-		g.mu.Unlock()
-		return
-	}
-	if g.said == nil {
-		g.said = map[string]bool{}
-	}
-	g.said[key] = true
-	g.mu.Unlock()
-	g.printf(format, a...)
-}
-
-// recover reports a panic in the agent's goroutine (what) and ends it
-// there: the service goes on. Deferred directly.
-func (g *logger) recover(what string) {
-	if r := recover(); r != nil {
-		g.printf("perfspy live: panic in %s, recovered (the service goes on; please report it): %v\n%s", what, r, debug.Stack())
 	}
 }

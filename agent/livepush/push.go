@@ -1,4 +1,4 @@
-package live
+package livepush
 
 import (
 	"bytes"
@@ -20,15 +20,15 @@ import (
 // Connect protocol's binary encoding, as probe run -push calls it.
 const pushPath = "/push.v1.PusherService/Push"
 
-// pusher sends periods to the store one at a time, from a bounded queue:
+// Pusher sends periods to the store one at a time, from a bounded queue:
 // a store that is down or slow never blocks the collector and never holds
 // more than QueueLen periods.
-type pusher struct {
+type Pusher struct {
 	cfg     *Config
-	queue   chan *period
+	queue   chan *Period
 	pending atomic.Int64 // periods enqueued and not yet sent or lost
 	post    func(ctx context.Context, body []byte) error
-	log     *logger
+	log     *Logger
 
 	mu     sync.Mutex
 	lost   uint64            // periods lost since the last push that arrived
@@ -37,18 +37,18 @@ type pusher struct {
 	down   bool
 }
 
-func newPusher(cfg *Config, log *logger) (*pusher, error) {
+func NewPusher(cfg *Config, log *Logger) (*Pusher, error) {
 	hc, err := cfg.Access.Client()
 	if err != nil {
 		return nil, err
 	}
-	p := &pusher{cfg: cfg, queue: make(chan *period, QueueLen), log: log, tables: map[string]uint64{}}
+	p := &Pusher{cfg: cfg, queue: make(chan *Period, QueueLen), log: log, tables: map[string]uint64{}}
 	p.post = func(ctx context.Context, body []byte) error { return postPush(ctx, hc, cfg.Push, body) }
 	return p, nil
 }
 
 // enqueue adds a period; when the queue is full, the oldest is lost.
-func (p *pusher) enqueue(pd *period) {
+func (p *Pusher) Enqueue(pd *Period) {
 	p.pending.Add(1)
 	for {
 		select {
@@ -59,14 +59,14 @@ func (p *pusher) enqueue(pd *period) {
 		select {
 		case old := <-p.queue:
 			p.lose(old)
-			p.log.once("queue", "perfspy live: the store %s is slower than the periods: the oldest waiting period is dropped (counted, and said in the next push)", storeaccess.Redact(p.cfg.Push))
+			p.log.Once("queue", "perfspy live: the store %s is slower than the periods: the oldest waiting period is dropped (counted, and said in the next push)", storeaccess.Redact(p.cfg.Push))
 		default:
 		}
 	}
 }
 
 // run sends what the queue holds until ctx ends.
-func (p *pusher) run(ctx context.Context) {
+func (p *Pusher) Run(ctx context.Context) {
 	for {
 		select {
 		case pd := <-p.queue:
@@ -79,65 +79,76 @@ func (p *pusher) run(ctx context.Context) {
 
 // send pushes one period, with what was lost before it. A period the
 // store refuses is lost, not retried: the next one says so.
-func (p *pusher) send(ctx context.Context, pd *period) {
+func (p *Pusher) send(ctx context.Context, pd *Period) {
 	defer p.pending.Add(-1)
-	defer p.log.recover("push")
+	defer p.log.Recover("push", func() { p.count(pd) })
 	p.mu.Lock()
-	lost, tables, since := p.lost, maps.Clone(p.tables), p.since
+	lost, before, since := p.lost, maps.Clone(p.tables), p.since
 	p.mu.Unlock()
-	for k, v := range pd.dropped {
+	tables := maps.Clone(before)
+	for k, v := range pd.Dropped {
 		tables[k] += v
 	}
 	if since.IsZero() {
-		since = pd.from
+		since = pd.From
 	}
-	extra := []series(nil)
+	extra := []Series(nil)
 	if lost > 0 || len(tables) > 0 {
-		extra = append(extra, series{name: NameDropped, profile: droppedProfile(lost, tables, since, pd.until)})
+		extra = append(extra, Series{name: NameDropped, profile: droppedProfile(lost, tables, since, pd.Until)})
 	}
-	body := encodePush(p.cfg, append(slices.Clip(pd.series), extra...))
+	body := encodePush(p.cfg, append(slices.Clip(pd.Series), extra...))
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Access.Timeout)
 	err := p.post(cctx, body)
 	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.lost++
-		for k, v := range pd.dropped {
-			p.tables[k] += v
-		}
-		if p.since.IsZero() {
-			p.since = pd.from
-		}
+		p.mu.Unlock()
+		p.count(pd)
+		p.mu.Lock()
 		if !p.down {
 			p.down = true
-			p.log.printf("perfspy live: %v; periods are lost while the store fails (counted, and said in the next push)", err)
+			p.log.Printf("perfspy live: %v; periods are lost while the store fails (counted, and said in the next push)", err)
 		}
 		return
 	}
 	if p.down {
 		p.down = false
-		p.log.printf("perfspy live: the store %s answers again; %d periods were lost", storeaccess.Redact(p.cfg.Push), lost)
+		p.log.Printf("perfspy live: the store %s answers again; %d periods were lost", storeaccess.Redact(p.cfg.Push), lost)
 	}
-	p.lost, p.tables, p.since = 0, map[string]uint64{}, time.Time{}
+	// What was lost while this push was in flight is said by the next.
+	p.lost -= lost
+	for k, v := range before {
+		if p.tables[k] -= v; p.tables[k] == 0 {
+			delete(p.tables, k)
+		}
+	}
+	if p.lost == 0 && len(p.tables) == 0 {
+		p.since = time.Time{}
+	}
 }
 
 // lose counts a period that was never sent.
-func (p *pusher) lose(pd *period) {
-	p.mu.Lock()
-	p.lost++
-	for k, v := range pd.dropped {
-		p.tables[k] += v
-	}
-	if p.since.IsZero() {
-		p.since = pd.from
-	}
-	p.mu.Unlock()
+func (p *Pusher) lose(pd *Period) {
+	p.count(pd)
 	p.pending.Add(-1)
 }
 
-// drain waits until every period enqueued is sent or lost, or ctx ends.
-func (p *pusher) drain(ctx context.Context) bool {
+// count adds a lost period to what the next push says.
+func (p *Pusher) count(pd *Period) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lost++
+	for k, v := range pd.Dropped {
+		p.tables[k] += v
+	}
+	if p.since.IsZero() {
+		p.since = pd.From
+	}
+}
+
+// Drain waits until every period enqueued is sent or lost, or ctx ends.
+func (p *Pusher) Drain(ctx context.Context) bool {
 	for p.pending.Load() > 0 {
 		select {
 		case <-ctx.Done():
@@ -151,7 +162,7 @@ func (p *pusher) drain(ctx context.Context) bool {
 // encodePush writes a push.v1 PushRequest: one RawProfileSeries per
 // series, its labels the series' own and the config's, its profile
 // gzipped.
-func encodePush(cfg *Config, ss []series) []byte {
+func encodePush(cfg *Config, ss []Series) []byte {
 	var p protoBuf
 	for _, s := range ss {
 		labels := map[string]string{"__name__": s.name, "__delta__": "false", "service_name": cfg.Service}

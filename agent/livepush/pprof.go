@@ -1,4 +1,4 @@
-package live
+package livepush
 
 import (
 	"github.com/perfspy/perfspy/agent/wire"

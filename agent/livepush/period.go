@@ -1,4 +1,4 @@
-package live
+package livepush
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/perfspy/perfspy/agent/internal/spytable"
 	"github.com/perfspy/perfspy/agent/wire"
 )
 
@@ -24,103 +23,48 @@ const (
 	RouteLabel = "route"
 )
 
-// series is one profile of a push, under its labels (beside the
+// Series is one profile of a push, under its labels (beside the
 // config's): its name and route.
-type series struct {
+type Series struct {
 	name, route string
 	profile     []byte
 }
 
-// period is what one period pushes.
-type period struct {
-	from, until time.Time
-	series      []series
-	dropped     map[string]uint64 // what the recorders' tables could not hold
+// Period is what one period pushes.
+type Period struct {
+	From, Until time.Time
+	Series      []Series
+	Dropped     map[string]uint64 // what the recorders' tables could not hold, by kind
 }
 
-// collector reads the recorders and the route table period after period.
-type collector struct {
-	routes spytable.RoutePeriods
-	lives  []*spytable.Live
-	sample int
-	last   time.Time
+// RouteData is one route's period: every request it served, those of
+// them accounted, and the accounted requests' sites.
+type RouteData struct {
+	Requests, Sampled uint64
+	Allocs            []wire.AllocSite
+	Copies            []wire.CopySite
 }
 
-// routeData is one route's period: its requests, and its sites by kind.
-type routeData struct {
-	reqs, sampled uint64
-	allocs        []wire.AllocSite
-	copies        []wire.CopySite
-}
-
-// next reads a period that ends now.
-func (c *collector) next(now time.Time) (*period, error) {
-	names, routes := c.routes.Next()
-	data := map[string]*routeData{}
-	get := func(r string) *routeData {
-		if r == "" {
-			r = "background"
-		}
-		if data[r] == nil {
-			data[r] = &routeData{}
-		}
-		return data[r]
-	}
-	for _, r := range routes {
-		if r.Requests > 0 || r.Sampled > 0 {
-			d := get(r.Name)
-			d.reqs, d.sampled = r.Requests, r.Sampled
-		}
-	}
-	pd := &period{from: c.last, until: now, dropped: map[string]uint64{}}
-	c.last = now
-	kinds := map[string]bool{}
-	for _, l := range c.lives {
-		sites, dropped, err := l.Table.Period()
-		if err != nil {
-			return nil, err
-		}
-		kinds[l.Kind] = true
-		if dropped > 0 {
-			pd.dropped[l.Kind] = dropped
-		}
-		switch rep := l.Report(sites, dropped, names).(type) {
-		case *wire.AllocReport:
-			for _, s := range rep.Sites {
-				get(s.Route).allocs = append(get(s.Route).allocs, s)
-			}
-		case *wire.CopyReport:
-			for _, s := range rep.Sites {
-				get(s.Route).copies = append(get(s.Route).copies, s)
-			}
-		}
-	}
-	for _, r := range slices.Sorted(maps.Keys(data)) {
-		pd.series = append(pd.series, c.routeSeries(pd, r, data[r], kinds)...)
-	}
-	return pd, nil
-}
-
-// routeSeries are a route's profiles: its sampled requests' allocations
+// RouteSeries are a route's profiles: its sampled requests' allocations
 // and copies, with those requests in the requests sample type, and every
 // request it served in the period.
-func (c *collector) routeSeries(pd *period, route string, d *routeData, kinds map[string]bool) []series {
-	var out []series
+func RouteSeries(pd *Period, route string, d *RouteData, kinds map[string]bool, sample int) []Series {
+	var out []Series
 	stamp := func(b *profileBuilder, reqs uint64) []byte {
-		b.timeNanos, b.durationNanos = pd.from.UnixNano(), pd.until.Sub(pd.from).Nanoseconds()
+		b.timeNanos, b.durationNanos = pd.From.UnixNano(), pd.Until.Sub(pd.From).Nanoseconds()
 		b.addComment(fmt.Sprintf("perfspy.requests=%d", reqs))
-		b.addComment(fmt.Sprintf("perfspy.sample=1/%d", c.sample))
+		b.addComment(fmt.Sprintf("perfspy.sample=1/%d", sample))
 		return b.encode()
 	}
 	if kinds["allocs"] {
-		out = append(out, series{NameAllocs, route, stamp(allocProfile(route, d.allocs, d.sampled), d.sampled)})
+		out = append(out, Series{NameAllocs, route, stamp(allocProfile(route, d.Allocs, d.Sampled), d.Sampled)})
 	}
 	if kinds["copies"] {
-		out = append(out, series{NameCopies, route, stamp(copyProfile(route, d.copies, d.sampled), d.sampled)})
+		out = append(out, Series{NameCopies, route, stamp(copyProfile(route, d.Copies, d.Sampled), d.Sampled)})
 	}
 	b := newProfile([][2]string{{RequestsType, "count"}}, [2]string{RequestsType, "count"}, RequestsType)
-	b.add(b.frame(RequestsFrame), []int64{int64(d.reqs)})
-	return append(out, series{NameRequests, route, stamp(b, d.reqs)})
+	b.add(b.frame(RequestsFrame), []int64{int64(d.Requests)})
+	return append(out, Series{NameRequests, route, stamp(b, d.Requests)})
 }
 
 // allocProfile is allocspy.Profile's shape (its sample types, stacks and
