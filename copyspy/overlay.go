@@ -51,16 +51,24 @@ var patches = []patch{
 		file:      "memmove_amd64.s",
 		entry:     "TEXT runtime·memmove<ABIInternal>(SB), NOSPLIT, $0-24",
 		frameless: "TEXT runtime·memmove<ABIInternal>(SB), NOSPLIT|NOFRAME, $0-24",
-		call:      "\tCALL\truntime·copyspyMove(SB)",
+		call:      idleSkip("copyspyMove"),
 		contract:  []string{"// AX = to", "// BX = from", "// CX = n"},
 	},
 	{
 		file:      "memclr_amd64.s",
 		entry:     "TEXT runtime·memclrNoHeapPointers<ABIInternal>(SB), NOSPLIT, $0-16",
 		frameless: "TEXT runtime·memclrNoHeapPointers<ABIInternal>(SB), NOSPLIT|NOFRAME, $0-16",
-		call:      "\tCALL\truntime·copyspyClr(SB)",
+		call:      idleSkip("copyspyClr"),
 		contract:  []string{"// AX = ptr", "// BX = n"},
 	},
+}
+
+// idleSkip is the call into the recorder behind its switch, on one line:
+// while the recorder is off (copyspyOn 0, probe build's binary
+// unconfigured), a memmove pays one load and one branch, not a call
+// (0.0 to 0.2 ns against 0.2 to 1.1 ns: docs/copyspy.md).
+func idleSkip(recorder string) string {
+	return "\tCMPL\truntime·copyspyOn(SB), $0; JEQ copyspyidle; CALL runtime·" + recorder + "(SB); copyspyidle:"
 }
 
 // Overlay writes the patched runtime files into dir and returns the

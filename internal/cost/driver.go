@@ -29,9 +29,9 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 	one := env
 	one.Rounds = 1
 	for r := 0; r < env.Rounds; r++ {
-		modes := [2]string{"lean", "nethttp"}
+		modes := []string{"lean", "nethttp"}
 		if r%2 == 1 {
-			modes = [2]string{"nethttp", "lean"}
+			modes = []string{"nethttp", "lean"}
 		}
 		err := probeRounds(ctx, one, "targets/floor", modes, func(m string) run {
 			return run{"targets/floor", []string{"-http-driver", m, "-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
@@ -91,7 +91,7 @@ func otherDrivers(ctx context.Context, env Env) error {
 		return nil
 	}
 	flags := []string{"-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}
-	err := probeRounds(ctx, env, "framed and udp drivers", [2]string{"framed", "udp"}, func(m string) run {
+	err := probeRounds(ctx, env, "framed and udp drivers", []string{"framed", "udp"}, func(m string) run {
 		return run{targets[m], flags}
 	}, record)
 	if err != nil {
@@ -99,7 +99,7 @@ func otherDrivers(ctx context.Context, env Env) error {
 	}
 	// The gRPC drivers side by side on grpcecho's light method: the lean
 	// one (grpc) and grpc-go's client (grpcgo).
-	err = probeRounds(ctx, env, "grpc drivers", [2]string{"grpc", "grpcgo"}, func(m string) run {
+	err = probeRounds(ctx, env, "grpc drivers", []string{"grpc", "grpcgo"}, func(m string) run {
 		d := map[string]string{"grpc": "lean", "grpcgo": "grpcgo"}[m]
 		return run{targets[m], append([]string{"-grpc-driver", d}, flags...)}
 	}, record)

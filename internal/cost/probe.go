@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +56,7 @@ type run struct {
 // (AB, BA, ...) over modes: cfg(mode) says what to run, and each summary
 // goes to collect(mode, summary). Exit code 3 (not judged) still counts:
 // the benchmarks read their own figures.
-func probeRounds(ctx context.Context, env Env, what string, modes [2]string, cfg func(mode string) run, collect func(mode string, s *summary) error) error {
+func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg func(mode string) run, collect func(mode string, s *summary) error) error {
 	root, err := srcroot.Dir()
 	if err != nil {
 		return err
@@ -72,14 +73,14 @@ func probeRounds(ctx context.Context, env Env, what string, modes [2]string, cfg
 		return fmt.Errorf("building probe: %v\n%s", err, b)
 	}
 	for r := 0; r < env.Rounds; r++ {
-		order := modes
+		order := slices.Clone(modes)
 		if r%2 == 1 {
-			order[0], order[1] = order[1], order[0]
+			slices.Reverse(order)
 		}
 		for _, m := range order {
 			fmt.Fprintf(env.Stderr, "round %d/%d: %s, %s\n", r+1, env.Rounds, what, m)
 			c := cfg(m)
-			out := filepath.Join(tmp, fmt.Sprintf("%d-%d", r, strings.Index(modes[0]+"|"+modes[1], m)))
+			out := filepath.Join(tmp, fmt.Sprintf("%d-%d", r, slices.Index(modes, m)))
 			args := append([]string{"run", "-q", "-out", out, "-warmup", "1s", "-duration", env.Duration.String()}, c.flags...)
 			cmd := exec.CommandContext(ctx, bin, append(args, filepath.Join(root, c.target))...)
 			cmd.Dir = root
@@ -129,7 +130,7 @@ func writeRPSRatios(w io.Writer, rounds int, plain []float64, rows []rpsRow) {
 // with the copyspy overlay, and prints median req/s and ratios to plain.
 var HTTPJSONCopies = Bench{Name: "httpjson", Run: func(ctx context.Context, env Env) error {
 	var plain, idle, on []float64
-	err := probeRounds(ctx, env, "httpjson, copies", [2]string{"off", "overlay"}, func(m string) run {
+	err := probeRounds(ctx, env, "httpjson, copies", []string{"off", "overlay"}, func(m string) run {
 		return run{"targets/httpjson", []string{"-path", "/json", "-copies", m, "-allocs", "heapprofile"}}
 	}, func(m string, s *summary) error {
 		if m == "off" {
@@ -156,7 +157,7 @@ var HTTPJSONCopies = Bench{Name: "httpjson", Run: func(ctx context.Context, env 
 // counting, and of MemProfileRate=1, with ratios to plain.
 var HTTPJSONAllocs = Bench{Name: "httpjson-allocs", Run: func(ctx context.Context, env Env) error {
 	var plain, spy, rate1 []float64
-	err := probeRounds(ctx, env, "httpjson, allocs", [2]string{"heapprofile", "allocspy"}, func(m string) run {
+	err := probeRounds(ctx, env, "httpjson, allocs", []string{"heapprofile", "allocspy"}, func(m string) run {
 		return run{"targets/httpjson", []string{"-path", "/json", "-copies", "off", "-allocs", m}}
 	}, func(m string, s *summary) error {
 		if m == "heapprofile" {
@@ -183,7 +184,7 @@ var HTTPJSONAllocs = Bench{Name: "httpjson-allocs", Run: func(ctx context.Contex
 // interleaved runs.
 var OffCPU = Bench{Name: "offcpu", Run: func(ctx context.Context, env Env) error {
 	ratios := map[string][]float64{}
-	err := probeRounds(ctx, env, fmt.Sprintf("%d idle goroutines", env.Idle), [2]string{"trace", "fgprof"}, func(m string) run {
+	err := probeRounds(ctx, env, fmt.Sprintf("%d idle goroutines", env.Idle), []string{"trace", "fgprof"}, func(m string) run {
 		flags := []string{"-path", "/none", "-args", "-idle " + strconv.Itoa(env.Idle),
 			"-offcpu", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-wallclock=false"}
 		if m == "fgprof" {
@@ -216,7 +217,7 @@ var OffCPU = Bench{Name: "offcpu", Run: func(ctx context.Context, env Env) error
 // several runs: on httpjson and on a handler making 10 allocations per
 // request.
 var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env Env) error {
-	targets := [2]string{"httpjson /json", "probetarget /alloc10?spin=20"}
+	targets := []string{"httpjson /json", "probetarget /alloc10?spin=20"}
 	ratios := map[string][]float64{}
 	err := probeRounds(ctx, env, "attribution window", targets, func(m string) run {
 		if m == targets[1] {
@@ -241,36 +242,42 @@ var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env 
 
 // Live measures what a binary built by probe build costs a server, as the
 // median ratio of CPU per request to a build without any overlay, in
-// interleaved runs on targets/httpjson: unconfigured (the overlays' switches
-// off, the request marks on: the timing window of a -sample run) and
-// sampling one request in 64 (its attribution window, the recorders in
-// their sampled mode). Every request counted is the attribution bench's.
+// interleaved runs, on targets/httpjson and on a light handler
+// (probetarget's /none, where the per-request costs weigh most):
+// unconfigured (the overlays' switches off, the request marks on: the
+// timing window of a -sample run), sampling one request in 64 (the
+// attribution window of -sample 64, the recorders in their sampled mode),
+// and every request accounted (-sample 1).
 var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
-	var plain, idle, sampled []float64
-	err := probeRounds(ctx, env, "httpjson, live", [2]string{"plain", "sample 64"}, func(m string) run {
-		flags := []string{"-path", "/json", "-offcpu=false", "-syscalls", "proc-io"}
-		if m == "plain" {
-			return run{"targets/httpjson", append(flags, "-copies", "off", "-allocs", "heapprofile")}
-		}
-		return run{"targets/httpjson", append(flags, "-sample", "64")}
-	}, func(m string, s *summary) error {
-		if s.PerRequest.CPUUS == nil {
-			return fmt.Errorf("%s: no CPU per request", m)
-		}
-		if m == "plain" {
-			plain = append(plain, *s.PerRequest.CPUUS)
+	targets := []struct{ name, dir, path string }{{"targets/httpjson /json", "targets/httpjson", "/json"}, {"probetarget /none", "probe/testdata/probetarget", "/none"}}
+	for _, t := range targets {
+		cpu := map[string][]float64{}
+		err := probeRounds(ctx, env, t.name+", live", []string{"plain", "64", "1"}, func(m string) run {
+			flags := []string{"-path", t.path, "-offcpu=false", "-syscalls", "proc-io"}
+			if m == "plain" {
+				return run{t.dir, append(flags, "-copies", "off", "-allocs", "heapprofile")}
+			}
+			return run{t.dir, append(flags, "-sample", m)}
+		}, func(m string, s *summary) error {
+			if s.PerRequest.CPUUS == nil {
+				return fmt.Errorf("%s: no CPU per request", m)
+			}
+			if m == "plain" {
+				cpu["plain"] = append(cpu["plain"], *s.PerRequest.CPUUS)
+				return nil
+			}
+			cpu["idle"] = append(cpu["idle"], *s.PerRequest.CPUUS)
+			cpu[m] = append(cpu[m], s.AttributionWindow.CPUUS)
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		idle = append(idle, *s.PerRequest.CPUUS)
-		sampled = append(sampled, s.AttributionWindow.CPUUS)
-		return nil
-	})
-	if err != nil {
-		return err
+		p := median(cpu["plain"])
+		fmt.Fprintf(env.Stdout, "%s: CPU per request against a build without overlays (%.2f µs), median of %d interleaved rounds\n", t.name, p, env.Rounds)
+		for _, row := range [][2]string{{"idle", "unconfigured: overlays idle, request marks on"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
+			fmt.Fprintf(env.Stdout, "  %-46s %.3fx (%.2f µs)\n", row[1], median(cpu[row[0]])/p, median(cpu[row[0]]))
+		}
 	}
-	p := median(plain)
-	fmt.Fprintf(env.Stdout, "CPU per request against a build without overlays (%.2f µs), targets/httpjson /json, median of %d interleaved rounds\n", p, env.Rounds)
-	fmt.Fprintf(env.Stdout, "  unconfigured: overlays idle, request marks on  %.3fx (%.2f µs)\n", median(idle)/p, median(idle))
-	fmt.Fprintf(env.Stdout, "  sampling 1 request in 64 per route             %.3fx (%.2f µs)\n", median(sampled)/p, median(sampled))
 	return nil
 }}
