@@ -46,7 +46,7 @@ commands:
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   cost   what perfspy's instruments cost, against the references
-         (-what offcpu,allocdiff,flame,attribution,live)
+         (-what offcpu,allocdiff,flame,attribution,live,live-instructions)
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `
@@ -119,6 +119,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
 	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
+	fs.BoolVar(&cfg.Live, "live", false, "with -instructions: build the target as probe build does, its overlays idle unless -env configures live mode, to count what they cost (docs/live.md)")
 	cfg.Requests = 2000
 	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
 	fs.IntVar(&cfg.MaxRoutes, "max-routes", 0, "the most distinct routes the target names (the rest are \"other\"); 0: 100")

@@ -55,7 +55,11 @@ func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(st
 	if cfg.ReadyTimeout < 2*time.Minute {
 		cfg.ReadyTimeout = 2 * time.Minute // valgrind starts slowly
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Tags: []string{"valgrind"}, Repeatable: true, Overlays: spyOverlays(seams{})}, logf)
+	opts := withagent.BuildOptions{Tags: []string{"valgrind"}, Repeatable: true, Overlays: spyOverlays(seams{})}
+	if cfg.Live {
+		opts.Copies, opts.Allocs, opts.Requests, opts.Live = true, true, true, true
+	}
+	tgt, err := withagent.Build(ctx, cfg.Target, opts, logf)
 	if err != nil {
 		return nil, err
 	}

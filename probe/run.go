@@ -92,6 +92,10 @@ type Config struct {
 	// MaxRoutes caps the distinct routes the target names (-max-routes;
 	// the rest are "other"); 0 is the target's default (100).
 	MaxRoutes int
+	// Live, with Instructions, builds the target as probe build does
+	// (allocspy, copyspy, the request marks and live mode), so that the
+	// window counts what those cost per request; Env configures them.
+	Live bool
 	// Sample is N when one request in N of each route is accounted
 	// (-sample: PERFSPY_SAMPLE, live mode's sampling); 0 accounts all.
 	Sample int
@@ -213,6 +217,9 @@ func (cfg Config) validate() (CPUPlan, error) {
 	}
 	if cfg.Sample < 0 || cfg.Sample > 1<<20 {
 		return CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
+	}
+	if cfg.Live && !cfg.Instructions {
+		return CPUPlan{}, errors.New("-live: only with -instructions (probe build makes the live binary; docs/live.md)")
 	}
 	if cfg.MaxRoutes < 0 || cfg.MaxRoutes > routes.MaxRoutes {
 		return CPUPlan{}, fmt.Errorf("-max-routes %d: want 1 to %d (0: the default, %d)", cfg.MaxRoutes, routes.MaxRoutes, routes.DefaultMaxRoutes)

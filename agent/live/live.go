@@ -43,12 +43,14 @@ type Build struct {
 var started atomic.Bool
 
 // Start starts live mode when the environment asks for it (wire.PushEnv
-// set, and no probe session: wire.SocketEnv unset). probe build's file in
+// set; probe run builds its targets without live mode, so a probe session
+// never meets it, except probe run -instructions -live, which counts what
+// it costs). probe build's file in
 // package main calls it from its init, after every package's init: the
 // recorders have registered. A configuration error is said on standard
 // error, and the program runs unmeasured.
 func Start(b Build) {
-	if os.Getenv(wire.SocketEnv) != "" || os.Getenv(wire.PushEnv) == "" || !started.CompareAndSwap(false, true) {
+	if os.Getenv(wire.PushEnv) == "" || !started.CompareAndSwap(false, true) {
 		return
 	}
 	log := &livepush.Logger{W: os.Stderr}
@@ -63,7 +65,9 @@ func Start(b Build) {
 		return
 	}
 	go l.loop()
-	go l.onSIGTERM()
+	if cfg.LastPush {
+		go l.onSIGTERM()
+	}
 }
 
 // agentLive is live mode running.

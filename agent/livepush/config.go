@@ -20,6 +20,9 @@ const (
 	PeriodEnv  = "PERFSPY_PERIOD"  // how often the agent pushes (a Go duration)
 	LabelsEnv  = "PERFSPY_LABELS"  // K=V,K=V added to every series
 	ServiceEnv = "PERFSPY_SERVICE" // service_name (default: the program's name)
+	// LastPushEnv=off leaves SIGTERM to the program, as a plain build has
+	// it: no last push (under valgrind, a handled signal trips callgrind).
+	LastPushEnv = "PERFSPY_LAST_PUSH"
 )
 
 // Defaults and bounds of live mode.
@@ -44,6 +47,8 @@ type Config struct {
 	Service string
 	Labels  map[string]string // every series': the user's, the build's, the host's
 	Access  storeaccess.Access
+	// LastPush pushes the last period on SIGTERM (LastPushEnv).
+	LastPush bool
 }
 
 // FromEnv reads live mode's configuration (getenv: os.Getenv); commit,
@@ -68,6 +73,13 @@ func FromEnv(getenv func(string) string, commit string) (*Config, error) {
 		c.Period = d
 	}
 	c.Access.Timeout = min(c.Period, MaxPushTimeout)
+	switch v := getenv(LastPushEnv); v {
+	case "", "on":
+		c.LastPush = true
+	case "off":
+	default:
+		return nil, fmt.Errorf("%s=%q: want on or off", LastPushEnv, v)
+	}
 	labels, err := parseLabels(getenv(LabelsEnv))
 	if err != nil {
 		return nil, err

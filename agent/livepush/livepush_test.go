@@ -281,7 +281,7 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Push != "http://127.0.0.1:4040" || c.Sample != wire.DefaultSample || c.Period != DefaultPeriod || c.Access.Timeout != DefaultPeriod ||
-		c.Labels["env"] != "prod" || c.Labels["region"] != "x" || c.Labels["commit"] != "abc" || c.Labels["sample"] != "64" || c.Service == "" {
+		c.Labels["env"] != "prod" || c.Labels["region"] != "x" || c.Labels["commit"] != "abc" || c.Labels["sample"] != "64" || c.Service == "" || !c.LastPush {
 		t.Errorf("config %+v", c)
 	}
 	c, err = FromEnv(env(wire.PushEnv, "http://127.0.0.1:4040", wire.SampleEnv, "16", PeriodEnv, "2s", LabelsEnv, "commit=mine", ServiceEnv, "api"), "abc")
@@ -296,6 +296,7 @@ func TestFromEnv(t *testing.T) {
 		{wire.PushEnv, "http://127.0.0.1:4040", PeriodEnv, "10ms"},
 		{wire.PushEnv, "http://127.0.0.1:4040", LabelsEnv, "route=x"},
 		{wire.PushEnv, "http://127.0.0.1:4040", LabelsEnv, "a-b=x"},
+		{wire.PushEnv, "http://127.0.0.1:4040", LastPushEnv, "no"},
 	} {
 		_, err := FromEnv(env(bad...), "")
 		if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "t0ken") {

@@ -36,7 +36,8 @@ type summary struct {
 		CPUUS float64 `json:"cpu_us"`
 	} `json:"wallclock_window"`
 	PerRequest struct {
-		CPUUS *float64 `json:"cpu_us"`
+		CPUUS        *float64 `json:"cpu_us"`
+		Instructions *float64 `json:"instructions"`
 	} `json:"per_request"`
 	ServerCores float64 `json:"server_cores"`
 	Driver      *struct {
@@ -240,6 +241,17 @@ var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env 
 	return nil
 }}
 
+// pairedRatios divides each round's figure by the same round's plain one:
+// rounds run side by side, so a drift of the machine between rounds
+// cancels.
+func pairedRatios(v, plain []float64) []float64 {
+	out := make([]float64, 0, len(v))
+	for i := range min(len(v), len(plain)) {
+		out = append(out, v[i]/plain[i])
+	}
+	return out
+}
+
 // Live measures what a binary built by probe build costs a server, as the
 // median ratio of CPU per request to a build without any overlay, in
 // interleaved runs, on targets/httpjson and on a light handler
@@ -249,8 +261,7 @@ var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env 
 // attribution window of -sample 64, the recorders in their sampled mode),
 // and every request accounted (-sample 1).
 var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
-	targets := []struct{ name, dir, path string }{{"targets/httpjson /json", "targets/httpjson", "/json"}, {"probetarget /none", "probe/testdata/probetarget", "/none"}}
-	for _, t := range targets {
+	for _, t := range liveTargets {
 		cpu := map[string][]float64{}
 		err := probeRounds(ctx, env, t.name+", live", []string{"plain", "64", "1"}, func(m string) run {
 			flags := []string{"-path", t.path, "-offcpu=false", "-syscalls", "proc-io"}
@@ -274,9 +285,53 @@ var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
 			return err
 		}
 		p := median(cpu["plain"])
-		fmt.Fprintf(env.Stdout, "%s: CPU per request against a build without overlays (%.2f µs), median of %d interleaved rounds\n", t.name, p, env.Rounds)
+		fmt.Fprintf(env.Stdout, "%s: CPU per request against a build without overlays (%.2f µs), %d interleaved rounds: median of the rounds' ratios [lowest, highest]\n", t.name, p, env.Rounds)
 		for _, row := range [][2]string{{"idle", "unconfigured: overlays idle, request marks on"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
-			fmt.Fprintf(env.Stdout, "  %-46s %.3fx (%.2f µs)\n", row[1], median(cpu[row[0]])/p, median(cpu[row[0]]))
+			r := pairedRatios(cpu[row[0]], cpu["plain"])
+			fmt.Fprintf(env.Stdout, "  %-46s %.3fx [%.3f, %.3f] (%.2f µs)\n", row[1], median(r), slices.Min(r), slices.Max(r), median(cpu[row[0]]))
+		}
+	}
+	return nil
+}}
+
+// liveTargets are the servers the live benches run: httpjson, and a light
+// handler where the per-request costs weigh most.
+var liveTargets = []struct{ name, dir, path string }{{"targets/httpjson /json", "targets/httpjson", "/json"}, {"probetarget /none", "probe/testdata/probetarget", "/none"}}
+
+// LiveInstructions measures what a probe build binary costs as
+// instructions per request under callgrind (probe run -instructions), which
+// repeat from run to run where CPU time on a shared machine does not: a
+// build without overlays, the same build as probe build makes it (-live)
+// unconfigured, and in live mode sampling one request in 64 and every
+// request (its store unreachable and its period an hour: no push falls in
+// the window).
+var LiveInstructions = Bench{Name: "live-instructions", Run: func(ctx context.Context, env Env) error {
+	live := []string{"-live", "-env", "PERFSPY_PUSH=http://127.0.0.1:9", "-env", "PERFSPY_PERIOD=1h", "-env", "PERFSPY_LAST_PUSH=off"}
+	for _, t := range liveTargets {
+		ins := map[string][]float64{}
+		err := probeRounds(ctx, env, t.name+", live instructions", []string{"plain", "idle", "64", "1"}, func(m string) run {
+			flags := []string{"-instructions", "-path", t.path}
+			switch m {
+			case "idle":
+				flags = append(flags, "-live")
+			case "64", "1":
+				flags = append(append(flags, live...), "-env", "PERFSPY_SAMPLE="+m)
+			}
+			return run{t.dir, flags}
+		}, func(m string, s *summary) error {
+			if s.PerRequest.Instructions == nil {
+				return fmt.Errorf("%s: no instructions per request", m)
+			}
+			ins[m] = append(ins[m], *s.PerRequest.Instructions)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		p := median(ins["plain"])
+		fmt.Fprintf(env.Stdout, "%s: instructions per request (callgrind) against a build without overlays (%.0f), median of %d rounds\n", t.name, p, env.Rounds)
+		for _, row := range [][2]string{{"idle", "unconfigured: overlays idle, request marks on"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
+			fmt.Fprintf(env.Stdout, "  %-46s %.4fx (%+.0f)\n", row[1], median(ins[row[0]])/p, median(ins[row[0]])-p)
 		}
 	}
 	return nil

@@ -320,7 +320,7 @@ func (b *builder) overlays(ctx context.Context) error {
 		t.Live = true
 	}
 	if opts.Repeatable {
-		return repeatableOverlay(b.replace, goroot, work)
+		return repeatableOverlay(b.replace, b.spies, goroot, work)
 	}
 	return nil
 }
@@ -552,29 +552,45 @@ var repeatablePatches = []struct {
 // repeatableOverlay adds to the overlay the runtime files of
 // repeatablePatches, patched, so that runs of one binary under callgrind
 // take the same choices.
-func repeatableOverlay(ov map[string]string, goroot, work string) error {
-	files := map[string]string{}
-	for _, p := range repeatablePatches {
-		path := filepath.Join(goroot, "src", "runtime", p.file)
-		src, ok := files[path]
-		if !ok {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("repeatable runtime: %w", err)
+func repeatableOverlay(ov, spies map[string]string, goroot, work string) error {
+	// A runtime file the spies edit too (proc.go: the request mark) gets
+	// both edits in the spies' overlay; the plain one (a build without the
+	// spies) gets this one's alone.
+	for _, tier := range []struct {
+		prefix string
+		dst    map[string]string
+		from   map[string]string
+	}{{"repeatable_", ov, nil}, {"repeatable_spied_", spies, spies}} {
+		files := map[string]string{}
+		for _, p := range repeatablePatches {
+			path := filepath.Join(goroot, "src", "runtime", p.file)
+			if tier.from != nil && tier.from[path] == "" {
+				continue
 			}
-			src = string(b)
+			src, ok := files[path]
+			if !ok {
+				read := path
+				if tier.from != nil {
+					read = tier.from[path]
+				}
+				b, err := os.ReadFile(read)
+				if err != nil {
+					return fmt.Errorf("repeatable runtime: %w", err)
+				}
+				src = string(b)
+			}
+			if n := strings.Count(src, p.old); n != p.count {
+				return fmt.Errorf("repeatable runtime: %s has %d of %q, want %d: not the Go 1.26 runtime", path, n, strings.TrimSpace(p.old), p.count)
+			}
+			files[path] = strings.ReplaceAll(src, p.old, p.new)
 		}
-		if n := strings.Count(src, p.old); n != p.count {
-			return fmt.Errorf("repeatable runtime: %s has %d of %q, want %d: not the Go 1.26 runtime", path, n, strings.TrimSpace(p.old), p.count)
+		for path, src := range files {
+			dst := filepath.Join(work, tier.prefix+filepath.Base(path))
+			if err := os.WriteFile(dst, []byte(src), 0o644); err != nil {
+				return err
+			}
+			tier.dst[path] = dst
 		}
-		files[path] = strings.ReplaceAll(src, p.old, p.new)
-	}
-	for path, src := range files {
-		dst := filepath.Join(work, "repeatable_"+filepath.Base(path))
-		if err := os.WriteFile(dst, []byte(src), 0o644); err != nil {
-			return err
-		}
-		ov[path] = dst
 	}
 	return nil
 }

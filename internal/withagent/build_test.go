@@ -18,8 +18,23 @@ func TestRepeatableOverlay(t *testing.T) {
 	}
 	goroot := strings.TrimSpace(string(out))
 	ov := map[string]string{}
-	if err := repeatableOverlay(ov, goroot, t.TempDir()); err != nil {
+	// A spy's proc.go (the request mark's) gets both edits.
+	procPath := filepath.Join(goroot, "src", "runtime", "proc.go")
+	proc, err := os.ReadFile(procPath)
+	if err != nil {
 		t.Fatal(err)
+	}
+	spied := filepath.Join(t.TempDir(), "proc.go")
+	if err := os.WriteFile(spied, append([]byte("// SPIED"), proc...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spies := map[string]string{procPath: spied}
+	if err := repeatableOverlay(ov, spies, goroot, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	both, err := os.ReadFile(spies[procPath])
+	if err != nil || len(spies) != 1 || !strings.HasPrefix(string(both), "// SPIED") || !strings.Contains(string(both), "if false && sched.sysmonwait.Load()") {
+		t.Errorf("the spies' proc.go lacks an edit (%v, %d files)", err, len(spies))
 	}
 	for _, tc := range []struct {
 		file, want string
@@ -56,7 +71,7 @@ func TestRepeatableOverlay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fake, "src", "runtime", "rand.go"), []byte("package runtime\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := repeatableOverlay(map[string]string{}, fake, t.TempDir()); err == nil || !strings.Contains(err.Error(), "rand.go") {
+	if err := repeatableOverlay(map[string]string{}, map[string]string{}, fake, t.TempDir()); err == nil || !strings.Contains(err.Error(), "rand.go") {
 		t.Errorf("a rand.go of another shape: %v", err)
 	}
 }
