@@ -72,7 +72,11 @@ func FromEnv(getenv func(string) string, commit string) (*Config, error) {
 		}
 		c.Period = d
 	}
-	c.Access.Timeout = min(c.Period, MaxPushTimeout)
+	// The agent module compiles at go 1.18 (agentmod.GoLine): no min.
+	c.Access.Timeout = c.Period
+	if c.Access.Timeout > MaxPushTimeout {
+		c.Access.Timeout = MaxPushTimeout
+	}
 	switch v := getenv(LastPushEnv); v {
 	case "", "on":
 		c.LastPush = true
@@ -131,7 +135,10 @@ func buildLabels(user map[string]string, sample int, commit string) map[string]s
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && s.Value != "" {
-				m["commit"] = s.Value[:min(len(s.Value), 12)]
+				m["commit"] = s.Value
+				if len(s.Value) > 12 {
+					m["commit"] = s.Value[:12]
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package agentmod
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -31,5 +32,25 @@ func TestWriteVerifies(t *testing.T) {
 	}
 	if b, err := os.ReadFile(agentGo); err != nil || string(b) != string(m.Files["agent.go"]) {
 		t.Errorf("agent.go was not restored from the embedded sources (%v)", err)
+	}
+}
+
+// TestCompilesAtGoLine: the agent module compiles as its go.mod's go line
+// (GoLine) says, as it does inside a target of another module: the
+// language features of later releases (min, max, clear, range over an
+// integer or a function) are refused there.
+func TestCompilesAtGoLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command; skipped with -short")
+	}
+	m, err := Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "./...")
+	cmd.Dir = m.Dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the agent module does not compile at go %s: %v\n%s", GoLine, err, out)
 	}
 }
