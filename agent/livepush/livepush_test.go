@@ -142,7 +142,7 @@ func testPusher(post func(ctx context.Context, body []byte) error) (*Pusher, *by
 
 func testPeriod(i int) *Period {
 	from := time.Unix(int64(i), 0)
-	return &Period{From: from, Until: from.Add(time.Second), Dropped: map[string]uint64{}}
+	return &Period{From: from, Until: from.Add(time.Second), Dropped: map[string]uint64{}, Series: RouteSeries(&Period{From: from, Until: from.Add(time.Second)}, "GET /x", &RouteData{Requests: 1}, nil, 1)}
 }
 
 // droppedIn reads the periods lost that a push says.
@@ -326,4 +326,19 @@ func FuzzParseLabels(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIdlePeriod: a period without requests and with nothing lost is not
+// pushed (the store refuses an empty push, which would count as a loss).
+func TestIdlePeriod(t *testing.T) {
+	calls := 0
+	p, log := testPusher(func(ctx context.Context, body []byte) error {
+		calls++
+		return nil
+	})
+	p.pending.Add(1)
+	p.send(context.Background(), &Period{From: time.Unix(0, 0), Until: time.Unix(1, 0)})
+	if calls != 0 || p.pending.Load() != 0 || log.Len() != 0 {
+		t.Errorf("an idle period: %d pushes, %d pending, stderr %q", calls, p.pending.Load(), log.String())
+	}
 }

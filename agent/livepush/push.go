@@ -96,6 +96,9 @@ func (p *Pusher) send(ctx context.Context, pd *Period) {
 	if lost > 0 || len(tables) > 0 {
 		extra = append(extra, Series{name: NameDropped, profile: droppedProfile(lost, tables, since, pd.Until)})
 	}
+	if len(pd.Series)+len(extra) == 0 {
+		return // an idle period, nothing lost: nothing to say (the store refuses an empty push)
+	}
 	body := encodePush(p.cfg, append(slices.Clip(pd.Series), extra...))
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Access.Timeout)
 	err := p.post(cctx, body)
