@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/capability"
 )
 
@@ -83,7 +84,7 @@ func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
 	if _, err := os.Stat(filepath.Join(rt, runtimeFile)); err == nil {
 		return nil, capability.Shape("request mark", "%s already exists in GOROOT", runtimeFile)
 	}
-	files[filepath.Join(rt, runtimeFile)] = runtimeGo
+	files[filepath.Join(rt, runtimeFile)] = strings.NewReplacer("SOCKETENV", wire.SocketEnv, "PUSHENV", wire.PushEnv, "MARKSENV", wire.MarksEnv).Replace(runtimeGo)
 	out := map[string]string{}
 	for path, text := range files {
 		dst := filepath.Join(dir, "mark_"+filepath.Base(path))

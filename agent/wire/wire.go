@@ -21,6 +21,10 @@ const (
 	SampleEnv = "PERFSPY_SAMPLE" // N: one request in N of each route is accounted
 	// DefaultSample is N in live mode when SampleEnv is unset.
 	DefaultSample = 64
+	// MarksEnv=off keeps requests unmarked even under probe or in live
+	// mode (no per-route figures): what an unconfigured binary pays,
+	// measured under probe (probe cost -what live).
+	MarksEnv = "PERFSPY_MARKS"
 )
 
 // SampleN is the N of one request in N, as the net/http overlay reads it

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/srcroot"
 )
 
@@ -263,21 +264,23 @@ func pairedRatios(v, plain []float64) []float64 {
 var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
 	for _, t := range liveTargets {
 		cpu := map[string][]float64{}
-		err := probeRounds(ctx, env, t.name+", live", []string{"plain", "64", "1"}, func(m string) run {
+		err := probeRounds(ctx, env, t.name+", live", []string{"plain", "idle", "64", "1"}, func(m string) run {
 			flags := []string{"-path", t.path, "-offcpu=false", "-syscalls", "proc-io"}
-			if m == "plain" {
+			switch m {
+			case "plain":
 				return run{t.dir, append(flags, "-copies", "off", "-allocs", "heapprofile")}
+			case "idle":
+				return run{t.dir, append(flags, "-env", wire.MarksEnv+"=off")}
 			}
 			return run{t.dir, append(flags, "-sample", m)}
 		}, func(m string, s *summary) error {
 			if s.PerRequest.CPUUS == nil {
 				return fmt.Errorf("%s: no CPU per request", m)
 			}
-			if m == "plain" {
-				cpu["plain"] = append(cpu["plain"], *s.PerRequest.CPUUS)
+			if m == "plain" || m == "idle" {
+				cpu[m] = append(cpu[m], *s.PerRequest.CPUUS)
 				return nil
 			}
-			cpu["idle"] = append(cpu["idle"], *s.PerRequest.CPUUS)
 			cpu[m] = append(cpu[m], s.AttributionWindow.CPUUS)
 			return nil
 		})
@@ -286,7 +289,7 @@ var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
 		}
 		p := median(cpu["plain"])
 		fmt.Fprintf(env.Stdout, "%s: CPU per request against a build without overlays (%.2f µs), %d interleaved rounds: median of the rounds' ratios [lowest, highest]\n", t.name, p, env.Rounds)
-		for _, row := range [][2]string{{"idle", "unconfigured: overlays idle, request marks on"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
+		for _, row := range [][2]string{{"idle", "unconfigured: recorders and request marks off"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
 			r := pairedRatios(cpu[row[0]], cpu["plain"])
 			fmt.Fprintf(env.Stdout, "  %-46s %.3fx [%.3f, %.3f] (%.2f µs)\n", row[1], median(r), slices.Min(r), slices.Max(r), median(cpu[row[0]]))
 		}
@@ -313,7 +316,7 @@ var LiveInstructions = Bench{Name: "live-instructions", Run: func(ctx context.Co
 			flags := []string{"-instructions", "-path", t.path}
 			switch m {
 			case "idle":
-				flags = append(flags, "-live")
+				flags = append(flags, "-live", "-env", wire.MarksEnv+"=off")
 			case "64", "1":
 				flags = append(append(flags, live...), "-env", "PERFSPY_SAMPLE="+m)
 			}
@@ -330,7 +333,7 @@ var LiveInstructions = Bench{Name: "live-instructions", Run: func(ctx context.Co
 		}
 		p := median(ins["plain"])
 		fmt.Fprintf(env.Stdout, "%s: instructions per request (callgrind) against a build without overlays (%.0f), median of %d rounds\n", t.name, p, env.Rounds)
-		for _, row := range [][2]string{{"idle", "unconfigured: overlays idle, request marks on"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
+		for _, row := range [][2]string{{"idle", "unconfigured: recorders and request marks off"}, {"64", "sampling 1 request in 64 per route"}, {"1", "every request accounted (1 in 1)"}} {
 			fmt.Fprintf(env.Stdout, "  %-46s %.4fx (%+.0f)\n", row[1], median(ins[row[0]])/p, median(ins[row[0]])-p)
 		}
 	}
