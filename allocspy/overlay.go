@@ -42,7 +42,7 @@ var runtimeGo string
 const (
 	tailContext = "\t// Post-malloc debug hooks.\n\tif debug.malloc {\n\t\tpostMallocgcDebug(x, elemsize, typ)\n\t}\n"
 	tailReturn  = "\treturn x\n}\n"
-	tailPatched = "\tif allocspyOn != 0 && (allocspyOn == 1 || getg().perfspyMark&perfspySampledBit != 0) { allocspyRecord(size, elemsize) }; return x\n}\n"
+	tailPatched = "\tif perfspyGate != 0 && allocspyOn != 0 && (allocspyOn == 1 || getg().perfspyMark&perfspySampledBit != 0) { allocspyRecord(size, elemsize) }; return x\n}\n"
 )
 
 // knownReturns are the return statements mallocgc may have; any other means

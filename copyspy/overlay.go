@@ -64,13 +64,14 @@ var patches = []patch{
 }
 
 // idleSkip is the call into the recorder behind its switch, on one line:
-// while the recorder is off (copyspyOn 0, probe build's binary
-// unconfigured), a memmove pays one load and one branch, not a call (0.0
-// to 0.3 ns against 0.2 to 1.1 ns: docs/copyspy.md); in its sampled mode
-// (2), a goroutine outside a sampled request pays one more test, of its
-// mark's sampled bit (62).
+// while no recorder counts every goroutine and no goroutine of a sampled
+// request lives (runtime.perfspyGate 0: probe build's binary unconfigured,
+// or sampling between sampled requests), a memmove pays one load and one
+// branch, not a call (0.0 to 0.3 ns against 0.2 to 1.1 ns:
+// docs/copyspy.md); else its switch, and in its sampled mode (2) the
+// mark's sampled bit (62), are tested before the call.
 func idleSkip(recorder string) string {
-	return "\tCMPL\truntime·copyspyOn(SB), $0; JEQ copyspyidle; CMPL runtime·copyspyOn(SB), $2; JNE copyspyrec; " +
+	return "\tCMPL\truntime·perfspyGate(SB), $0; JEQ copyspyidle; CMPL runtime·copyspyOn(SB), $0; JEQ copyspyidle; CMPL runtime·copyspyOn(SB), $2; JNE copyspyrec; " +
 		"TESTQ R14, R14; JEQ copyspyrec; BTQ $62, g_perfspyMark(R14); JCC copyspyidle; copyspyrec: CALL runtime·" + recorder + "(SB); copyspyidle:"
 }
 

@@ -64,11 +64,11 @@ var runtimeEdits = []Edit{
 		"\tlabels          unsafe.Pointer; perfspyMark uintptr // profiler labels; perfspy's request mark (route index, 0 none)\n"},
 	{"proc.go",
 		"\t\t\tnewg.labels = mp.curg.labels\n",
-		"\t\t\tnewg.labels = mp.curg.labels; newg.perfspyMark = mp.curg.perfspyMark\n"},
+		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark)\n"},
 	// A g is reused from the free list: it starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; gp.perfspyMark = 0\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspySetMark(gp, 0)\n\tgp.timer = nil\n"},
 }
 
 // RuntimeOverlay writes the runtime files with the request mark into dir
