@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -145,7 +146,7 @@ func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
 	// total the server should take the difference of.
 	labels := []*typesv1.LabelPair{{Name: "__name__", Value: LabelName(u.Name)}, {Name: "__delta__", Value: "false"},
 		{Name: "service_name", Value: ServiceName(u.Service)}}
-	for _, k := range sortedKeys(u.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(u.Labels)) {
 		labels = append(labels, &typesv1.LabelPair{Name: LabelName(k), Value: u.Labels[k]})
 	}
 	req := &pushv1.PushRequest{Series: []*pushv1.RawProfileSeries{{Labels: labels, Samples: []*pushv1.RawSample{{RawProfile: []byte(body.String())}}}}}
@@ -169,15 +170,6 @@ func serverError(a *Access, base, call string, err error) error {
 		return fmt.Errorf("%s %s: %s: %s", base, call, ce.Code(), ce.Message())
 	}
 	return fmt.Errorf("%s %s: %w", base, call, callError(a, err))
-}
-
-func sortedKeys(m map[string]string) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // Selection is a store address:
