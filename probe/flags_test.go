@@ -77,6 +77,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"ready-timeout":      {[]string{"-ready-timeout", "9s"}, func(c Config, o cliOptions) bool { return c.ReadyTimeout == 9*time.Second }},
 		"allocs":             {[]string{"-allocs", "heapprofile"}, func(c Config, o cliOptions) bool { return c.Allocs == "heapprofile" }},
 		"instructions":       {[]string{"-instructions"}, func(c Config, o cliOptions) bool { return c.Instructions }},
+		"live":               {[]string{"-instructions", "-live"}, func(c Config, o cliOptions) bool { return c.Live && c.Instructions }},
 		"alone":              {[]string{"-alone"}, func(c Config, o cliOptions) bool { return c.Alone }},
 		"max-routes":         {[]string{"-max-routes", "7"}, func(c Config, o cliOptions) bool { return c.MaxRoutes == 7 }},
 		"sample":             {[]string{"-sample", "16"}, func(c Config, o cliOptions) bool { return c.Sample == 16 }},
