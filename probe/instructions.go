@@ -111,12 +111,33 @@ func (cr *callgrindRun) command(binary string, args []string) (string, []string,
 
 // dump asks callgrind for a dump: the part between two dumps is a window.
 func (cr *callgrindRun) dump(ctx context.Context) error {
+	// callgrind_control waits for valgrind's answer, which a valgrind
+	// that died (callgrind asserts on some signals) never gives: the wait
+	// ends with the target, or after dumpTimeout.
+	ctx, cancel := context.WithTimeout(ctx, dumpTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-cr.s.p.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c := exec.CommandContext(ctx, cr.control, "-d", strconv.Itoa(cr.s.p.Pid))
-	if b, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.s.p.Pid, err, b)
+	b, err := c.CombinedOutput()
+	switch {
+	case err == nil:
+		return nil
+	case cr.s.p.Exited():
+		return fmt.Errorf("callgrind_control -d %d: the target ended: %s", cr.s.p.Pid, cr.s.p.ExitStatus())
+	case ctx.Err() != nil:
+		return fmt.Errorf("callgrind_control -d %d: no answer within %s", cr.s.p.Pid, dumpTimeout)
 	}
-	return nil
+	return fmt.Errorf("callgrind_control -d %d: %v: %s", cr.s.p.Pid, err, b)
 }
+
+// dumpTimeout bounds one dump of callgrind's counts.
+var dumpTimeout = 2 * time.Minute
 
 // window warms up, dumps, sends the window's requests one by one, each
 // when every thread of the target sleeps, dumps again and stops the target.

@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 func instructionsPerRequest(t *testing.T, target, path string, requests int) float64 {
@@ -153,5 +155,33 @@ func TestInstructionsNoValgrind(t *testing.T) {
 	_, err = Run(context.Background(), Config{Target: "./testdata/probetarget", Instructions: true, Out: filepath.Join(t.TempDir(), "out")}, nil)
 	if !errors.Is(err, capability.ErrNotSupported) || !strings.Contains(err.Error(), "Debian package valgrind") {
 		t.Errorf("without valgrind: %v", err)
+	}
+}
+
+// TestDumpEndsWithTarget: a dump whose valgrind died (callgrind asserts on
+// some signals) ends with the target instead of waiting for an answer
+// that never comes; one that gets no answer ends after dumpTimeout.
+func TestDumpEndsWithTarget(t *testing.T) {
+	dir := t.TempDir()
+	control := filepath.Join(dir, "callgrind_control")
+	if err := os.WriteFile(control, []byte("#!/bin/sh\nexec sleep 100\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target, want string
+	}{{"0.3", "the target ended"}, {"100", "no answer within"}} {
+		p, err := proc.Start("/bin/sleep", []string{tc.target}, nil, filepath.Join(dir, "target.log"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Stop()
+		old := dumpTimeout
+		dumpTimeout = time.Second
+		start := time.Now()
+		err = (&callgrindRun{s: &session{p: p}, control: control}).dump(context.Background())
+		dumpTimeout = old
+		if err == nil || !strings.Contains(err.Error(), tc.want) || time.Since(start) > 10*time.Second {
+			t.Errorf("target sleep %s: dump ended after %s with %v, want %q", tc.target, time.Since(start).Round(time.Millisecond), err, tc.want)
+		}
 	}
 }
