@@ -329,7 +329,12 @@ func TestBenchCountedShort(t *testing.T) {
 		var rest int64
 		for _, smp := range p.Sample {
 			if leaf := leafName(smp); !strings.HasSuffix(leaf, ".BenchmarkLoop") {
-				if !strings.HasPrefix(leaf, "runtime.") {
+				// The window's edge reads the memory statistics: the
+				// runtime may allocate in it (a sudog for the stop of
+				// the world), charged to the window's function, and
+				// counted by -benchmem the same.
+				edge := leaf == "testing.perfspyReadMemStats" && len(smp.Label["via"]) == 1 && strings.HasPrefix(smp.Label["via"][0], "runtime.")
+				if !strings.HasPrefix(leaf, "runtime.") && !edge {
 					t.Errorf("%s: %d allocations at %s, outside the benchmark and the runtime", b.Name, smp.Value[0], leaf)
 				}
 				rest += smp.Value[0]
