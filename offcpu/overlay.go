@@ -25,14 +25,14 @@ const RouteCategory = routes.TraceCategory
 //   - HTTP/2 ((*http2serverConn).runHandler): around the handler's call,
 //     on the stream's own goroutine.
 //
-// perfspyRequestBegin costs one atomic load when tracing is off: the
+// perfspyRequest.Begin costs one load when tracing is off: the
 // region is only real inside the off-CPU window, whose trace is on. It
 // also marks the request's goroutine with its route (package routes),
 // and the ServeMux edit moves the mark to the pattern it matched.
 var requestEdits = []routes.Edit{
 	edit("server.go",
 		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
-		"\t\tperfspyRegion := perfspyRequestBegin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
+		"\t\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
 	edit("server.go",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"),
@@ -40,7 +40,7 @@ var requestEdits = []routes.Edit{
 	edit("server.go", routes.HTTPReadEdit[0], routes.HTTPReadEdit[1]),
 	edit("h2_bundle.go",
 		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
-		"\t}()\n\tperfspyRegion := perfspyRequestBegin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"),
+		"\t}()\n\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"),
 }
 
 // Overlay writes net/http's files with the request boundaries into dir and

@@ -22,7 +22,7 @@ const TraceCategory = "perfspy.route"
 // HTTPFileName is the file HTTPFile is added to net/http as.
 const HTTPFileName = "zz_perfspy_request.go"
 
-// HTTPFile returns the file added to net/http: perfspyRequestBegin and its
+// HTTPFile returns the file added to net/http: perfspyRequest.Begin and its
 // End, which mark a request's goroutine with its route and open the
 // off-CPU window's trace region of type regionType; perfspyRouted, which
 // the ServeMux calls once it has matched a pattern; and the folding of

@@ -103,17 +103,33 @@ func newLive(cfg *livepush.Config, lives []*spytable.Live, log *livepush.Logger)
 	return l, nil
 }
 
-// loop closes a period every cfg.Period until stop.
+// loop closes a period every cfg.Period until stop, on the clock's
+// cadence (a late wake skips the periods it slept through).
 func (l *agentLive) loop() {
-	t := time.NewTicker(l.cfg.Period)
-	defer t.Stop()
+	next := time.Now().Add(l.cfg.Period)
 	for {
+		waitUntil(next)
 		select {
-		case now := <-t.C:
-			l.tick(now)
 		case <-l.stop:
 			return
+		default:
 		}
+		now := time.Now()
+		l.tick(now)
+		for !next.After(now) {
+			next = next.Add(l.cfg.Period)
+		}
+	}
+}
+
+// waitUntil returns at t or soon after: sleepFor may end early.
+func waitUntil(t time.Time) {
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return
+		}
+		sleepFor(d)
 	}
 }
 
