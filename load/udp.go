@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 
 	"github.com/perfspy/perfspy/wirefmt/bulk"
 )
@@ -139,16 +138,15 @@ func (d *UDP) sock(i int) (*udpSock, error) {
 	return s, nil
 }
 
-// setGSO sets UDP_SEGMENT on c: sends are cut into datagrams of size bytes.
+// setGSO sets UDP_SEGMENT on c: sends are cut into datagrams of size bytes
+// (Linux only: elsewhere every datagram is sent on its own).
 func setGSO(c *net.UDPConn, size int) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT, size)
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = setSegment(int(fd), size) }); err != nil {
 		return err
 	}
 	return serr

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"golang.org/x/sys/unix"
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/copyspy"
@@ -539,7 +538,7 @@ func pinLoad(plan CPUPlan) (func(), error) {
 	if len(plan.Load) == 0 {
 		return func() {}, nil
 	}
-	unpin, err := pinSelf(plan.Load)
+	unpin, err := proc.PinSelf(plan.Load)
 	if err != nil {
 		return nil, fmt.Errorf("pinning the load driver: %w", err)
 	}
@@ -679,39 +678,6 @@ func makeOutDir(out, commit, name string) (string, error) {
 			return "", err
 		}
 	}
-}
-
-// pinSelf pins every thread of this process to cpus (threads started
-// later inherit the mask of the thread that starts them) and returns
-// what puts the mask it found back: a value of the caller's, so that
-// nothing outlives the session that pinned.
-func pinSelf(cpus []int) (unpin func(), err error) {
-	var old unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return nil, err
-	}
-	if err := setAllThreads(proc.CPUSet(cpus)); err != nil {
-		_ = setAllThreads(&old)
-		return nil, err
-	}
-	return func() { _ = setAllThreads(&old) }, nil
-}
-
-func setAllThreads(set *unix.CPUSet) error {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		var tid int
-		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return err
-		}
-	}
-	return nil
 }
 
 // profileFromFile reads a profile the agent wrote.

@@ -30,8 +30,6 @@ import (
 
 	"github.com/perfspy/perfspy/internal/proc"
 	"github.com/perfspy/perfspy/internal/stacks"
-
-	"golang.org/x/sys/unix"
 )
 
 // These tests build real targets and measure them. They share one cache
@@ -1139,9 +1137,7 @@ func busyLoops(t *testing.T, cpus ...int) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var set unix.CPUSet
-		set.Set(c)
-		if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
+		if err := pinPid(cmd.Process.Pid, c); err != nil {
 			cmd.Process.Kill()
 			t.Fatal(err)
 		}

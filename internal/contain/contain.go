@@ -25,8 +25,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Group is where one target and what it starts are kept.
@@ -50,7 +48,7 @@ type Options struct {
 func New(opt Options) (*Group, error) {
 	g := &Group{fd: -1}
 	if dir, err := makeCgroup(); err == nil && !opt.NoCgroup {
-		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := openCgroupDir(dir)
 		if err == nil {
 			g.cgroup, g.fd = dir, fd
 		} else {
@@ -61,7 +59,7 @@ func New(opt Options) (*Group, error) {
 		// Without a cgroup, orphans come to probe (not init), to be
 		// killed with the group. With one, cgroup.kill reaches them
 		// wherever they are, and init reaps them.
-		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+		becomeSubreaper()
 	}
 	if err := g.startWatchdog(); err != nil {
 		g.Close()
@@ -77,10 +75,7 @@ func (g *Group) Cgroup() string { return g.cgroup }
 // cgroup when there is one, and SIGKILL when probe's thread dies.
 func (g *Group) Prepare(attr *syscall.SysProcAttr) {
 	attr.Setpgid = true
-	attr.Pdeathsig = syscall.SIGKILL
-	if g.fd >= 0 {
-		attr.UseCgroupFD, attr.CgroupFD = true, g.fd
-	}
+	prepareOS(attr, g.fd)
 }
 
 // NoCgroup takes the cgroup out of the group, when starting in it failed
@@ -88,10 +83,10 @@ func (g *Group) Prepare(attr *syscall.SysProcAttr) {
 // process group.
 func (g *Group) NoCgroup() {
 	if g.fd >= 0 {
-		unix.Close(g.fd)
+		syscall.Close(g.fd)
 		os.Remove(g.cgroup)
 		g.fd, g.cgroup = -1, ""
-		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+		becomeSubreaper()
 	}
 }
 
@@ -179,7 +174,7 @@ func (g *Group) Close() {
 		g.wdIn = nil
 	}
 	if g.fd >= 0 {
-		unix.Close(g.fd)
+		syscall.Close(g.fd)
 		g.fd = -1
 	}
 	if g.cgroup != "" {
@@ -317,15 +312,4 @@ func statField(pid, n int) (int, error) {
 		return 0, errors.New("bad stat")
 	}
 	return strconv.Atoi(f[n-3])
-}
-
-// Running tells a running process from one that is gone or a zombie.
-func Running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

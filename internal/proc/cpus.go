@@ -18,12 +18,14 @@ type CPUPlan struct {
 // list like 0-2,4. auto gives the first half of the n CPUs to the target and
 // the rest to the load driver, so that on a small machine they do not share
 // cores; with one CPU it does not pin.
+// Where the platform cannot pin (CanPin), auto does not, and a list is an
+// error.
 func ParseCPUs(s string, n int) (CPUPlan, error) {
 	switch s {
 	case "none", "":
 		return CPUPlan{}, nil
 	case "auto":
-		if n < 2 {
+		if n < 2 || !CanPin {
 			return CPUPlan{}, nil
 		}
 		half := (n + 1) / 2
@@ -36,6 +38,9 @@ func ParseCPUs(s string, n int) (CPUPlan, error) {
 			}
 		}
 		return p, nil
+	}
+	if !CanPin {
+		return CPUPlan{}, errNoPinning
 	}
 	srv, ld, ok := strings.Cut(s, ":")
 	if !ok {

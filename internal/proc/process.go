@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/perfspy/perfspy/internal/contain"
 	"github.com/perfspy/perfspy/internal/safetext"
 )
@@ -64,14 +62,11 @@ func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
 	if len(cpus) > 0 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		var old unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &old); err != nil {
-			return nil, fmt.Errorf("reading cpu affinity: %w", err)
-		}
-		if err := unix.SchedSetaffinity(0, CPUSet(cpus)); err != nil {
+		restore, err := pinThread(cpus)
+		if err != nil {
 			return nil, fmt.Errorf("pinning target to cpus %v: %w", cpus, err)
 		}
-		defer unix.SchedSetaffinity(0, &old)
+		defer restore()
 	}
 	err = cmd.Start()
 	if err != nil && group.Cgroup() != "" && cmd.Process == nil {
@@ -80,7 +75,7 @@ func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
 		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
 		retry.Env, retry.Dir, retry.Stdin, retry.Stdout, retry.Stderr, retry.ExtraFiles = cmd.Env, cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
 		retry.SysProcAttr = cmd.SysProcAttr
-		retry.SysProcAttr.UseCgroupFD = false
+		contain.NoCgroupFD(retry.SysProcAttr)
 		cmd = retry
 		err = cmd.Start()
 	}
@@ -95,14 +90,6 @@ func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
 		close(p.done)
 	}()
 	return p, nil
-}
-
-func CPUSet(cpus []int) *unix.CPUSet {
-	var s unix.CPUSet
-	for _, c := range cpus {
-		s.Set(c)
-	}
-	return &s
 }
 
 // Exited reports whether the leader has exited.

@@ -38,6 +38,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
+	"github.com/perfspy/perfspy/internal/contain"
 )
 
 // Modes.
@@ -506,7 +507,8 @@ func goOut(ctx context.Context, dir string, env []string, args ...string) (strin
 func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writer, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	contain.DieWithParent(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()

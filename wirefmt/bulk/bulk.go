@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-
-	"golang.org/x/sys/unix"
 )
 
 // ALPN is the TLS application protocol of targets/quicecho.
@@ -162,23 +160,15 @@ func Datagrams(size int64, pkt int) uint32 {
 }
 
 // SetBuffers sets a UDP socket's receive and send buffers to n bytes,
-// forcing past the system's maximum when the process may, as quic-go does
-// for its own sockets.
+// forcing past the system's maximum where the process may (Linux), as
+// quic-go does for its own sockets.
 func SetBuffers(c *net.UDPConn, n int) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
-	err = rc.Control(func(fd uintptr) {
-		for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
-			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], n) != nil {
-				if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], n); e != nil {
-					serr = e
-				}
-			}
-		}
-	})
+	err = rc.Control(func(fd uintptr) { serr = setBuffers(int(fd), n) })
 	if err != nil {
 		return err
 	}
