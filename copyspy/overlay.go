@@ -2,16 +2,16 @@
 // (memclrNoHeapPointers), per call site, exactly.
 //
 // In-process mode adds a recorder to the runtime through a build-time
-// overlay: Overlay patches the local GOROOT's memmove_amd64.s and
-// memclr_amd64.s so that their entry calls runtime·copyspyRecord, a
+// overlay: Overlay patches the local GOROOT's memmove and memclr (amd64 and
+// arm64 assembly) so that their entry calls runtime·copyspyRecord, a
 // NOSPLIT|NOFRAME assembly function that keys a lock-free table by a hash of
 // the direct caller and the frame-pointer chain above it. The package
 // agent/copytable, added to the target's package main by the same overlay,
 // reads the table for the probe agent.
 //
 // Blind spots: copies the compiler inlines never reach memmove. These are
-// constant sizes up to 16 bytes, array and struct assignment (REP MOVSQ or
-// unrolled moves), and inline zeroing.
+// constant sizes up to 16 bytes, array and struct assignment (REP MOVSQ,
+// DUFFCOPY or unrolled moves), and inline zeroing.
 package copyspy
 
 import (
@@ -30,23 +30,36 @@ import (
 var runtimeGo string
 
 //go:embed runtime/zz_copyspy_amd64.s.txt
-var runtimeAsm string
+var runtimeAsmAMD64 string
+
+//go:embed runtime/zz_copyspy_arm64.s.txt
+var runtimeAsmARM64 string
+
+// runtimeAsm is the recorder, by GOARCH.
+var runtimeAsm = map[string]string{"amd64": runtimeAsmAMD64, "arm64": runtimeAsmARM64}
 
 // patch is one edit of a GOROOT file: the line `entry` becomes `frameless`
 // followed by `call`. NOFRAME keeps the function without a frame, as it was:
-// with a CALL in it the assembler would otherwise push BP, and the recorder
-// relies on 8(SP) being the caller's return address and BP the caller's
-// frame pointer. The contract lines must follow the entry unchanged: they
-// are the register assignment the recorder relies on.
+// with a CALL in it the assembler would otherwise push BP (amd64) or save
+// LR (arm64), and the recorder relies on the caller's return address
+// (8(SP) on amd64, LR saved in R3 on arm64) and frame pointer being
+// where the function found them. The contract lines must follow the entry
+// unchanged: they are the register assignment the recorder relies on.
+// asmH adds go_asm.h (for g_perfspyMark) to a file that lacks it: one
+// more line.
 type patch struct {
 	file      string
 	entry     string
 	frameless string
 	call      string
 	contract  []string
+	asmH      bool
 }
 
-var patches = []patch{
+// patches are the edits, by GOARCH.
+var patches = map[string][]patch{"amd64": patchesAMD64, "arm64": patchesARM64}
+
+var patchesAMD64 = []patch{
 	{
 		file:      "memmove_amd64.s",
 		entry:     "TEXT runtime·memmove<ABIInternal>(SB), NOSPLIT, $0-24",
@@ -63,6 +76,25 @@ var patches = []patch{
 	},
 }
 
+var patchesARM64 = []patch{
+	{
+		file:      "memmove_arm64.s",
+		entry:     "TEXT runtime·memmove<ABIInternal>(SB), NOSPLIT|NOFRAME, $0-24",
+		frameless: "TEXT runtime·memmove<ABIInternal>(SB), NOSPLIT|NOFRAME, $0-24",
+		call:      idleSkipARM64("copyspyMove"),
+		contract:  []string{"CBZ\tR2, copy0"},
+		asmH:      true,
+	},
+	{
+		file:      "memclr_arm64.s",
+		entry:     "TEXT runtime·memclrNoHeapPointers<ABIInternal>(SB),NOSPLIT,$0-16",
+		frameless: "TEXT runtime·memclrNoHeapPointers<ABIInternal>(SB),NOSPLIT|NOFRAME,$0-16",
+		call:      idleSkipARM64("copyspyClr"),
+		contract:  []string{"CMP\t$16, R1"},
+		asmH:      true,
+	},
+}
+
 // idleSkip is the call into the recorder behind its switch, on one line:
 // while no recorder counts every goroutine and no goroutine of a sampled
 // request lives (runtime.perfspyGate 0: probe build's binary unconfigured,
@@ -75,15 +107,23 @@ func idleSkip(recorder string) string {
 		"TESTQ R14, R14; JEQ copyspyrec; BTQ $62, g_perfspyMark(R14); JCC copyspyidle; copyspyrec: CALL runtime·" + recorder + "(SB); copyspyidle:"
 }
 
+// idleSkipARM64 is idleSkip for arm64: R3 (free at the entry of memmove
+// and memclr) holds the return address across the BL, which the recorder
+// reads as the caller's PC and keeps.
+func idleSkipARM64(recorder string) string {
+	return "\tMOVWU\truntime·perfspyGate(SB), R3; CBZW R3, copyspyidle; MOVWU runtime·copyspyOn(SB), R3; CBZW R3, copyspyidle; CMPW $2, R3; BNE copyspyrec; " +
+		"MOVD g_perfspyMark(g), R3; TBZ $62, R3, copyspyidle; copyspyrec: MOVD R30, R3; BL runtime·" + recorder + "(SB); MOVD R3, R30; copyspyidle:"
+}
+
 // Overlay writes the patched runtime files into dir and returns the
 // go build -overlay Replace entries for them, keyed by GOROOT paths.
 func Overlay(goroot, goarch, dir string) (map[string]string, error) {
-	if goarch != "amd64" {
-		return nil, capability.Shape("copyspy overlay", "GOARCH=%s (amd64 only)", goarch)
+	if patches[goarch] == nil {
+		return nil, capability.Shape("copyspy overlay", "GOARCH=%s (amd64 and arm64 only)", goarch)
 	}
 	rt := filepath.Join(goroot, "src", "runtime")
 	out := map[string]string{}
-	for _, p := range patches {
+	for _, p := range patches[goarch] {
 		src := filepath.Join(rt, p.file)
 		b, err := os.ReadFile(src)
 		if err != nil {
@@ -99,7 +139,7 @@ func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 		}
 		out[src] = dst
 	}
-	for name, text := range map[string]string{"zz_copyspy.go": runtimeGo, "zz_copyspy_amd64.s": runtimeAsm} {
+	for name, text := range map[string]string{"zz_copyspy.go": runtimeGo, "zz_copyspy_" + goarch + ".s": runtimeAsm[goarch]} {
 		if _, err := os.Stat(filepath.Join(rt, name)); err == nil {
 			return nil, capability.Shape("copyspy overlay", "%s already exists in GOROOT", name)
 		}
@@ -140,9 +180,24 @@ func applyPatch(src string, p patch) (string, error) {
 			return "", fmt.Errorf("line %d after %q is not %q", j+1, p.entry, c)
 		}
 	}
-	out := make([]string, 0, len(lines)+1)
+	out := make([]string, 0, len(lines)+2)
 	out = append(out, lines[:at]...)
 	out = append(out, p.frameless, p.call)
 	out = append(out, lines[at+1:]...)
+	if p.asmH {
+		return addAsmH(out)
+	}
 	return strings.Join(out, "\n"), nil
+}
+
+// addAsmH puts go_asm.h before the file's single textflag.h include.
+func addAsmH(lines []string) (string, error) {
+	const flags = `#include "textflag.h"`
+	for i, l := range lines {
+		if strings.TrimSpace(l) == flags {
+			out := append(append(append([]string(nil), lines[:i]...), `#include "go_asm.h"`), lines[i:]...)
+			return strings.Join(out, "\n"), nil
+		}
+	}
+	return "", fmt.Errorf("no line %q", flags)
 }

@@ -17,20 +17,24 @@ import (
 	"github.com/perfspy/perfspy/internal/capability"
 )
 
-// TestOverlayLocalGOROOT is the layout test for the toolchain in use: the
-// GOROOT files must have the shape the patch expects. It fails loudly on a
-// Go release that changed them.
+// TestOverlayLocalGOROOT is the layout test for the toolchain in use, for
+// each architecture the overlay knows (GOROOT holds every architecture's
+// files): the GOROOT files must have the shape the patch expects. It
+// fails loudly on a Go release that changed them.
 func TestOverlayLocalGOROOT(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("copyspy's overlay is amd64 only; GOARCH=%s", runtime.GOARCH)
-	}
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	goroot := strings.TrimSpace(string(out))
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) { checkOverlay(t, goroot, arch) })
+	}
+}
+
+func checkOverlay(t *testing.T, goroot, arch string) {
 	dir := t.TempDir()
-	ov, err := Overlay(goroot, "amd64", dir)
+	ov, err := Overlay(goroot, arch, dir)
 	if err != nil {
 		t.Fatalf("overlay for %s: %v", runtime.Version(), err)
 	}
@@ -39,42 +43,44 @@ func TestOverlayLocalGOROOT(t *testing.T) {
 	if len(ov) != 7 {
 		t.Errorf("overlay has %d entries, want 7: %v", len(ov), ov)
 	}
-	for _, p := range patches {
+	if ov[filepath.Join(goroot, "src", "runtime", "zz_copyspy_"+arch+".s")] == "" {
+		t.Errorf("no recorder for %s in %v", arch, ov)
+	}
+	for _, p := range patches[arch] {
 		orig, _ := os.ReadFile(filepath.Join(goroot, "src", "runtime", p.file))
 		got, err := os.ReadFile(filepath.Join(dir, p.file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ol, gl := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
-		if len(gl) != len(ol)+1 {
-			t.Errorf("%s: %d lines, want %d", p.file, len(gl), len(ol)+1)
-		}
-		// Exactly the entry line changes, and the call follows it.
-		changed := 0
-		for i, j := 0, 0; i < len(ol) && j < len(gl); i, j = i+1, j+1 {
-			if ol[i] == gl[j] {
-				continue
+		// Exactly: go_asm.h before textflag.h where asked, and the entry
+		// line made frameless with the call on the line after it.
+		var want []string
+		entries := 0
+		for _, l := range strings.Split(string(orig), "\n") {
+			switch {
+			case p.asmH && l == `#include "textflag.h"`:
+				want = append(want, `#include "go_asm.h"`, l)
+			case strings.TrimSpace(l) == p.entry:
+				want = append(want, p.frameless, p.call)
+				entries++
+			default:
+				want = append(want, l)
 			}
-			changed++
-			if strings.TrimSpace(ol[i]) != p.entry || gl[j] != p.frameless || gl[j+1] != p.call {
-				t.Errorf("%s: unexpected change at line %d: %q -> %q", p.file, i+1, ol[i], gl[j])
-			}
-			j++
 		}
-		if changed != 1 {
-			t.Errorf("%s: %d changed places, want 1", p.file, changed)
+		if entries != 1 || string(got) != strings.Join(want, "\n") {
+			t.Errorf("%s: the patched file is not the original with the entry line's edit (%d entries)", p.file, entries)
 		}
 	}
 }
 
 func TestOverlayRefusesUnknownShapes(t *testing.T) {
-	if _, err := Overlay(t.TempDir(), "arm64", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "arm64") {
-		t.Errorf("arm64: %v", err)
+	if _, err := Overlay(t.TempDir(), "riscv64", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "riscv64") {
+		t.Errorf("riscv64: %v", err)
 	}
 	if _, err := Overlay(t.TempDir(), "amd64", t.TempDir()); !isShape(err) {
 		t.Errorf("empty GOROOT: %v", err)
 	}
-	mm := patches[0]
+	mm := patches["amd64"][0]
 	good := "#include \"textflag.h\"\n\n" + mm.entry + "\n\t// AX = to\n\t// BX = from\n\t// CX = n\n\tMOVQ\tAX, DI\n"
 	if _, err := applyPatch(good, mm); err != nil {
 		t.Fatalf("good shape: %v", err)
@@ -100,7 +106,7 @@ func TestOverlayRefusesUnknownShapes(t *testing.T) {
 }
 
 func FuzzApplyPatch(f *testing.F) {
-	mm := patches[0]
+	mm := patches["amd64"][0]
 	f.Add(mm.entry + "\n// AX = to\n// BX = from\n// CX = n\nRET\n")
 	f.Add("TEXT x(SB)\n")
 	f.Fuzz(func(t *testing.T, src string) {
@@ -199,7 +205,7 @@ func TestRecorderRegisters(t *testing.T) {
 	allowed := map[string]bool{"DX": true, "SI": true, "DI": true, "R8": true, "R9": true, "R10": true, "R11": true, "R12": true, "R13": true}
 	writes := regexp.MustCompile(`^\s*(MOVQ|XORQ|IMULQ|IMUL3Q|SUBQ|ADDQ|ANDQ|ORQ|SHRQ|INCQ|DECQ|LEAQ|XADDQ|CMPXCHGQ)\s+(.*)$`)
 	saved := false
-	for i, line := range strings.Split(runtimeAsm, "\n") {
+	for i, line := range strings.Split(runtimeAsm["amd64"], "\n") {
 		line = strings.TrimSpace(strings.SplitN(line, "//", 2)[0])
 		m := writes.FindStringSubmatch(line)
 		if m == nil {
@@ -223,6 +229,41 @@ func TestRecorderRegisters(t *testing.T) {
 	}
 	if !saved {
 		t.Error("the recorder never saves AX before CMPXCHGQ")
+	}
+}
+
+// TestRecorderRegistersARM64 is the arm64 recorder's contract: it writes
+// only R4-R15, which memmove itself uses; never R0-R2 (the arguments) nor
+// R3 (the return address the patched line saved), and no other register.
+func TestRecorderRegistersARM64(t *testing.T) {
+	allowed := map[string]bool{}
+	for r := 4; r <= 15; r++ {
+		allowed["R"+strconv.Itoa(r)] = true
+	}
+	inst := regexp.MustCompile(`^(?:[a-z0-9]+:\s*)?([A-Z]+[0-9]*W?)\s+(.*)$`)
+	n := 0
+	for i, line := range strings.Split(runtimeAsm["arm64"], "\n") {
+		line = strings.TrimSpace(strings.SplitN(line, "//", 2)[0])
+		m := inst.FindStringSubmatch(line)
+		if m == nil || strings.HasPrefix(line, "TEXT") || strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch m[1] {
+		case "B", "BEQ", "BNE", "BLO", "BHI", "CBZ", "CBZW", "CBNZ", "CBNZW", "TBZ", "CMP", "CMPW", "TST", "STLR", "CLREX", "RET":
+			continue // no register written
+		}
+		ops := strings.Split(m[2], ",")
+		dst := strings.TrimSpace(ops[len(ops)-1])
+		if strings.Contains(dst, "(") {
+			continue // a memory destination
+		}
+		n++
+		if !allowed[dst] {
+			t.Errorf("line %d writes %s, outside R4-R15: %q", i+1, dst, line)
+		}
+	}
+	if n < 40 {
+		t.Errorf("only %d register writes found: the parse missed the recorder", n)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,28 @@ type BenchConfig struct {
 	// OffCPU adds a run under the execution tracer: off-CPU time per op
 	// by reason, in the timed regions.
 	OffCPU bool
-	Flags  []string // every flag as given, for meta
+	// Exec runs the test binaries as go test -exec does: Exec[0] with
+	// Exec[1:], then the binary and its flags (an emulator such as
+	// qemu-aarch64-static for a GOARCH this machine does not run).
+	Exec  []string
+	Flags []string // every flag as given, for meta
+}
+
+// command is the test binary bin run with args, under cfg.Exec when set.
+func (cfg BenchConfig) command(bin string, args ...string) *exec.Cmd {
+	if len(cfg.Exec) == 0 {
+		return exec.Command(bin, args...)
+	}
+	return exec.Command(cfg.Exec[0], append(append(append([]string(nil), cfg.Exec[1:]...), bin), args...)...)
+}
+
+// checkArch refuses a test binary this machine cannot run: built for
+// another GOARCH, and no -exec to run it with.
+func (cfg BenchConfig) checkArch(tgt *withagent.Binary) error {
+	if len(cfg.Exec) > 0 || tgt.GOARCH == "" || tgt.GOARCH == runtime.GOARCH {
+		return nil
+	}
+	return fmt.Errorf("GOARCH=%s: this %s machine cannot run the test binary; give -exec with an emulator (e.g. -exec qemu-aarch64-static for arm64)", tgt.GOARCH, runtime.GOARCH)
 }
 
 // check validates cfg and fills its defaults.
@@ -127,6 +149,9 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkArch(tgt); err != nil {
+		return nil, err
+	}
 	commit, out, priv, err := prepareRun(Config{Out: cfg.Out}, tgt)
 	if err != nil {
 		return nil, err
@@ -193,7 +218,7 @@ func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*
 // runPlainBench runs the plain test binary and reads its ns/op, by
 // benchmark name, in the order of the runs (-count).
 func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, out string) (map[string][]float64, error) {
-	cmd := exec.Command(tgt.PlainBinary, cfg.args()...)
+	cmd := cfg.command(tgt.PlainBinary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env})
 	logPath := filepath.Join(out, "bench-plain.txt")
 	if err := benchRun(ctx, cmd, logPath, nil); err != nil {
@@ -252,7 +277,7 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 		return nil, err
 	}
 	tracePath := filepath.Join(priv, "bench.trace")
-	cmd := exec.Command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
+	cmd := cfg.command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir)
 	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil); err != nil {
 		return nil, fmt.Errorf("the traced benchmark run: %w", err)
@@ -286,12 +311,16 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	if err := os.Mkdir(w.dir, 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(tgt.Binary, cfg.args()...)
+	cmd := cfg.command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir)
 	var started func(*proc.Proc) error
 	switch err := capability.BPF("counting syscalls"); {
 	case cfg.Syscalls == "off":
 		w.sysReason = "-syscalls off"
+	case len(cfg.Exec) > 0:
+		// The process is the emulator: its system calls are not the
+		// program's, one for one.
+		w.sysReason = "-exec " + cfg.Exec[0] + ": the benchmark runs under it, whose system calls are not the program's"
 	case err != nil:
 		w.sysReason = err.Error()
 	default:

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -29,9 +31,37 @@ const benchFixture = "../benchwin/testdata/fix"
 // op do, and each sub-benchmark and each -count run has its own figures.
 func TestBenchFixture(t *testing.T) {
 	skipShort(t)
+	s := benchFixtureRun(t)
+	if s.GOARCH != runtime.GOARCH || s.Exec != "" {
+		t.Errorf("summary: goarch %q exec %q, want %q and none", s.GOARCH, s.Exec, runtime.GOARCH)
+	}
+}
+
+// TestBenchFixtureARM64 measures the same fixture built for linux/arm64
+// and run under qemu-user (probe run -bench -exec): the same exact
+// figures, from arm64's overlays (copyspy's arm64 recorder).
+func TestBenchFixtureARM64(t *testing.T) {
+	skipShort(t)
+	if runtime.GOOS != "linux" || runtime.GOARCH == "arm64" {
+		t.Skipf("skipped: cross-measures arm64 from another Linux architecture (here %s/%s)", runtime.GOOS, runtime.GOARCH)
+	}
+	if _, err := exec.LookPath("qemu-aarch64-static"); err != nil {
+		t.Skip("skipped: qemu-aarch64-static is not installed (Debian's qemu-user-static; test.sh installs it as root)")
+	}
+	t.Setenv("GOARCH", "arm64")
+	s := benchFixtureRun(t, "-exec", "qemu-aarch64-static")
+	if s.GOARCH != "arm64" || s.Exec != "qemu-aarch64-static" || !strings.Contains(s.Sources["ns"], "qemu-aarch64-static") {
+		t.Errorf("summary: goarch %q exec %q ns source %q", s.GOARCH, s.Exec, s.Sources["ns"])
+	}
+}
+
+// benchFixtureRun runs probe run -bench on the fixture with extra flags
+// and holds every result to the fixture's known costs.
+func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 	out := filepath.Join(t.TempDir(), "out")
 	var o, e bytes.Buffer
-	code := Main(context.Background(), []string{"run", "-q", "-bench", ".", "-benchtime", "2000x", "-count", "2", "-out", out, benchFixture}, &o, &e)
+	args := append([]string{"run", "-q", "-bench", ".", "-benchtime", "2000x", "-count", "2", "-out", out}, extra...)
+	code := Main(context.Background(), append(args, benchFixture), &o, &e)
 	checkNoOrphans(t)
 	if code != ExitOK {
 		t.Fatalf("probe run -bench: exit %d\n%s%s", code, o.String(), e.String())
@@ -86,7 +116,7 @@ func TestBenchFixture(t *testing.T) {
 		if f.PerOp.NS == nil || *f.PerOp.NS <= 0 {
 			t.Errorf("%s: no ns/op from the plain binary", f.Name)
 		}
-		checkBenchSyscalls(t, f, w.syscall)
+		checkBenchSyscalls(t, f, w.syscall, s.Exec != "")
 		checkBenchOffCPU(t, f, name == "BenchmarkWait")
 		checkBenchProfile(t, out, f)
 	}
@@ -96,11 +126,18 @@ func TestBenchFixture(t *testing.T) {
 		}
 	}
 	checkBenchText(t, filepath.Join(out, "bench.txt"), len(s.Benchmarks))
+	return s
 }
 
 // checkBenchSyscalls checks one syscall per op when the counter can run.
-func checkBenchSyscalls(t *testing.T, f BenchFigures, name string) {
+func checkBenchSyscalls(t *testing.T, f BenchFigures, name string, emulated bool) {
 	t.Helper()
+	if emulated {
+		if f.PerOp.Syscalls != nil {
+			t.Errorf("%s: syscalls counted under an emulator", f.Name)
+		}
+		return
+	}
 	if err := capability.BPF("counting syscalls"); err != nil {
 		if f.PerOp.Syscalls != nil {
 			t.Errorf("%s: syscalls counted without the capability", f.Name)

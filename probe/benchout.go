@@ -26,11 +26,15 @@ import (
 
 // BenchSummary is summary.json of a benchmark run (probe run -bench).
 type BenchSummary struct {
-	Schema    string `json:"schema"`
-	Kind      string `json:"kind"` // "benchmarks"
-	Target    string `json:"target"`
-	Commit    string `json:"commit"`
-	Go        string `json:"go"`
+	Schema string `json:"schema"`
+	Kind   string `json:"kind"` // "benchmarks"
+	Target string `json:"target"`
+	Commit string `json:"commit"`
+	Go     string `json:"go"`
+	// GOARCH is the architecture measured (the test binaries'), and Exec
+	// what ran them when not this machine directly (-exec).
+	GOARCH    string `json:"goarch,omitempty"`
+	Exec      string `json:"exec,omitempty"`
 	Bench     string `json:"bench"`
 	Benchtime string `json:"benchtime,omitempty"`
 	Count     int    `json:"count"`
@@ -111,7 +115,7 @@ func countedNote(cfg BenchConfig) string {
 
 func (o *benchOutput) write() error {
 	o.s = &BenchSummary{
-		Schema: SummarySchema, Kind: "benchmarks", Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion,
+		Schema: SummarySchema, Kind: "benchmarks", Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion, GOARCH: o.tgt.GOARCH, Exec: strings.Join(o.cfg.Exec, " "),
 		Bench: o.cfg.Bench, Benchtime: o.cfg.BenchTime, Count: o.cfg.Count, Build: o.tgt.BuildCheck,
 		Sources: map[string]string{
 			"allocs": "allocspy+benchwin", "benchmem": "testing -benchmem (the counted run" + countedNote(o.cfg) + ")",
@@ -133,6 +137,10 @@ func (o *benchOutput) write() error {
 		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
 	}
 	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
+	if len(o.cfg.Exec) > 0 {
+		o.s.Sources["ns"] = "plain test binary under " + o.cfg.Exec[0]
+		o.s.Blind = append(o.s.Blind, "ns/op: the binary ran under -exec "+o.cfg.Exec[0]+" (an emulator's time, not the machine's); counts are the program's own")
+	}
 	o.top = map[string][]topTable{}
 	seen := map[string]int{}
 	for _, e := range o.win.events {

@@ -39,6 +39,7 @@ type Binary struct {
 	Binary      string // built executable, in the cache folder
 	PlainBinary string // with BuildOptions.Test: the test binary without overlays
 	GoVersion   string
+	GOARCH      string // the architecture built for (go env GOARCH: the environment's GOARCH)
 	Commit      string // git commit of PkgDir's repository, "" if none
 	Dirty       bool
 	Copies      bool   // built with the copyspy overlay
@@ -231,7 +232,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
-	t.BuildMode, t.GoVersion = b.setup.Mode, b.setup.Toolchain.GOVERSION
+	t.BuildMode, t.GoVersion, t.GOARCH = b.setup.Mode, b.setup.Toolchain.GOVERSION, b.setup.Toolchain.GOARCH
 	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live)))
 	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
