@@ -40,6 +40,7 @@ import (
 	"runtime/trace"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/perfspy/perfspy/agent/wire"
 )
@@ -325,6 +326,10 @@ func readMetrics() *wire.Metrics {
 	m := &wire.Metrics{}
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		m.AllocObjects = s[0].Value.Uint64()
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		m.CPUNanos = uint64(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return m
 }

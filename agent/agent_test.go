@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/perfspy/perfspy/agent/wire"
@@ -64,7 +65,9 @@ func TestProtocol(t *testing.T) {
 	}
 	dir := t.TempDir()
 	heap := filepath.Join(dir, "heap")
+	beforeBegin := ownCPU()
 	b := call(t, c, r, `{"cmd":"begin","heap_profile":"`+heap+`","cpu_profile":"`+filepath.Join(dir, "cpu")+`"}`)
+	afterBegin := ownCPU()
 	if b.Error != "" || b.Metrics == nil {
 		t.Fatalf("begin = %+v", b)
 	}
@@ -74,7 +77,11 @@ func TestProtocol(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		sink = make([]byte, 64)
 	}
+	for start := ownCPU(); ownCPU() < start+20e6; {
+	}
+	beforeEnd := ownCPU()
 	e := call(t, c, r, `{"cmd":"end"}`)
+	afterEnd := ownCPU()
 	if e.Error != "" || e.Metrics == nil {
 		t.Fatalf("end = %+v", e)
 	}
@@ -83,11 +90,25 @@ func TestProtocol(t *testing.T) {
 	if d := e.Metrics.AllocObjects - b.Metrics.AllocObjects; d < 1000 {
 		t.Errorf("metrics saw %d allocations in the window, want >= 1000", d)
 	}
+	// The CPU time is this process's getrusage, read by the agent between
+	// the test's own readings around the call.
+	if got := e.Metrics.CPUNanos; got < beforeEnd || got > afterEnd || b.Metrics.CPUNanos < beforeBegin || b.Metrics.CPUNanos > afterBegin {
+		t.Errorf("agent CPU at begin %d (test read %d..%d), at end %d (test read %d..%d)", b.Metrics.CPUNanos, beforeBegin, afterBegin, got, beforeEnd, afterEnd)
+	}
 	for _, f := range []string{heap, heap + ".end", filepath.Join(dir, "cpu")} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+}
+
+// ownCPU is this process's CPU time, user and system, in nanoseconds.
+func ownCPU() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return uint64(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type fakeCounter struct{ began, ended int }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -70,6 +71,10 @@ type Session struct {
 // and runtime.memclrNoHeapPointers of process pid. Stripped binaries work:
 // the entries come from .gopclntab.
 func Attach(pid int) (*Session, error) {
+	if runtime.GOARCH != "amd64" {
+		// Its uprobes read memmove's arguments from x86_64's registers.
+		return nil, fmt.Errorf("copyspy attach: %w: amd64 only (here %s); the copyspy overlay (probe run) counts copies on %s", capability.ErrNotSupported, runtime.GOARCH, runtime.GOARCH)
+	}
 	if err := capability.BPF("copyspy attach (the bpf syscall and uprobes)"); err != nil {
 		return nil, err
 	}

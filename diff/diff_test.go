@@ -14,6 +14,7 @@ import (
 
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"github.com/perfspy/perfspy/internal/synthprof"
+	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -44,6 +45,7 @@ func buildProg(t *testing.T, v string, trimpath bool) string {
 	}
 	prof := filepath.Join(dir, "allocs.pb.gz")
 	if out, err := exec.Command(filepath.Join(dir, "prog"), "-o", prof).CombinedOutput(); err != nil {
+		testtarget.SkipIfForeign(t, err)
 		t.Fatalf("running %s: %v\n%s", v, err, out)
 	}
 	return prof

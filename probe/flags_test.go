@@ -92,6 +92,9 @@ func runLandings(t *testing.T) map[string]landing {
 		"bench":              {[]string{"-bench", "X"}, func(c Config, o cliOptions) bool { return o.bench.Bench == "X" && o.bench.Target == c.Target }},
 		"benchtime":          {[]string{"-bench", ".", "-benchtime", "5x"}, func(c Config, o cliOptions) bool { return o.bench.BenchTime == "5x" }},
 		"count":              {[]string{"-bench", ".", "-count", "3"}, func(c Config, o cliOptions) bool { return o.bench.Count == 3 }},
+		"exec": {[]string{"-bench", ".", "-exec", "qemu-aarch64-static -L /x"}, func(c Config, o cliOptions) bool {
+			return slices.Equal(o.bench.Exec, []string{"qemu-aarch64-static", "-L", "/x"})
+		}},
 	}
 }
 

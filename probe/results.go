@@ -155,6 +155,10 @@ func (o *runOutput) summarize() {
 		}
 		s.PerRequest.Syscalls = f64(round(float64(total)/n, 4))
 		s.Sources["syscalls"] = syscalls.Source
+	} else if !clean.ioOK {
+		// Neither eBPF nor /proc/PID/io (macOS): no figure, said.
+		s.PerRequest.Syscalls = nil
+		s.Sources["syscalls"] = "none: not available on this platform (" + runtime.GOOS + ": no eBPF, no /proc/PID/io)"
 	} else {
 		sc := float64((clean.io1.SysR - clean.io0.SysR) + (clean.io1.SysW - clean.io0.SysW))
 		s.PerRequest.Syscalls = f64(round(sc/n, 4))

@@ -285,6 +285,7 @@ type windowResult struct {
 	machine   proc.MachineWindow
 	cpuSource string
 	io0, io1  proc.IOReading
+	ioOK      bool             // both /proc/PID/io readings were had (not on macOS)
 	udp       map[string]int64 // the machine's UDP counters' change (/proc/net/snmp)
 	m0, m1    *wire.Metrics
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF

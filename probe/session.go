@@ -404,13 +404,13 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 		}
 	}
 	cpu0, err0 := proc.ReadCPU(p.Pid)
-	io0, _ := proc.ReadIO(p.Pid)
+	io0, ioErr0 := proc.ReadIO(p.Pid)
 	udp0, _ := proc.UDPCounters()
 	drv0, mach0 := selfCPU(), proc.ReadMachine()
 	lr, lerr := drv.Run(ctx, d)
 	drv1, mach1 := selfCPU(), proc.ReadMachine()
 	cpu1, err1 := proc.ReadCPU(p.Pid)
-	io1, _ := proc.ReadIO(p.Pid)
+	io1, ioErr1 := proc.ReadIO(p.Pid)
 	udp1, _ := proc.UDPCounters()
 	var sys1 map[int]uint64
 	var st1 map[syscalls.StackKey]uint64
@@ -438,9 +438,11 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 		return nil, err
 	}
 	if err := errors.Join(err0, err1); err != nil {
-		return nil, fmt.Errorf("reading target cpu time: %w", err)
+		if cpu0, cpu1, err = agentCPU(r0.Metrics, r1.Metrics); err != nil {
+			return nil, fmt.Errorf("reading target cpu time: %w", errors.Join(err0, err1, err))
+		}
 	}
-	w := &windowResult{load: lr, io0: io0, io1: io1, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1)}
+	w := &windowResult{load: lr, io0: io0, io1: io1, ioOK: ioErr0 == nil && ioErr1 == nil, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1)}
 	if drv1 > drv0 {
 		w.driverCPU = drv1 - drv0
 	}
@@ -460,6 +462,16 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 		}
 	}
 	return w, nil
+}
+
+// agentCPU is the target's CPU time at the window's two snapshots as its
+// agent read it (getrusage), where /proc is not at hand (macOS): the
+// snapshots' own work is in it.
+func agentCPU(m0, m1 *wire.Metrics) (proc.CPUReading, proc.CPUReading, error) {
+	if runtime.GOOS == "linux" || m0 == nil || m1 == nil || m1.CPUNanos == 0 {
+		return proc.CPUReading{}, proc.CPUReading{}, errors.New("the agent reported no CPU time")
+	}
+	return proc.CPUReading{Nanos: m0.CPUNanos, Source: "agent-getrusage"}, proc.CPUReading{Nanos: m1.CPUNanos, Source: "agent-getrusage"}, nil
 }
 
 // selfCPU is this process's CPU time (user and system, every thread) in

@@ -10,6 +10,7 @@ package syscalls
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -30,13 +31,22 @@ const Source = "bpf-tracepoint"
 // (none on x86_64 today) count as MaxSyscall.
 const MaxSyscall = 1023
 
-// Name returns the name of syscall number n on x86_64.
-func Name(n int) string {
-	if s, ok := namesAMD64[n]; ok {
+// Name returns the name of syscall number n on this machine's
+// architecture (the kernel's numbering: x86_64's own table, arm64's the
+// generic one).
+func Name(n int) string { return NameOn(runtime.GOARCH, n) }
+
+// NameOn returns the name of syscall number n on GOARCH arch;
+// syscall_N when the table has none.
+func NameOn(arch string, n int) string {
+	if s, ok := names[arch][n]; ok {
 		return s
 	}
 	return fmt.Sprintf("syscall_%d", n)
 }
+
+// names are the syscall tables by GOARCH (gen_names.go).
+var names = map[string]map[int]string{"amd64": namesAMD64, "arm64": namesARM64}
 
 // StackKey is one syscall from one stack.
 type StackKey struct {
@@ -149,8 +159,13 @@ func program(tgid uint32, counts, ctl, stacks, stackCnts int) asm.Instructions {
 
 // userStack stores the bpf_get_stackid of the user stack at fp+idOff and
 // the word at the user stack pointer at fp+spwordOff (fp+spOff is
-// scratch); R6 holds the raw tracepoint's context.
+// scratch); R6 holds the raw tracepoint's context. On arm64, whose
+// frameless functions keep the caller's return PC in the link register,
+// the word is the user's LR instead.
 func userStack(stacks int, idOff, spwordOff, spOff int16) asm.Instructions {
+	if runtime.GOARCH == "arm64" {
+		return userStackARM64(stacks, idOff, spwordOff)
+	}
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.LoadMapPtr(asm.R2, stacks),
@@ -173,6 +188,27 @@ func userStack(stacks int, idOff, spwordOff, spOff int16) asm.Instructions {
 		asm.Add.Imm(asm.R1, int32(spwordOff)),
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadUser.Call(),
+	}
+}
+
+// userStackARM64 is userStack with the user's LR (regs->regs[30]) as the
+// word.
+func userStackARM64(stacks int, idOff, lrOff int16) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, stacks),
+		asm.Mov.Imm(asm.R3, bpfasm.UserStack),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(asm.R10, idOff, asm.R0, asm.Word),
+
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R10, lrOff, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
+		asm.Add.Imm(asm.R3, bpfasm.PtRegsLRARM64),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(lrOff)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
 	}
 }
 

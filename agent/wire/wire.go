@@ -61,6 +61,10 @@ type Request struct {
 // Metrics are the runtime's cumulative counters at a snapshot.
 type Metrics struct {
 	AllocObjects uint64 `json:"alloc_objects"` // /gc/heap/allocs:objects: heap blocks
+	// CPUNanos is the process's CPU time so far (getrusage RUSAGE_SELF,
+	// user and system): CPU per request where probe cannot read the
+	// target's /proc (macOS).
+	CPUNanos uint64 `json:"cpu_ns,omitempty"`
 }
 
 // Response answers a Request. Error is empty on success.

@@ -18,6 +18,10 @@ const (
 	StackDepth = 127
 	// PtRegsSP is the offset of sp in struct pt_regs, x86_64.
 	PtRegsSP = 152
+	// PtRegsLRARM64 is the offset of regs[30], the link register, in
+	// arm64's struct pt_regs (user_pt_regs: regs[31], sp, pc, pstate):
+	// where a frameless function's caller left its return PC on arm64.
+	PtRegsLRARM64 = 30 * 8
 )
 
 // StackMap is the spec of a map of user stack traces.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -46,6 +47,9 @@ func effective() (uint64, error) {
 // CAP_BPF and CAP_PERFMON (Linux 5.8 and later) without root. what names
 // the figure, for the message.
 func BPF(what string) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("%s: not available on this platform (eBPF is Linux's; here %s): %w", what, runtime.GOOS, ErrNotSupported)
+	}
 	if os.Geteuid() == 0 {
 		return nil
 	}

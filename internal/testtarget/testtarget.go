@@ -5,12 +5,15 @@ package testtarget
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/capability"
@@ -55,6 +58,7 @@ func StartBinaryTo(t testing.TB, w io.Writer, bin string, env []string, args ...
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
+		SkipIfForeign(t, err)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
@@ -71,6 +75,17 @@ func StartBinaryTo(t testing.TB, w io.Writer, bin string, env []string, args ...
 	}
 	t.Fatal("probetarget did not say where it listens")
 	return nil, ""
+}
+
+// SkipIfForeign skips the test when err says that the machine cannot
+// run a binary built for this test's GOARCH: the test itself runs under
+// an emulator (go test -exec qemu-aarch64-static), which the binaries it
+// builds do not.
+func SkipIfForeign(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, syscall.ENOEXEC) {
+		t.Skipf("skipped: this machine cannot run the %s binary the test built (the test runs under an emulator): %v", runtime.GOARCH, err)
+	}
 }
 
 // RequireRoot skips the test, saying why, when this process may not use
