@@ -7,11 +7,12 @@ cd "$(dirname "$0")"
 
 # strace is the syscall tests' oracle (the eBPF tests need root, which CI
 # has); Debian's chromium runs the flame graphs' browser tests; valgrind
-# runs the instruction counts.
+# runs the instruction counts; qemu-user-static runs linux/arm64 binaries.
 missing=""
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "== installing$missing"
@@ -38,6 +39,14 @@ for p in darwin/arm64 darwin/amd64 linux/arm64; do
 	GOOS=${p%/*} GOARCH=${p#*/} go vet ./...
 done
 GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/flame ./cmd/allocdiff
+if command -v qemu-aarch64-static >/dev/null 2>&1; then
+	echo "== linux/arm64 under qemu-user: the packages with arm64 assembly or arm64 facts"
+	# probe's TestBenchFixtureARM64 (below, natively) measures an arm64
+	# test binary under qemu end to end.
+	GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./allocspy ./copyspy ./agent/... ./benchwin ./diff ./flame ./profkey
+else
+	echo "== linux/arm64: qemu-aarch64-static missing; the arm64 tests do not run"
+fi
 echo "== unit tests, race detector"
 go test -race -short -count=1 ./...
 echo "== all tests"
