@@ -9,6 +9,8 @@
 // Protocol (package wire): one JSON Request per line, one JSON Response per line.
 //
 //	{"cmd":"hello"}   process facts and the counters built in
+//	{"cmd":"listeners"}   the process's listening sockets (where probe
+//	                  cannot read them from /proc: macOS)
 //	{"cmd":"begin", "heap_profile":P, "cpu_profile":C, "trace":T,
 //	 "blocking":B, "counters":{"allocs":A, "copies":K}}   snapshot 1
 //	{"cmd":"end"}     snapshot 2: profiles, trace and reports written
@@ -161,6 +163,8 @@ func (w *window) do(req wire.Request) wire.Response {
 	switch req.Cmd {
 	case "hello":
 		return wire.Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
+	case "listeners":
+		return wire.Response{Listeners: listeners()}
 	case "begin":
 		if w.open {
 			return wire.Response{Error: "window already open"}

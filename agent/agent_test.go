@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 func startAgent(t *testing.T) (net.Conn, *bufio.Reader) {
@@ -151,5 +153,73 @@ func TestSymbolize(t *testing.T) {
 	fr := Symbolize(pcs[:n])
 	if len(fr) == 0 || len(fr[0].Frames) == 0 || fr[0].Frames[0].Func != "github.com/perfspy/perfspy/agent.TestSymbolize" {
 		t.Errorf("Symbolize = %+v", fr)
+	}
+}
+
+// TestListeners: the agent's listening sockets are the ones the net
+// package opened to listen (its Addr is the oracle); connected sockets,
+// a client's UDP socket and the unix socket are not.
+func TestListeners(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	uc, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	got := listeners()
+	want := map[string]bool{"tcp " + ln.Addr().String(): true, "udp " + pc.LocalAddr().String(): true}
+	for _, l := range got {
+		for _, not := range []net.Addr{client.LocalAddr(), uc.LocalAddr()} {
+			if strings.HasSuffix(l, " "+not.String()) {
+				t.Errorf("%s is a connected socket, not a listener", l)
+			}
+		}
+		delete(want, l)
+	}
+	if len(want) > 0 {
+		t.Errorf("listeners %v lack %v", got, want)
+	}
+	// On Linux, the kernel's /proc/net tables (the readiness check's own
+	// source there) list the same listening ports of this process.
+	if runtime.GOOS == "linux" {
+		byPID, err := proc.Listeners([]int{os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernel := map[string]bool{}
+		for _, l := range byPID[os.Getpid()] {
+			kernel[fmt.Sprintf("%v %d", l.UDP, l.Port)] = true
+		}
+		for _, s := range got {
+			l, err := proc.ParseListener(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !kernel[fmt.Sprintf("%v %d", l.UDP, l.Port)] {
+				t.Errorf("%s: not a listener in /proc/net (%v)", s, byPID)
+			}
+		}
+		if len(kernel) != len(got) {
+			t.Errorf("/proc/net has %d listening ports of this process, the agent %d: %v", len(kernel), len(got), got)
+		}
 	}
 }

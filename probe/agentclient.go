@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // agentConn is probe's side of the control socket.
@@ -29,6 +30,32 @@ func dialAgent(ctx context.Context, path string) (*agentConn, error) {
 }
 
 func (a *agentConn) Close() error { return a.c.Close() }
+
+// askListeners asks the agent at sock for the target's listening sockets
+// (where /proc cannot tell: proc.WaitReady).
+func askListeners(ctx context.Context, sock string) proc.AskListeners {
+	return func() ([]proc.Listener, error) {
+		ac, err := dialAgent(ctx, sock)
+		if err != nil {
+			return nil, err
+		}
+		defer ac.Close()
+		ac.to = 5 * time.Second
+		r, err := ac.call(wire.Request{Cmd: "listeners"})
+		if err != nil {
+			return nil, err
+		}
+		var out []proc.Listener
+		for _, s := range r.Listeners {
+			l, err := proc.ParseListener(s)
+			if err != nil {
+				return nil, fmt.Errorf("agent listeners: %w", err)
+			}
+			out = append(out, l)
+		}
+		return out, nil
+	}
+}
 
 func (a *agentConn) call(req wire.Request) (*wire.Response, error) {
 	a.c.SetDeadline(time.Now().Add(a.to))

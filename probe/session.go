@@ -119,7 +119,7 @@ func (s *session) start(ctx context.Context) error {
 		s.p.Grace = s.grace
 	}
 	s.undo = append(s.undo, s.p.Stop)
-	if s.addr, err = proc.WaitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout); err != nil {
+	if s.addr, err = proc.WaitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout, askListeners(ctx, sock)); err != nil {
 		return err
 	}
 	logf("target pid %d listens on %s", s.p.Pid, s.addr.Addr)

@@ -75,6 +75,9 @@ type Response struct {
 	GoVersion  string   `json:"go_version,omitempty"`
 	Metrics    *Metrics `json:"metrics,omitempty"`
 	Counters   []string `json:"counters,omitempty"` // the counters built in, sorted
+	// Listeners answers "listeners": the process's listening sockets,
+	// "tcp HOST:PORT" or "udp HOST:PORT".
+	Listeners []string `json:"listeners,omitempty"`
 }
 
 // CopyReport is the JSON file a CopySource writes at the end of a window.

@@ -228,11 +228,19 @@ type Endpoint struct {
 	UDP  bool // a UDP socket: a QUIC or plain-UDP target
 }
 
+// AskListeners asks the target itself (its agent) for its listening
+// sockets, where /proc cannot tell (ProcNet false).
+type AskListeners func() ([]Listener, error)
+
+// ProcNet says whether /proc tells a process's sockets (Linux).
+const ProcNet = runtime.GOOS == "linux"
+
 // WaitReady waits until the target's process group listens on exactly one
 // TCP or UDP address (or on addr, when given) and its agent socket exists.
 // It refuses a port that another process holds or that several processes
-// listen on.
-func WaitReady(ctx context.Context, p *Proc, addr, sock string, timeout time.Duration) (Endpoint, error) {
+// listen on. Without /proc (ProcNet), ask gives the target's own sockets,
+// and who else holds a port is not known.
+func WaitReady(ctx context.Context, p *Proc, addr, sock string, timeout time.Duration, ask AskListeners) (Endpoint, error) {
 	wantPort := 0
 	if addr != "" {
 		_, port, err := net.SplitHostPort(addr)
@@ -251,6 +259,9 @@ func WaitReady(ctx context.Context, p *Proc, addr, sock string, timeout time.Dur
 			return Endpoint{}, fmt.Errorf("target exited before it listened: %s", p.ExitStatus())
 		}
 		got, err := readyAddr(p.Pid, addr, wantPort, sock)
+		if !ProcNet {
+			got, err = readyAsked(ask, addr, wantPort, sock)
+		}
 		if err != nil || got.Addr != "" {
 			return got, err
 		}
@@ -335,6 +346,59 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (Endpoint, erro
 		return Endpoint{}, err
 	}
 	return Endpoint{Addr: LoopbackAddr(l), UDP: l.UDP}, nil
+}
+
+// readyAsked is readyAddr from the target's own answer.
+func readyAsked(ask AskListeners, addr string, wantPort int, sock string) (Endpoint, error) {
+	if _, err := os.Stat(sock); err != nil || ask == nil {
+		return Endpoint{}, nil
+	}
+	ls, err := ask()
+	if err != nil {
+		return Endpoint{}, nil // the agent is not serving yet
+	}
+	type key struct {
+		port int
+		udp  bool
+	}
+	seen := map[key]bool{}
+	var one []Listener
+	for _, l := range ls {
+		k := key{l.Port, l.UDP}
+		if wantPort != 0 && l.Port == wantPort {
+			return Endpoint{Addr: addr, UDP: l.UDP}, nil
+		}
+		if !seen[k] {
+			seen[k] = true
+			one = append(one, l)
+		}
+	}
+	switch {
+	case wantPort != 0 || len(one) == 0:
+		return Endpoint{}, nil
+	case len(one) > 1:
+		var list []string
+		for _, l := range one {
+			list = append(list, l.Addr())
+		}
+		return Endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+	}
+	return Endpoint{Addr: one[0].Addr(), UDP: one[0].UDP}, nil
+}
+
+// ParseListener reads an agent's "tcp HOST:PORT" or "udp HOST:PORT".
+func ParseListener(s string) (Listener, error) {
+	proto, hp, ok := strings.Cut(s, " ")
+	host, port, err := net.SplitHostPort(hp)
+	if !ok || err != nil || (proto != "tcp" && proto != "udp") {
+		return Listener{}, fmt.Errorf("bad listener %q", s)
+	}
+	n, err := strconv.Atoi(port)
+	ip := net.ParseIP(host)
+	if err != nil || n <= 0 || n > 65535 || ip == nil {
+		return Listener{}, fmt.Errorf("bad listener %q", s)
+	}
+	return Listener{IP: ip, Port: n, UDP: proto == "udp"}, nil
 }
 
 // LoopbackAddr is where the load goes for listener l. A TCP socket on
