@@ -164,15 +164,9 @@ func program(tgid uint32, counts, ctl, stacks, stackCnts int) asm.Instructions {
 // the word is the user's LR instead.
 func userStack(stacks int, idOff, spwordOff, spOff int16) asm.Instructions {
 	if runtime.GOARCH == "arm64" {
-		return userStackARM64(stacks, idOff, spwordOff)
+		return append(stackID(stacks, idOff), linkRegister(spwordOff)...)
 	}
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.LoadMapPtr(asm.R2, stacks),
-		asm.Mov.Imm(asm.R3, bpfasm.UserStack),
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(asm.R10, idOff, asm.R0, asm.Word),
-
+	return append(stackID(stacks, idOff), asm.Instructions{
 		// spword = *(u64 *)regs->sp
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R10, spOff, asm.R1, asm.DWord),
@@ -188,19 +182,23 @@ func userStack(stacks int, idOff, spwordOff, spOff int16) asm.Instructions {
 		asm.Add.Imm(asm.R1, int32(spwordOff)),
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadUser.Call(),
-	}
+	}...)
 }
 
-// userStackARM64 is userStack with the user's LR (regs->regs[30]) as the
-// word.
-func userStackARM64(stacks int, idOff, lrOff int16) asm.Instructions {
+// stackID stores the bpf_get_stackid of the user stack at fp+idOff.
+func stackID(stacks int, idOff int16) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.LoadMapPtr(asm.R2, stacks),
 		asm.Mov.Imm(asm.R3, bpfasm.UserStack),
 		asm.FnGetStackid.Call(),
 		asm.StoreMem(asm.R10, idOff, asm.R0, asm.Word),
+	}
+}
 
+// linkRegister stores the user's LR (regs->regs[30], arm64) at fp+lrOff.
+func linkRegister(lrOff int16) asm.Instructions {
+	return asm.Instructions{
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R10, lrOff, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // regs
