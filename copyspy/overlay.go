@@ -107,12 +107,19 @@ func idleSkip(recorder string) string {
 		"TESTQ R14, R14; JEQ copyspyrec; BTQ $62, g_perfspyMark(R14); JCC copyspyidle; copyspyrec: CALL runtime·" + recorder + "(SB); copyspyidle:"
 }
 
-// idleSkipARM64 is idleSkip for arm64: R3 (free at the entry of memmove
-// and memclr) holds the return address across the BL, which the recorder
-// reads as the caller's PC and keeps.
+// idleSkipARM64 is idleSkip for arm64. Around the BL, the return address
+// (LR) is kept where a 16-byte frame holds it, 0(RSP): stored below the
+// stack pointer first, then SUB $16, RSP, which the assembler records as
+// the frame's size (a MOVD.W it does not), so that at every instruction
+// the runtime's unwinder, from a signal (the CPU profiler's), finds
+// memmove's caller: in LR, or at 0(SP) while the frame is 16 bytes. Go
+// runs signal handlers on their own stack and memmove is no async
+// preemption point, so nothing writes below RSP meanwhile. R3 (free at
+// the entry of memmove and memclr) holds the address too, for the
+// recorder, which keeps R3.
 func idleSkipARM64(recorder string) string {
 	return "\tMOVWU\truntime·perfspyGate(SB), R3; CBZW R3, copyspyidle; MOVWU runtime·copyspyOn(SB), R3; CBZW R3, copyspyidle; CMPW $2, R3; BNE copyspyrec; " +
-		"MOVD g_perfspyMark(g), R3; TBZ $62, R3, copyspyidle; copyspyrec: MOVD R30, R3; BL runtime·" + recorder + "(SB); MOVD R3, R30; copyspyidle:"
+		"MOVD g_perfspyMark(g), R3; TBZ $62, R3, copyspyidle; copyspyrec: MOVD R30, -16(RSP); SUB $16, RSP; MOVD R30, R3; BL runtime·" + recorder + "(SB); MOVD (RSP), R30; ADD $16, RSP; copyspyidle:"
 }
 
 // Overlay writes the patched runtime files into dir and returns the

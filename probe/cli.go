@@ -136,7 +136,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
 	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
 	fs.IntVar(&bench.Count, "count", 1, "with -bench: go test's -count")
-	execCmd := fs.String("exec", "", "with -bench: run the test binaries with `CMD` as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
+	execCmd := fs.String("exec", "", "run the target (with -bench, the test binaries) under `CMD`, as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
@@ -169,6 +169,11 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	if *fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
+	var err error
+	if opt.bench.Exec, err = shellwords.Split(*execCmd); err != nil {
+		fmt.Fprintf(stderr, "%s: -exec: %v\n", name, err)
+		return cfg, opt, ExitUsage, false
+	}
 	if err := opt.checkMode(&cfg, stderr, name); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
@@ -178,11 +183,6 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		return cfg, opt, ExitUsage, false
 	}
 	cfg.Headers = headers.m
-	var err error
-	if opt.bench.Exec, err = shellwords.Split(*execCmd); err != nil {
-		fmt.Fprintf(stderr, "%s: -exec: %v\n", name, err)
-		return cfg, opt, ExitUsage, false
-	}
 	cfg.Flags = recordedFlags(fs)
 	opt.bench.Flags, opt.quiet = cfg.Flags, *q
 	return cfg, opt, 0, true
@@ -199,9 +199,7 @@ type cliOptions struct {
 // mode's options (taking the run flags it shares), or the run's.
 func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) error {
 	if opt.bench.Bench == "" {
-		if len(opt.bench.Exec) > 0 {
-			return errors.New("-exec works with -bench only")
-		}
+		cfg.Exec = opt.bench.Exec
 		_, err := cfg.check()
 		return err
 	}

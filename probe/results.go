@@ -134,6 +134,9 @@ func (o *runOutput) summarize() {
 		Checks: map[string]float64{},
 	}
 	o.s = s
+	if len(o.ses.cfg.Exec) > 0 {
+		s.Sources["cpu"] += " of " + o.ses.cfg.Exec[0] + " (-exec: the emulator's CPU time, not the program's on its machine)"
+	}
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
 		s.Machine = machineSummary(clean, s.ServerCores, float64(clean.driverCPU)/1e9/secs, secs)
@@ -155,6 +158,9 @@ func (o *runOutput) summarize() {
 		}
 		s.PerRequest.Syscalls = f64(round(float64(total)/n, 4))
 		s.Sources["syscalls"] = syscalls.Source
+	} else if o.ses.noSyscalls != "" {
+		s.PerRequest.Syscalls = nil
+		s.Sources["syscalls"] = "none: " + o.ses.noSyscalls
 	} else if !clean.ioOK {
 		// Neither eBPF nor /proc/PID/io (macOS): no figure, said.
 		s.PerRequest.Syscalls = nil

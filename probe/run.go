@@ -49,10 +49,14 @@ const DefaultTarget = withagent.DefaultTarget
 
 // Config is one probe run. Zero fields get the defaults of the flags.
 type Config struct {
-	Target   string
-	Args     []string // passed to the target
-	Addr     string   // override the discovered address
-	Path     string   // request path, default /json for the default target, / otherwise
+	Target string
+	Args   []string // passed to the target
+	// Exec runs the target under a program, as go test -exec runs test
+	// binaries: Exec[0] with Exec[1:], the binary and its arguments (an
+	// emulator for a GOARCH this machine does not run).
+	Exec     []string
+	Addr     string // override the discovered address
+	Path     string // request path, default /json for the default target, / otherwise
 	Method   string
 	Body     []byte
 	Headers  map[string]string // HTTP request headers
@@ -359,6 +363,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU || cfg.Allocs == "allocspy" || cfg.Copies == "overlay",
 		Overlays: spyOverlays(cfg.seams)}, logf)
 	if err != nil {
+		return nil, err
+	}
+	if err := (BenchConfig{Exec: cfg.Exec}).checkArch(tgt); err != nil {
 		return nil, err
 	}
 	s, err := startSession(ctx, cfg, plan, tgt, logf)

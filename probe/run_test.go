@@ -479,11 +479,35 @@ func stackHas(s *profile.Sample, fn string) bool {
 // recorder runs.
 func TestCopiesGroundTruth(t *testing.T) {
 	skipShort(t)
+	copiesGroundTruth(t, nil)
+}
+
+// TestCopiesGroundTruthARM64 is TestCopiesGroundTruth on probetarget built
+// for linux/arm64 and run under qemu-user (probe run -exec): the arm64
+// recorder's counts, whole stacks and buckets are the same.
+func TestCopiesGroundTruthARM64(t *testing.T) {
+	skipShort(t)
+	if runtime.GOOS != "linux" || runtime.GOARCH == "arm64" {
+		t.Skipf("skipped: cross-measures arm64 from another Linux architecture (here %s/%s)", runtime.GOOS, runtime.GOARCH)
+	}
+	if _, err := exec.LookPath("qemu-aarch64-static"); err != nil {
+		t.Skip("skipped: qemu-aarch64-static is not installed (Debian's qemu-user-static; test.sh installs it as root)")
+	}
+	t.Setenv("GOARCH", "arm64")
+	res := copiesGroundTruth(t, []string{"qemu-aarch64-static"})
+	if res.Summary.PerRequest.Syscalls != nil || !strings.Contains(res.Summary.Sources["syscalls"], "-exec qemu-aarch64-static") || !strings.Contains(res.Summary.Sources["cpu"], "emulator") {
+		t.Errorf("under -exec: syscalls %v [%s], cpu [%s]", res.Summary.PerRequest.Syscalls, res.Summary.Sources["syscalls"], res.Summary.Sources["cpu"])
+	}
+}
+
+// copiesGroundTruth runs /copy (under exec, when set) and holds its copy
+// sites to the known figures.
+func copiesGroundTruth(t *testing.T, exec []string) *Result {
 	t.Setenv("GOGC", "1")
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Config{
 		Target: "./testdata/probetarget", Path: "/copy", Warmup: 300 * time.Millisecond, Duration: time.Second,
-		Out: out, seams: seams{attributionCPUProfile: true},
+		Out: out, Exec: exec, seams: seams{attributionCPUProfile: true},
 	}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -523,7 +547,7 @@ func TestCopiesGroundTruth(t *testing.T) {
 				calls += s.Value[0]
 				bytes += s.Value[1]
 				if s.Label["bucket"][0] != tc.bucket {
-					t.Errorf("%s: bucket %q, want %q", tc.leaf, s.Label["bucket"][0], tc.bucket)
+					t.Errorf("%s: bucket %q, want %q: %d calls, %d B, via %v, stack %s", tc.leaf, s.Label["bucket"][0], tc.bucket, s.Value[0], s.Value[1], s.Label["via"], stackString(s))
 				}
 			}
 		}
@@ -531,6 +555,11 @@ func TestCopiesGroundTruth(t *testing.T) {
 		if calls != tc.calls*n || bytes != tc.bytes*n {
 			t.Errorf("%s under %s: %d calls, %d bytes for %d requests; want exactly %d and %d per request",
 				tc.leaf, tc.under, calls, bytes, n, tc.calls, tc.bytes)
+			for _, s := range p.Sample {
+				if stackHas(s, tc.under) {
+					t.Logf("  %v %v: %s", s.Value, s.Label, stackString(s))
+				}
+			}
 		}
 	}
 	// The report charges runtime copies to the first frame outside the runtime.
@@ -546,6 +575,7 @@ func TestCopiesGroundTruth(t *testing.T) {
 	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "Top copy sites") || !strings.Contains(rep, "`main.copyN`") {
 		t.Errorf("report.md lacks the copy sites:\n%s", rep)
 	}
+	return res
 }
 
 // TestCopiesUnsupported plays a toolchain whose runtime files have another
@@ -1174,4 +1204,15 @@ func TestBusyMachineNamed(t *testing.T) {
 		t.Errorf("summary.json machine %+v, want busy, a wait of at least %.1f s/s and the busy loops' cores", m, BusyMachineWait)
 	}
 	t.Logf("machine: %+v", m)
+}
+
+// stackString is a sample's stack, innermost first.
+func stackString(s *profile.Sample) string {
+	var fns []string
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			fns = append(fns, ln.Function.Name)
+		}
+	}
+	return strings.Join(fns, " < ")
 }

@@ -40,6 +40,9 @@ type session struct {
 	drv      load.Driver
 	sc       *sysCounter
 	sysNote  string   // why syscalls are not counted with eBPF
+	// noSyscalls says why syscalls are not counted at all (-syscalls
+	// off, -exec).
+	noSyscalls string
 	allowed  []string // the target's CPU affinity, read back
 	coresHad float64
 	reasons  []string // what already makes the run not judged
@@ -77,7 +80,13 @@ func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *withagent.
 
 // newSession is a session not started yet: set wrap and grace, then start.
 func newSession(cfg Config, plan CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) *session {
-	return &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
+	s := &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
+	if len(cfg.Exec) > 0 {
+		s.wrap = func(bin string, args []string) (string, []string, []string) {
+			return cfg.Exec[0], append(append(append([]string(nil), cfg.Exec[1:]...), bin), args...), nil
+		}
+	}
+	return s
 }
 
 func (s *session) start(ctx context.Context) error {
@@ -165,7 +174,16 @@ func (s *session) checkPinning() {
 // openSyscalls opens the eBPF syscall counter, or notes why not: syscalls
 // are then the read/write family from /proc/PID/io.
 func (s *session) openSyscalls() error {
-	if s.cfg.Syscalls == "proc-io" {
+	switch {
+	case len(s.cfg.Exec) > 0:
+		// The process is the emulator: its system calls are not the
+		// program's, one for one.
+		s.noSyscalls = "-exec " + s.cfg.Exec[0] + ": the target runs under it, whose system calls are not the program's"
+		return nil
+	case s.cfg.Syscalls == "off":
+		s.noSyscalls = "-syscalls off"
+		return nil
+	case s.cfg.Syscalls == "proc-io":
 		return nil
 	}
 	open := syscalls.Open
