@@ -27,27 +27,27 @@ import (
 // counter: a run opens its windows on it. close stops everything it
 // started, in reverse order.
 type session struct {
-	cfg      Config
-	plan     CPUPlan
-	tgt      *withagent.Binary
-	commit   string
-	out      string // the results folder
-	priv     string // private folder: the agent's socket and files
-	p        *proc.Proc
-	addr     proc.Endpoint
-	ac       *agentConn
-	hello    *wire.Response
-	drv      load.Driver
-	sc       *sysCounter
-	sysNote  string   // why syscalls are not counted with eBPF
+	cfg     Config
+	plan    CPUPlan
+	tgt     *withagent.Binary
+	commit  string
+	out     string // the results folder
+	priv    string // private folder: the agent's socket and files
+	p       *proc.Proc
+	addr    proc.Endpoint
+	ac      *agentConn
+	hello   *wire.Response
+	drv     load.Driver
+	sc      *sysCounter
+	sysNote string // why syscalls are not counted with eBPF
 	// noSyscalls says why syscalls are not counted at all (-syscalls
 	// off, -exec).
 	noSyscalls string
-	allowed  []string // the target's CPU affinity, read back
-	coresHad float64
-	reasons  []string // what already makes the run not judged
-	logf     func(string, ...any)
-	undo     []func()
+	allowed    []string // the target's CPU affinity, read back
+	coresHad   float64
+	reasons    []string // what already makes the run not judged
+	logf       func(string, ...any)
+	undo       []func()
 	// wrap, when set, starts the target under another program (valgrind):
 	// it returns the command, its arguments and environment to add.
 	wrap  func(binary string, args []string) (cmd string, cmdArgs, env []string)
