@@ -117,7 +117,7 @@ func (o *runOutput) summarize() {
 	cl := clean.load
 	secs := cl.Elapsed.Seconds()
 	s := &Summary{
-		Schema: SummarySchema, Target: o.ses.cfg.Target, Commit: o.ses.commit, Go: o.ses.tgt.GoVersion, Build: o.ses.tgt.BuildCheck,
+		Schema: SummarySchema, Target: o.ses.cfg.Target, Commit: o.ses.commit, Go: o.ses.tgt.GoVersion, GOARCH: o.ses.tgt.GOARCH, Exec: strings.Join(o.ses.cfg.Exec, " "), Build: o.ses.tgt.BuildCheck,
 		Window: WindowSummary{
 			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
 			RPS:       round(cl.RPS(), 1),

@@ -495,6 +495,9 @@ func TestCopiesGroundTruthARM64(t *testing.T) {
 	}
 	t.Setenv("GOARCH", "arm64")
 	res := copiesGroundTruth(t, []string{"qemu-aarch64-static"})
+	if res.Summary.GOARCH != "arm64" || res.Summary.Exec != "qemu-aarch64-static" {
+		t.Errorf("summary: goarch %q exec %q", res.Summary.GOARCH, res.Summary.Exec)
+	}
 	if res.Summary.PerRequest.Syscalls != nil || !strings.Contains(res.Summary.Sources["syscalls"], "-exec qemu-aarch64-static") || !strings.Contains(res.Summary.Sources["cpu"], "emulator") {
 		t.Errorf("under -exec: syscalls %v [%s], cpu [%s]", res.Summary.PerRequest.Syscalls, res.Summary.Sources["syscalls"], res.Summary.Sources["cpu"])
 	}

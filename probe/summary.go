@@ -28,6 +28,10 @@ type Summary struct {
 	Target string `json:"target"`
 	Commit string `json:"commit"`
 	Go     string `json:"go"`
+	// GOARCH is the architecture measured (the target's build), and Exec
+	// what ran it when not this machine directly (-exec).
+	GOARCH string `json:"goarch,omitempty"`
+	Exec   string `json:"exec,omitempty"`
 	// Build compares the measured binary's build list with a plain
 	// build's: only the agent module may be added, nothing changed.
 	Build             *withagent.Check   `json:"build,omitempty"`
