@@ -120,6 +120,9 @@ func (s *session) start(ctx context.Context) error {
 		bin, args, more = s.wrap(tgt.Binary, cfg.Args)
 		env = append(env, more...)
 	}
+	if !proc.CanPin && cfg.CPUs == "auto" {
+		logf("the target and the load driver are not pinned: CPU pinning is not available on this platform (%s)", runtime.GOOS)
+	}
 	logf("starting %s", tgt.Binary)
 	if s.p, err = proc.Start(bin, args, targetEnv(cfg, env...), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
 		return err
