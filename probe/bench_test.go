@@ -41,6 +41,18 @@ func TestBenchFixture(t *testing.T) {
 // and run under qemu-user (probe run -bench -exec): the same exact
 // figures, from arm64's overlays (copyspy's arm64 recorder).
 func TestBenchFixtureARM64(t *testing.T) {
+	emulateARM64(t)
+	s := benchFixtureRun(t, "-exec", "qemu-aarch64-static")
+	if s.GOARCH != "arm64" || s.Exec != "qemu-aarch64-static" || !strings.Contains(s.Sources["ns"], "qemu-aarch64-static") {
+		t.Errorf("summary: goarch %q exec %q ns source %q", s.GOARCH, s.Exec, s.Sources["ns"])
+	}
+}
+
+// emulateARM64 skips a test that cross-measures arm64 where it cannot
+// (not Linux, already arm64, no qemu-aarch64-static, -short), and sets
+// GOARCH=arm64 for the builds of the rest of the test.
+func emulateARM64(t *testing.T) {
+	t.Helper()
 	skipShort(t)
 	if runtime.GOOS != "linux" || runtime.GOARCH == "arm64" {
 		t.Skipf("skipped: cross-measures arm64 from another Linux architecture (here %s/%s)", runtime.GOOS, runtime.GOARCH)
@@ -49,10 +61,6 @@ func TestBenchFixtureARM64(t *testing.T) {
 		t.Skip("skipped: qemu-aarch64-static is not installed (Debian's qemu-user-static; test.sh installs it as root)")
 	}
 	t.Setenv("GOARCH", "arm64")
-	s := benchFixtureRun(t, "-exec", "qemu-aarch64-static")
-	if s.GOARCH != "arm64" || s.Exec != "qemu-aarch64-static" || !strings.Contains(s.Sources["ns"], "qemu-aarch64-static") {
-		t.Errorf("summary: goarch %q exec %q ns source %q", s.GOARCH, s.Exec, s.Sources["ns"])
-	}
 }
 
 // benchFixtureRun runs probe run -bench on the fixture with extra flags

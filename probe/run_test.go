@@ -486,14 +486,7 @@ func TestCopiesGroundTruth(t *testing.T) {
 // for linux/arm64 and run under qemu-user (probe run -exec): the arm64
 // recorder's counts, whole stacks and buckets are the same.
 func TestCopiesGroundTruthARM64(t *testing.T) {
-	skipShort(t)
-	if runtime.GOOS != "linux" || runtime.GOARCH == "arm64" {
-		t.Skipf("skipped: cross-measures arm64 from another Linux architecture (here %s/%s)", runtime.GOOS, runtime.GOARCH)
-	}
-	if _, err := exec.LookPath("qemu-aarch64-static"); err != nil {
-		t.Skip("skipped: qemu-aarch64-static is not installed (Debian's qemu-user-static; test.sh installs it as root)")
-	}
-	t.Setenv("GOARCH", "arm64")
+	emulateARM64(t)
 	res := copiesGroundTruth(t, []string{"qemu-aarch64-static"})
 	if res.Summary.GOARCH != "arm64" || res.Summary.Exec != "qemu-aarch64-static" {
 		t.Errorf("summary: goarch %q exec %q", res.Summary.GOARCH, res.Summary.Exec)
