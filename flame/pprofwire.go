@@ -1,6 +1,7 @@
 package flame
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -8,166 +9,90 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
+	"github.com/perfspy/perfspy/internal/profwire"
 	"github.com/perfspy/perfspy/profkey"
 )
 
 // errNegative makes the streaming reader hand a profile of a change
 // (negative values) to the general parser, and errNotWire a binary input
 // that is no protobuf profile (the legacy binary CPU profile of
-// gperftools and Go before 1.9, which the general parser reads).
+// gperftools and Go before 1.9, which the general parser reads, or a
+// profile it refuses, with its reason).
 var (
 	errNegative = errors.New("negative values")
 	errNotWire  = errors.New("not a protobuf profile")
 )
 
-// wireProfile is what the first pass over an encoded profile keeps:
-// everything but the samples, as offsets into the encoded bytes.
-type wireProfile struct {
-	strs        [][]byte
-	types       [][2]int64 // sample types: type and unit, as string indexes
-	defaultType int64
-	comments    []int64
-	funcs       map[uint64]int64   // function id -> name, as a string index
-	locs        map[uint64]int32   // location id -> index into locLines
-	locLines    [][]uint64         // function ids, innermost first (pprof's order)
-	locAddr     []uint64           // the location's address, for one without lines
-	names       map[uint64][]int32 // location id -> interned frames, outermost first
+// decodeWire decodes an encoded (uncompressed) profile and picks its
+// sample type, filling the tree's type, unit and request count.
+func decodeWire(t *Tree, data []byte, opt Options) (*profwire.Profile, int, error) {
+	p, err := profwire.Decode(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errNotWire, err)
+	}
+	si, err := sampleIndex(t, p, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case p.Negative[si]:
+		return nil, 0, errNegative
+	case p.Overflow[si]:
+		return nil, 0, errOverflow
+	}
+	return p, si, nil
 }
 
-// readWire reads an encoded (uncompressed) profile straight into bld, in
-// two passes over its bytes and without a Go object per sample or
-// location: the samples make a call tree of location ids, which then
-// becomes the tree of function names. It returns errNegative for a
-// profile with negative values (a change).
+// readWire reads an encoded (uncompressed) profile into bld, one
+// distinct stack at a time. It returns errNegative for a profile with
+// negative values (a change).
 func readWire(t *Tree, bld *builder, data []byte, opt Options, before bool) error {
-	wp := &wireProfile{funcs: map[uint64]int64{}, locs: map[uint64]int32{}}
-	if err := wp.meta(data); err != nil {
-		return fmt.Errorf("%w: %v", errNotWire, err)
-	}
-	si, err := wp.sampleIndex(t, opt)
+	p, si, err := decodeWire(t, data, opt)
 	if err != nil {
 		return err
 	}
-	wp.names = map[uint64][]int32{}
-	if err := wp.samples(data, si, bld, opt, before); err != nil {
-		return err
+	fr := newFramer(p, bld, opt)
+	var stack, locs []int32
+	for s := 0; s < p.NumStacks(); s++ {
+		v := p.Value(s, si)
+		if v == 0 {
+			continue
+		}
+		stack, locs = fr.stack(stack[:0], locs, s)
+		if err := bld.add(stack, v, before); err != nil {
+			return err
+		}
 	}
 	return bld.checkTotal()
 }
 
-// meta is the first pass: sample types, strings, functions, locations,
-// comments.
-func (wp *wireProfile) meta(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			var vt [2]int64
-			err := eachField(v, func(n protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
-				if n == 1 || n == 2 {
-					vt[n-1] = int64(x)
-				}
-				return nil
-			})
-			wp.types = append(wp.types, vt)
-			return err
-		case num == 4 && typ == protowire.BytesType:
-			return wp.location(v)
-		case num == 5 && typ == protowire.BytesType:
-			var id uint64
-			var name int64
-			err := eachField(v, func(n protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
-				switch n {
-				case 1:
-					id = x
-				case 2:
-					name = int64(x)
-				}
-				return nil
-			})
-			wp.funcs[id] = name
-			return err
-		case num == 6 && typ == protowire.BytesType:
-			wp.strs = append(wp.strs, v)
-		case num == 13:
-			return eachVarint(typ, v, x, func(x uint64) { wp.comments = append(wp.comments, int64(x)) })
-		case num == 14 && typ == protowire.VarintType:
-			wp.defaultType = int64(x)
-		}
-		return nil
-	})
-}
-
-// location reads one Location: its id, address and lines' functions.
-func (wp *wireProfile) location(b []byte) error {
-	var id, addr uint64
-	var lines []uint64
-	err := eachField(b, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch {
-		case n == 1:
-			id = x
-		case n == 3:
-			addr = x
-		case n == 4 && typ == protowire.BytesType:
-			var fn uint64
-			err := eachField(v, func(n protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
-				if n == 1 {
-					fn = x
-				}
-				return nil
-			})
-			lines = append(lines, fn)
-			return err
-		}
-		return nil
-	})
-	wp.locs[id] = int32(len(wp.locLines))
-	wp.locLines = append(wp.locLines, lines)
-	wp.locAddr = append(wp.locAddr, addr)
-	return err
-}
-
-func (wp *wireProfile) str(i int64) (string, error) {
-	if i < 0 || i >= int64(len(wp.strs)) {
-		return "", fmt.Errorf("corrupt profile: string %d of %d", i, len(wp.strs))
-	}
-	return string(wp.strs[i]), nil
-}
-
 // sampleIndex picks the sample type, as profileInto does, and fills the
 // tree's type, unit and request count.
-func (wp *wireProfile) sampleIndex(t *Tree, opt Options) (int, error) {
+func sampleIndex(t *Tree, p *profwire.Profile, opt Options) (int, error) {
 	want := opt.Sample
-	if want == "" && wp.defaultType != 0 {
-		want, _ = wp.str(wp.defaultType)
+	if want == "" {
+		want = p.DefaultType
 	}
 	si := -1
 	var names []string
-	for i, vt := range wp.types {
-		name, err := wp.str(vt[0])
-		if err != nil {
-			return 0, err
-		}
-		names = append(names, name)
-		if name == want {
+	for i, vt := range p.Types {
+		names = append(names, vt.Type)
+		if vt.Type == want {
 			si = i
 		}
 	}
-	if want == "" && len(wp.types) > 0 {
-		si = len(wp.types) - 1
+	if want == "" && len(p.Types) > 0 {
+		si = len(p.Types) - 1
 	}
 	if si < 0 {
-		if len(wp.types) == 0 {
+		if len(p.Types) == 0 {
 			return 0, fmt.Errorf("%w: no sample types", errNotWire)
 		}
 		return 0, fmt.Errorf("the profile has no sample type %q (it has %s)", want, strings.Join(names, ", "))
 	}
-	t.Sample, _ = wp.str(wp.types[si][0])
-	t.Unit, _ = wp.str(wp.types[si][1])
-	for _, c := range wp.comments {
-		s, _ := wp.str(c)
-		if v, ok := strings.CutPrefix(s, profkey.RequestsComment); ok {
+	t.Sample, t.Unit = p.Types[si].Type, p.Types[si].Unit
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, profkey.RequestsComment); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				t.Requests = n
 			}
@@ -176,230 +101,229 @@ func (wp *wireProfile) sampleIndex(t *Tree, opt Options) (int, error) {
 	return si, nil
 }
 
-// samples is the second pass: each sample's value si added to the tree
-// along its frames, root first (the locations are known by now).
-func (wp *wireProfile) samples(b []byte, si int, bld *builder, opt Options, before bool) error {
-	var stack []int32
-	return wp.eachSample(b, si, func(locs []uint64, v int64) error {
-		stack = stack[:0]
-		for i := len(locs) - 1; i >= 0; i-- {
-			fr, err := wp.frames(bld, locs[i], opt)
-			if err != nil {
-				return err
-			}
-			stack = append(stack, fr...)
-		}
-		return bld.add(stack, v, before)
-	})
+// framer turns a decoded profile's locations into interned frames, each
+// location and function once.
+type framer struct {
+	p      *profwire.Profile
+	bld    *builder
+	opt    Options
+	fnName []int32 // function -> interned name + 1
+	locOff []int32 // location -> its frames in frames, + 1
+	locLen []int32
+	frames []int32 // outermost first, per location
+	// The same frames as varints (stackSet's form), per location.
+	encOff, encLen []int32
+	enc            []byte
 }
 
-// frames is a location's interned frames, outermost first.
-func (wp *wireProfile) frames(bld *builder, id uint64, opt Options) ([]int32, error) {
-	if fr, ok := wp.names[id]; ok {
-		return fr, nil
-	}
-	li, ok := wp.locs[id]
-	if !ok {
-		return nil, fmt.Errorf("corrupt profile: a sample names location %d, which the profile does not have", id)
-	}
-	lines := wp.locLines[li]
-	var fr []int32
-	for j := len(lines) - 1; j >= 0; j-- {
-		name := "?"
-		if ni, ok := wp.funcs[lines[j]]; ok {
-			if s, err := wp.str(ni); err == nil {
-				name = funcKey(s, opt.Folds)
-			}
-		}
-		fr = append(fr, bld.intern(name))
-	}
-	if len(lines) == 0 {
-		fr = []int32{bld.intern(fmt.Sprintf("0x%x", wp.locAddr[li]))}
-	}
-	wp.names[id] = fr
-	return fr, nil
+func newFramer(p *profwire.Profile, bld *builder, opt Options) *framer {
+	return &framer{p: p, bld: bld, opt: opt, fnName: make([]int32, p.NumFuncs()), locOff: make([]int32, p.NumLocations()), locLen: make([]int32, p.NumLocations())}
 }
 
-// eachField calls f for each field of the message b: its number, type,
-// bytes (for a length-delimited field) and value (for a varint or
-// fixed one).
-func eachField(b []byte, f func(protowire.Number, protowire.Type, []byte, uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.Fixed64Type:
-			x, n = protowire.ConsumeFixed64(b)
-		case protowire.Fixed32Type:
-			var y uint32
-			y, n = protowire.ConsumeFixed32(b)
-			x = uint64(y)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := f(num, typ, v, x); err != nil {
-			return err
-		}
+// location is location l's frames, outermost first.
+func (fr *framer) location(l int32) []int32 {
+	if o := fr.locOff[l]; o != 0 {
+		return fr.frames[o-1 : o-1+fr.locLen[l]]
 	}
-	return nil
+	start := len(fr.frames)
+	fns, _ := fr.p.Lines(l)
+	for j := len(fns) - 1; j >= 0; j-- {
+		f := fns[j]
+		if fr.fnName[f] == 0 {
+			fr.fnName[f] = fr.bld.intern(funcKey(fr.p.FuncName(f), fr.opt.Folds)) + 1
+		}
+		fr.frames = append(fr.frames, fr.fnName[f]-1)
+	}
+	if len(fns) == 0 {
+		fr.frames = append(fr.frames, fr.bld.intern(fmt.Sprintf("0x%x", fr.p.Address(l))))
+	}
+	fr.locOff[l], fr.locLen[l] = int32(start+1), int32(len(fr.frames)-start)
+	return fr.frames[start:]
 }
 
-// eachVarint calls f for each value of a repeated varint field, packed
-// (one length-delimited field) or not (one varint).
-func eachVarint(typ protowire.Type, v []byte, x uint64, f func(uint64)) error {
-	if typ == protowire.VarintType {
-		f(x)
-		return nil
+// stack appends stack s's frames, root first, to st; locs is scratch.
+func (fr *framer) stack(st, locs []int32, s int) ([]int32, []int32) {
+	locs = fr.p.Stack(s, locs[:0])
+	for i := len(locs) - 1; i >= 0; i-- {
+		st = append(st, fr.location(locs[i])...)
 	}
-	if typ != protowire.BytesType {
-		return nil
-	}
-	for len(v) > 0 {
-		y, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		f(y)
-		v = v[n:]
-	}
-	return nil
+	return st, locs
 }
 
-// stackSet is every sample's frames, back to back, root first.
+// encoded is location l's frames as varints, outermost first.
+func (fr *framer) encoded(l int32) []byte {
+	if fr.encOff == nil {
+		fr.encOff, fr.encLen = make([]int32, len(fr.locOff)), make([]int32, len(fr.locOff))
+	}
+	if o := fr.encOff[l]; o != 0 {
+		return fr.enc[o-1 : o-1+fr.encLen[l]]
+	}
+	start := len(fr.enc)
+	for _, f := range fr.location(l) {
+		fr.enc = binary.AppendUvarint(fr.enc, uint64(f))
+	}
+	fr.encOff[l], fr.encLen[l] = int32(start+1), int32(len(fr.enc)-start)
+	return fr.enc[start:]
+}
+
+// stackSet is the distinct stacks' frames, back to back, root first,
+// each an interned name as a varint: the first names interned are the
+// roots' and the hot paths', of a byte or two.
 type stackSet struct {
-	frames []int32
-	off    []int32 // sample i's frames are frames[off[i]:off[i+1]]
+	frames []byte
+	off    []int32 // stack i's frames are frames[off[i]:off[i+1]]
 	vals   []int64
 }
 
-func (ss *stackSet) stack(i int32) []int32 { return ss.frames[ss.off[i]:ss.off[i+1]] }
-
 // readWireTree reads an encoded profile into the tree a graph shows, for
-// one profile (not a differential): the samples' stacks are kept back to
-// back (4 bytes a frame), sorted, and the frames holding at least
-// 1/20000 of the total are made from the runs of equal prefixes. No
-// frame below that is ever made: a profile whose stacks are all
-// different (a long CPU profile of a big server) costs its frames, not a
-// tree node for each.
-func readWireTree(t *Tree, data []byte, opt Options) (*Node, error) {
-	wp := &wireProfile{funcs: map[uint64]int64{}, locs: map[uint64]int32{}, names: map[uint64][]int32{}}
-	if err := wp.meta(data); err != nil {
-		return nil, fmt.Errorf("%w: %v", errNotWire, err)
-	}
-	si, err := wp.sampleIndex(t, opt)
+// one profile (not a differential): the distinct stacks' frames are kept
+// back to back (4 bytes a frame), and only the frames holding at least
+// 1/20000 of the total are made, top down. No frame below that is ever
+// made: a profile whose stacks are all different (a long CPU profile of a
+// big server) costs its frames, not a tree node for each.
+//
+// It returns data when the general parser is to read it (errNegative,
+// errNotWire); data is not kept otherwise.
+func readWireTree(t *Tree, data []byte, opt Options) (*Node, []byte, error) {
+	p, si, err := decodeWire(t, data, opt)
 	if err != nil {
-		return nil, err
+		return nil, data, err
 	}
 	names := newBuilder(false) // its names only
-	ss := &stackSet{off: []int32{0}}
-	var total int64
-	err = wp.eachSample(data, si, func(locs []uint64, v int64) error {
-		if v > math.MaxInt64-total {
-			return errOverflow
-		}
-		total += v
-		for i := len(locs) - 1; i >= 0; i-- {
-			fr, err := wp.frames(names, locs[i], opt)
-			if err != nil {
-				return err
-			}
-			ss.frames = append(ss.frames, fr...)
-		}
-		if d := len(ss.frames) - int(ss.off[len(ss.off)-1]); d > opt.maxDepth() {
-			return depthError(d, opt.maxDepth())
-		}
-		ss.off = append(ss.off, int32(len(ss.frames)))
-		ss.vals = append(ss.vals, v)
-		return nil
-	})
+	ss, err := wireStacks(p, si, names, opt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	// p (and data) are not used past here: the GC frees them.
+	var total int64
+	idx := make([]int32, len(ss.vals))
+	for i, v := range ss.vals {
+		total += v
+		idx[i] = int32(i)
 	}
 	if total == 0 {
-		return nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
+		return nil, nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
-	perm := make([]int32, len(ss.vals))
-	for i := range perm {
-		perm[i] = int32(i)
-	}
-	slices.SortFunc(perm, func(a, b int32) int { return slices.Compare(ss.stack(a), ss.stack(b)) })
 	root := &Node{Name: "all", Total: total}
-	ss.build(root, perm, 0, total/20000, names.names)
-	return root, nil
+	pt := &partitioner{ss: ss, min: total / 20000, names: names.names, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), pos: slices.Clone(ss.off[:len(idx)])}
+	pt.build(root, idx)
+	return root, nil, nil
 }
 
-// build adds to parent the frames at depth of the samples perm, which
-// share their first depth frames: one child per run of an equal frame,
-// when it holds at least min.
-func (ss *stackSet) build(parent *Node, perm []int32, depth int, min int64, names []string) {
-	for lo := 0; lo < len(perm); {
-		st := ss.stack(perm[lo])
-		if len(st) <= depth {
-			lo++ // the sample ends here: its value is parent's own
+// wireStacks is the frames of p's stacks with a value of type si, in an
+// array made once at its size.
+func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stackSet, error) {
+	fr := newFramer(p, names, opt)
+	var locs []int32
+	n, nstacks := 0, 0
+	for s := 0; s < p.NumStacks(); s++ {
+		if p.Value(s, si) == 0 {
 			continue
 		}
-		f := st[depth]
-		hi, v := lo, int64(0)
-		for ; hi < len(perm); hi++ {
-			s := ss.stack(perm[hi])
-			if len(s) <= depth || s[depth] != f {
-				break
-			}
-			v += ss.vals[perm[hi]]
+		locs = p.Stack(s, locs[:0])
+		d := 0
+		for _, l := range locs {
+			n += len(fr.encoded(l))
+			d += int(fr.locLen[l])
 		}
-		if v >= min && v > 0 {
-			c := &Node{Name: names[f], Total: v}
-			parent.kids = append(parent.kids, c)
-			ss.build(c, perm[lo:hi], depth+1, min, names)
+		if d > opt.maxDepth() {
+			return nil, depthError(d, opt.maxDepth())
 		}
-		lo = hi
+		if n > math.MaxInt32 {
+			return nil, fmt.Errorf("more than %d bytes of frames in all", math.MaxInt32)
+		}
+		nstacks++
 	}
+	ss := &stackSet{frames: make([]byte, 0, n), off: make([]int32, 1, nstacks+1), vals: make([]int64, 0, nstacks)}
+	for s := 0; s < p.NumStacks(); s++ {
+		if v := p.Value(s, si); v != 0 {
+			locs = p.Stack(s, locs[:0])
+			for i := len(locs) - 1; i >= 0; i-- {
+				ss.frames = append(ss.frames, fr.encoded(locs[i])...)
+			}
+			ss.off = append(ss.off, int32(len(ss.frames)))
+			ss.vals = append(ss.vals, v)
+		}
+	}
+	return ss, nil
 }
 
-// eachSample calls f with each sample's locations (leaf first) and its
-// value si, skipping zero values; a negative one is errNegative.
-func (wp *wireProfile) eachSample(b []byte, si int, f func(locs []uint64, v int64) error) error {
-	var locs []uint64
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != 2 || typ != protowire.BytesType {
-			return nil
+// partitioner makes a tree's nodes top down: the stacks under a node are
+// split by their frame at the next depth, and only the parts holding at
+// least min become nodes and are split further. A stack is split once
+// per depth, in order: pos is where its next frame starts.
+type partitioner struct {
+	ss      *stackSet
+	min     int64
+	names   []string
+	sum     []int64 // per frame name, within one split; zero between
+	bucket  []int32
+	touched []int32
+	tmp     []int32
+	cur     []int32
+	pos     []int32
+}
+
+func (pt *partitioner) build(parent *Node, idx []int32) {
+	ss := pt.ss
+	pt.touched = pt.touched[:0]
+	cur := pt.cur[:len(idx)] // each stack's frame at this depth
+	for j, i := range idx {
+		at := pt.pos[i]
+		if at == ss.off[i+1] {
+			cur[j] = -1 // the stack ends here: its value is parent's own
+			continue
 		}
-		locs = locs[:0]
-		var val int64
-		vi := 0
-		err := eachField(v, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-			switch n {
-			case 1:
-				return eachVarint(typ, v, x, func(x uint64) { locs = append(locs, x) })
-			case 2:
-				return eachVarint(typ, v, x, func(x uint64) {
-					if vi == si {
-						val = int64(x)
-					}
-					vi++
-				})
+		x, n := binary.Uvarint(ss.frames[at:])
+		pt.pos[i] = at + int32(n)
+		f := int32(x)
+		cur[j] = f
+		if pt.sum[f] == 0 {
+			pt.touched = append(pt.touched, f)
+		}
+		pt.sum[f] += ss.vals[i]
+	}
+	type part struct {
+		f      int32
+		v      int64
+		lo, hi int
+	}
+	var parts []part
+	for _, f := range pt.touched {
+		if v := pt.sum[f]; v >= pt.min && v > 0 {
+			pt.bucket[f] = int32(len(parts) + 1)
+			parts = append(parts, part{f: f, v: v})
+		}
+	}
+	// Count, place each kept stack after the ones of the parts before
+	// its own, and clear the scratch for the splits below.
+	for j, f := range cur {
+		if f >= 0 {
+			b := pt.bucket[f]
+			cur[j] = b - 1
+			if b > 0 {
+				parts[b-1].hi++
 			}
-			return nil
-		})
-		switch {
-		case err != nil || val == 0:
-			return err
-		case val < 0:
-			return errNegative
 		}
-		return f(locs, val)
-	})
+	}
+	n := 0
+	for k := range parts {
+		parts[k].lo, n = n, n+parts[k].hi
+		parts[k].hi = parts[k].lo
+	}
+	for j, b := range cur {
+		if b >= 0 {
+			pt.tmp[parts[b].hi] = idx[j]
+			parts[b].hi++
+		}
+	}
+	copy(idx, pt.tmp[:n])
+	for _, f := range pt.touched {
+		pt.sum[f], pt.bucket[f] = 0, 0
+	}
+	for _, k := range parts {
+		c := &Node{Name: pt.names[k.f], Total: k.v}
+		parent.kids = append(parent.kids, c)
+		pt.build(c, idx[k.lo:k.hi])
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -312,11 +313,14 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	}
 	var data []byte
 	if in.kind == inputProfile && !in.text {
-		if data, err = readWhole(in.br, opt); err != nil {
+		wire, err := readWhole(in, opt)
+		if err != nil {
 			return nil, err
 		}
+		// wire is not used past this call, so that its bytes are
+		// freed while the tree is made: data is set only to fall back.
 		t := &Tree{}
-		root, err := readWireTree(t, data, opt)
+		root, back, err := readWireTree(t, wire, opt)
 		if err == nil {
 			t.Root = root
 			return t, nil
@@ -324,6 +328,7 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 		if !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
 			return nil, err
 		}
+		data = back
 	}
 	diff := in.kind == inputFolded2
 	var p *profile.Profile
@@ -401,6 +406,9 @@ type input struct {
 	// the text is taken for a legacy profile.
 	first *FoldedError
 	text  bool
+	// size is what the input says it holds, read whole (a file's size,
+	// a gzip stream's inflated size); 0 when unknown.
+	size int64
 }
 
 // classify opens r: gunzipped when it is gzip, then a protobuf profile
@@ -416,7 +424,16 @@ func classify(r io.Reader, opt Options) (*input, error) {
 		return nil, fmt.Errorf("empty input: %w", ErrEmpty)
 	}
 	in := &input{br: br}
+	var f *os.File
+	if f, _ = r.(*os.File); f != nil {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			in.size = st.Size()
+		}
+	}
 	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		if in.size > 0 {
+			in.size = limits.GzipSize(f, in.size)
+		}
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("not a pprof profile nor gzipped folded stacks: gzip: %w", err)
@@ -531,7 +548,7 @@ func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) erro
 	switch in.kind {
 	case inputProfile:
 		if !in.text {
-			data, err := readWhole(in.br, opt)
+			data, err := readWhole(in, opt)
 			if err != nil {
 				return err
 			}
@@ -577,13 +594,13 @@ func looksLikeText(br *bufio.Reader) bool {
 }
 
 // readWhole reads an input whole, within opt's limit.
-func readWhole(r io.Reader, opt Options) ([]byte, error) {
-	return limits.ReadAll(r, opt.maxBytes(), "input", "-max-profile-size")
+func readWhole(in *input, opt Options) ([]byte, error) {
+	return limits.ReadAllSized(in.br, opt.maxBytes(), in.size, "input", "-max-profile-size")
 }
 
 // parseProfile reads a protobuf or legacy text profile.
 func parseProfile(r io.Reader, opt Options) (*profile.Profile, error) {
-	b, err := readWhole(r, opt)
+	b, err := limits.ReadAll(r, opt.maxBytes(), "input", "-max-profile-size")
 	if err != nil {
 		return nil, err
 	}

@@ -41,14 +41,63 @@ func (e *Error) Error() string {
 
 // ReadAll reads r to its end, or fails with an *Error past limit bytes.
 func ReadAll(r io.Reader, limit int64, what, flag string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+	return ReadAllSized(r, limit, fileSize(r), what, flag)
+}
+
+// ReadAllSized is ReadAll into a buffer made for size bytes (a file's
+// size, a gzip stream's inflated size), so that a big input is neither
+// copied as it grows nor held twice; size <= 0 is unknown.
+func ReadAllSized(r io.Reader, limit, size int64, what, flag string) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	if size <= 0 || size > limit {
+		size = 512
+	}
+	b := make([]byte, 0, size+1) // +1: the read that says EOF needs room
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, &Error{What: what, Size: limit + 1, Limit: limit, Unit: "bytes", Flag: flag}
 	}
 	return b, nil
+}
+
+// fileSize is r's size when it is a regular file, else 0.
+func fileSize(r io.Reader) int64 {
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+	}
+	return 0
+}
+
+// GzipSize is what a gzip stream of n bytes says it inflates to (its
+// last four bytes, the size modulo 4 GiB), read from r; 0 when r cannot
+// say. Only a hint: a stream of several members says its last one's.
+func GzipSize(r io.ReaderAt, n int64) int64 {
+	var t [4]byte
+	if n < 18 {
+		return 0
+	}
+	if _, err := r.ReadAt(t[:], n-4); err != nil {
+		return 0
+	}
+	size := int64(t[0]) | int64(t[1])<<8 | int64(t[2])<<16 | int64(t[3])<<24
+	if size > 1032*n { // more than deflate can say in n bytes: a lie
+		return 0
+	}
+	return size
 }
 
 // ReadFile reads the file at path, or fails: with an *Error (named
@@ -103,7 +152,7 @@ func Inflate(b []byte, limit int64, flag string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
-	out, err := ReadAll(gz, limit, "profile inflated", flag)
+	out, err := ReadAllSized(gz, limit, GzipSize(bytes.NewReader(b), int64(len(b))), "profile inflated", flag)
 	if err != nil {
 		return nil, unexpected(err)
 	}

@@ -1,0 +1,188 @@
+package profwire
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/synthprof"
+)
+
+// content is a profile's samples as go tool pprof's parser sees them:
+// stack (function:line of every frame, leaf first) -> values added up,
+// with the tables' strings.
+type content struct {
+	Types    []ValueType
+	Default  string
+	Comments []string
+	Stacks   map[string][]int64
+}
+
+func frameKey(name string, line int64) string { return fmt.Sprintf("%s:%d", name, line) }
+
+func ofParsed(pp *profile.Profile) content {
+	c := content{Default: pp.DefaultSampleType, Comments: pp.Comments, Stacks: map[string][]int64{}}
+	for _, st := range pp.SampleType {
+		c.Types = append(c.Types, ValueType{st.Type, st.Unit})
+	}
+	for _, s := range pp.Sample {
+		var k strings.Builder
+		for _, l := range s.Location {
+			fmt.Fprintf(&k, "%x", l.Address)
+			for _, ln := range l.Line {
+				k.WriteString("|" + frameKey(ln.Function.Name, ln.Line))
+			}
+			k.WriteByte(';')
+		}
+		add(c.Stacks, k.String(), s.Value)
+	}
+	return c
+}
+
+func ofDecoded(p *Profile) content {
+	c := content{Types: p.Types, Default: p.DefaultType, Comments: p.Comments, Stacks: map[string][]int64{}}
+	for i := 0; i < p.NumStacks(); i++ {
+		var k strings.Builder
+		for _, l := range p.Stack(i, nil) {
+			fmt.Fprintf(&k, "%x", p.Address(l))
+			fns, lines := p.Lines(l)
+			for j, f := range fns {
+				k.WriteString("|" + frameKey(p.FuncName(f), lines[j]))
+			}
+			k.WriteByte(';')
+		}
+		v := make([]int64, len(p.Types))
+		for t := range v {
+			v[t] = p.Value(i, t)
+		}
+		add(c.Stacks, k.String(), v)
+	}
+	return c
+}
+
+func add(m map[string][]int64, k string, v []int64) {
+	if m[k] == nil {
+		m[k] = make([]int64, len(v))
+	}
+	for i := range v {
+		m[k][i] += v[i]
+	}
+}
+
+func gunzip(t testing.TB, b []byte) []byte {
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b
+	}
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// check decodes raw and compares with profile.ParseUncompressed: both
+// read it or both refuse it, and what they read is the same.
+func check(t testing.TB, name string, raw []byte) {
+	t.Helper()
+	pp, perr := profile.ParseUncompressed(raw)
+	if perr == nil {
+		perr = pp.CheckValid()
+	}
+	p, err := Decode(raw)
+	switch {
+	case perr != nil && err == nil:
+		t.Fatalf("%s: profile.Parse refuses it (%v), Decode reads it", name, perr)
+	case perr == nil && err != nil:
+		t.Fatalf("%s: profile.Parse reads it, Decode says %v", name, err)
+	case err != nil:
+		return
+	}
+	want, got := ofParsed(pp), ofDecoded(p)
+	if len(want.Comments) == 0 {
+		want.Comments = nil
+	}
+	if len(got.Comments) == 0 {
+		got.Comments = nil
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%s: decoded differs from profile.Parse:\n got %+v\nwant %+v", name, got.Types, want.Types)
+	}
+	if conv := ofDecoded(FromProfile(pp)); !reflect.DeepEqual(ofParsed(pp), conv) {
+		t.Fatalf("%s: FromProfile differs from the profile", name)
+	}
+	if p.Samples != len(pp.Sample) {
+		t.Fatalf("%s: %d samples, profile.Parse %d", name, p.Samples, len(pp.Sample))
+	}
+}
+
+func TestAgreesWithParse(t *testing.T) {
+	var b bytes.Buffer
+	synthprof.Synthetic(1, 2000, []string{"alloc_objects/count", "alloc_space/bytes"}).Write(&b)
+	check(t, "synthetic", gunzip(t, b.Bytes()))
+	for _, name := range []string{"deep", "shallow-1M", "locations-1M"} {
+		sh, _ := synthprof.ShapeNamed(name)
+		sh.Samples = 5000
+		b.Reset()
+		if err := synthprof.NewGraph(2, 3000).WriteProfile(&b, 3, sh, []string{"samples/count", "cpu/nanoseconds"}); err != nil {
+			t.Fatal(err)
+		}
+		check(t, name, gunzip(t, b.Bytes()))
+	}
+	peers, _ := filepath.Glob("../../../shared/peer-cases/pprof/*")
+	for _, f := range peers {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, f, gunzip(t, b))
+	}
+	// Go's own profiles, with mappings, labels and comments.
+	b.Reset()
+	p := synthprof.Synthetic(5, 50, []string{"samples/count"})
+	p.Comments = []string{"perfspy.requests=10"}
+	p.Sample[0].Label = map[string][]string{"route": {"GET /"}}
+	p.Write(&b)
+	check(t, "labels", gunzip(t, b.Bytes()))
+}
+
+// Samples that share a stack become one stack, their values added up.
+func TestInterns(t *testing.T) {
+	p := synthprof.Synthetic(1, 10, []string{"samples/count"})
+	p.Sample = append(p.Sample, p.Sample...)
+	var b bytes.Buffer
+	p.Write(&b)
+	d, err := Decode(gunzip(t, b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Samples != 20 || d.NumStacks() != 10 {
+		t.Fatalf("%d samples in %d stacks, want 20 in 10", d.Samples, d.NumStacks())
+	}
+	if got, want := d.Value(0, 0), 2*p.Sample[0].Value[0]; got != want {
+		t.Fatalf("stack 0 has %d, want %d", got, want)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	var b bytes.Buffer
+	sh, _ := synthprof.ShapeNamed("deep")
+	sh.Samples, sh.MinDepth, sh.MaxDepth = 4, 2, 4
+	synthprof.NewGraph(1, 40).WriteProfile(&b, 1, sh, []string{"alloc_objects/count", "alloc_space/bytes"})
+	f.Add(gunzip(f, b.Bytes()))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		check(t, "input", raw)
+	})
+}
