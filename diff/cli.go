@@ -144,13 +144,21 @@ func checkIO(maxBytes int64, access *profstore.Access, out string, inputs []stri
 // loadSides reads both sides, each profile divided by its ops when -per
 // gave them.
 func loadSides(b, a []string, lo LoadOptions, perB, perA int64) (*Side, *Side, error) {
-	before, err := Load(b, lo)
-	if err != nil {
-		return nil, nil, err
+	// Both sides at once: each is a core's work when it is one file.
+	var before, after *Side
+	var errB, errA error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		after, errA = Load(a, lo)
+	}()
+	before, errB = Load(b, lo)
+	<-done
+	if errB != nil {
+		return nil, nil, errB
 	}
-	after, err := Load(a, lo)
-	if err != nil {
-		return nil, nil, err
+	if errA != nil {
+		return nil, nil, errA
 	}
 	if perB > 0 {
 		before.SetOps(perB)

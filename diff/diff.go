@@ -8,24 +8,40 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
 
 	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/internal/profwire"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 )
 
 // Side is one build's profiles: one file, or several merged.
 type Side struct {
-	Files    []string
+	Files []string
+	// Profiles are parsed profiles, one per file, for a side made by
+	// hand; Load leaves it empty and keeps its files decoded instead.
 	Profiles []*profile.Profile
 	Requests []int64 // per file; 0 when a file has no perfspy.requests
 	// Ops is set when the counts are a benchmark's ops (a profile of
 	// probe run -bench, or SetOps), not requests.
-	Ops bool
+	Ops     bool
+	decoded []*profwire.Profile
+}
+
+// profiles is the side's files decoded.
+func (s *Side) profiles() []*profwire.Profile {
+	if len(s.decoded) == 0 {
+		for _, p := range s.Profiles {
+			s.decoded = append(s.decoded, profwire.FromProfile(p))
+		}
+	}
+	return s.decoded
 }
 
 // BenchComment marks the profiles of probe run -bench: their
@@ -41,7 +57,6 @@ func (s *Side) SetOps(n int64) {
 	s.Ops = true
 }
 
-// Load reads pprof files (gzipped or not) as one side.
 // LoadOptions bound and route Load's reads; the zero value has the
 // defaults.
 type LoadOptions struct {
@@ -52,24 +67,22 @@ type LoadOptions struct {
 	Route string
 }
 
+// Load reads pprof files (gzipped or not) as one side, on as many cores
+// as there are files.
 func Load(paths []string, opt LoadOptions) (*Side, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no profile files")
 	}
-	s := &Side{}
-	for _, path := range paths {
-		p, err := loadOne(path, opt)
-		if err != nil {
-			return nil, err
-		}
-		if opt.Route != "" {
-			if err := profkey.SelectRoute(p, opt.Route); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-		}
-		s.Files = append(s.Files, path)
-		s.Profiles = append(s.Profiles, p)
-		s.Requests = append(s.Requests, profkey.Requests(p))
+	s := &Side{Files: paths, decoded: make([]*profwire.Profile, len(paths))}
+	errs := make([]error, len(paths))
+	parallel(len(paths), func(i int) {
+		s.decoded[i], errs[i] = loadOne(paths[i], opt)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, p := range s.decoded {
+		s.Requests = append(s.Requests, profkey.RequestsIn(p.Comments))
 		for _, c := range p.Comments {
 			s.Ops = s.Ops || strings.HasPrefix(c, BenchComment)
 		}
@@ -77,30 +90,82 @@ func Load(paths []string, opt LoadOptions) (*Side, error) {
 	return s, nil
 }
 
+// parallel calls f(0..n-1), at most GOMAXPROCS at a time.
+func parallel(n int, f func(i int)) {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}(i)
+	}
+	wg.Wait()
+}
+
 // loadOne reads a profile file, or a profile store's selection
 // (pyroscope://...: the merged profile of the selection, with its merged
-// request count).
-func loadOne(path string, opt LoadOptions) (*profile.Profile, error) {
+// request count), and selects opt's route.
+func loadOne(path string, opt LoadOptions) (*profwire.Profile, error) {
+	var p *profile.Profile
 	if profstore.IsSelection(path) {
-		return profstore.FetchAddress(context.Background(), opt.Access, path)
+		var err error
+		if p, err = profstore.FetchAddress(context.Background(), opt.Access, path); err != nil {
+			return nil, err
+		}
+	} else {
+		limit := opt.MaxBytes
+		if limit <= 0 {
+			limit = limits.Profile
+		}
+		raw, err := limits.ReadFile(path, limit, "-max-profile-size")
+		if err != nil {
+			return nil, err
+		}
+		b, err := limits.Inflate(raw, limit, "-max-profile-size")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if opt.Route == "" {
+			d, err := decode(b)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return d, nil
+		}
+		if p, err = Parse(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	limit := opt.MaxBytes
-	if limit <= 0 {
-		limit = limits.Profile
+	if opt.Route != "" {
+		if err := profkey.SelectRoute(p, opt.Route); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	raw, err := limits.ReadFile(path, limit, "-max-profile-size")
+	return profwire.FromProfile(p), nil
+}
+
+// decode reads an encoded profile in one pass; one it cannot read (a
+// legacy text profile, or no profile: profile.Parse says why) goes to
+// the general parser.
+func decode(b []byte) (*profwire.Profile, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty file, not a profile")
+	}
+	d, err := profwire.Decode(b)
 	if err != nil {
-		return nil, err
+		p, err := Parse(b)
+		if err != nil {
+			return nil, err
+		}
+		return profwire.FromProfile(p), nil
 	}
-	b, err := limits.Inflate(raw, limit, "-max-profile-size")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if len(d.Types) == 0 {
+		return nil, errors.New("profile has no sample types")
 	}
-	p, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, nil
+	return d, nil
 }
 
 // Parse decodes one profile and checks it is usable.
@@ -200,17 +265,10 @@ type agg struct {
 }
 
 // sampleIndex picks the sample type.
-func sampleIndex(p *profile.Profile, name string) int {
-	for i, st := range p.SampleType {
-		if st.Type == name {
-			return i
-		}
-	}
-	return -1
-}
+func sampleIndex(p *profwire.Profile, name string) int { return p.TypeIndex(name) }
 
 func chooseSample(before, after *Side, want string) (string, string, error) {
-	all := append(append([]*profile.Profile{}, before.Profiles...), after.Profiles...)
+	all := append(append([]*profwire.Profile{}, before.profiles()...), after.profiles()...)
 	files := append(append([]string{}, before.Files...), after.Files...)
 	has := func(name string) error {
 		for i, p := range all {
@@ -226,15 +284,15 @@ func chooseSample(before, after *Side, want string) (string, string, error) {
 		}
 	} else if has("alloc_space") == nil {
 		want = "alloc_space"
-	} else if d := all[0].DefaultSampleType; d != "" && has(d) == nil {
+	} else if d := all[0].DefaultType; d != "" && has(d) == nil {
 		want = d // copies.pb.gz: copied_bytes, not the cleared bytes after it
 	} else {
 		// The last type of the first profile, else the one type all
 		// have (a store's selection holds one).
-		want = all[0].SampleType[len(all[0].SampleType)-1].Type
+		want = all[0].Types[len(all[0].Types)-1].Type
 		if err := has(want); err != nil {
 			common := ""
-			for _, st := range all[0].SampleType {
+			for _, st := range all[0].Types {
 				if has(st.Type) == nil {
 					common = st.Type
 				}
@@ -245,18 +303,18 @@ func chooseSample(before, after *Side, want string) (string, string, error) {
 			want = common
 		}
 	}
-	unit := all[0].SampleType[sampleIndex(all[0], want)].Unit
+	unit := all[0].Types[sampleIndex(all[0], want)].Unit
 	for i, p := range all {
-		if u := p.SampleType[sampleIndex(p, want)].Unit; u != unit {
+		if u := p.Types[sampleIndex(p, want)].Unit; u != unit {
 			return "", "", fmt.Errorf("%s measures %s in %s, %s in %s: profiles of different kinds", files[i], want, u, files[0], unit)
 		}
 	}
 	return want, unit, nil
 }
 
-func typeNames(p *profile.Profile) string {
+func typeNames(p *profwire.Profile) string {
 	var n []string
-	for _, st := range p.SampleType {
+	for _, st := range p.Types {
 		n = append(n, st.Type+"/"+st.Unit)
 	}
 	return "[" + strings.Join(n, " ") + "]"
@@ -269,8 +327,7 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Sample: sample, Unit: unit, keys: &interner{ids: map[string]int{}}}
-	r.before = aggregate(before, sample, opt.Folds, r.keys, opt.Stacks)
-	r.after = aggregate(after, sample, opt.Folds, r.keys, opt.Stacks)
+	r.before, r.after = aggregate(before, after, sample, opt.Folds, r.keys, opt.Stacks)
 	r.ReqBefore, r.ReqAfter = before.totalRequests(), after.totalRequests()
 	r.PerRequest = r.ReqBefore > 0 && r.ReqAfter > 0
 	r.Per = "req"
@@ -360,133 +417,6 @@ func pValue(x, y []float64) float64 {
 		return 1
 	}
 	return c.P
-}
-
-// aggregate sums one side's samples by key, file by file.
-func aggregate(s *Side, sample string, f profkey.Folds, keys *interner, keepStacks bool) *agg {
-	a := &agg{stacks: map[string]int64{}}
-	for _, p := range s.Profiles {
-		pk := newProfileKeys(p, f, keys)
-		flat, cum, total := pk.sum(p, sampleIndex(p, sample), keepStacks, a.stacks)
-		a.flat = append(a.flat, flat)
-		a.cum = append(a.cum, cum)
-		a.total = append(a.total, total)
-	}
-	return a
-}
-
-// profileKeys gives the locations of one profile their keys, computed once
-// per location: innermost first. Location IDs are small and dense in
-// practice: a slice, with a map beside it.
-type profileKeys struct {
-	f        profkey.Folds
-	keys     *interner
-	byID     [][]int
-	byIDMap  map[uint64][]int
-	funcKeys map[uint64]string
-	// per key: flat and cum values, and the sample number that last
-	// counted its cum
-	flat, cum []int64
-	seen      []int
-}
-
-func newProfileKeys(p *profile.Profile, f profkey.Folds, keys *interner) *profileKeys {
-	return &profileKeys{f: f, keys: keys, byID: make([][]int, len(p.Location)+1), byIDMap: map[uint64][]int{}, funcKeys: map[uint64]string{},
-		flat: make([]int64, 0, 1024), cum: make([]int64, 0, 1024), seen: make([]int, 0, 1024)}
-}
-
-// location returns the keys of a location, innermost first.
-func (pk *profileKeys) location(loc *profile.Location) []int {
-	if loc.ID < uint64(len(pk.byID)) && pk.byID[loc.ID] != nil {
-		return pk.byID[loc.ID]
-	}
-	if ks, ok := pk.byIDMap[loc.ID]; ok {
-		return ks
-	}
-	lines := loc.Line
-	if pk.f.Inline && len(lines) > 1 {
-		lines = lines[len(lines)-1:]
-	}
-	var ks []int
-	if len(lines) == 0 {
-		ks = []int{pk.keys.id(fmt.Sprintf("0x%x", loc.Address))}
-	}
-	for _, ln := range lines {
-		ks = append(ks, pk.keys.id(pk.keyOf(ln)))
-	}
-	if loc.ID < uint64(len(pk.byID)) {
-		pk.byID[loc.ID] = ks
-	} else {
-		pk.byIDMap[loc.ID] = ks
-	}
-	pk.grow()
-	return ks
-}
-
-func (pk *profileKeys) keyOf(ln profile.Line) string {
-	if ln.Function == nil {
-		return "(unknown)"
-	}
-	k, ok := pk.funcKeys[ln.Function.ID]
-	if !ok {
-		k = profkey.FuncKey(ln.Function.Name, pk.f)
-		pk.funcKeys[ln.Function.ID] = k
-	}
-	if pk.f.Lines {
-		return k + ":" + strconv.FormatInt(ln.Line, 10)
-	}
-	return k
-}
-
-// grow makes room for every key interned so far.
-func (pk *profileKeys) grow() {
-	for len(pk.flat) < len(pk.keys.names) {
-		pk.flat, pk.cum, pk.seen = append(pk.flat, 0), append(pk.cum, 0), append(pk.seen, -1)
-	}
-}
-
-// addCum adds v to key k's cum once per sample n.
-func (pk *profileKeys) addCum(k, n int, v int64) {
-	if pk.seen[k] != n {
-		pk.seen[k] = n
-		pk.cum[k] += v
-	}
-}
-
-// sum adds up p's samples of value index si by key: flat at the leaf, cum
-// once per sample; with keepStacks, the stacks' values too.
-func (pk *profileKeys) sum(p *profile.Profile, si int, keepStacks bool, stacks map[string]int64) (flat, cum []int64, total int64) {
-	var sb strings.Builder
-	for n, smp := range p.Sample {
-		v := smp.Value[si]
-		total += v
-		leaf := -1
-		sb.Reset()
-		for _, loc := range smp.Location {
-			for _, k := range pk.location(loc) {
-				if leaf < 0 {
-					leaf = k
-				}
-				pk.addCum(k, n, v)
-				if keepStacks {
-					sb.WriteString(strconv.Itoa(k))
-					sb.WriteByte(';')
-				}
-			}
-		}
-		if leaf < 0 {
-			leaf = pk.keys.id("(no stack)")
-			pk.grow()
-			pk.addCum(leaf, n, v)
-			sb.WriteString(strconv.Itoa(leaf))
-		}
-		pk.flat[leaf] += v
-		if keepStacks {
-			stacks[sb.String()] += v
-		}
-	}
-	pk.grow()
-	return pk.flat, pk.cum, total
 }
 
 // Remainder is the change that rows[:n] do not account for: the change of

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/profwire"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -23,34 +25,39 @@ var (
 	errNotWire  = errors.New("not a protobuf profile")
 )
 
-// decodeWire decodes an encoded (uncompressed) profile and picks its
-// sample type, filling the tree's type, unit and request count.
-func decodeWire(t *Tree, data []byte, opt Options) (*profwire.Profile, int, error) {
-	p, err := profwire.Decode(data)
+// decodeInput decodes a binary input as it is read (inflated, on
+// another core). It returns the input's bytes too, for the general
+// parser: with errNotWire when the decoder refuses it (a legacy binary
+// profile, or none: the parser says why), with errNegative for a profile
+// with negative values (a change). Other errors are the input's (its
+// size limit, its gzip stream) or final.
+func decodeInput(t *Tree, in *input, opt Options) (*profwire.Profile, int, []byte, error) {
+	var r io.Reader = in.br
+	if !in.gzip { // an inflated input is bounded as it inflates
+		r = &limits.Reader{R: in.br, N: opt.maxBytes(), Limit: opt.maxBytes(), What: "input", Flag: "-max-profile-size"}
+	}
+	p, data, err := profwire.DecodeStream(r, in.size)
+	if errors.Is(err, profwire.ErrMalformed) {
+		return nil, 0, data, fmt.Errorf("%w: %v", errNotWire, err)
+	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errNotWire, err)
+		return nil, 0, nil, err
 	}
 	si, err := sampleIndex(t, p, opt)
-	if err != nil {
-		return nil, 0, err
-	}
 	switch {
+	case err != nil:
+		return nil, 0, data, err
 	case p.Negative[si]:
-		return nil, 0, errNegative
+		return nil, 0, data, errNegative
 	case p.Overflow[si]:
-		return nil, 0, errOverflow
+		return nil, 0, nil, errOverflow
 	}
-	return p, si, nil
+	return p, si, data, nil
 }
 
-// readWire reads an encoded (uncompressed) profile into bld, one
-// distinct stack at a time. It returns errNegative for a profile with
-// negative values (a change).
-func readWire(t *Tree, bld *builder, data []byte, opt Options, before bool) error {
-	p, si, err := decodeWire(t, data, opt)
-	if err != nil {
-		return err
-	}
+// readWire adds a decoded profile's values of type si to bld, one
+// distinct stack at a time.
+func readWire(bld *builder, p *profwire.Profile, si int, opt Options, before bool) error {
 	fr := newFramer(p, bld, opt)
 	var stack, locs []int32
 	for s := 0; s < p.NumStacks(); s++ {
@@ -126,7 +133,7 @@ func (fr *framer) location(l int32) []int32 {
 		return fr.frames[o-1 : o-1+fr.locLen[l]]
 	}
 	start := len(fr.frames)
-	fns, _ := fr.p.Lines(l)
+	fns := fr.p.Lines(l)
 	for j := len(fns) - 1; j >= 0; j-- {
 		f := fns[j]
 		if fr.fnName[f] == 0 {
@@ -175,26 +182,31 @@ type stackSet struct {
 	vals   []int64
 }
 
-// readWireTree reads an encoded profile into the tree a graph shows, for
+// readWireTree reads a binary input into the tree a graph shows, for
 // one profile (not a differential): the distinct stacks' frames are kept
-// back to back (4 bytes a frame), and only the frames holding at least
-// 1/20000 of the total are made, top down. No frame below that is ever
-// made: a profile whose stacks are all different (a long CPU profile of a
-// big server) costs its frames, not a tree node for each.
+// back to back, and only the frames holding at least 1/20000 of the
+// total are made, top down. No frame below that is ever made: a profile
+// whose stacks are all different (a long CPU profile of a big server)
+// costs its frames, not a tree node for each.
 //
-// It returns data when the general parser is to read it (errNegative,
-// errNotWire); data is not kept otherwise.
-func readWireTree(t *Tree, data []byte, opt Options) (*Node, []byte, error) {
-	p, si, err := decodeWire(t, data, opt)
-	if err != nil {
-		return nil, data, err
+// It returns the input's bytes, and no tree, when the general parser is
+// to read it (errNegative, errNotWire, as decodeInput).
+func readWireTree(in *input, opt Options) (*Tree, []byte, error) {
+	t := &Tree{}
+	p, si, data, err := decodeInput(t, in, opt)
+	if errors.Is(err, errNegative) || errors.Is(err, errNotWire) {
+		return nil, data, nil
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// data is not used past here, and p not past wireStacks: their
+	// bytes are freed while the tree is made.
 	names := newBuilder(false) // its names only
 	ss, err := wireStacks(p, si, names, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	// p (and data) are not used past here: the GC frees them.
 	var total int64
 	idx := make([]int32, len(ss.vals))
 	for i, v := range ss.vals {
@@ -204,46 +216,38 @@ func readWireTree(t *Tree, data []byte, opt Options) (*Node, []byte, error) {
 	if total == 0 {
 		return nil, nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
-	root := &Node{Name: "all", Total: total}
+	t.Root = &Node{Name: "all", Total: total}
 	pt := &partitioner{ss: ss, min: total / 20000, names: names.names, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), pos: slices.Clone(ss.off[:len(idx)])}
-	pt.build(root, idx)
-	return root, nil, nil
+	pt.build(t.Root, idx)
+	return t, nil, nil
 }
 
 // wireStacks is the frames of p's stacks with a value of type si, in an
-// array made once at its size.
+// array made for about their size: that of their encoded location ids
+// and a quarter for inlined frames.
 func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stackSet, error) {
 	fr := newFramer(p, names, opt)
+	ss := &stackSet{frames: make([]byte, 0, p.IDBytes()*5/4), off: make([]int32, 1, p.NumStacks()+1), vals: make([]int64, 0, p.NumStacks())}
 	var locs []int32
-	n, nstacks := 0, 0
 	for s := 0; s < p.NumStacks(); s++ {
-		if p.Value(s, si) == 0 {
+		v := p.Value(s, si)
+		if v == 0 {
 			continue
 		}
 		locs = p.Stack(s, locs[:0])
 		d := 0
-		for _, l := range locs {
-			n += len(fr.encoded(l))
-			d += int(fr.locLen[l])
+		for i := len(locs) - 1; i >= 0; i-- {
+			ss.frames = append(ss.frames, fr.encoded(locs[i])...)
+			d += int(fr.locLen[locs[i]])
 		}
 		if d > opt.maxDepth() {
 			return nil, depthError(d, opt.maxDepth())
 		}
-		if n > math.MaxInt32 {
+		if len(ss.frames) > math.MaxInt32 {
 			return nil, fmt.Errorf("more than %d bytes of frames in all", math.MaxInt32)
 		}
-		nstacks++
-	}
-	ss := &stackSet{frames: make([]byte, 0, n), off: make([]int32, 1, nstacks+1), vals: make([]int64, 0, nstacks)}
-	for s := 0; s < p.NumStacks(); s++ {
-		if v := p.Value(s, si); v != 0 {
-			locs = p.Stack(s, locs[:0])
-			for i := len(locs) - 1; i >= 0; i-- {
-				ss.frames = append(ss.frames, fr.encoded(locs[i])...)
-			}
-			ss.off = append(ss.off, int32(len(ss.frames)))
-			ss.vals = append(ss.vals, v)
-		}
+		ss.off = append(ss.off, int32(len(ss.frames)))
+		ss.vals = append(ss.vals, v)
 	}
 	return ss, nil
 }

@@ -313,22 +313,11 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	}
 	var data []byte
 	if in.kind == inputProfile && !in.text {
-		wire, err := readWhole(in, opt)
-		if err != nil {
-			return nil, err
+		t, back, err := readWireTree(in, opt)
+		if t != nil || err != nil {
+			return t, err
 		}
-		// wire is not used past this call, so that its bytes are
-		// freed while the tree is made: data is set only to fall back.
-		t := &Tree{}
-		root, back, err := readWireTree(t, wire, opt)
-		if err == nil {
-			t.Root = root
-			return t, nil
-		}
-		if !errors.Is(err, errNegative) && !errors.Is(err, errNotWire) {
-			return nil, err
-		}
-		data = back
+		data = back // for the general parser
 	}
 	diff := in.kind == inputFolded2
 	var p *profile.Profile
@@ -548,22 +537,20 @@ func readInto(t *Tree, bld *builder, r io.Reader, opt Options, before bool) erro
 	switch in.kind {
 	case inputProfile:
 		if !in.text {
-			data, err := readWhole(in, opt)
-			if err != nil {
-				return err
-			}
-			err = readWire(t, bld, data, opt, before)
-			if errors.Is(err, errNegative) {
+			p, si, data, err := decodeInput(t, in, opt)
+			switch {
+			case errors.Is(err, errNegative):
 				return errors.New("a profile with negative values is already a change (as allocdiff -o writes): draw it without -diff")
-			}
-			if !errors.Is(err, errNotWire) {
+			case err == nil:
+				return readWire(bld, p, si, opt, before)
+			case !errors.Is(err, errNotWire):
 				return err
 			}
-			p, err := parseProfile(bytes.NewReader(data), opt)
+			pp, err := parseProfile(bytes.NewReader(data), opt)
 			if err != nil {
 				return err
 			}
-			return profileInto(t, bld, p, opt, before)
+			return profileInto(t, bld, pp, opt, before)
 		}
 		p, err := parseInput(in, opt)
 		if err != nil {
@@ -593,10 +580,6 @@ func looksLikeText(br *bufio.Reader) bool {
 	return ctl*10 < len(b)
 }
 
-// readWhole reads an input whole, within opt's limit.
-func readWhole(in *input, opt Options) ([]byte, error) {
-	return limits.ReadAllSized(in.br, opt.maxBytes(), in.size, "input", "-max-profile-size")
-}
 
 // parseProfile reads a protobuf or legacy text profile.
 func parseProfile(r io.Reader, opt Options) (*profile.Profile, error) {

@@ -93,8 +93,11 @@ func SelectRoute(p *profile.Profile, route string) error {
 
 // Requests returns the requests a profile's comment carries, 0 when it has
 // none (or a value that is not a positive count).
-func Requests(p *profile.Profile) int64 {
-	for _, c := range p.Comments {
+func Requests(p *profile.Profile) int64 { return RequestsIn(p.Comments) }
+
+// RequestsIn is Requests of a profile's comments.
+func RequestsIn(comments []string) int64 {
+	for _, c := range comments {
 		if v, ok := strings.CutPrefix(c, RequestsComment); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 				return n
@@ -135,7 +138,7 @@ func FuncKey(name string, f Folds) string {
 		}
 		// Only in the package path, before the first dot after the last slash.
 		pkgEnd := pkgPathEnd(name)
-		if pkgEnd > 0 {
+		if pkgEnd > 0 && strings.Contains(name[:pkgEnd], "/v") {
 			name = versionRE.ReplaceAllString(name[:pkgEnd], "/vN$1") + name[pkgEnd:]
 		}
 	}
@@ -147,8 +150,12 @@ func FuncKey(name string, f Folds) string {
 		name = strings.TrimSuffix(name, ".abiinternal")
 		name = strings.TrimSuffix(name, "-fm")
 	}
-	if f.Closures {
+	// The regular expressions only where they can match: most names
+	// have no closure.
+	if f.Closures && strings.Contains(name, "glob..func") {
 		name = globRE.ReplaceAllString(name, "glob..func*")
+	}
+	if f.Closures && (strings.Contains(name, ".func") || strings.Contains(name, "wrap")) {
 		name = closureRE.ReplaceAllString(name, ".$1*")
 		name = nestedRE.ReplaceAllString(name, ".func*")
 	}

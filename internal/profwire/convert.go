@@ -60,18 +60,16 @@ func (c *converter) loc(l *profile.Location) int32 {
 		return i
 	}
 	p := c.p
-	i := int32(len(p.locAddr))
+	i := int32(p.NumLocations())
 	c.locs[l] = i
 	p.locIndex.dense = append(p.locIndex.dense, i+1) // id i+1
 	if l == nil {
 		l = &profile.Location{}
 	}
-	p.locAddr = append(p.locAddr, l.Address)
 	for _, ln := range l.Line {
-		p.lineFn = append(p.lineFn, c.fn(ln.Function))
-		p.lineNo = append(p.lineNo, ln.Line)
+		p.addLine(c.fn(ln.Function), ln.Line)
 	}
-	p.lineOff = append(p.lineOff, int32(len(p.lineFn)))
+	p.endLocation(l.Address)
 	return i
 }
 

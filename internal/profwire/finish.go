@@ -6,9 +6,6 @@ package profwire
 // types.
 func (d *decoder) finish() error {
 	p := d.p
-	if len(p.lineOff) == 0 {
-		p.lineOff = append(p.lineOff, 0)
-	}
 	ns := int64(len(p.strs))
 	str := func(i int64) (string, error) {
 		if i < 0 || i >= ns {
@@ -79,16 +76,55 @@ func (d *decoder) finish() error {
 // lines resolves the lines' function ids.
 func (d *decoder) lines(fns *ids) error {
 	p := d.p
-	p.lineFn = make([]int32, len(d.lineFnID))
-	for i, id := range d.lineFnID {
+	for i, id32 := range p.lineFn {
+		id := uint64(id32)
+		if big, ok := d.bigFn[i]; ok {
+			id = big
+		}
 		f, ok := fns.index(id)
 		if !ok {
 			return malformed("a location has a line with no function (id %d)", id)
 		}
 		p.lineFn[i] = f
 	}
-	d.lineFnID = nil
 	return nil
+}
+
+// presize counts the tables' rows in a quick pass over the top-level
+// fields, so that each is made once at its size: a big profile's tables
+// are then neither copied as they grow nor left behind as garbage.
+func (d *decoder) presize(b []byte) {
+	var locs, lines, fns, strs int
+	for len(b) > 0 {
+		num, typ, v, _, rest, err := field(b)
+		if err != nil {
+			break // Decode says what is wrong
+		}
+		b = rest
+		switch {
+		case num == 4 && typ == bytesType:
+			locs++
+			for len(v) > 0 {
+				n, t, _, _, r, err := field(v)
+				if err != nil {
+					break
+				}
+				if n == 4 && t == bytesType {
+					lines++
+				}
+				v = r
+			}
+		case num == 5:
+			fns++
+		case num == 6:
+			strs++
+		}
+	}
+	p := d.p
+	p.lineOff = make([]int32, 1, locs+1)
+	p.lineFn, p.lineNo = make([]int32, 0, lines), make([]int32, 0, lines)
+	p.fnName, p.strs = make([]int64, 0, fns), make([]span, 0, strs)
+	d.locIDs, d.fnIDs = make([]uint64, 0, locs), make([]uint64, 0, fns)
 }
 
 // stacks checks that every stack's location ids are known.

@@ -55,10 +55,13 @@ type Profile struct {
 	vals           []int64 // stack i's values are vals[i*nt:(i+1)*nt]
 	nt             int
 
-	locAddr []uint64
-	lineOff []int32 // location i's lines are lineFn/lineNo[lineOff[i]:lineOff[i+1]]
-	lineFn  []int32 // a function index; innermost first, as pprof lists them
-	lineNo  []int64
+	lineOff  []int32 // location i's lines are lineFn/lineNo[lineOff[i]:lineOff[i+1]]
+	lineFn   []int32 // a function index; innermost first, as pprof lists them
+	lineNo   []int32 // or lineNo64, once a line number is past an int32
+	lineNo64 []int64
+	// addr is the address of each location that has no line (an
+	// unsymbolized one, drawn as its address); others' are not kept.
+	addr map[int32]uint64
 
 	fnName []int64 // a string index
 	strs   []span  // the string table, as spans of data
@@ -79,6 +82,16 @@ func (p *Profile) Stack(i int, buf []int32) []int32 {
 		buf = append(buf, l)
 	}
 	return buf
+}
+
+// IDBytes is the size of the stacks' encoded location ids: about that of
+// an array of their frames as varints.
+func (p *Profile) IDBytes() int {
+	n := 0
+	for i := range p.keyOff {
+		n += int(p.keyEnd[i] - p.keyOff[i])
+	}
+	return n
 }
 
 // Depth is stack i's number of locations.
@@ -103,17 +116,52 @@ func (p *Profile) key(s int32) []byte {
 func (p *Profile) Value(i, t int) int64 { return p.vals[i*p.nt+t] }
 
 // NumLocations is the number of locations.
-func (p *Profile) NumLocations() int { return len(p.locAddr) }
+func (p *Profile) NumLocations() int { return len(p.lineOff) - 1 }
 
-// Lines are location l's functions (indexes) and line numbers, innermost
-// first.
-func (p *Profile) Lines(l int32) ([]int32, []int64) {
-	a, b := p.lineOff[l], p.lineOff[l+1]
-	return p.lineFn[a:b], p.lineNo[a:b]
+// Lines are location l's functions (indexes), innermost first.
+func (p *Profile) Lines(l int32) []int32 { return p.lineFn[p.lineOff[l]:p.lineOff[l+1]] }
+
+// Line is the line number of location l's line j.
+func (p *Profile) Line(l int32, j int) int64 {
+	i := int(p.lineOff[l]) + j
+	if p.lineNo64 != nil {
+		return p.lineNo64[i]
+	}
+	return int64(p.lineNo[i])
 }
 
-// Address is location l's address.
-func (p *Profile) Address(l int32) uint64 { return p.locAddr[l] }
+// Address is the address of location l when it has no line, else 0.
+func (p *Profile) Address(l int32) uint64 { return p.addr[l] }
+
+// addLine adds a line to the last location.
+func (p *Profile) addLine(fn int32, line int64) {
+	p.lineFn = append(p.lineFn, fn)
+	switch {
+	case p.lineNo64 != nil:
+		p.lineNo64 = append(p.lineNo64, line)
+	case line != int64(int32(line)):
+		p.lineNo64 = make([]int64, len(p.lineNo), cap(p.lineNo))
+		for i, n := range p.lineNo {
+			p.lineNo64[i] = int64(n)
+		}
+		p.lineNo = nil
+		p.lineNo64 = append(p.lineNo64, line)
+	default:
+		p.lineNo = append(p.lineNo, int32(line))
+	}
+}
+
+// endLocation ends a location begun after the last one.
+func (p *Profile) endLocation(addr uint64) {
+	l := int32(len(p.lineOff) - 1)
+	p.lineOff = append(p.lineOff, int32(len(p.lineFn)))
+	if p.lineOff[l] == p.lineOff[l+1] {
+		if p.addr == nil {
+			p.addr = map[int32]uint64{}
+		}
+		p.addr[l] = addr
+	}
+}
 
 // NumFuncs is the number of functions.
 func (p *Profile) NumFuncs() int { return len(p.fnName) }
@@ -146,9 +194,10 @@ func Decode(data []byte) (*Profile, error) {
 	if int64(len(data)) > math.MaxUint32 {
 		return nil, malformed("%d bytes: a profile of 4 GiB or more", len(data))
 	}
-	d := &decoder{p: &Profile{data: data}, nv: -1}
+	d := &decoder{p: &Profile{data: data, lineOff: []int32{0}}, nv: -1}
+	d.presize(data)
 	d.table.seed = maphash.MakeSeed()
-	if err := d.top(data); err != nil {
+	if err := d.top(data, nil); err != nil {
 		return nil, err
 	}
 	if err := d.finish(); err != nil {
@@ -171,20 +220,27 @@ type decoder struct {
 	scrVal []int64
 
 	locIDs   []uint64
-	lineFnID []uint64
+	bigFn    map[int]uint64 // line -> function id, for ids past an int32
 	fnIDs    []uint64
 	mapIDs   []uint64
 	posTotal []int64
 }
 
-// top reads the profile's fields.
-func (d *decoder) top(b []byte) error {
-	for len(b) > 0 {
-		num, typ, v, x, rest, err := field(b)
+// top reads the profile's fields; with a stream, as its bytes arrive.
+func (d *decoder) top(b []byte, st *stream) error {
+	for off := 0; ; {
+		end := len(b)
+		if st != nil {
+			end = st.fieldEnd(b, off)
+		}
+		if off >= end {
+			return nil
+		}
+		num, typ, v, x, rest, err := field(b[off:end])
 		if err != nil {
 			return err
 		}
-		b = rest
+		off = end - len(rest)
 		switch num {
 		case 1:
 			err = d.valueType(typ, v)
@@ -200,11 +256,11 @@ func (d *decoder) top(b []byte) error {
 			if typ != bytesType {
 				return malformed("string_table is not bytes")
 			}
-			off := cap(d.p.data) - cap(v)
+			at := cap(d.p.data) - cap(v)
 			if len(d.p.strs) == 0 && len(v) != 0 {
 				return malformed("string_table[0] must be ''")
 			}
-			d.p.strs = append(d.p.strs, span{off, off + len(v)})
+			d.p.strs = append(d.p.strs, span{at, at + len(v)})
 		case 7, 8, 15: // drop_frames, keep_frames, doc_url
 			err = d.varints(typ, v, x, func(u uint64) { d.strIdx = append(d.strIdx, int64(u)) })
 		case 11:
@@ -220,7 +276,6 @@ func (d *decoder) top(b []byte) error {
 			return err
 		}
 	}
-	return nil
 }
 
 // Wire types.
@@ -383,9 +438,6 @@ func (d *decoder) function(typ int, v []byte) error {
 
 func (d *decoder) location(typ int, v []byte) error {
 	p := d.p
-	if len(p.lineOff) == 0 {
-		p.lineOff = append(p.lineOff, 0)
-	}
 	var id, addr uint64
 	err := message(typ, v, func(num, typ int, v []byte, x uint64) error {
 		switch num {
@@ -405,15 +457,22 @@ func (d *decoder) location(typ int, v []byte) error {
 				}
 				return nil
 			})
-			d.lineFnID = append(d.lineFnID, fn)
-			p.lineNo = append(p.lineNo, ln)
+			// The function's id for now (finish makes it an index);
+			// one past an int32 waits in bigFn.
+			if fn > math.MaxInt32 {
+				if d.bigFn == nil {
+					d.bigFn = map[int]uint64{}
+				}
+				d.bigFn[len(p.lineFn)] = fn
+				fn = 0
+			}
+			p.addLine(int32(fn), ln)
 			return err
 		}
 		return nil
 	})
 	d.locIDs = append(d.locIDs, id)
-	p.locAddr = append(p.locAddr, addr)
-	p.lineOff = append(p.lineOff, int32(len(p.lineNo)))
+	p.endLocation(addr)
 	return err
 }
 

@@ -3,6 +3,7 @@ package profwire
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/pprof/profile"
 
@@ -36,7 +38,9 @@ func ofParsed(pp *profile.Profile) content {
 	for _, s := range pp.Sample {
 		var k strings.Builder
 		for _, l := range s.Location {
-			fmt.Fprintf(&k, "%x", l.Address)
+			if len(l.Line) == 0 {
+				fmt.Fprintf(&k, "%x", l.Address)
+			}
 			for _, ln := range l.Line {
 				k.WriteString("|" + frameKey(ln.Function.Name, ln.Line))
 			}
@@ -52,10 +56,12 @@ func ofDecoded(p *Profile) content {
 	for i := 0; i < p.NumStacks(); i++ {
 		var k strings.Builder
 		for _, l := range p.Stack(i, nil) {
-			fmt.Fprintf(&k, "%x", p.Address(l))
-			fns, lines := p.Lines(l)
+			fns := p.Lines(l)
+			if len(fns) == 0 {
+				fmt.Fprintf(&k, "%x", p.Address(l))
+			}
 			for j, f := range fns {
-				k.WriteString("|" + frameKey(p.FuncName(f), lines[j]))
+				k.WriteString("|" + frameKey(p.FuncName(f), p.Line(l, j)))
 			}
 			k.WriteByte(';')
 		}
@@ -185,4 +191,35 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		check(t, "input", raw)
 	})
+}
+
+// DecodeStream, reading as it decodes, reads what Decode reads, in
+// pieces of any size, and a trailer that says too little or too much.
+func TestDecodeStream(t *testing.T) {
+	sh, _ := synthprof.ShapeNamed("deep")
+	sh.Samples = 3000
+	var b bytes.Buffer
+	synthprof.NewGraph(2, 3000).WriteProfile(&b, 3, sh, []string{"samples/count", "cpu/nanoseconds"})
+	raw := gunzip(t, b.Bytes())
+	want, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int64{int64(len(raw)), 0, int64(len(raw)) / 2, int64(len(raw)) * 2, 1} {
+		p, data, err := DecodeStream(iotest.HalfReader(bytes.NewReader(raw)), size)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if !bytes.Equal(data, raw) || !reflect.DeepEqual(ofDecoded(p), ofDecoded(want)) {
+			t.Fatalf("size %d: not what Decode reads", size)
+		}
+	}
+	// Cut short: malformed, with the bytes; a reader's error as it is.
+	if _, data, err := DecodeStream(bytes.NewReader(raw[:len(raw)-3]), int64(len(raw))); !errors.Is(err, ErrMalformed) || len(data) != len(raw)-3 {
+		t.Fatalf("cut short: %v, %d bytes", err, len(data))
+	}
+	boom := errors.New("boom")
+	if _, _, err := DecodeStream(io.MultiReader(bytes.NewReader(raw[:1000]), iotest.ErrReader(boom)), int64(len(raw))); err != boom {
+		t.Fatalf("a reader's error: %v", err)
+	}
 }
