@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
-	"runtime"
 	"strings"
 	"sync"
 

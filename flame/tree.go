@@ -580,7 +580,6 @@ func looksLikeText(br *bufio.Reader) bool {
 	return ctl*10 < len(b)
 }
 
-
 // parseProfile reads a protobuf or legacy text profile.
 func parseProfile(r io.Reader, opt Options) (*profile.Profile, error) {
 	b, err := limits.ReadAll(r, opt.maxBytes(), "input", "-max-profile-size")
