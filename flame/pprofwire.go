@@ -208,18 +208,26 @@ func readWireTree(in *input, opt Options) (*Tree, []byte, error) {
 		return nil, nil, err
 	}
 	var total int64
-	idx := make([]int32, len(ss.vals))
-	for i, v := range ss.vals {
+	for _, v := range ss.vals {
 		total += v
-		idx[i] = int32(i)
 	}
 	if total == 0 {
 		return nil, nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
-	t.Root = &Node{Name: "all", Total: total}
-	pt := &partitioner{ss: ss, min: total / 20000, names: names.names, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), pos: slices.Clone(ss.off[:len(idx)])}
-	pt.build(t.Root, idx)
+	t.Root = treeOf(ss, total, names)
 	return t, nil, nil
+}
+
+// treeOf makes the nodes of stacks whose values add up to total.
+func treeOf(ss *stackSet, total int64, names *builder) *Node {
+	idx := make([]int32, len(ss.vals))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	root := &Node{Name: "all", Total: total}
+	pt := &partitioner{ss: ss, min: total / 20000, names: names.names, annot: names.annot, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), pos: slices.Clone(ss.off[:len(idx)])}
+	pt.build(root, idx)
+	return root
 }
 
 // wireStacks is the frames of p's stacks with a value of type si, in an
@@ -260,6 +268,7 @@ type partitioner struct {
 	ss      *stackSet
 	min     int64
 	names   []string
+	annot   map[int32]byte
 	sum     []int64 // per frame name, within one split; zero between
 	bucket  []int32
 	touched []int32
@@ -326,7 +335,7 @@ func (pt *partitioner) build(parent *Node, idx []int32) {
 		pt.sum[f], pt.bucket[f] = 0, 0
 	}
 	for _, k := range parts {
-		c := &Node{Name: pt.names[k.f], Total: k.v}
+		c := &Node{Name: pt.names[k.f], Total: k.v, Annot: pt.annot[k.f]}
 		parent.kids = append(parent.kids, c)
 		pt.build(c, idx[k.lo:k.hi])
 	}

@@ -41,7 +41,12 @@ type Node struct {
 // Children returns the children sorted by name, as flamegraph.pl does.
 func (n *Node) Children() []*Node {
 	if !n.sorted {
-		sort.Slice(n.kids, func(i, j int) bool { return n.kids[i].Name < n.kids[j].Name })
+		// Two frames have one name when perf's annotations differ
+		// (memcpy_[k], memcpy_[j]): the annotation orders them.
+		sort.Slice(n.kids, func(i, j int) bool {
+			a, b := n.kids[i], n.kids[j]
+			return a.Name < b.Name || a.Name == b.Name && a.Annot < b.Annot
+		})
 		n.sorted = true
 	}
 	return n.kids
@@ -318,6 +323,9 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 			return t, err
 		}
 		data = back // for the general parser
+	}
+	if in.kind == inputFolded {
+		return readFoldedTree(in.br, opt)
 	}
 	diff := in.kind == inputFolded2
 	var p *profile.Profile

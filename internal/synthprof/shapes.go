@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"sort"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -277,12 +278,13 @@ func (e *encoder) location(f frame, fresh bool) uint64 {
 }
 
 // WriteFolded writes lines of folded stacks ("a;b;c count", root first)
-// drawn with seed, inlined frames included; it returns the bytes written.
+// drawn with seed, inlined frames included, sorted as the stackcollapse
+// scripts write them; it returns the bytes written.
 func (g *Graph) WriteFolded(w io.Writer, seed int64, sh Shape) (int64, error) {
 	rng := rand.New(rand.NewSource(seed))
-	bw := bufio.NewWriterSize(w, 1<<20)
 	var st []frame
-	var n int64
+	lines := make([]string, 0, sh.FoldedLines)
+	counts := map[string]int{}
 	var line []byte
 	for i := 0; i < sh.FoldedLines; i++ {
 		st = g.walk(rng, sh, st)
@@ -297,9 +299,19 @@ func (g *Graph) WriteFolded(w io.Writer, seed int64, sh Shape) (int64, error) {
 				line = append(line, g.names[in]...)
 			}
 		}
-		line = fmt.Appendf(line, " %d\n", 1+rng.Intn(1000))
-		n += int64(len(line))
-		if _, err := bw.Write(line); err != nil {
+		k := string(line)
+		if _, ok := counts[k]; !ok {
+			lines = append(lines, k)
+		}
+		counts[k] += 1 + rng.Intn(1000)
+	}
+	sort.Strings(lines)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var n int64
+	for _, l := range lines {
+		m, err := fmt.Fprintf(bw, "%s %d\n", l, counts[l])
+		n += int64(m)
+		if err != nil {
 			return n, err
 		}
 	}

@@ -30,9 +30,11 @@ func newSite(n int) {
 var counter int
 
 func main() {
+	// Every allocation of main.main counted, in both versions: one
+	// sampled at the default rate would be a change that is not one.
+	runtime.MemProfileRate = 1
 	out := flag.String("o", "allocs.pb.gz", "profile to write")
 	flag.Parse()
-	runtime.MemProfileRate = 1
 	count := func() { counter++ }
 	work := func(n int) {
 		for i := 0; i < n; i++ {
