@@ -1,13 +1,19 @@
 package flame
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"github.com/perfspy/perfspy/internal/synthprof"
@@ -245,4 +251,115 @@ func depth(n *Node) int {
 		d = max(d, depth(c))
 	}
 	return d + 1
+}
+
+// The folded reader that parses blocks on every core reads what the
+// reader of one line at a time reads: the same tree, lines left out and
+// errors.
+func FuzzFoldedBlocks(f *testing.F) {
+	b, _ := os.ReadFile("testdata/small.folded")
+	f.Add(b, uint16(7))
+	f.Add([]byte("a;b 1\n;c 2\nx 0.5\n# c\nbad\na;b;c 3\n"), uint16(3))
+	f.Add([]byte("a_[k];b 1\na_[j];b 2\na;b 1e3\n"), uint16(1))
+	f.Fuzz(func(t *testing.T, in []byte, block uint16) {
+		opt := Options{MaxDepth: 32}
+		seq := &Tree{}
+		b := newBuilder(false)
+		b.maxDepth = opt.maxDepth()
+		errSeq := readFolded(seq, b, bufio.NewReader(bytes.NewReader(in)), opt, false)
+		par, errPar := readFoldedBlocks(bufio.NewReader(bytes.NewReader(in)), opt, 1+int(block)%64)
+		if (errSeq == nil) != (errPar == nil) || errSeq != nil && errSeq.Error() != errPar.Error() {
+			t.Fatalf("one line at a time: %v; in blocks: %v", errSeq, errPar)
+		}
+		if errSeq != nil {
+			return
+		}
+		seq.Root = b.nodes(false)
+		if seq.Ignored != par.Ignored || seq.Scale != par.Scale || fmt.Sprint(seq.FirstIgnored) != fmt.Sprint(par.FirstIgnored) {
+			t.Fatalf("left out %d %v, scale %d; in blocks %d %v, scale %d", seq.Ignored, seq.FirstIgnored, seq.Scale, par.Ignored, par.FirstIgnored, par.Scale)
+		}
+		if a, b := dumpTree(seq.Root), dumpTree(par.Root); a != b {
+			t.Fatalf("one line at a time:\n%s\nin blocks:\n%s", a, b)
+		}
+	})
+}
+
+func dumpTree(n *Node) string {
+	var b strings.Builder
+	var walk func(n *Node, depth int)
+	walk = func(n *Node, depth int) {
+		fmt.Fprintf(&b, "%*s%s/%c %d\n", depth, "", n.Name, n.Annot+'0', n.Total)
+		for _, c := range n.Children() {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+// A pprof profile read by the decoder of its bytes makes the tree that
+// the general parser (profile.Parse, then a tree of every frame) makes:
+// on each shape of synthetic profile and on the peers' profiles.
+func TestWireTreeAgreesWithParse(t *testing.T) {
+	var inputs [][]byte
+	for _, name := range []string{"deep", "shallow-1M", "locations-1M"} {
+		sh, _ := synthprof.ShapeNamed(name)
+		sh.Samples = 20000
+		var b bytes.Buffer
+		if err := synthprof.NewGraph(4, 2000).WriteProfile(&b, 5, sh, []string{"samples/count", "cpu/nanoseconds"}); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, b.Bytes())
+	}
+	peers, _ := filepath.Glob("../../shared/peer-cases/pprof/*")
+	for _, p := range peers {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, b)
+	}
+	for i, in := range inputs {
+		checkWireTree(t, fmt.Sprint("input ", i), in)
+	}
+}
+
+func checkWireTree(t *testing.T, name string, in []byte) {
+	t.Helper()
+	got, err := Read(bytes.NewReader(in), Options{})
+	pp, perr := profile.ParseData(in)
+	if perr != nil {
+		return // not a profile: what Read makes of it is other tests'
+	}
+	if err != nil {
+		if errors.Is(err, ErrEmpty) || errors.Is(err, errOverflow) || strings.Contains(err.Error(), "sample type") {
+			return // what Read refuses and the parser does not
+		}
+		t.Fatalf("%s: profile.Parse reads it, Read says %v", name, err)
+	}
+	want := &Tree{}
+	b := newBuilder(hasNegative(pp))
+	if err := profileInto(want, b, pp, Options{}, false); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want.Root = b.nodes(want.Diff)
+	if a, b := dumpTree(want.Root), dumpTree(got.Root); a != b {
+		t.Fatalf("%s: decoded differs from profile.Parse's", name)
+	}
+	if want.Sample != got.Sample || want.Unit != got.Unit || want.Requests != got.Requests {
+		t.Fatalf("%s: %s/%s/%d, want %s/%s/%d", name, got.Sample, got.Unit, got.Requests, want.Sample, want.Unit, want.Requests)
+	}
+}
+
+func FuzzWireTree(f *testing.F) {
+	sh, _ := synthprof.ShapeNamed("deep")
+	sh.Samples, sh.MinDepth, sh.MaxDepth = 5, 2, 5
+	var b bytes.Buffer
+	synthprof.NewGraph(1, 40).WriteProfile(&b, 1, sh, []string{"alloc_objects/count", "alloc_space/bytes"})
+	zr, _ := gzip.NewReader(&b)
+	raw, _ := io.ReadAll(zr)
+	f.Add(raw)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkWireTree(t, "input", in)
+	})
 }

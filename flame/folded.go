@@ -44,6 +44,11 @@ type blockResult struct {
 // (the same lines left out, errors at the same lines), with far less
 // memory than a tree of every frame.
 func readFoldedTree(br *bufio.Reader, opt Options) (*Tree, error) {
+	return readFoldedBlocks(br, opt, blockSize)
+}
+
+// readFoldedBlocks is readFoldedTree with blocks of size bytes.
+func readFoldedBlocks(br *bufio.Reader, opt Options, size int) (*Tree, error) {
 	nw := runtime.GOMAXPROCS(0)
 	blocks := make(chan block, nw)
 	results := make(chan *blockResult, nw)
@@ -66,7 +71,7 @@ func readFoldedTree(br *bufio.Reader, opt Options) (*Tree, error) {
 	}
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- splitBlocks(br, blocks, free)
+		readErr <- splitBlocks(br, blocks, free, size)
 		close(blocks)
 	}()
 	go func() {
@@ -100,7 +105,7 @@ type sharedNames struct {
 
 // splitBlocks reads br into blocks of whole lines; a line longer than
 // maxFoldedLine is an error at its number.
-func splitBlocks(br *bufio.Reader, out chan<- block, free chan []byte) error {
+func splitBlocks(br *bufio.Reader, out chan<- block, free chan []byte, size int) error {
 	var carry []byte
 	line, seq := 1, 0
 	for {
@@ -109,8 +114,8 @@ func splitBlocks(br *bufio.Reader, out chan<- block, free chan []byte) error {
 		case buf = <-free:
 		default:
 		}
-		if cap(buf) < max(blockSize, 2*len(carry)) {
-			buf = make([]byte, 0, max(blockSize, 2*len(carry)))
+		if cap(buf) < max(size, 2*len(carry)) {
+			buf = make([]byte, 0, max(size, 2*len(carry)))
 		}
 		buf = append(buf[:0], carry...)
 		n, err := io.ReadFull(br, buf[len(carry):cap(buf)])
@@ -122,6 +127,8 @@ func splitBlocks(br *bufio.Reader, out chan<- block, free chan []byte) error {
 		end := len(buf)
 		if !eof {
 			end = bytes.LastIndexByte(buf, '\n') + 1
+		} else if end == 0 {
+			return nil
 		}
 		if end == 0 { // no line ends in the block: a longer one
 			if len(buf) > maxFoldedLine {
@@ -130,11 +137,9 @@ func splitBlocks(br *bufio.Reader, out chan<- block, free chan []byte) error {
 			carry = append([]byte(nil), buf...)
 			continue
 		}
-		if end > 0 {
-			out <- block{seq: seq, line: line, b: buf[:end]}
-			seq++
-			line += bytes.Count(buf[:end], []byte{'\n'})
-		}
+		out <- block{seq: seq, line: line, b: buf[:end]}
+		seq++
+		line += bytes.Count(buf[:end], []byte{'\n'})
 		if eof {
 			return nil
 		}
