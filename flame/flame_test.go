@@ -319,8 +319,14 @@ func TestWireTreeAgreesWithParse(t *testing.T) {
 		}
 		inputs = append(inputs, b)
 	}
-	for i, in := range inputs {
-		checkWireTree(t, fmt.Sprint("input ", i), in)
+	// Both ways of walking the stacks: in the input's bytes, and
+	// written out.
+	defer func(v int) { framesAbove = v }(framesAbove)
+	for _, above := range []int{0, 1 << 30} {
+		framesAbove = above
+		for i, in := range inputs {
+			checkWireTree(t, fmt.Sprint("input ", i, ", frames written out above ", above), in)
+		}
 	}
 }
 

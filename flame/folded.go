@@ -319,6 +319,7 @@ func mergeFolded(got []*blockResult, names *builder) (*Tree, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
-	t.Root = treeOf(ss, total, names)
+	ss.pos = slices.Clone(ss.off[:len(ss.vals)])
+	t.Root = treeOf(ss, ss.vals, total, names)
 	return t, nil
 }

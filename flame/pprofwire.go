@@ -118,9 +118,6 @@ type framer struct {
 	locOff []int32 // location -> its frames in frames, + 1
 	locLen []int32
 	frames []int32 // outermost first, per location
-	// The same frames as varints (stackSet's form), per location.
-	encOff, encLen []int32
-	enc            []byte
 }
 
 func newFramer(p *profwire.Profile, bld *builder, opt Options) *framer {
@@ -157,37 +154,22 @@ func (fr *framer) stack(st, locs []int32, s int) ([]int32, []int32) {
 	return st, locs
 }
 
-// encoded is location l's frames as varints, outermost first.
-func (fr *framer) encoded(l int32) []byte {
-	if fr.encOff == nil {
-		fr.encOff, fr.encLen = make([]int32, len(fr.locOff)), make([]int32, len(fr.locOff))
-	}
-	if o := fr.encOff[l]; o != 0 {
-		return fr.enc[o-1 : o-1+fr.encLen[l]]
-	}
-	start := len(fr.enc)
-	for _, f := range fr.location(l) {
-		fr.enc = binary.AppendUvarint(fr.enc, uint64(f))
-	}
-	fr.encOff[l], fr.encLen[l] = int32(start+1), int32(len(fr.enc)-start)
-	return fr.enc[start:]
-}
-
-// stackSet is the distinct stacks' frames, back to back, root first,
-// each an interned name as a varint: the first names interned are the
-// roots' and the hot paths', of a byte or two.
+// stackSet is stacks' frames, back to back, root first, each an
+// interned name as a varint: the first names interned are the roots' and
+// the hot paths', of a byte or two.
 type stackSet struct {
 	frames []byte
 	off    []int32 // stack i's frames are frames[off[i]:off[i+1]]
 	vals   []int64
+	pos    []int32 // where stack i's next frame starts
 }
 
 // readWireTree reads a binary input into the tree a graph shows, for
-// one profile (not a differential): the distinct stacks' frames are kept
-// back to back, and only the frames holding at least 1/20000 of the
-// total are made, top down. No frame below that is ever made: a profile
-// whose stacks are all different (a long CPU profile of a big server)
-// costs its frames, not a tree node for each.
+// one profile (not a differential): only the frames holding at least
+// 1/20000 of the total are made, top down, walking each distinct stack
+// from its root in the input's own bytes. No frame below that is ever
+// made, nor an array of every stack's frames: a profile whose stacks are
+// all different (a long CPU profile of a big server) costs its bytes.
 //
 // It returns the input's bytes, and no tree, when the general parser is
 // to read it (errNegative, errNotWire, as decodeInput).
@@ -200,34 +182,127 @@ func readWireTree(in *input, opt Options) (*Tree, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// data is not used past here, and p not past wireStacks: their
-	// bytes are freed while the tree is made.
 	names := newBuilder(false) // its names only
-	ss, err := wireStacks(p, si, names, opt)
-	if err != nil {
-		return nil, nil, err
+	var src frameSource
+	var vals []int64
+	if p.NumStacks() >= framesAbove {
+		ss, err := wireStacks(p, si, names, opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, vals = ss, ss.vals
+	} else {
+		if src, vals, err = newWireSource(p, si, names, opt); err != nil {
+			return nil, nil, err
+		}
 	}
 	var total int64
-	for _, v := range ss.vals {
+	for _, v := range vals {
 		total += v
 	}
 	if total == 0 {
 		return nil, nil, fmt.Errorf("every value is zero: %w", ErrEmpty)
 	}
-	t.Root = treeOf(ss, total, names)
+	t.Root = treeOf(src, vals, total, names)
 	return t, nil, nil
 }
 
-// treeOf makes the nodes of stacks whose values add up to total.
-func treeOf(ss *stackSet, total int64, names *builder) *Node {
-	idx := make([]int32, len(ss.vals))
+// framesAbove is the number of distinct stacks from which a profile's
+// frames are written out (wireStacks: a varint each, about the size of
+// the input's location ids again) rather than walked in the input's
+// bytes (wireSource): a walk reads the input at random, one location at
+// a time, which is slow once the stacks are far bigger than the caches.
+var framesAbove = 1 << 18
+
+// frameSource gives the stacks' frames, root first, one at a time.
+type frameSource interface {
+	// next is stack i's next frame (an interned name), or -1 past its
+	// leaf.
+	next(i int32) int32
+}
+
+// treeOf makes the nodes of stacks (src's, with vals) whose values add
+// up to total.
+func treeOf(src frameSource, vals []int64, total int64, names *builder) *Node {
+	idx := make([]int32, len(vals))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
 	root := &Node{Name: "all", Total: total}
-	pt := &partitioner{ss: ss, min: total / 20000, names: names.names, annot: names.annot, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), pos: slices.Clone(ss.off[:len(idx)])}
+	pt := &partitioner{src: src, vals: vals, min: total / 20000, names: names.names, annot: names.annot, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx))}
 	pt.build(root, idx)
 	return root
+}
+
+// wireSource walks a decoded profile's stacks from their roots, through
+// their encoded location ids: a cursor in those, and the frames of the
+// location under way (several when it has inlined calls).
+type wireSource struct {
+	p  *profwire.Profile
+	fr *framer
+	st []wireCursor
+}
+
+// wireCursor is where a stack's walk is: one struct, so that a step
+// reads one cache line of it.
+type wireCursor struct {
+	stack int32 // the profile's stack
+	at    uint32
+	loc   int32 // -1 before the root
+	inner int32 // the next of loc's frames
+}
+
+// newWireSource is the stacks of p with a value of type si, and those
+// values; every frame's name is interned by its return, and a stack
+// deeper than the limit is an error.
+func newWireSource(p *profwire.Profile, si int, names *builder, opt Options) (*wireSource, []int64, error) {
+	ws := &wireSource{p: p, fr: newFramer(p, names, opt)}
+	var vals []int64
+	var locs []int32
+	for s := 0; s < p.NumStacks(); s++ {
+		v := p.Value(s, si)
+		if v == 0 {
+			continue
+		}
+		locs = p.Stack(s, locs[:0])
+		d := 0
+		for _, l := range locs {
+			d += len(ws.fr.location(l))
+		}
+		if d > opt.maxDepth() {
+			return nil, nil, depthError(d, opt.maxDepth())
+		}
+		ws.st = append(ws.st, wireCursor{stack: int32(s), at: p.RootCursor(s), loc: -1})
+		vals = append(vals, v)
+	}
+	return ws, vals, nil
+}
+
+func (ws *wireSource) next(i int32) int32 {
+	c := &ws.st[i]
+	for {
+		if c.loc >= 0 && c.inner < ws.fr.locLen[c.loc] {
+			f := ws.fr.frames[ws.fr.locOff[c.loc]-1+c.inner]
+			c.inner++
+			return f
+		}
+		l, at, ok := ws.p.Inward(int(c.stack), c.at)
+		if !ok {
+			return -1
+		}
+		c.at, c.loc, c.inner = at, l, 0
+	}
+}
+
+// next is stack i's next frame from its varints.
+func (ss *stackSet) next(i int32) int32 {
+	at := ss.pos[i]
+	if at == ss.off[i+1] {
+		return -1
+	}
+	x, n := binary.Uvarint(ss.frames[at:])
+	ss.pos[i] = at + int32(n)
+	return int32(x)
 }
 
 // wireStacks is the frames of p's stacks with a value of type si, in an
@@ -245,7 +320,9 @@ func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stac
 		locs = p.Stack(s, locs[:0])
 		d := 0
 		for i := len(locs) - 1; i >= 0; i-- {
-			ss.frames = append(ss.frames, fr.encoded(locs[i])...)
+			for _, f := range fr.location(locs[i]) {
+				ss.frames = binary.AppendUvarint(ss.frames, uint64(f))
+			}
 			d += int(fr.locLen[locs[i]])
 		}
 		if d > opt.maxDepth() {
@@ -257,6 +334,7 @@ func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stac
 		ss.off = append(ss.off, int32(len(ss.frames)))
 		ss.vals = append(ss.vals, v)
 	}
+	ss.pos = slices.Clone(ss.off[:len(ss.vals)])
 	return ss, nil
 }
 
@@ -265,7 +343,8 @@ func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stac
 // least min become nodes and are split further. A stack is split once
 // per depth, in order: pos is where its next frame starts.
 type partitioner struct {
-	ss      *stackSet
+	src     frameSource
+	vals    []int64
 	min     int64
 	names   []string
 	annot   map[int32]byte
@@ -274,27 +353,21 @@ type partitioner struct {
 	touched []int32
 	tmp     []int32
 	cur     []int32
-	pos     []int32
 }
 
 func (pt *partitioner) build(parent *Node, idx []int32) {
-	ss := pt.ss
 	pt.touched = pt.touched[:0]
 	cur := pt.cur[:len(idx)] // each stack's frame at this depth
 	for j, i := range idx {
-		at := pt.pos[i]
-		if at == ss.off[i+1] {
-			cur[j] = -1 // the stack ends here: its value is parent's own
-			continue
-		}
-		x, n := binary.Uvarint(ss.frames[at:])
-		pt.pos[i] = at + int32(n)
-		f := int32(x)
+		f := pt.src.next(i)
 		cur[j] = f
+		if f < 0 {
+			continue // the stack ends here: its value is parent's own
+		}
 		if pt.sum[f] == 0 {
 			pt.touched = append(pt.touched, f)
 		}
-		pt.sum[f] += ss.vals[i]
+		pt.sum[f] += pt.vals[i]
 	}
 	type part struct {
 		f      int32

@@ -30,6 +30,9 @@ type Env struct {
 	Rounds         int
 	Duration       time.Duration // load per window, for benchmarks that run probe
 	Idle           int           // idle goroutines in the target, for offcpu
+	// Shapes are the inputs of the readers' benchmarks (flame,
+	// allocdiff); none is every shape.
+	Shapes []string
 }
 
 // Bench is one benchmark of a command.
@@ -60,6 +63,7 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	what := fs.String("what", defaults, "benchmarks to run: "+strings.Join(names, ", "))
 	fs.DurationVar(&env.Duration, "duration", 3*time.Second, "load per window, for the benchmarks that run probe")
 	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
+	shapes := fs.String("shape", "", "flame, allocdiff: the `shapes` of input, comma-separated: deep, shallow-1M, locations-1M, folded (flame only); default all")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cmdmain.OK
@@ -69,6 +73,9 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	if env.Rounds < 1 || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, and no arguments\n", name)
 		return cmdmain.Usage
+	}
+	if *shapes != "" {
+		env.Shapes = strings.Split(*shapes, ",")
 	}
 	var run []Bench
 	for _, w := range strings.Split(*what, ",") {

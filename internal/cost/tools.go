@@ -1,13 +1,13 @@
 package cost
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,70 +18,246 @@ import (
 
 // Allocdiff times allocdiff against go tool pprof -top -diff_base.
 var Allocdiff = Bench{Name: "allocdiff", Run: func(ctx context.Context, env Env) error {
-	return benchAllocdiff(ctx, env.Stdout, env.Stderr, env.Rounds)
+	return benchReaders(ctx, env, "allocdiff")
 }}
 
 // Flame times flame against go tool pprof -top and flamegraph.pl.
 var Flame = Bench{Name: "flame", Run: func(ctx context.Context, env Env) error {
-	return benchFlame(ctx, env.Stdout, env.Stderr, env.Rounds)
+	return benchReaders(ctx, env, "flame")
 }}
 
-// benchAllocdiff times allocdiff against go tool pprof -top -diff_base on
-// synthetic profile pairs of 50k and 100k samples (synthprof.Synthetic), run
-// alternately, and compares wall time and peak memory (max RSS).
-func benchAllocdiff(ctx context.Context, stdout, stderr io.Writer, rounds int) error {
+// ReaderShapes are the shapes of input the readers' benchmarks run on
+// (synthprof.Shapes); allocdiff has no folded input.
+func ReaderShapes(tool string) []string {
+	var out []string
+	for _, sh := range synthprof.Shapes {
+		if tool == "allocdiff" && sh.FoldedLines > 0 {
+			continue
+		}
+		out = append(out, sh.Name)
+	}
+	return out
+}
+
+// readerGoals are what each shape must meet: the speed-up over the
+// reference and the memory as a fraction of its, and an absolute bound
+// on the 1M-location profile.
+type readerGoal struct {
+	speedup, memory float64
+	secs, mb        float64 // 0: none
+}
+
+func goalOf(tool string, sh synthprof.Shape) readerGoal {
+	g := readerGoal{speedup: 10, memory: 1.0 / 3}
+	switch {
+	case sh.FoldedLines > 0:
+		g = readerGoal{speedup: 50, memory: 0.1}
+	case sh.FreshLeaves && tool == "flame":
+		g.secs, g.mb = 3, 500
+	case sh.FreshLeaves:
+		g.secs, g.mb = 5, 500
+	}
+	return g
+}
+
+// flamegraphPl is flamegraph.pl measured on a machine like the one the
+// project runs on (2 cores), on the folded shape (238 MB), for when it
+// is not on PATH: seconds and MB.
+const flamegraphPlSecs, flamegraphPlMB = 46.5, 1756
+
+// benchReaders times tool (flame or allocdiff) against the reference on
+// each shape of env.Shapes, in alternating rounds, and prints a table
+// with the goals met or not.
+func benchReaders(ctx context.Context, env Env, tool string) error {
+	shapes := env.Shapes
+	if len(shapes) == 0 {
+		shapes = ReaderShapes(tool)
+	}
+	for _, name := range shapes {
+		if !slices.Contains(ReaderShapes(tool), name) {
+			return fmt.Errorf("-shape %s: want one of %s", name, strings.Join(ReaderShapes(tool), ", "))
+		}
+	}
 	work, err := os.MkdirTemp("", "perfspy-cost-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	tools, err := buildTools(ctx, stderr, work, "rsswrap", "allocdiff")
+	tools, err := buildTools(ctx, env.Stderr, work, "rsswrap", tool)
 	if err != nil {
 		return err
 	}
-	wrap, ad, pprofBin := tools[0], tools[1], tools[2]
+	rb := &readerBench{env: env, tool: tool, work: work, wrap: tools[0], bin: tools[1], pprof: tools[2]}
+	ref := "go tool pprof -top"
+	if tool == "allocdiff" {
+		ref += " -diff_base"
+	}
+	fmt.Fprintf(env.Stdout, "%s against %s (flamegraph.pl on folded input), synthetic profiles from seeds, median of %d alternating rounds\n", tool, ref, env.Rounds)
+	fmt.Fprintf(env.Stdout, "%-13s %-52s %8s %7s %8s %7s %8s %7s  %s\n", "shape", "input", tool+" s", "MB", "ref s", "MB", "speedup", "memory", "goals")
+	for _, name := range shapes {
+		sh, _ := synthprof.ShapeNamed(name)
+		if err := rb.shape(ctx, sh); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// readerBench is one reader's benchmark: the tool, the reference, where
+// their inputs are written.
+type readerBench struct {
+	env                    Env
+	tool                   string
+	work, wrap, bin, pprof string
+}
+
+// inputs writes a shape's inputs (two for allocdiff) and returns their
+// paths and the first's size.
+func (rb *readerBench) inputs(sh synthprof.Shape) ([]string, int64, error) {
+	fmt.Fprintf(rb.env.Stderr, "writing the %s inputs\n", sh.Name)
+	g := synthprof.NewGraph(1, sh.Funcs)
 	types := []string{"alloc_objects/count", "alloc_space/bytes"}
-	fmt.Fprintf(stdout, "allocdiff vs go tool pprof -top -diff_base, synthetic profiles (stack depth 10-60), median of %d alternating rounds\n", rounds)
-	fmt.Fprintf(stdout, "%9s %12s %12s %8s %12s %12s %8s\n", "samples", "pprof s", "allocdiff s", "speedup", "pprof MB", "allocdiff MB", "mem ratio")
-	for _, n := range []int{50000, 100000} {
-		b, a := filepath.Join(work, fmt.Sprintf("b%d.pb.gz", n)), filepath.Join(work, fmt.Sprintf("a%d.pb.gz", n))
-		for i, path := range []string{b, a} {
-			f, err := os.Create(path)
+	if rb.tool == "flame" {
+		types = []string{"samples/count", "cpu/nanoseconds"}
+	}
+	var inputs []string
+	var size int64
+	for i := 0; i < 2; i++ {
+		path := filepath.Join(rb.work, fmt.Sprintf("%s.%d", sh.Name, i))
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		if sh.FoldedLines > 0 {
+			size, err = g.WriteFolded(f, int64(10+i), sh)
+		} else {
+			err = g.WriteProfile(f, int64(10+i), sh, types)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if st, err := os.Stat(path); err == nil && size == 0 {
+			size = st.Size()
+		}
+		inputs = append(inputs, path)
+		if rb.tool == "flame" {
+			break
+		}
+	}
+	return inputs, size, nil
+}
+
+// shape times the tool and its reference on a shape's inputs, in
+// alternating rounds, and prints the row.
+func (rb *readerBench) shape(ctx context.Context, sh synthprof.Shape) error {
+	inputs, size, err := rb.inputs(sh)
+	if err != nil {
+		return err
+	}
+	ours := []string{rb.bin, "-o", filepath.Join(rb.work, "out.svg"), inputs[0]}
+	theirs := []string{rb.pprof, "-top", inputs[0]}
+	if rb.tool == "allocdiff" {
+		ours = []string{rb.bin, inputs[0], inputs[1]}
+		theirs = []string{rb.pprof, "-top", "-diff_base", inputs[0], inputs[1]}
+	}
+	refSecs, refMB := 0.0, 0.0
+	if sh.FoldedLines > 0 {
+		theirs = nil
+		if perl, err := exec.LookPath("flamegraph.pl"); err == nil {
+			theirs = []string{perl, inputs[0]}
+		} else {
+			refSecs, refMB = flamegraphPlSecs, flamegraphPlMB
+		}
+	}
+	var ot, om, rt, rm []float64
+	for r := 0; r < rb.env.Rounds; r++ {
+		runs := [][]string{ours, theirs}
+		if r%2 == 1 {
+			runs[0], runs[1] = runs[1], runs[0]
+		}
+		for _, cmd := range runs {
+			if cmd == nil {
+				continue
+			}
+			fmt.Fprintf(rb.env.Stderr, "%s, round %d: %s\n", sh.Name, r+1, filepath.Base(cmd[0]))
+			// rsswrap discards the command's output and prints its memory.
+			t, m, err := measure(ctx, rb.wrap, cmd...)
 			if err != nil {
 				return err
 			}
-			if err := synthprof.Synthetic(int64(1000+10*n+i), n, types).Write(f); err != nil {
-				f.Close()
-				return err
-			}
-			f.Close()
-		}
-		var pt, pm, at, am []float64
-		for r := 0; r < rounds; r++ {
-			runs := []struct {
-				t, m *[]float64
-				cmd  []string
-			}{
-				{&pt, &pm, []string{pprofBin, "-top", "-diff_base", b, a}},
-				{&at, &am, []string{ad, "-top", "20", b, a}},
-			}
-			if r%2 == 1 {
-				runs[0], runs[1] = runs[1], runs[0]
-			}
-			for _, run := range runs {
-				fmt.Fprintf(stderr, "%d samples, round %d: %s\n", n, r+1, filepath.Base(run.cmd[0]))
-				// rsswrap discards the command's output and prints its memory.
-				t, m, err := measure(ctx, wrap, run.cmd...)
-				if err != nil {
-					return err
-				}
-				*run.t = append(*run.t, t)
-				*run.m = append(*run.m, m)
+			if cmd[0] == rb.bin {
+				ot, om = append(ot, t), append(om, m)
+			} else {
+				rt, rm = append(rt, t), append(rm, m)
 			}
 		}
-		fmt.Fprintf(stdout, "%9d %12.2f %12.2f %7.1fx %12.0f %12.0f %8.2f\n", n, median(pt), median(at), median(pt)/median(at), median(pm), median(am), median(am)/median(pm))
 	}
+	r := row{sh: sh, size: size, secs: median(ot), mb: median(om), refSecs: refSecs, refMB: refMB, recorded: theirs == nil}
+	if theirs != nil {
+		r.refSecs, r.refMB = median(rt), median(rm)
+	}
+	r.write(rb.env.Stdout, rb.tool)
 	return nil
+}
+
+// row is a shape's figures: the tool's and the reference's medians.
+type row struct {
+	sh                       synthprof.Shape
+	size                     int64
+	secs, mb, refSecs, refMB float64
+	recorded                 bool // the reference's are the recorded ones
+}
+
+// write prints a shape's figures and its goals, met or not.
+func (r row) write(w io.Writer, tool string) {
+	sh, size, secs, mb, refSecs, refMB := r.sh, r.size, r.secs, r.mb, r.refSecs, r.refMB
+	g := goalOf(tool, sh)
+	speedup, memory := refSecs/secs, mb/refMB
+	goals := []string{
+		fmt.Sprintf("speed-up >= %gx %s", g.speedup, verdict(speedup >= g.speedup)),
+		fmt.Sprintf("memory <= %.2f %s", g.memory, verdict(memory <= g.memory)),
+	}
+	if g.secs > 0 {
+		goals = append(goals, fmt.Sprintf("<= %g s %s", g.secs, verdict(secs <= g.secs)), fmt.Sprintf("<= %g MB %s", g.mb, verdict(mb <= g.mb)))
+	}
+	ref := ""
+	if r.recorded {
+		ref = " (flamegraph.pl not on PATH: the reference as measured on a machine like this one)"
+	}
+	fmt.Fprintf(w, "%-13s %-52s %8.2f %7.0f %8.2f %7.0f %7.1fx %7.2f  %s%s\n", sh.Name, describe(tool, sh, size), secs, mb, refSecs, refMB, speedup, memory, strings.Join(goals, ", "), ref)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT MET"
+}
+
+// describe says what a shape's input is.
+func describe(tool string, sh synthprof.Shape, size int64) string {
+	mb := float64(size) / (1 << 20)
+	if sh.FoldedLines > 0 {
+		return fmt.Sprintf("%dk folded lines, depth %d-%d (%.0f MB)", sh.FoldedLines/1000, sh.MinDepth, sh.MaxDepth, mb)
+	}
+	what := fmt.Sprintf("%s samples, depth %d-%d, %dk funcs", count(sh.Samples), sh.MinDepth, sh.MaxDepth, sh.Funcs/1000)
+	if sh.FreshLeaves {
+		what += ", a location each"
+	}
+	if tool == "allocdiff" {
+		return fmt.Sprintf("%s, x2 (%.0f MB gz)", what, mb)
+	}
+	return fmt.Sprintf("%s (%.0f MB gz)", what, mb)
+}
+
+func count(n int) string {
+	if n >= 1000000 && n%1000000 == 0 {
+		return fmt.Sprintf("%dM", n/1000000)
+	}
+	return fmt.Sprintf("%dk", n/1000)
 }
 
 // buildTools builds the named commands (rsswrap, under which the measured
@@ -128,115 +304,4 @@ func measure(ctx context.Context, wrap string, args ...string) (float64, float64
 		return 0, 0, fmt.Errorf("rsswrap said %q", out)
 	}
 	return secs, kb / 1024, nil
-}
-
-// benchFlame times flame on a 100k-sample pprof profile against go tool
-// pprof -top on the same file, and on 100k lines of folded stacks (depth
-// 10 to 60) against flamegraph.pl when it is on PATH; it prints flame's
-// peak memory, and the reference measured on this kind of machine when
-// flamegraph.pl is not there.
-func benchFlame(ctx context.Context, stdout, stderr io.Writer, rounds int) error {
-	work, err := os.MkdirTemp("", "perfspy-cost-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	tools, err := buildTools(ctx, stderr, work, "rsswrap", "flame")
-	if err != nil {
-		return err
-	}
-	wrap, fl, pprofBin := tools[0], tools[1], tools[2]
-	prof := filepath.Join(work, "p.pb.gz")
-	f, err := os.Create(prof)
-	if err != nil {
-		return err
-	}
-	if err := synthprof.Synthetic(42, 100000, []string{"samples/count", "cpu/nanoseconds"}).Write(f); err != nil {
-		return err
-	}
-	f.Close()
-	folded := filepath.Join(work, "stacks.folded")
-	size, err := writeFolded(folded, 100000)
-	if err != nil {
-		return err
-	}
-	type res struct{ t, m []float64 }
-	timeCmd := func(r *res, args ...string) error {
-		t, m, err := measure(ctx, wrap, args...)
-		if err != nil {
-			return err
-		}
-		r.t, r.m = append(r.t, t), append(r.m, m)
-		return nil
-	}
-	var fp, pp, ff, fpl res
-	perl, _ := exec.LookPath("flamegraph.pl")
-	for r := 0; r < rounds; r++ {
-		fmt.Fprintf(stderr, "round %d/%d\n", r+1, rounds)
-		steps := []func() error{
-			func() error { return timeCmd(&fp, fl, "-o", filepath.Join(work, "p.svg"), prof) },
-			func() error { return timeCmd(&pp, pprofBin, "-top", prof) },
-			func() error { return timeCmd(&ff, fl, "-o", filepath.Join(work, "f.svg"), folded) },
-		}
-		if perl != "" {
-			steps = append(steps, func() error { return timeCmd(&fpl, perl, folded) })
-		}
-		if r%2 == 1 {
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return err
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "flame, median of %d rounds\n", rounds)
-	fmt.Fprintf(stdout, "  pprof input, 100k samples: flame %.2f s %0.f MB, go tool pprof -top %.2f s %.0f MB: %.1fx faster (goal at least 3x), %.2f of its memory (goal at most 0.33)\n",
-		median(fp.t), median(fp.m), median(pp.t), median(pp.m), median(pp.t)/median(fp.t), median(fp.m)/median(pp.m))
-	fmt.Fprintf(stdout, "  folded input, 100k lines (%.0f MB): flame %.2f s, %.0f MB peak\n", float64(size)/(1<<20), median(ff.t), median(ff.m))
-	if perl != "" {
-		fmt.Fprintf(stdout, "  flamegraph.pl %.2f s, %.0f MB: flame %.1fx faster, %.3f of its memory\n", median(fpl.t), median(fpl.m), median(fpl.t)/median(ff.t), median(ff.m)/median(fpl.m))
-	} else {
-		fmt.Fprintf(stdout, "  flamegraph.pl is not on PATH; measured on this kind of machine: 88 s and 1.35 GB on such a file, i.e. flame %.0fx faster, %.3f of its memory\n",
-			88/median(ff.t), median(ff.m)/1382)
-	}
-	return nil
-}
-
-// writeFolded writes n lines of Go-like folded stacks, depth 10 to 60.
-func writeFolded(path string, n int) (int64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	w := bufio.NewWriterSize(f, 1<<20)
-	p := synthprof.Synthetic(7, 1, []string{"samples/count"})
-	names := make([]string, len(p.Function))
-	for i, fn := range p.Function {
-		names[i] = fn.Name + "/" + filepath.Base(fn.Filename)
-	}
-	rng := uint64(88172645463325252)
-	next := func(k int) int {
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return int(rng % uint64(k))
-	}
-	var size int64
-	for i := 0; i < n; i++ {
-		depth := 10 + next(51)
-		var b strings.Builder
-		for d := 0; d < depth; d++ {
-			if d > 0 {
-				b.WriteByte(';')
-			}
-			// Shared prefixes, as real stacks have.
-			b.WriteString(names[(d*131+next(3+d*4))%len(names)])
-		}
-		fmt.Fprintf(&b, " %d\n", 1+next(1000))
-		size += int64(b.Len())
-		w.WriteString(b.String())
-	}
-	return size, w.Flush()
 }

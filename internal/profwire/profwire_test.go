@@ -146,6 +146,12 @@ func TestAgreesWithParse(t *testing.T) {
 		}
 		check(t, name, gunzip(t, b.Bytes()))
 	}
+	// Distinct stacks past the point where interning stops.
+	sh, _ := synthprof.ShapeNamed("locations-1M")
+	sh.Samples = 70000
+	b.Reset()
+	synthprof.NewGraph(2, 3000).WriteProfile(&b, 3, sh, []string{"samples/count"})
+	check(t, "distinct", gunzip(t, b.Bytes()))
 	peers, _ := filepath.Glob("../../../shared/peer-cases/pprof/*")
 	for _, f := range peers {
 		b, err := os.ReadFile(f)
