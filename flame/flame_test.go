@@ -320,8 +320,9 @@ func TestWireTreeAgreesWithParse(t *testing.T) {
 		inputs = append(inputs, b)
 	}
 	// Both ways of walking the stacks: in the input's bytes, and
-	// written out.
-	defer func(v int) { framesAbove = v }(framesAbove)
+	// written out; parts split on other cores from the smallest.
+	defer func(v, s int) { framesAbove, spawnAt = v, s }(framesAbove, spawnAt)
+	spawnAt = 1
 	for _, above := range []int{0, 1 << 30} {
 		framesAbove = above
 		for i, in := range inputs {

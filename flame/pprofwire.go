@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/profwire"
@@ -212,7 +214,7 @@ func readWireTree(in *input, opt Options) (*Tree, []byte, error) {
 // the input's location ids again) rather than walked in the input's
 // bytes (wireSource): a walk reads the input at random, one location at
 // a time, which is slow once the stacks are far bigger than the caches.
-var framesAbove = 1 << 18
+var framesAbove = 1 << 17
 
 // frameSource gives the stacks' frames, root first, one at a time.
 type frameSource interface {
@@ -229,9 +231,28 @@ func treeOf(src frameSource, vals []int64, total int64, names *builder) *Node {
 		idx[i] = int32(i)
 	}
 	root := &Node{Name: "all", Total: total}
-	pt := &partitioner{src: src, vals: vals, min: total / 20000, names: names.names, annot: names.annot, sum: make([]int64, len(names.names)), bucket: make([]int32, len(names.names)), tmp: make([]int32, len(idx)), cur: make([]int32, len(idx))}
-	pt.build(root, idx)
+	sp := &spawner{sem: make(chan struct{}, runtime.GOMAXPROCS(0)-1), bigAt: max(len(idx)/16, spawnAt)}
+	pt := &partitioner{src: src, vals: vals, min: total / 20000, names: names.names, annot: names.annot, tmp: make([]int32, len(idx)), cur: make([]int32, len(idx)), sp: sp}
+	pt.scratch()
+	pt.build(root, idx, 0)
+	sp.wg.Wait()
 	return root
+}
+
+// spawnAt is the fewest stacks a part has to be split on another core.
+var spawnAt = 4096
+
+// spawner lets a partitioner split a big part on another core: the
+// parts are apart (their stacks, their nodes, their places in tmp and
+// cur), and each core has sums of its own.
+type spawner struct {
+	sem   chan struct{} // a token per other core
+	wg    sync.WaitGroup
+	bigAt int // the stacks that make a part worth a core
+}
+
+func (pt *partitioner) scratch() {
+	pt.sum, pt.bucket, pt.touched = make([]int64, len(pt.names)), make([]int32, len(pt.names)), nil
 }
 
 // wireSource walks a decoded profile's stacks from their roots, through
@@ -305,14 +326,65 @@ func (ss *stackSet) next(i int32) int32 {
 	return int32(x)
 }
 
-// wireStacks is the frames of p's stacks with a value of type si, in an
-// array made for about their size: that of their encoded location ids
-// and a quarter for inlined frames.
+// wireStacks is the frames of p's stacks with a value of type si,
+// written out on every core: every location's frames first (names are
+// interned one at a time), then a range of stacks a core.
 func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stackSet, error) {
 	fr := newFramer(p, names, opt)
-	ss := &stackSet{frames: make([]byte, 0, p.IDBytes()*5/4), off: make([]int32, 1, p.NumStacks()+1), vals: make([]int64, 0, p.NumStacks())}
+	for l := 0; l < p.NumLocations(); l++ {
+		fr.location(int32(l))
+	}
+	nw := runtime.GOMAXPROCS(0)
+	parts := make([]*stackSet, nw)
+	errs := make([]error, nw)
+	var wg sync.WaitGroup
+	for w := range parts {
+		lo, hi := p.NumStacks()*w/nw, p.NumStacks()*(w+1)/nw
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w], errs[w] = fr.stacks(si, lo, hi, opt.maxDepth())
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first stack's, as one pass would say
+		}
+	}
+	size, n := 0, 0
+	for _, ps := range parts {
+		size, n = size+len(ps.frames), n+len(ps.vals)
+	}
+	if size > math.MaxInt32 {
+		return nil, fmt.Errorf("more than %d bytes of frames in all", math.MaxInt32)
+	}
+	ss := &stackSet{frames: make([]byte, 0, size), off: make([]int32, 1, n+1), vals: make([]int64, 0, n)}
+	for _, ps := range parts {
+		base := int32(len(ss.frames))
+		ss.frames = append(ss.frames, ps.frames...)
+		for _, o := range ps.off[1:] {
+			ss.off = append(ss.off, base+o)
+		}
+		ss.vals = append(ss.vals, ps.vals...)
+	}
+	ss.pos = slices.Clone(ss.off[:len(ss.vals)])
+	return ss, nil
+}
+
+// stacks writes out the frames of stacks lo to hi with a value of type
+// si, in an array made for about their size: that of their encoded
+// location ids and a quarter for inlined frames. Every location's frames
+// are made by then: it only reads fr.
+func (fr *framer) stacks(si, lo, hi, maxDepth int) (*stackSet, error) {
+	p := fr.p
+	ids := 0
+	for s := lo; s < hi; s++ {
+		ids += p.IDBytes(s)
+	}
+	ss := &stackSet{frames: make([]byte, 0, ids*5/4), off: make([]int32, 1, hi-lo+1), vals: make([]int64, 0, hi-lo)}
 	var locs []int32
-	for s := 0; s < p.NumStacks(); s++ {
+	for s := lo; s < hi; s++ {
 		v := p.Value(s, si)
 		if v == 0 {
 			continue
@@ -320,13 +392,14 @@ func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stac
 		locs = p.Stack(s, locs[:0])
 		d := 0
 		for i := len(locs) - 1; i >= 0; i-- {
-			for _, f := range fr.location(locs[i]) {
+			l := locs[i]
+			for _, f := range fr.frames[fr.locOff[l]-1 : fr.locOff[l]-1+fr.locLen[l]] {
 				ss.frames = binary.AppendUvarint(ss.frames, uint64(f))
 			}
-			d += int(fr.locLen[locs[i]])
+			d += int(fr.locLen[l])
 		}
-		if d > opt.maxDepth() {
-			return nil, depthError(d, opt.maxDepth())
+		if d > maxDepth {
+			return nil, depthError(d, maxDepth)
 		}
 		if len(ss.frames) > math.MaxInt32 {
 			return nil, fmt.Errorf("more than %d bytes of frames in all", math.MaxInt32)
@@ -334,7 +407,6 @@ func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stac
 		ss.off = append(ss.off, int32(len(ss.frames)))
 		ss.vals = append(ss.vals, v)
 	}
-	ss.pos = slices.Clone(ss.off[:len(ss.vals)])
 	return ss, nil
 }
 
@@ -351,13 +423,15 @@ type partitioner struct {
 	sum     []int64 // per frame name, within one split; zero between
 	bucket  []int32
 	touched []int32
-	tmp     []int32
+	tmp     []int32 // by place in the whole idx: build's are from base
 	cur     []int32
+	sp      *spawner
 }
 
-func (pt *partitioner) build(parent *Node, idx []int32) {
+func (pt *partitioner) build(parent *Node, idx []int32, base int) {
 	pt.touched = pt.touched[:0]
-	cur := pt.cur[:len(idx)] // each stack's frame at this depth
+	cur := pt.cur[base : base+len(idx)] // each stack's frame at this depth
+	tmp := pt.tmp[base : base+len(idx)]
 	for j, i := range idx {
 		f := pt.src.next(i)
 		cur[j] = f
@@ -399,17 +473,37 @@ func (pt *partitioner) build(parent *Node, idx []int32) {
 	}
 	for j, b := range cur {
 		if b >= 0 {
-			pt.tmp[parts[b].hi] = idx[j]
+			tmp[parts[b].hi] = idx[j]
 			parts[b].hi++
 		}
 	}
-	copy(idx, pt.tmp[:n])
+	copy(idx, tmp[:n])
 	for _, f := range pt.touched {
 		pt.sum[f], pt.bucket[f] = 0, 0
 	}
 	for _, k := range parts {
 		c := &Node{Name: pt.names[k.f], Total: k.v, Annot: pt.annot[k.f]}
 		parent.kids = append(parent.kids, c)
-		pt.build(c, idx[k.lo:k.hi])
+		if k.hi-k.lo >= pt.sp.bigAt && pt.spawn(c, idx[k.lo:k.hi], base+k.lo) {
+			continue
+		}
+		pt.build(c, idx[k.lo:k.hi], base+k.lo)
 	}
+}
+
+// spawn builds a part on another core when one is free.
+func (pt *partitioner) spawn(c *Node, idx []int32, base int) bool {
+	select {
+	case pt.sp.sem <- struct{}{}:
+	default:
+		return false
+	}
+	other := *pt
+	other.scratch()
+	pt.sp.wg.Add(1)
+	go func() {
+		defer func() { <-pt.sp.sem; pt.sp.wg.Done() }()
+		other.build(c, idx, base)
+	}()
+	return true
 }

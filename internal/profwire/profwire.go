@@ -84,15 +84,9 @@ func (p *Profile) Stack(i int, buf []int32) []int32 {
 	return buf
 }
 
-// IDBytes is the size of the stacks' encoded location ids: about that of
-// an array of their frames as varints.
-func (p *Profile) IDBytes() int {
-	n := 0
-	for i := range p.keyOff {
-		n += int(p.keyEnd[i] - p.keyOff[i])
-	}
-	return n
-}
+// IDBytes is the size of stack i's encoded location ids: about that of
+// its frames as varints.
+func (p *Profile) IDBytes(i int) int { return int(p.keyEnd[i] - p.keyOff[i]) }
 
 // RootCursor is where a walk of stack i from its root starts (Inward).
 func (p *Profile) RootCursor(i int) uint32 { return p.keyEnd[i] }
