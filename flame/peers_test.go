@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -286,19 +285,23 @@ func FuzzWriters(f *testing.F) {
 	})
 }
 
-// treeLines flattens a tree to "path total before" lines, sorted.
+// treeLines flattens a tree to "path/annotation total before" lines,
+// children by name.
 func treeLines(n *Node, prefix string, out *[]string) {
 	p := prefix + ";" + n.Name
-	*out = append(*out, fmt.Sprintf("%s %d %d", p, n.Total, n.Before))
+	*out = append(*out, fmt.Sprintf("%s/%d %d %d", p, n.Annot, n.Total, n.Before))
 	for _, c := range n.Children() {
 		treeLines(c, p, out)
 	}
 }
 
-// TestWireMatchesParse: the streaming decoder gives the tree that
-// github.com/google/pprof/profile's parser gives (the oracle), frame for
-// frame, on synthetic profiles (inlined frames, deep stacks, several
-// sample types) and on a profile of this process.
+// TestWireMatchesParse: the decoder of a profile's bytes gives the tree
+// that github.com/google/pprof/profile's parser gives (the oracle), frame
+// for frame, on synthetic profiles (inlined frames, deep stacks, several
+// sample types, each shape of the cost benchmark), on a profile of this
+// process and on the peers' profiles; the stacks walked in the input's
+// bytes and written out, the tree split on other cores from its smallest
+// parts.
 func TestWireMatchesParse(t *testing.T) {
 	var inputs [][]byte
 	for seed := int64(1); seed <= 4; seed++ {
@@ -306,35 +309,65 @@ func TestWireMatchesParse(t *testing.T) {
 		synthprof.Synthetic(seed, 3000, []string{"alloc_objects/count", "alloc_space/bytes"}).Write(&b)
 		inputs = append(inputs, b.Bytes())
 	}
+	for _, name := range []string{"deep", "shallow-1M", "locations-1M"} {
+		sh, _ := synthprof.ShapeNamed(name)
+		sh.Samples = 20000
+		var b bytes.Buffer
+		if err := synthprof.NewGraph(4, 2000).WriteProfile(&b, 5, sh, []string{"samples/count", "cpu/nanoseconds"}); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, b.Bytes())
+	}
 	var heap bytes.Buffer
 	if err := pprof.Lookup("allocs").WriteTo(&heap, 0); err != nil {
 		t.Fatal(err)
 	}
 	inputs = append(inputs, heap.Bytes())
-	for i, in := range inputs {
-		for _, sample := range []string{"", "alloc_objects"} {
-			got, err := Read(bytes.NewReader(in), Options{Sample: sample})
-			if err != nil {
-				t.Fatalf("input %d: %v", i, err)
-			}
-			p, err := profile.ParseData(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := &Tree{}
-			b := newBuilder(false)
-			if err := profileInto(want, b, p, Options{Sample: sample}, false); err != nil {
-				t.Fatal(err)
-			}
-			want.Root = b.nodes(false)
-			var gl, wl []string
-			treeLines(got.Root, "", &gl)
-			treeLines(want.Root, "", &wl)
-			sort.Strings(gl)
-			sort.Strings(wl)
-			if strings.Join(gl, "\n") != strings.Join(wl, "\n") || got.Sample != want.Sample || got.Unit != want.Unit || got.Requests != want.Requests {
-				t.Errorf("input %d, sample %q: the streaming tree (%d frames, %s) differs from profile.Parse's (%d frames, %s)", i, sample, len(gl), got.Sample, len(wl), want.Sample)
+	peers, _ := filepath.Glob("../../shared/peer-cases/pprof/*")
+	for _, p := range peers {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, b)
+	}
+	defer func(v, s int) { framesAbove, spawnAt = v, s }(framesAbove, spawnAt)
+	spawnAt = 1
+	for _, above := range []int{0, 1 << 30} {
+		framesAbove = above
+		for i, in := range inputs {
+			for _, sample := range []string{"", "alloc_objects"} {
+				checkWireTree(t, fmt.Sprintf("input %d, sample %q, frames written out above %d stacks", i, sample, above), in, sample)
 			}
 		}
+	}
+}
+
+// checkWireTree reads in as Read does and with the general parser: the
+// same tree, type, unit and requests, when the parser reads it.
+func checkWireTree(t *testing.T, name string, in []byte, sample string) {
+	t.Helper()
+	got, err := Read(bytes.NewReader(in), Options{Sample: sample})
+	pp, perr := profile.ParseData(in)
+	if perr != nil {
+		return // not a profile: what Read makes of it is other tests'
+	}
+	if err != nil {
+		if errors.Is(err, ErrEmpty) || errors.Is(err, errOverflow) || strings.Contains(err.Error(), "sample type") {
+			return // what Read refuses and the parser does not
+		}
+		t.Fatalf("%s: profile.Parse reads it, Read says %v", name, err)
+	}
+	want := &Tree{}
+	b := newBuilder(hasNegative(pp))
+	if err := profileInto(want, b, pp, Options{Sample: sample}, false); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want.Root = b.nodes(b.diff)
+	var gl, wl []string
+	treeLines(got.Root, "", &gl)
+	treeLines(want.Root, "", &wl)
+	if strings.Join(gl, "\n") != strings.Join(wl, "\n") || got.Sample != want.Sample || got.Unit != want.Unit || got.Requests != want.Requests {
+		t.Fatalf("%s: the decoded tree (%d frames, %s) differs from profile.Parse's (%d frames, %s)", name, len(gl), got.Sample, len(wl), want.Sample)
 	}
 }

@@ -93,7 +93,7 @@ func benchReaders(ctx context.Context, env Env, tool string) error {
 		ref += " -diff_base"
 	}
 	fmt.Fprintf(env.Stdout, "%s against %s (flamegraph.pl on folded input), synthetic profiles from seeds, median of %d alternating rounds\n", tool, ref, env.Rounds)
-	fmt.Fprintf(env.Stdout, "%-13s %-52s %8s %7s %8s %7s %8s %7s  %s\n", "shape", "input", tool+" s", "MB", "ref s", "MB", "speedup", "memory", "goals")
+	fmt.Fprintf(env.Stdout, "%-13s %-62s %8s %7s %8s %7s %8s %7s  %s\n", "shape", "input", tool+" s", "MB", "ref s", "MB", "speedup", "memory", "goals")
 	for _, name := range shapes {
 		sh, _ := synthprof.ShapeNamed(name)
 		if err := rb.shape(ctx, sh); err != nil {
@@ -227,7 +227,7 @@ func (r row) write(w io.Writer, tool string) {
 	if r.recorded {
 		ref = " (flamegraph.pl not on PATH: the reference as measured on a machine like this one)"
 	}
-	fmt.Fprintf(w, "%-13s %-52s %8.2f %7.0f %8.2f %7.0f %7.1fx %7.2f  %s%s\n", sh.Name, describe(tool, sh, size), secs, mb, refSecs, refMB, speedup, memory, strings.Join(goals, ", "), ref)
+	fmt.Fprintf(w, "%-13s %-62s %8.2f %7.0f %8.2f %7.0f %7.1fx %7.2f  %s%s\n", sh.Name, describe(tool, sh, size), secs, mb, refSecs, refMB, speedup, memory, strings.Join(goals, ", "), ref)
 }
 
 func verdict(ok bool) string {
