@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/internal/synthprof"
 )
 
 // Env is what a benchmark is given.
@@ -76,6 +77,12 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	}
 	if *shapes != "" {
 		env.Shapes = strings.Split(*shapes, ",")
+		for _, sh := range env.Shapes {
+			if _, ok := synthprof.ShapeNamed(sh); !ok {
+				fmt.Fprintf(stderr, "%s cost: -shape %q: want deep, shallow-1M, locations-1M or folded\n", name, sh)
+				return cmdmain.Usage
+			}
+		}
 	}
 	var run []Bench
 	for _, w := range strings.Split(*what, ",") {

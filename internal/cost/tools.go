@@ -92,7 +92,10 @@ func benchReaders(ctx context.Context, env Env, tool string) error {
 	if tool == "allocdiff" {
 		ref += " -diff_base"
 	}
-	fmt.Fprintf(env.Stdout, "%s against %s (flamegraph.pl on folded input), synthetic profiles from seeds, median of %d alternating rounds\n", tool, ref, env.Rounds)
+	if tool == "flame" {
+		ref += " (flamegraph.pl on folded input)"
+	}
+	fmt.Fprintf(env.Stdout, "%s against %s, synthetic profiles from seeds, median of %d alternating rounds\n", tool, ref, env.Rounds)
 	fmt.Fprintf(env.Stdout, "%-13s %-62s %8s %7s %8s %7s %8s %7s  %s\n", "shape", "input", tool+" s", "MB", "ref s", "MB", "speedup", "memory", "goals")
 	for _, name := range shapes {
 		sh, _ := synthprof.ShapeNamed(name)
