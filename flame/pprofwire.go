@@ -126,6 +126,45 @@ func newFramer(p *profwire.Profile, bld *builder, opt Options) *framer {
 	return &framer{p: p, bld: bld, opt: opt, fnName: make([]int32, p.NumFuncs()), locOff: make([]int32, p.NumLocations()), locLen: make([]int32, p.NumLocations())}
 }
 
+// all makes every location's frames: the functions' names interned one
+// at a time, then the locations' frames filled in on every core.
+func (fr *framer) all() {
+	p := fr.p
+	for f := range fr.fnName {
+		if fr.fnName[f] == 0 {
+			fr.fnName[f] = fr.bld.intern(funcKey(p.FuncName(int32(f)), fr.opt.Folds)) + 1
+		}
+	}
+	n := 0
+	for l := range fr.locOff {
+		k := max(len(p.Lines(int32(l))), 1) // one without lines is its address
+		fr.locOff[l], fr.locLen[l] = int32(n+1), int32(k)
+		n += k
+	}
+	fr.frames = make([]int32, n)
+	for l := range fr.locOff {
+		if len(p.Lines(int32(l))) == 0 {
+			fr.frames[fr.locOff[l]-1] = fr.bld.intern(fmt.Sprintf("0x%x", p.Address(int32(l))))
+		}
+	}
+	nw := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := 0; w < nw; w++ {
+		lo, hi := len(fr.locOff)*w/nw, len(fr.locOff)*(w+1)/nw
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := lo; l < hi; l++ {
+				fns, at := p.Lines(int32(l)), int(fr.locOff[l]-1)
+				for j := range fns {
+					fr.frames[at+j] = fr.fnName[fns[len(fns)-1-j]] - 1
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // location is location l's frames, outermost first.
 func (fr *framer) location(l int32) []int32 {
 	if o := fr.locOff[l]; o != 0 {
@@ -331,9 +370,7 @@ func (ss *stackSet) next(i int32) int32 {
 // interned one at a time), then a range of stacks a core.
 func wireStacks(p *profwire.Profile, si int, names *builder, opt Options) (*stackSet, error) {
 	fr := newFramer(p, names, opt)
-	for l := 0; l < p.NumLocations(); l++ {
-		fr.location(int32(l))
-	}
+	fr.all()
 	nw := runtime.GOMAXPROCS(0)
 	parts := make([]*stackSet, nw)
 	errs := make([]error, nw)
