@@ -62,8 +62,8 @@ func goalOf(tool string, sh synthprof.Shape) readerGoal {
 
 // flamegraphPl is flamegraph.pl measured on a machine like the one the
 // project runs on (2 cores), on the folded shape (238 MB), for when it
-// is not on PATH: seconds and MB.
-const flamegraphPlSecs, flamegraphPlMB = 46.5, 1756
+// is not on PATH: seconds and MB (2026-12-02).
+const flamegraphPlSecs, flamegraphPlMB = 36.7, 1762
 
 // benchReaders times tool (flame or allocdiff) against the reference on
 // each shape of env.Shapes, in alternating rounds, and prints a table
