@@ -13,6 +13,9 @@
 //	                  cannot read them from /proc: macOS)
 //	{"cmd":"begin", "heap_profile":P, "cpu_profile":C, "trace":T,
 //	 "blocking":B, "counters":{"allocs":A, "copies":K}}   snapshot 1
+//	{"cmd":"prepare", "retained":R}  the heap profile at rate 1 from now
+//	                  (before the retained window's warm-up)
+//	{"cmd":"begin", "retained":R}   heap profile (rate 1) and goroutines
 //	{"cmd":"end"}     snapshot 2: profiles, trace and reports written
 //
 // begin with heap_profile set makes the heap profile exact for the window:
@@ -41,6 +44,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -120,6 +124,8 @@ type window struct {
 	mu         sync.Mutex
 	open       bool
 	heapPath   string
+	retained   string
+	prepared   bool // MemProfileRate is 1 since prepare; oldRate is the one before
 	oldRate    int
 	cpu, trace recording
 	active     []string          // counters counting, in the order they began
@@ -165,6 +171,17 @@ func (w *window) do(req wire.Request) wire.Response {
 		return wire.Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
 	case "listeners":
 		return wire.Response{Listeners: listeners()}
+	case "prepare":
+		// The warm-up then replaces what the requests before it keep
+		// (a connection's last request) with objects the profile sees
+		// at rate 1: the window's begin sees them, and their successors
+		// are not taken for growth.
+		if w.open || w.prepared || req.Retained == "" {
+			return wire.Response{Error: "prepare: a retained window only, before its begin"}
+		}
+		w.prepared, w.oldRate = true, runtime.MemProfileRate
+		runtime.MemProfileRate = 1
+		return wire.Response{}
 	case "begin":
 		if w.open {
 			return wire.Response{Error: "window already open"}
@@ -190,7 +207,26 @@ func (w *window) do(req wire.Request) wire.Response {
 }
 
 func (w *window) begin(req wire.Request) error {
+	if req.Retained != "" {
+		if req.HeapProfile != "" {
+			return errors.New("retained and heap_profile want windows of their own")
+		}
+		if !w.prepared {
+			w.oldRate = runtime.MemProfileRate
+		}
+		w.prepared = false
+		runtime.MemProfileRate = 1
+		w.retained = req.Retained
+		if err := snapshotLive(req.Retained); err != nil {
+			runtime.MemProfileRate = w.oldRate
+			w.retained = ""
+			return err
+		}
+	}
 	if req.HeapProfile != "" {
+		if w.prepared {
+			return errors.New("prepare is for a retained window")
+		}
 		w.oldRate = runtime.MemProfileRate
 		runtime.MemProfileRate = 1
 		w.heapPath = req.HeapProfile
@@ -256,6 +292,10 @@ func (w *window) abort() {
 		runtime.MemProfileRate = w.oldRate
 		w.heapPath = ""
 	}
+	if w.retained != "" {
+		runtime.MemProfileRate = w.oldRate
+		w.retained = ""
+	}
 }
 
 func (w *window) stopCPU() error   { return w.cpu.stop(pprof.StopCPUProfile) }
@@ -277,7 +317,37 @@ func (w *window) end() error {
 		runtime.MemProfileRate = w.oldRate
 		w.heapPath = ""
 	}
+	if w.retained != "" {
+		errs = append(errs, snapshotLive(w.retained+".end"))
+		runtime.MemProfileRate = w.oldRate
+		w.retained = ""
+	}
 	return errors.Join(errs...)
+}
+
+// snapshotLive writes what is live: two GCs first (the heap profile
+// publishes a cycle's frees at the end of the next), then the heap
+// profile to path and the goroutines with their creators to
+// path+".goroutines". path+".end" at the window's end.
+func snapshotLive(path string) error {
+	runtime.GC()
+	runtime.GC()
+	if err := writeProfile("heap", path); err != nil {
+		return err
+	}
+	g := path + ".goroutines"
+	if strings.HasSuffix(path, ".end") {
+		g = strings.TrimSuffix(path, ".end") + ".goroutines.end"
+	}
+	f, err := os.Create(g)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the goroutines: %w", err)
+	}
+	return f.Close()
 }
 
 // stopBlocking writes the block and mutex profiles with suffix (none when

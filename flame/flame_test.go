@@ -276,11 +276,8 @@ func FuzzFoldedBlocks(f *testing.F) {
 		if seq.Ignored != par.Ignored || seq.Scale != par.Scale || fmt.Sprint(seq.FirstIgnored) != fmt.Sprint(par.FirstIgnored) {
 			t.Fatalf("left out %d %v, scale %d; in blocks %d %v, scale %d", seq.Ignored, seq.FirstIgnored, seq.Scale, par.Ignored, par.FirstIgnored, par.Scale)
 		}
-		var sl, pl []string
-		treeLines(seq.Root, "", &sl)
-		treeLines(par.Root, "", &pl)
-		if strings.Join(sl, "\n") != strings.Join(pl, "\n") {
-			t.Fatalf("one line at a time:\n%s\nin blocks:\n%s", sl, pl)
+		if d := treeDiff(seq.Root, par.Root); d != "" {
+			t.Fatalf("one line at a time and in blocks differ: %s", d)
 		}
 	})
 }

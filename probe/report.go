@@ -97,6 +97,11 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	if s.PerRequest.ClearedBytes != nil {
 		fmt.Fprintf(w, "| clears (memclr, apart from copies) | %s calls, %s B | %s, %s |\n", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0), s.Sources["copies"], copyWin)
 	}
+	if rw := s.RetainedWindow; rw != nil {
+		ret := fmt.Sprintf("retained window, %d requests", rw.Requests)
+		fmt.Fprintf(w, "| retained (live after the window) | %s objects, %s B | %s, %s |\n", fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), s.Sources["retained"], ret)
+		fmt.Fprintf(w, "| goroutines left running | %s | %s, %s |\n", fmtPtr(s.PerRequest.GoroutinesLeft, 4), s.Sources["goroutines_left"], ret)
+	}
 	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: ")
 	if s.Sources["allocs"] == SourceAllocspy {
@@ -232,6 +237,7 @@ func WriteTerminal(w io.Writer, r *Result) {
 		clears = fmt.Sprintf("; cleared %s calls/req, %s B/req", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0))
 	}
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req%s  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), clears, s.Sources["copies"])
+	writeRetainedLines(w, s)
 	if len(s.Routes) > 1 {
 		writeRoutesTable(w, routesOf(s), false, 5)
 	}

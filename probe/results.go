@@ -44,7 +44,8 @@ type rawFiles struct {
 	cpu, heap, allocs, copies  string
 	routes                     string // requests per route in the attribution window
 	trace, blocking, wallclock string
-	wallclockPprof             bool // wallclock is fgprof's pprof file, not the agent's report
+	wallclockPprof             bool   // wallclock is fgprof's pprof file, not the agent's report
+	retained                   string // the retained window's heap profiles and goroutine dumps
 }
 
 // windows are the windows a run measured; attr is clean in a timing-only
@@ -53,6 +54,7 @@ type rawFiles struct {
 type windows struct {
 	clean, attr, copies, off *windowResult
 	wall                     *windowResult    // the wall-clock profile's, nil without it
+	retained                 *windowResult    // what requests leave behind, nil without it
 	endpoints                []endpointWindow // each request of a request file alone
 }
 
@@ -83,7 +85,7 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.reasons = append(o.reasons, o.timingReasons()...)
 	// The steps before judge may add reasons; those after it may not
 	// (addReason fails the run rather than lose one).
-	steps := []func() error{o.allocations, o.copies, o.routes, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
+	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

@@ -123,6 +123,9 @@ type Config struct {
 	// profiles, and (with Wallclock) the agent's wall-clock profile.
 	OffCPU    bool
 	Wallclock bool
+	// Retained adds the retained window: what the requests leave behind
+	// (heap still live after two GCs, goroutines still running).
+	Retained bool
 	// fgprofRef makes fgprof the wall-clock profiler, the reference of
 	// the benchmark that sets it against the trace (perfspy's targets only).
 	fgprofRef bool

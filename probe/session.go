@@ -218,9 +218,10 @@ const (
 	copyKind                          // copyspy apart from the heap profile
 	offCPUKind                        // execution trace, block and mutex profiles
 	wallclockKind                     // the agent's wall-clock sampler
+	retainedKind                      // the heap profile at rate 1, goroutines: what requests leave
 )
 
-var windowLabels = [...]string{timingKind: "timing window", attributionKind: "attribution window", copyKind: "copy window", offCPUKind: "off-CPU window", wallclockKind: "wall-clock window"}
+var windowLabels = [...]string{timingKind: "timing window", attributionKind: "attribution window", copyKind: "copy window", offCPUKind: "off-CPU window", wallclockKind: "wall-clock window", retainedKind: "retained window"}
 
 func (k windowKind) String() string { return windowLabels[k] }
 
@@ -250,6 +251,11 @@ func (s *session) stacks(w windowSpec) bool {
 func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request) (*windowResult, error) {
 	name := spec.label()
 	warm, dur := s.lengths(spec)
+	if req.Retained != "" {
+		if _, err := s.ac.call(wire.Request{Cmd: "prepare", Retained: req.Retained}); err != nil {
+			return nil, err
+		}
+	}
 	if warm > 0 {
 		s.logf("%s: warm-up %v", name, warm)
 		r, err := s.drv.Run(ctx, warm)
@@ -330,6 +336,12 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 			return w, raw, err
 		}
 		if w.wall, err = s.window(ctx, windowSpec{kind: wallclockKind}, req); err != nil {
+			return w, raw, err
+		}
+	}
+	if s.cfg.Retained {
+		raw.retained = filepath.Join(s.priv, "live.pprof")
+		if w.retained, err = s.window(ctx, windowSpec{kind: retainedKind}, wire.Request{Cmd: "begin", Retained: raw.retained}); err != nil {
 			return w, raw, err
 		}
 	}

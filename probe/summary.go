@@ -39,6 +39,12 @@ type Summary struct {
 	AttributionWindow AttributionSummary `json:"attribution_window"`
 	// CopiesWindow is the window that counted copies, when they had one of their own.
 	CopiesWindow *AttributionSummary `json:"copies_window,omitempty"`
+	// RetainedWindow is the window whose requests' leftovers were
+	// measured (-retained): the heap still live after it, the goroutines
+	// still running; RetainedSites and GoroutinesLeft are what they are.
+	RetainedWindow *AttributionSummary `json:"retained_window,omitempty"`
+	RetainedSites  []RetainedSite      `json:"retained_sites,omitempty"`
+	GoroutinesLeft []GoroutinesLeft    `json:"goroutines_left,omitempty"`
 	// OffCPUWindow is the window of the execution trace, the block and
 	// mutex profiles.
 	OffCPUWindow *AttributionSummary `json:"offcpu_window,omitempty"`
@@ -204,6 +210,20 @@ type PerRequest struct {
 	RequestUS map[string]float64 `json:"request_us,omitempty"`
 	// Instructions per request, from callgrind (probe run -instructions).
 	Instructions *float64 `json:"instructions,omitempty"`
+	// What a request leaves behind (the retained window): heap objects
+	// and bytes allocated in the window and still live after two GCs,
+	// and goroutines started in the window and still running.
+	RetainedObjects *float64 `json:"retained_objects,omitempty"`
+	RetainedBytes   *float64 `json:"retained_bytes,omitempty"`
+	GoroutinesLeft  *float64 `json:"goroutines_left,omitempty"`
+}
+
+// RetainedSite is a site whose allocations the retained window's
+// requests left live, per request.
+type RetainedSite struct {
+	Func    string  `json:"func"`
+	Objects float64 `json:"objects"`
+	Bytes   float64 `json:"bytes"`
 }
 
 func f64(v float64) *float64 { return &v }

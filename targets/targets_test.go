@@ -261,3 +261,49 @@ func TestQUICEchoSockbuf(t *testing.T) {
 		t.Errorf("datagrams per transfer: %.2f with 16 KiB, %.2f with quic-go's buffer; want more", *small.DatagramsPerRequest, *big.DatagramsPerRequest)
 	}
 }
+
+// What a request leaves behind: /leak keeps exactly one 256-byte object
+// per request at main.keep and leaves 0.1 goroutines per request
+// running main.stuck, started by main.handleLeak; /clean allocates the
+// same garbage and leaves nothing. Garbage never counts as retained.
+func TestLeakRetained(t *testing.T) {
+	for _, path := range []string{"/leak", "/clean"} {
+		s, out := run(t, "./leak", probe.Config{Path: path, Retained: true, OffCPU: false})
+		if s.RetainedWindow == nil || s.PerRequest.RetainedObjects == nil || s.PerRequest.GoroutinesLeft == nil {
+			t.Fatalf("%s: no retained window in the summary", path)
+		}
+		n := s.RetainedWindow.Requests
+		p := readProfile(t, filepath.Join(out, "retained.pb.gz"))
+		var objs, bytes int64
+		for _, smp := range p.Sample {
+			if leaf(smp) == "main.keep" || leaf(smp) == "main.garbage" {
+				objs += smp.Value[0]
+				bytes += smp.Value[1]
+			}
+		}
+		g := readProfile(t, filepath.Join(out, "goroutines_left.pb.gz"))
+		var stuck int64
+		for _, smp := range g.Sample {
+			fn := smp.Location[len(smp.Location)-1].Line[0].Function.Name
+			if fn == "main.stuck" && strings.HasPrefix(smp.Label["created_by"][0], "main.handleLeak") {
+				stuck += smp.Value[0]
+			}
+		}
+		t.Logf("%s: %d requests; at the site %d objects, %d B; %d goroutines in main.stuck; per request %v objects, %v B, %v goroutines",
+			path, n, objs, bytes, stuck, *s.PerRequest.RetainedObjects, *s.PerRequest.RetainedBytes, *s.PerRequest.GoroutinesLeft)
+		want := int64(0)
+		if path == "/leak" {
+			want = 1
+		}
+		if objs != want*n || bytes != 256*want*n {
+			t.Errorf("%s: %d objects and %d B retained at the site for %d requests; want %d and %d per request", path, objs, bytes, n, want, 256*want)
+		}
+		// Every 10th request of the whole run: the window's own, within one.
+		if wantG := want * n / 10; stuck < wantG-1 || stuck > wantG+1 {
+			t.Errorf("%s: %d goroutines left in main.stuck for %d requests; want %d", path, stuck, n, wantG)
+		}
+		if path == "/clean" && (*s.PerRequest.GoroutinesLeft != 0 || *s.PerRequest.RetainedObjects != 0) {
+			t.Errorf("/clean: %v objects and %v goroutines left per request; want 0", *s.PerRequest.RetainedObjects, *s.PerRequest.GoroutinesLeft)
+		}
+	}
+}

@@ -53,6 +53,12 @@ type Request struct {
 	// writes both profiles at begin (to Blocking+".block", ".mutex") and at
 	// end (the same plus ".end"); end restores the rates.
 	Blocking string `json:"blocking,omitempty"`
+	// Retained sets runtime.MemProfileRate to 1 at begin, runs two GCs and
+	// writes the heap profile to Retained and the goroutines (their
+	// stacks and creators, debug=2) to Retained+".goroutines"; end runs
+	// two GCs and writes both again with ".end", and restores the rate.
+	// What the window's allocations left live is the difference.
+	Retained string `json:"retained,omitempty"`
 	// Counters maps a registered counter's name ("copies", "allocs") to the
 	// path of the report it writes at the end of the window.
 	Counters map[string]string `json:"counters,omitempty"`

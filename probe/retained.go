@@ -1,0 +1,372 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// Sources of the retained window's figures.
+const (
+	SourceRetained       = "heapprofile-rate1-live (the retained window: inuse after two GCs, at its end minus at its begin, growth only)"
+	SourceGoroutinesLeft = "goroutine-dump (the retained window: goroutines alive at its end that were not at its begin, after two GCs)"
+)
+
+// GoroutinesLeft is a group of the goroutines a window's requests left
+// running: the function they run and where they were created.
+type GoroutinesLeft struct {
+	Func      string  `json:"func"`
+	CreatedBy string  `json:"created_by"`
+	Count     int     `json:"count"`
+	PerReq    float64 `json:"per_request"`
+}
+
+// retainedDelta reads the heap profiles the agent wrote around the
+// retained window and returns what its allocations left live: inuse at
+// its end minus at its begin, per stack, the stacks that grew. A site
+// whose older objects died in the window shows that much less.
+func retainedDelta(path string) (*profile.Profile, error) {
+	before, err := profileFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	after, err := profileFromFile(path + ".end")
+	if err != nil {
+		return nil, err
+	}
+	if len(before.SampleType) != 4 || before.SampleType[2].Type != "inuse_objects" || before.SampleType[3].Type != "inuse_space" {
+		return nil, fmt.Errorf("%s: not a heap profile (sample types %v)", path, sampleTypeNames(before))
+	}
+	d, err := profileDelta(before, after)
+	if err != nil {
+		return nil, err
+	}
+	d.SampleType = d.SampleType[2:4]
+	d.DefaultSampleType = "inuse_space"
+	kept := d.Sample[:0]
+	for _, s := range d.Sample {
+		s.Value = s.Value[2:4]
+		if s.Value[0] > 0 && s.Value[1] > 0 {
+			kept = append(kept, s)
+		}
+	}
+	d.Sample = kept
+	return d.Compact(), nil
+}
+
+// retained: the retained window's heap still live (retained.pb.gz) and
+// goroutines still running (goroutines_left.pb.gz), per request.
+func (o *runOutput) retained() error {
+	w, path, s := o.win.retained, o.raw.retained, o.s
+	if w == nil || path == "" {
+		return nil
+	}
+	s.RetainedWindow = windowSummary(w)
+	n := w.load.OK
+	rp, err := retainedDelta(path)
+	if err != nil {
+		return fmt.Errorf("retained: %w", err)
+	}
+	rp.Comments = o.comments(w)
+	if err := o.addProfile("retained.pb.gz", rp); err != nil {
+		return err
+	}
+	s.Files["retained"] = "retained.pb.gz"
+	s.Sources["retained"] = SourceRetained
+	left, err := goroutinesLeft(path)
+	if err != nil {
+		return fmt.Errorf("goroutines left: %w", err)
+	}
+	gp := goroutinesProfile(left)
+	gp.Comments = o.comments(w)
+	if err := o.addProfile("goroutines_left.pb.gz", gp); err != nil {
+		return err
+	}
+	s.Files["goroutines_left"] = "goroutines_left.pb.gz"
+	s.Sources["goroutines_left"] = SourceGoroutinesLeft
+	if n <= 0 {
+		return nil
+	}
+	t := totals(rp)
+	s.PerRequest.RetainedObjects = f64(round(float64(t[0])/float64(n), 4))
+	s.PerRequest.RetainedBytes = f64(round(float64(t[1])/float64(n), 2))
+	s.PerRequest.GoroutinesLeft = f64(round(float64(len(left))/float64(n), 4))
+	for _, site := range topSites(rp, 1) {
+		s.RetainedSites = append(s.RetainedSites, RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/float64(n), 4), Bytes: round(float64(site.Values[1])/float64(n), 2)})
+	}
+	s.GoroutinesLeft = groupGoroutines(left, n)
+	return nil
+}
+
+// goroutine is one goroutine of a debug=2 dump.
+type goroutine struct {
+	id        int64
+	state     string
+	frames    []gframe // innermost first
+	createdBy gframe   // zero for the main goroutine
+}
+
+type gframe struct {
+	fn, file string
+	line     int64
+}
+
+func (f gframe) String() string {
+	if f.file == "" {
+		return f.fn
+	}
+	return fmt.Sprintf("%s (%s:%d)", f.fn, f.file, f.line)
+}
+
+// maxGoroutineDump bounds a dump read: a leak of millions of goroutines
+// is said from the first ones, not read whole.
+const maxGoroutineDump = 256 << 20
+
+// parseGoroutines reads a goroutine dump as runtime/pprof writes it
+// with debug=2 (a panic's traceback too): "goroutine N [state]:" blocks
+// of "func(args)" and "\tfile:line +0x.." line pairs, ending with
+// "created by F in goroutine M" and its file line.
+func parseGoroutines(b []byte) ([]goroutine, error) {
+	var out []goroutine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var g *goroutine
+	var last *gframe // the frame whose file line comes next
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "goroutine "):
+			id, state, ok := goroutineHeader(line)
+			if !ok {
+				return nil, fmt.Errorf("line %d: want \"goroutine N [state]:\", got %q", n, truncateText(line))
+			}
+			out = append(out, goroutine{id: id, state: state})
+			g, last = &out[len(out)-1], nil
+		case g == nil || line == "" || strings.HasPrefix(line, "..."):
+			last = nil
+		case strings.HasPrefix(line, "\t"):
+			if last != nil {
+				last.file, last.line = fileLine(strings.TrimSpace(line))
+				last = nil
+			}
+		case strings.HasPrefix(line, "created by "):
+			fn := strings.TrimPrefix(line, "created by ")
+			if i := strings.Index(fn, " in goroutine "); i >= 0 {
+				fn = fn[:i]
+			}
+			g.createdBy = gframe{fn: fn}
+			last = &g.createdBy
+		default:
+			g.frames = append(g.frames, gframe{fn: funcOf(line)})
+			last = &g.frames[len(g.frames)-1]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// goroutineHeader reads "goroutine 12 [chan receive, 5 minutes]:".
+func goroutineHeader(line string) (int64, string, bool) {
+	rest := strings.TrimPrefix(line, "goroutine ")
+	sp := strings.IndexByte(rest, ' ')
+	if sp < 0 {
+		return 0, "", false
+	}
+	id, err := strconv.ParseInt(rest[:sp], 10, 64)
+	open, end := strings.IndexByte(rest, '['), strings.LastIndexByte(rest, ']')
+	if err != nil || open < 0 || end < open {
+		return 0, "", false
+	}
+	state, _, _ := strings.Cut(rest[open+1:end], ",")
+	return id, state, true
+}
+
+// funcOf is the function of a frame line: "main.f(0x1, ...)" -> main.f.
+func funcOf(line string) string {
+	if i := strings.LastIndexByte(line, '('); i > 0 && strings.HasSuffix(line, ")") {
+		return line[:i]
+	}
+	return line
+}
+
+// fileLine reads "/src/main.go:12 +0x1d".
+func fileLine(s string) (string, int64) {
+	s, _, _ = strings.Cut(s, " +0x")
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s, 0
+	}
+	n, _ := strconv.ParseInt(s[i+1:], 10, 64)
+	return s[:i], n
+}
+
+func truncateText(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// goroutinesLeft reads the dumps at path+".goroutines" and
+// path+".goroutines.end" and returns the goroutines of the end that the
+// begin did not have, but perfspy's own.
+func goroutinesLeft(path string) ([]goroutine, error) {
+	read := func(p string) ([]goroutine, error) {
+		b, err := readBounded(p, maxGoroutineDump)
+		if err != nil {
+			return nil, err
+		}
+		gs, err := parseGoroutines(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return gs, nil
+	}
+	before, err := read(path + ".goroutines")
+	if err != nil {
+		return nil, err
+	}
+	after, err := read(path + ".goroutines.end")
+	if err != nil {
+		return nil, err
+	}
+	had := map[int64]bool{}
+	for _, g := range before {
+		had[g.id] = true
+	}
+	var left []goroutine
+	for _, g := range after {
+		if had[g.id] || isInstrument(g.createdBy.fn) || len(g.frames) > 0 && isInstrument(g.frames[len(g.frames)-1].fn) {
+			continue
+		}
+		left = append(left, g)
+	}
+	return left, nil
+}
+
+// readBounded reads a file of at most limit bytes: a bigger one is cut
+// there (its last goroutine, cut short, reads as a shorter one).
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(io.LimitReader(f, limit))
+	return b.Bytes(), err
+}
+
+// goroutineFunc is the function a goroutine runs: its outermost frame.
+func goroutineFunc(g goroutine) string {
+	if len(g.frames) == 0 {
+		return "(no stack)"
+	}
+	return g.frames[len(g.frames)-1].fn
+}
+
+// groupGoroutines counts the goroutines by function and creator, most
+// first, each per request of n.
+func groupGoroutines(gs []goroutine, n int64) []GoroutinesLeft {
+	count := map[[2]string]int{}
+	for _, g := range gs {
+		count[[2]string{goroutineFunc(g), g.createdBy.String()}]++
+	}
+	out := make([]GoroutinesLeft, 0, len(count))
+	for k, c := range count {
+		gl := GoroutinesLeft{Func: k[0], CreatedBy: k[1], Count: c}
+		if n > 0 {
+			gl.PerReq = round(float64(c)/float64(n), 4)
+		}
+		out = append(out, gl)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Func+out[i].CreatedBy < out[j].Func+out[j].CreatedBy
+	})
+	return out
+}
+
+// goroutinesProfile is the goroutines as a pprof profile: one sample per
+// stack and creator (label created_by), the count as its value.
+func goroutinesProfile(gs []goroutine) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:        []*profile.ValueType{{Type: "goroutines", Unit: "count"}},
+		PeriodType:        &profile.ValueType{Type: "goroutines", Unit: "count"},
+		Period:            1,
+		DefaultSampleType: "goroutines",
+	}
+	funcs := map[string]*profile.Function{}
+	locs := map[gframe]*profile.Location{}
+	loc := func(f gframe) *profile.Location {
+		if l := locs[f]; l != nil {
+			return l
+		}
+		fn := funcs[f.fn+"\x00"+f.file]
+		if fn == nil {
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.fn, SystemName: f.fn, Filename: f.file}
+			funcs[f.fn+"\x00"+f.file] = fn
+			p.Function = append(p.Function, fn)
+		}
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn, Line: f.line}}}
+		locs[f] = l
+		p.Location = append(p.Location, l)
+		return l
+	}
+	samples := map[string]*profile.Sample{}
+	var keys []string
+	for _, g := range gs {
+		var k strings.Builder
+		for _, f := range g.frames {
+			k.WriteString(f.String() + ";")
+		}
+		k.WriteString("\x00" + g.createdBy.String())
+		if s := samples[k.String()]; s != nil {
+			s.Value[0]++
+			continue
+		}
+		s := &profile.Sample{Value: []int64{1}, Label: map[string][]string{"created_by": {g.createdBy.String()}}}
+		for _, f := range g.frames {
+			s.Location = append(s.Location, loc(f))
+		}
+		samples[k.String()] = s
+		keys = append(keys, k.String())
+	}
+	for _, k := range keys {
+		p.Sample = append(p.Sample, samples[k])
+	}
+	return p
+}
+
+// writeRetainedLines writes the terminal's lines of the retained window:
+// one, and the top sites and goroutines when they are not zero.
+func writeRetainedLines(w io.Writer, s *Summary) {
+	if s.RetainedWindow == nil {
+		return
+	}
+	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req  [retained window]\n",
+		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4))
+	for i, site := range s.RetainedSites {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "                %.4f objects, %.0f B /req kept by %s\n", site.Objects, site.Bytes, site.Func)
+	}
+	for i, g := range s.GoroutinesLeft {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "                %.4f goroutines/req left in %s, started by %s\n", g.PerReq, g.Func, g.CreatedBy)
+	}
+}

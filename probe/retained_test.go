@@ -1,0 +1,81 @@
+package probe
+
+import (
+	"bytes"
+	"runtime/pprof"
+	"strings"
+	"testing"
+)
+
+var parked = make(chan struct{})
+
+func parkedHere() { <-parked }
+
+func startParked() { go parkedHere() }
+
+// The goroutine dump of this process, as the agent writes it, parses to
+// its goroutines: a parked one with the function it runs, its state and
+// where it was created.
+func TestParseGoroutines(t *testing.T) {
+	startParked()
+	defer close(parked)
+	var b bytes.Buffer
+	for i := 0; ; i++ {
+		b.Reset()
+		pprof.Lookup("goroutine").WriteTo(&b, 2)
+		if strings.Contains(b.String(), "parkedHere") || i == 100 {
+			break
+		}
+	}
+	gs, err := parseGoroutines(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, g := range gs {
+		if goroutineFunc(g) != "github.com/perfspy/perfspy/probe.parkedHere" {
+			continue
+		}
+		found = true
+		if g.state != "chan receive" || g.id <= 0 || !strings.HasPrefix(g.createdBy.fn, "github.com/perfspy/perfspy/probe.startParked") || !strings.HasSuffix(g.createdBy.file, "retained_test.go") || g.createdBy.line == 0 {
+			t.Errorf("parked goroutine read as %+v", g)
+		}
+	}
+	if !found || len(gs) < 2 {
+		t.Fatalf("%d goroutines, the parked one found: %v\n%s", len(gs), found, b.String())
+	}
+	p := goroutinesProfile(append(gs, gs...))
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range p.Sample {
+		n += s.Value[0]
+	}
+	if n != int64(2*len(gs)) {
+		t.Errorf("the profile counts %d goroutines, want %d", n, 2*len(gs))
+	}
+	groups := groupGoroutines(gs, int64(len(gs)))
+	var sum int
+	for _, g := range groups {
+		sum += g.Count
+	}
+	if sum != len(gs) {
+		t.Errorf("groups count %d goroutines, want %d", sum, len(gs))
+	}
+}
+
+func FuzzParseGoroutines(f *testing.F) {
+	f.Add([]byte("goroutine 1 [running]:\nmain.main()\n\t/src/main.go:10 +0x1d\n\ngoroutine 7 [chan receive, 2 minutes]:\nmain.stuck(...)\n\t/src/main.go:20\ncreated by main.handle in goroutine 6\n\t/src/main.go:30 +0x66\n"))
+	f.Add([]byte("goroutine x\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gs, err := parseGoroutines(b)
+		if err != nil {
+			return
+		}
+		p := goroutinesProfile(gs)
+		if err := p.CheckValid(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+// Command leak is a server whose requests leave known things behind:
+// GET /leak keeps one 256-byte object per request in a map (in
+// main.keep) and, on every 10th request, starts a goroutine that never
+// returns (main.stuck, started by main.handleLeak); GET /clean
+// allocates the same 256 bytes and keeps nothing. probe run's retained
+// window must say exactly that: 1 object and 256 B retained per request
+// at main.keep and 0.1 goroutines left per request for /leak, 0 and 0
+// for /clean.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+)
+
+var (
+	mu    sync.Mutex
+	kept  = map[int][]byte{}
+	count int
+	sink  []byte
+	never = make(chan struct{})
+)
+
+//go:noinline
+func keep(n int) {
+	b := make([]byte, 256)
+	b[0] = byte(n)
+	kept[n] = b
+}
+
+//go:noinline
+func garbage(n int) {
+	b := make([]byte, 256)
+	b[0] = byte(n)
+	sink = b
+	sink = nil
+}
+
+// stuck waits on a channel nobody closes.
+func stuck() { <-never }
+
+func handleLeak(w http.ResponseWriter, r *http.Request) {
+	mu.Lock()
+	count++
+	n := count
+	keep(n)
+	mu.Unlock()
+	if n%10 == 0 {
+		go stuck()
+	}
+	w.Write([]byte("ok"))
+}
+
+func handleClean(w http.ResponseWriter, r *http.Request) {
+	mu.Lock()
+	count++
+	n := count
+	garbage(n)
+	mu.Unlock()
+	w.Write([]byte("ok"))
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "leak: listening on %s\n", ln.Addr())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /leak", handleLeak)
+	mux.HandleFunc("GET /clean", handleClean)
+	log.Fatal(http.Serve(ln, mux))
+}
