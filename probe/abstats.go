@@ -36,6 +36,9 @@ var abMetrics = []abMetric{
 	// which move with timing: it is judged as timings are.
 	{"allocs/req", judgeExact, true}, {"B/req", judgeBytes, true}, {"copied-B/req", judgeBytes, true}, {"syscalls/req", judgeTiming, true},
 	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
+	// What requests leave behind is counted exactly: a new leak is a
+	// regression whatever the timings say.
+	{"retained-B/req", judgeBytes, true}, {"goroutines-left/req", judgeExact, true},
 }
 
 // instructionMetrics are what an instructions run measures.
@@ -112,6 +115,7 @@ func metricValues(s *Summary) map[string]float64 {
 		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
 		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
 		"p99-us": float64(s.Window.LatencyUS["p99"]), "instructions/req": v(s.PerRequest.Instructions),
+		"retained-B/req": v(s.PerRequest.RetainedBytes), "goroutines-left/req": v(s.PerRequest.GoroutinesLeft),
 	}
 }
 

@@ -347,7 +347,7 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
 		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
-		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us; with -instructions, instructions/req) regresses by more than PCT% (repeatable)")
+		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us, retained-B/req, goroutines-left/req; with -instructions, instructions/req) regresses by more than PCT% (repeatable)")
 	})
 	if !ok {
 		return ab, opt, code, false

@@ -79,3 +79,33 @@ func FuzzParseGoroutines(f *testing.F) {
 		}
 	})
 }
+
+// A new leak is a regression in probe ab from two rounds, whatever the
+// timings: goroutines left and retained bytes are exact counts.
+func TestABJudgesLeaks(t *testing.T) {
+	for _, m := range abMetrics {
+		var before, after []float64
+		switch m.name {
+		case "goroutines-left/req":
+			before, after = []float64{0, 0}, []float64{0.1, 0.1}
+		case "retained-B/req":
+			before, after = []float64{0, 0}, []float64{256, 256}
+		default:
+			continue
+		}
+		if got := compareMetric(before, after, m.judge, m.higherWorse); got.Verdict != "regression" {
+			t.Errorf("%s %v -> %v: %s (%s), want a regression", m.name, before, after, got.Verdict, got.Why)
+		}
+		if got := compareMetric(before, before, m.judge, m.higherWorse); got.Verdict != "no change" {
+			t.Errorf("%s unchanged: %s", m.name, got.Verdict)
+		}
+	}
+	s := &Summary{PerRequest: PerRequest{RetainedBytes: f64(256), GoroutinesLeft: f64(0.1)}}
+	var b bytes.Buffer
+	if err := writeBench(&b, s, "leak", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "256 retained-B/req") || !strings.Contains(b.String(), "0.1 goroutines-left/req") || !strings.Contains(b.String(), "Unit goroutines-left/req assume=exact") {
+		t.Errorf("bench.txt lacks the retained figures:\n%s", b.String())
+	}
+}

@@ -292,6 +292,8 @@ func benchMetrics(s *Summary) []benchMetric {
 	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
 	add(s.PerRequest.ClearedBytes, "cleared-B/req", true)
 	add(s.PerRequest.Syscalls, "syscalls/req", true)
+	add(s.PerRequest.RetainedBytes, "retained-B/req", true)
+	add(s.PerRequest.GoroutinesLeft, "goroutines-left/req", true)
 	// Datagrams per transfer move with ACK timing: not exact.
 	add(s.DatagramsPerRequest, "datagrams/req", false)
 	for _, q := range []string{"p50", "p99", "p999"} {
