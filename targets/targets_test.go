@@ -15,8 +15,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 func run(t *testing.T, target string, cfg probe.Config) (*probe.Summary, string) {
@@ -267,6 +269,7 @@ func TestQUICEchoSockbuf(t *testing.T) {
 // running main.stuck, started by main.handleLeak; /clean allocates the
 // same garbage and leaves nothing. Garbage never counts as retained.
 func TestLeakRetained(t *testing.T) {
+	outs := map[string]string{}
 	for _, path := range []string{"/leak", "/clean"} {
 		s, out := run(t, "./leak", probe.Config{Path: path, Retained: true, OffCPU: false})
 		if s.RetainedWindow == nil || s.PerRequest.RetainedObjects == nil || s.PerRequest.GoroutinesLeft == nil {
@@ -305,5 +308,32 @@ func TestLeakRetained(t *testing.T) {
 		if path == "/clean" && (*s.PerRequest.GoroutinesLeft != 0 || *s.PerRequest.RetainedObjects != 0) {
 			t.Errorf("/clean: %v objects and %v goroutines left per request; want 0", *s.PerRequest.RetainedObjects, *s.PerRequest.GoroutinesLeft)
 		}
+		outs[path] = filepath.Join(out, "retained.pb.gz")
+	}
+	// allocdiff reads retained.pb.gz as any profile: main.keep, +1
+	// object per request from /clean to /leak.
+	b, err := diff.Load([]string{outs["/clean"]}, diff.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := diff.Load([]string{outs["/leak"]}, diff.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := diff.Compare(b, a, diff.Options{Sample: "inuse_objects", Folds: profkey.DefaultFolds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, row := range r.Rows {
+		if row.Key == "main.keep" {
+			found = true
+			if row.FlatBeforePR != 0 || row.FlatAfterPR != 1 {
+				t.Errorf("allocdiff: main.keep %v -> %v objects per request, want 0 -> 1", row.FlatBeforePR, row.FlatAfterPR)
+			}
+		}
+	}
+	if !found {
+		t.Error("allocdiff: no row for main.keep")
 	}
 }
