@@ -25,8 +25,9 @@ type Config struct {
 	Servers    []Server
 	Benchmarks []Benchmark
 	// Gates are each metric's allowed growth in percent. A count the file
-	// does not name (allocs/req, B/req, copied-B/req and the /op ones) is
-	// gated at 0; a timing it does not name is reported, not gated.
+	// does not name (allocs/req, B/req, copied-B/req, retained-B/req,
+	// goroutines-left/req and the /op ones) is gated at 0; a timing it
+	// does not name is reported, not gated.
 	Gates map[string]float64
 	// Rounds, Warmup and Duration are probe ab's, for every server and
 	// benchmark that does not set its own (0: probe ab's defaults).
@@ -66,7 +67,7 @@ type Benchmark struct {
 // Metrics a gate may name: a server's (per request) and a benchmark's (per
 // op). Counts are exact; the others are timings.
 var (
-	serverCounts  = []string{"allocs/req", "B/req", "copied-B/req"}
+	serverCounts  = []string{"allocs/req", "B/req", "copied-B/req", "retained-B/req", "goroutines-left/req"}
 	serverTimings = []string{"syscalls/req", "cpu-us/req", "req/s", "p99-us", "instructions/req"}
 	benchCounts   = []string{"allocs/op", "B/op", "copied-B/op"}
 	benchTimings  = []string{"ns/op", "syscalls/op"}
