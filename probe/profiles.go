@@ -49,15 +49,23 @@ func readProfile(path string) (*profile.Profile, error) {
 // heapProfileDelta reads the two allocation profiles the agent wrote at
 // path and path+".end" and returns the window's allocations.
 func heapProfileDelta(path string) (*profile.Profile, error) {
-	before, err := profileFromFile(path)
-	if err != nil {
-		return nil, err
-	}
-	after, err := profileFromFile(path + ".end")
+	before, after, err := profilePair(path)
 	if err != nil {
 		return nil, err
 	}
 	return heapDelta(before, after)
+}
+
+// profilePair reads the profiles the agent wrote at a window's begin
+// (path) and end (path+".end").
+func profilePair(path string) (before, after *profile.Profile, err error) {
+	if before, err = profileFromFile(path); err != nil {
+		return nil, nil, err
+	}
+	if after, err = profileFromFile(path + ".end"); err != nil {
+		return nil, nil, err
+	}
+	return before, after, nil
 }
 
 // instrumentPrefixes mark the frames of perfspy's own instruments in the

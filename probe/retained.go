@@ -33,11 +33,7 @@ type GoroutinesLeft struct {
 // its end minus at its begin, per stack, the stacks that grew. A site
 // whose older objects died in the window shows that much less.
 func retainedDelta(path string) (*profile.Profile, error) {
-	before, err := profileFromFile(path)
-	if err != nil {
-		return nil, err
-	}
-	after, err := profileFromFile(path + ".end")
+	before, after, err := profilePair(path)
 	if err != nil {
 		return nil, err
 	}
