@@ -308,6 +308,18 @@ func TestLeakRetained(t *testing.T) {
 		if path == "/clean" && (*s.PerRequest.GoroutinesLeft != 0 || *s.PerRequest.RetainedObjects != 0) {
 			t.Errorf("/clean: %v objects and %v goroutines left per request; want 0", *s.PerRequest.RetainedObjects, *s.PerRequest.GoroutinesLeft)
 		}
+		if path == "/clean" {
+			// The garbage is real: one 256-byte allocation a request.
+			var garbage int64
+			for _, smp := range readProfile(t, filepath.Join(out, "allocs.pb.gz")).Sample {
+				if leaf(smp) == "main.garbage" {
+					garbage += smp.Value[0]
+				}
+			}
+			if garbage != s.AttributionWindow.Requests {
+				t.Errorf("/clean: %d allocations in main.garbage for %d requests; want one each", garbage, s.AttributionWindow.Requests)
+			}
+		}
 		outs[path] = filepath.Join(out, "retained.pb.gz")
 	}
 	// allocdiff reads retained.pb.gz as any profile: main.keep, +1
