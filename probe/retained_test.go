@@ -5,27 +5,28 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 )
 
-var parked = make(chan struct{})
+func parkedHere(ch chan struct{}) { <-ch }
 
-func parkedHere() { <-parked }
-
-func startParked() { go parkedHere() }
+func startParked(ch chan struct{}) { go parkedHere(ch) }
 
 // The goroutine dump of this process, as the agent writes it, parses to
 // its goroutines: a parked one with the function it runs, its state and
 // where it was created.
 func TestParseGoroutines(t *testing.T) {
-	startParked()
+	parked := make(chan struct{})
+	startParked(parked)
 	defer close(parked)
 	var b bytes.Buffer
-	for i := 0; ; i++ {
+	for i := 0; ; i++ { // until the goroutine is parked
 		b.Reset()
 		pprof.Lookup("goroutine").WriteTo(&b, 2)
-		if strings.Contains(b.String(), "parkedHere") || i == 100 {
+		if strings.Contains(b.String(), "[chan receive]:\ngithub.com/perfspy/perfspy/probe.parkedHere") || i == 1000 {
 			break
 		}
+		time.Sleep(time.Millisecond)
 	}
 	gs, err := parseGoroutines(b.Bytes())
 	if err != nil {
