@@ -51,7 +51,7 @@ type ABConfig struct {
 
 // abProfiles are the profiles whose functions ab compares, when a run
 // wrote them.
-var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions"}
+var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left"}
 
 // ABMetric is one metric's comparison.
 type ABMetric struct {

@@ -13,7 +13,7 @@ import (
 
 // benchUnits are the figures probe ab compares for each benchmark, in the
 // report's order.
-var benchUnits = []string{"ns/op", "allocs/op", "B/op", "copied-B/op", "syscalls/op"}
+var benchUnits = []string{"ns/op", "allocs/op", "B/op", "copied-B/op", "syscalls/op", "retained-B/op", "goroutines-left/op"}
 
 // benchABMetrics lists each benchmark's metrics measured in both arms:
 // counts are exact; ns/op and syscalls/op (the scheduler's calls move with
@@ -28,7 +28,7 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 		switch {
 		case strings.HasSuffix(name, " ns/op") || strings.HasSuffix(name, " syscalls/op"):
 			judge = judgeTiming
-		case strings.HasSuffix(name, " B/op") || strings.HasSuffix(name, " copied-B/op"):
+		case strings.HasSuffix(name, " B/op") || strings.HasSuffix(name, " copied-B/op") || strings.HasSuffix(name, " retained-B/op"):
 			judge = judgeBytes
 		}
 		out = append(out, abMetric{name, judge, true})
@@ -75,10 +75,11 @@ func (ab *abRun) ingestBench(arm, dir string, s *BenchSummary) error {
 	}
 	for _, b := range s.Benchmarks {
 		for unit, x := range map[string]float64{"ns/op": v(b.PerOp.NS), "allocs/op": b.PerOp.Allocs, "B/op": b.PerOp.AllocBytes,
-			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls)} {
+			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls),
+			"retained-B/op": v(b.PerOp.RetainedBytes), "goroutines-left/op": v(b.PerOp.GoroutinesLeft)} {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
-		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu"} {
+		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu", "retained", "goroutines_left"} {
 			if f, ok := b.Files[p]; ok {
 				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(dir, f))
 			}

@@ -34,8 +34,9 @@ func BenchmarkWork(b *testing.B) {
 
 // TestABBench: probe ab -bench, with the repository found from the
 // target's folder (no -repo, run from another repository): one more
-// 64-byte allocation per op is +1 allocs/op and +64 B/op exactly, named
-// lib.extra, and fails the gate on allocs/op.
+// 64-byte allocation per op, kept on a list, is +1 allocs/op, +64 B/op
+// and +64 retained-B/op exactly, named lib.extra in the allocations and
+// in what the ops leave, and fails the gate on allocs/op.
 func TestABBench(t *testing.T) {
 	skipShort(t)
 	r := newTestRepo(t, "example.com/abbench")
@@ -49,7 +50,7 @@ func TestABBench(t *testing.T) {
 		return r.git("rev-parse", "HEAD")
 	}
 	c1 := commit(benchLib, "one")
-	c2 := commit(strings.Replace(strings.Replace(benchLib, "//EXTRA", "//go:noinline\nfunc extra() { sink = make([]byte, 64) }", 1), "//CALL", "; extra()", 1), "two")
+	c2 := commit(strings.Replace(strings.Replace(benchLib, "//EXTRA", "type node struct {\n\tnext *node\n\tpad  [56]byte\n}\n\nvar kept *node\n\n//go:noinline\nfunc extra() { kept = &node{next: kept} }", 1), "//CALL", "; extra()", 1), "two")
 	out := filepath.Join(t.TempDir(), "ab")
 	var o, e bytes.Buffer
 	code := Main(context.Background(), []string{"ab", "-q", "-bench", ".", "-benchtime", "1000x", "-rounds", "4", "-before", c1, "-after", c2,
@@ -65,7 +66,7 @@ func TestABBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "ab.json"))), &res); err != nil {
 		t.Fatal(err)
 	}
-	var allocs, space *ABMetric
+	var allocs, space, kept, left *ABMetric
 	for name, m := range res.Metrics {
 		m := m
 		switch {
@@ -73,17 +74,25 @@ func TestABBench(t *testing.T) {
 			allocs = &m
 		case strings.HasPrefix(name, "BenchmarkWork") && strings.HasSuffix(name, " B/op"):
 			space = &m
+		case strings.HasPrefix(name, "BenchmarkWork") && strings.HasSuffix(name, " retained-B/op"):
+			kept = &m
+		case strings.HasPrefix(name, "BenchmarkWork") && strings.HasSuffix(name, " goroutines-left/op"):
+			left = &m
 		}
 	}
 	if allocs == nil || allocs.Delta != 1 || allocs.Verdict != "regression" || space == nil || space.Delta != 64 {
 		t.Errorf("allocs/op %+v, B/op %+v; want +1 and +64 exactly, a regression", allocs, space)
 	}
-	found := false
+	if kept == nil || kept.Delta != 64 || kept.Verdict != "regression" || left == nil || left.Delta != 0 || left.Verdict != "no change" {
+		t.Errorf("retained-B/op %+v, goroutines-left/op %+v; want +64 exactly, a regression, and no change", kept, left)
+	}
+	found, foundKept := false, false
 	for _, f := range res.Functions {
 		found = found || strings.HasSuffix(f.Profile, " allocs") && f.Key == "example.com/abbench/lib.extra" && f.Delta == 1
+		foundKept = foundKept || strings.HasSuffix(f.Profile, " retained") && f.Key == "example.com/abbench/lib.extra" && f.Delta == 64
 	}
-	if !found {
-		t.Errorf("lib.extra +1 per op not among the functions: %+v", res.Functions)
+	if !found || !foundKept {
+		t.Errorf("lib.extra +1 allocation and +64 B retained per op not among the functions: %+v", res.Functions)
 	}
 	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "top function changes per op") {
 		t.Errorf("report.md:\n%s", rep)

@@ -43,6 +43,9 @@ type BenchConfig struct {
 	// OffCPU adds a run under the execution tracer: off-CPU time per op
 	// by reason, in the timed regions.
 	OffCPU bool
+	// Retained adds a run that measures what each benchmark's ops leave:
+	// objects still live after two GCs, goroutines still running.
+	Retained bool
 	// Exec runs the test binaries as go test -exec does: Exec[0] with
 	// Exec[1:], then the binary and its flags (an emulator such as
 	// qemu-aarch64-static for a GOARCH this machine does not run).
@@ -179,6 +182,12 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 			return nil, err
 		}
 	}
+	if cfg.Retained {
+		logf("measuring what the benchmarks' ops leave live (heap after two GCs, goroutines)")
+		if win.retainedDir, win.retained, err = runBenchRetained(ctx, tgt, counted, priv, out); err != nil {
+			return nil, err
+		}
+	}
 	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
@@ -258,6 +267,30 @@ type benchWindow struct {
 	// offcpu is the traced run's off-CPU time, by result (in the order
 	// of events).
 	offcpu []benchWaits
+	// retained are the retained run's results, in its order, read from
+	// retainedDir.
+	retained    []benchwin.Event
+	retainedDir string
+}
+
+// runBenchRetained runs the instrumented test binary once more with
+// MemProfileRate=1 from its start (which would slow the counted run's
+// allocations) and reads what each result's run left.
+func runBenchRetained(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) (string, []benchwin.Event, error) {
+	dir := filepath.Join(priv, "retained")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	cmd := cfg.command(tgt.Binary, cfg.args()...)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1")
+	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); err != nil {
+		return "", nil, fmt.Errorf("the retained benchmark run: %w", err)
+	}
+	events, err := benchwin.ReadEvents(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("the retained run's results: %w", err)
+	}
+	return dir, events, nil
 }
 
 // benchWaits is one result's off-CPU time in its timed region.

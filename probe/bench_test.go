@@ -94,6 +94,7 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 		"BenchmarkSub/big":   {1, 1024, -1, ""},
 		"BenchmarkParallel":  {-1, -1, -1, ""},
 		"BenchmarkWait":      {-1, -1, -1, ""}, // its goroutine's first Sleep allocates a timer
+		"BenchmarkLeak":      {-1, -1, -1, ""}, // keeps 1×256 B, starts a goroutine every 10th op
 	}
 	runs := map[string]int{}
 	for _, f := range s.Benchmarks {
@@ -127,6 +128,7 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 		checkBenchSyscalls(t, f, w.syscall, s.Exec != "")
 		checkBenchOffCPU(t, f, name == "BenchmarkWait")
 		checkBenchProfile(t, out, f)
+		checkBenchRetained(t, out, f, name == "BenchmarkLeak")
 	}
 	for name := range want {
 		if runs[name] != 2 {
@@ -239,6 +241,42 @@ func checkBenchProfile(t *testing.T, out string, f BenchFigures) {
 	}
 }
 
+// checkBenchRetained holds what the ops left to the fixture's truth: the
+// leaking benchmark keeps exactly one 256-byte object per op in keep
+// (the goroutines' own records, made or reused by the runtime, aside) and
+// leaves 0.1 goroutines per op running stuck, created by it; every other
+// keeps at most the values its globals hold from the last op (2 objects
+// in N ops) and leaves no goroutine.
+func checkBenchRetained(t *testing.T, out string, f BenchFigures, leaks bool) {
+	t.Helper()
+	if f.PerOp.RetainedObjects == nil || f.PerOp.GoroutinesLeft == nil || f.Files["retained"] == "" || f.Files["goroutines_left"] == "" {
+		t.Errorf("%s: no retained figures (%+v)", f.Name, f.Files)
+		return
+	}
+	p, err := readProfile(filepath.Join(out, f.Files["retained"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := profkey.Requests(p)
+	keep, keepBytes := siteCount(p, "github.com/perfspy/perfspy/benchwin/testdata/fix.keep")
+	if !leaks {
+		if *f.PerOp.RetainedObjects*float64(n) > 2 || *f.PerOp.GoroutinesLeft != 0 || keep != 0 {
+			t.Errorf("%s: left %v objects/op, %v goroutines/op in %d ops; want at most 2 objects in all, no goroutine", f.Name, *f.PerOp.RetainedObjects, *f.PerOp.GoroutinesLeft, n)
+		}
+		return
+	}
+	if n != 2000 || keep != n || keepBytes != 256*n {
+		t.Errorf("%s: keep left %d objects, %d B in %d ops; want 1 and 256 B per op in 2000", f.Name, keep, keepBytes, n)
+	}
+	if *f.PerOp.GoroutinesLeft != 0.1 || len(f.GoroutinesLeft) != 1 || !strings.HasSuffix(f.GoroutinesLeft[0].Func, "fix.stuck") ||
+		!strings.Contains(f.GoroutinesLeft[0].CreatedBy, "fix.BenchmarkLeak") || f.GoroutinesLeft[0].Count != 200 {
+		t.Errorf("%s: %v goroutines left /op: %+v; want 0.1, 200 in fix.stuck created by fix.BenchmarkLeak", f.Name, *f.PerOp.GoroutinesLeft, f.GoroutinesLeft)
+	}
+	if len(f.RetainedSites) == 0 || !strings.HasSuffix(f.RetainedSites[0].Func, "fix.keep") || f.RetainedSites[0].Bytes != 256 {
+		t.Errorf("%s: top retained sites %+v, want fix.keep first with 256 B/op", f.Name, f.RetainedSites)
+	}
+}
+
 // checkBenchText reads bench.txt as benchstat does.
 func checkBenchText(t *testing.T, path string, want int) {
 	t.Helper()
@@ -262,8 +300,8 @@ func checkBenchText(t *testing.T, path string, want int) {
 			t.Error(x)
 		}
 	}
-	if results != want || exact != 4 {
-		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 4)", results, want, exact)
+	if results != want || exact != 6 {
+		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 6)", results, want, exact)
 	}
 }
 

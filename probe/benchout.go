@@ -55,6 +55,11 @@ type BenchFigures struct {
 	PerOp    BenchPerOp        `json:"per_op"`
 	Benchmem BenchMem          `json:"benchmem"`
 	Files    map[string]string `json:"files"`
+	// RetainedSites are the sites whose objects the ops left live, per
+	// op, most bytes first; GoroutinesLeft the goroutines they left
+	// running (the retained run).
+	RetainedSites  []RetainedSite   `json:"retained_sites,omitempty"`
+	GoroutinesLeft []GoroutinesLeft `json:"goroutines_left,omitempty"`
 }
 
 // BenchPerOp are the figures per op. Those not measured are null.
@@ -69,6 +74,11 @@ type BenchPerOp struct {
 	// OffCPUNS is the time goroutines waited in the timed region, by
 	// reason, in ns per op (a run of its own, under the tracer).
 	OffCPUNS map[string]float64 `json:"offcpu_ns"`
+	// What the ops left, per op (a run of its own, MemProfileRate=1):
+	// objects and bytes live after two GCs, goroutines still running.
+	RetainedObjects *float64 `json:"retained_objects"`
+	RetainedBytes   *float64 `json:"retained_bytes"`
+	GoroutinesLeft  *float64 `json:"goroutines_left"`
 }
 
 // BenchMem is testing's own -benchmem count of the same run, per op and
@@ -135,6 +145,11 @@ func (o *benchOutput) write() error {
 		o.s.Blind = append(o.s.Blind, "syscalls: every thread's in the timed region, the runtime's own (sysmon, GC) included")
 	} else {
 		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
+	}
+	if o.cfg.Retained {
+		o.s.Sources["retained"] = "heapprofile-rate1-live+benchwin (a run of its own: in use after two GCs at the run's end minus at its start, growth only)"
+		o.s.Sources["goroutines_left"] = "goroutine-dump+benchwin (the same run: goroutines alive at its end that were not at its start)"
+		o.s.Blind = append(o.s.Blind, "retained, goroutines left: from the start or the last ResetTimer to the benchmark function's return, StopTimer's pauses included; a value a global keeps from the last op shows as 1/N; a site whose older objects died in the run shows that much less")
 	}
 	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
 	if len(o.cfg.Exec) > 0 {
@@ -211,6 +226,9 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 		}
 	}
 	if err := o.offCPUFigures(&f, e, folder, comments); err != nil {
+		return f, err
+	}
+	if err := o.retainedFigures(&f, folder, comments); err != nil {
 		return f, err
 	}
 	if ns := o.plain[e.Name]; k < len(ns) {
@@ -301,6 +319,53 @@ func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, folder st
 	return o.profile(f, folder, "offcpu", w.profile, comments)
 }
 
+// retainedFigures gives the result what its ops left, from the retained
+// run: the result of the same place in that run's order, divided by that
+// run's N.
+func (o *benchOutput) retainedFigures(f *BenchFigures, folder string, comments []string) error {
+	i := len(o.s.Benchmarks)
+	if i >= len(o.win.retained) {
+		return nil
+	}
+	e := o.win.retained[i]
+	switch {
+	case e.Name != f.Name:
+		return fmt.Errorf("the retained run's result %d is %s, the counted run's %s", i+1, e.Name, f.Name)
+	case e.Error != "":
+		return fmt.Errorf("%s: the retained run: %s", e.Name, e.Error)
+	case e.N <= 0 || e.Retained == "":
+		return fmt.Errorf("%s: the retained run reported %d ops and no report", e.Name, e.N)
+	}
+	path := filepath.Join(o.win.retainedDir, e.Retained)
+	rep, err := benchwin.ReadRetained(path)
+	if err != nil {
+		return err
+	}
+	left, err := goroutinesLeft(path)
+	if err != nil {
+		return fmt.Errorf("%s: goroutines left: %w", e.Name, err)
+	}
+	n := float64(e.N)
+	rp := rep.Profile()
+	t := totals(rp)
+	f.PerOp.RetainedObjects = f64(round(float64(t[0])/n, 4))
+	f.PerOp.RetainedBytes = f64(round(float64(t[1])/n, 2))
+	f.PerOp.GoroutinesLeft = f64(round(float64(len(left))/n, 4))
+	for _, site := range topSites(rp, 1) {
+		f.RetainedSites = append(f.RetainedSites, RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/n, 4), Bytes: round(float64(site.Values[1])/n, 2)})
+	}
+	f.GoroutinesLeft = groupGoroutines(left, int64(e.N))
+	// The retained run's N, not the counted run's, divides these.
+	own := append(slices.Clone(comments[1:]), profkey.RequestsComment+strconv.Itoa(e.N))
+	o.addTop(folder, "bytes left live", "B", rp, 1, e.N)
+	if err := o.profile(f, folder, "retained", rp, own); err != nil {
+		return err
+	}
+	gp := goroutinesProfile(left)
+	o.addTop(folder, "goroutines left", "", gp, 0, e.N)
+	return o.profile(f, folder, "goroutines_left", gp, own)
+}
+
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.
 func (o *benchOutput) profile(f *BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
 	p.Comments = append(slices.Clone(comments), p.Comments...)
@@ -339,7 +404,7 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 // plain binary and the counted figures per op, exact ones marked so.
 func writeBenchText(w io.Writer, s *BenchSummary) error {
 	bw := benchfmt.NewWriter(w)
-	for _, u := range []string{"allocs/op", "B/op", "copied-B/op", "syscalls/op"} {
+	for _, u := range []string{"allocs/op", "B/op", "copied-B/op", "syscalls/op", "retained-B/op", "goroutines-left/op"} {
 		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
 			return err
 		}
@@ -360,6 +425,8 @@ func writeBenchText(w io.Writer, s *BenchSummary) error {
 		add(&b.PerOp.AllocBytes, "B/op")
 		add(b.PerOp.CopiedBytes, "copied-B/op")
 		add(b.PerOp.Syscalls, "syscalls/op")
+		add(b.PerOp.RetainedBytes, "retained-B/op")
+		add(b.PerOp.GoroutinesLeft, "goroutines-left/op")
 		if err := bw.Write(res); err != nil {
 			return err
 		}
@@ -384,11 +451,11 @@ func (o *benchOutput) writeReport(w io.Writer) {
 	for _, b := range s.Blind {
 		fmt.Fprintf(w, "- %s\n", b)
 	}
-	fmt.Fprint(w, "\n| benchmark | N | ns/op | allocs/op | B/op | -benchmem allocs/op | -benchmem B/op | copied B/op | syscalls/op |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprint(w, "\n| benchmark | N | ns/op | allocs/op | B/op | -benchmem allocs/op | -benchmem B/op | copied B/op | syscalls/op | retained B/op | goroutines left/op |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, b := range s.Benchmarks {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2),
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2),
 			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2),
-			fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
+			fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
 	}
 	seen := map[string]int{}
 	for _, b := range s.Benchmarks {
@@ -450,11 +517,34 @@ func WriteBenchTerminal(w io.Writer, r *BenchResult) {
 			}
 			fmt.Fprintf(w, "    off-CPU     %s ns/op%s  [%s]\n", strconv.FormatFloat(round(total, 2), 'f', -1, 64), byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
 		}
+		writeBenchRetained(w, b)
 	}
 	for _, b := range s.Blind {
 		fmt.Fprintf(w, "  note          %s\n", b)
 	}
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
+}
+
+// writeBenchRetained writes what a benchmark's ops left: one line, and
+// the top sites and goroutines when it is not nothing.
+func writeBenchRetained(w io.Writer, b BenchFigures) {
+	if b.PerOp.RetainedBytes == nil {
+		return
+	}
+	fmt.Fprintf(w, "    retained    %s objects/op, %s B/op live after the run; goroutines left %s /op  [retained run]\n",
+		fmtPtr(b.PerOp.RetainedObjects, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
+	for i, site := range b.RetainedSites {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "                %.4f objects, %.2f B /op kept by %s\n", site.Objects, site.Bytes, site.Func)
+	}
+	for i, g := range b.GoroutinesLeft {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "                %.4f goroutines /op in %s, created by %s\n", g.PerReq, g.Func, g.CreatedBy)
+	}
 }
 
 // byName lists the syscalls per op, largest first, the first four.

@@ -128,7 +128,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
 	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
-	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window: the heap its requests leave live after two GCs, by site, and the goroutines they leave running")
+	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
 	fgprofOnly := fs.Bool("fgprof-only", false, "with -offcpu, fgprof in the wall-clock window and no off-CPU window (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
@@ -205,7 +205,7 @@ func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) err
 		return err
 	}
 	b := &opt.bench
-	b.Target, b.Out, b.Env, b.Syscalls, b.Copies, b.OffCPU = cfg.Target, cfg.Out, cfg.Env, cfg.Syscalls, cfg.Copies, cfg.OffCPU
+	b.Target, b.Out, b.Env, b.Syscalls, b.Copies, b.OffCPU, b.Retained = cfg.Target, cfg.Out, cfg.Env, cfg.Syscalls, cfg.Copies, cfg.OffCPU, cfg.Retained
 	if b.Syscalls == "proc-io" {
 		b.Syscalls = "off"
 		fmt.Fprintf(stderr, "%s: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted\n", name)

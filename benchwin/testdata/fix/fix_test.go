@@ -89,3 +89,32 @@ func BenchmarkWait(b *testing.B) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
+
+// node is 256 bytes, one size class of its own.
+type node struct {
+	next *node
+	pad  [248]byte
+}
+
+var (
+	kept  *node
+	never = make(chan struct{})
+)
+
+// keep puts one 256-byte object on a list that only grows.
+//
+//go:noinline
+func keep() { kept = &node{next: kept} }
+
+// BenchmarkLeak: each op keeps one 256-byte object (keep), and every 10th
+// op starts a goroutine that never returns (stuck).
+func BenchmarkLeak(b *testing.B) {
+	for i := range b.N {
+		keep()
+		if i%10 == 0 {
+			go stuck()
+		}
+	}
+}
+
+func stuck() { <-never }
