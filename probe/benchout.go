@@ -487,8 +487,12 @@ func fmtFloat(v float64, digits int) string { return strconv.FormatFloat(v, 'f',
 // results folder.
 func WriteBenchTerminalQuiet(w io.Writer, r *BenchResult) {
 	for _, b := range r.Summary.Benchmarks {
-		fmt.Fprintf(w, "%s  %s ns/op  %s allocs/op  %s B/op  %s copied-B/op  %s syscalls/op\n", b.Name, fmtPtr(b.PerOp.NS, 2),
+		fmt.Fprintf(w, "%s  %s ns/op  %s allocs/op  %s B/op  %s copied-B/op  %s syscalls/op", b.Name, fmtPtr(b.PerOp.NS, 2),
 			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
+		if b.PerOp.RetainedBytes != nil {
+			fmt.Fprintf(w, "  %s retained-B/op  %s goroutines-left/op", fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "results %s\n", r.Dir)
 }
