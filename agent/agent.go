@@ -15,7 +15,9 @@
 //	 "blocking":B, "counters":{"allocs":A, "copies":K}}   snapshot 1
 //	{"cmd":"prepare", "retained":R}  the heap profile at rate 1 from now
 //	                  (before the retained window's warm-up)
-//	{"cmd":"begin", "retained":R}   heap profile (rate 1) and goroutines
+//	{"cmd":"begin", "retained":R}   the heap in use (rate 1) and goroutines;
+//	                  end writes R+".json" (wire.RetainedReport) and the
+//	                  goroutines at R+".goroutines" and R+".goroutines.end"
 //	{"cmd":"end"}     snapshot 2: profiles, trace and reports written
 //
 // begin with heap_profile set makes the heap profile exact for the window:
@@ -44,7 +46,6 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -125,7 +126,8 @@ type window struct {
 	open       bool
 	heapPath   string
 	retained   string
-	prepared   bool // MemProfileRate is 1 since prepare; oldRate is the one before
+	live       liveHeap // the heap in use at the retained window's begin
+	prepared   bool     // MemProfileRate is 1 since prepare; oldRate is the one before
 	oldRate    int
 	cpu, trace recording
 	active     []string          // counters counting, in the order they began
@@ -217,7 +219,7 @@ func (w *window) begin(req wire.Request) error {
 		w.prepared = false
 		runtime.MemProfileRate = 1
 		w.retained = req.Retained
-		if err := snapshotLive(req.Retained); err != nil {
+		if err := w.beginRetained(req.Retained); err != nil {
 			runtime.MemProfileRate = w.oldRate
 			w.retained = ""
 			return err
@@ -318,36 +320,11 @@ func (w *window) end() error {
 		w.heapPath = ""
 	}
 	if w.retained != "" {
-		errs = append(errs, snapshotLive(w.retained+".end"))
+		errs = append(errs, w.endRetained(w.retained))
 		runtime.MemProfileRate = w.oldRate
 		w.retained = ""
 	}
 	return errors.Join(errs...)
-}
-
-// snapshotLive writes what is live: two GCs first (the heap profile
-// publishes a cycle's frees at the end of the next), then the heap
-// profile to path and the goroutines with their creators to
-// path+".goroutines". path+".end" at the window's end.
-func snapshotLive(path string) error {
-	runtime.GC()
-	runtime.GC()
-	if err := writeProfile("heap", path); err != nil {
-		return err
-	}
-	g := path + ".goroutines"
-	if strings.HasSuffix(path, ".end") {
-		g = strings.TrimSuffix(path, ".end") + ".goroutines.end"
-	}
-	f, err := os.Create(g)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the goroutines: %w", err)
-	}
-	return f.Close()
 }
 
 // stopBlocking writes the block and mutex profiles with suffix (none when

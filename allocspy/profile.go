@@ -3,6 +3,7 @@ package allocspy
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -90,4 +91,24 @@ func routeLabel(labels map[string][]string, routed bool, route string) map[strin
 		labels[profkey.RouteLabel] = []string{route}
 	}
 	return labels
+}
+
+// RetainedProfile is a retained report as a pprof profile: inuse_objects
+// and inuse_space per stack, each stack from the frame that asked for the
+// memory outward, as in Profile's.
+func RetainedProfile(r *wire.RetainedReport) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:        []*profile.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		DefaultSampleType: "inuse_space",
+		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:            1,
+	}
+	b := stacks.NewBuilder(p)
+	sites := slices.Clone(r.Sites)
+	slices.SortFunc(sites, func(x, y wire.RetainedSite) int { return strings.Compare(stacks.Key(x.Stack), stacks.Key(y.Stack)) })
+	for _, s := range sites {
+		user, _ := wire.UserStack(s.Stack)
+		p.Sample = append(p.Sample, &profile.Sample{Location: b.Locations(user), Value: []int64{s.Objects, s.Bytes}})
+	}
+	return p
 }

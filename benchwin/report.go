@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-
-	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
-	"github.com/perfspy/perfspy/internal/stacks"
 )
 
 // Event is one benchmark result as the recorder wrote it: the run that
@@ -110,21 +105,9 @@ func ReadCopies(path string) (*wire.CopyReport, error) {
 // the start) and the goroutines it started that still run.
 const RetainedEnv = "PERFSPY_BENCH_RETAINED"
 
-// RetainedReport is what a run left live: the stacks whose objects in use
-// grew over it, in objects and bytes.
-type RetainedReport struct {
-	Sites []retainedSite `json:"sites"`
-}
-
-type retainedSite struct {
-	Stack   []wire.PCFrames `json:"stack"`
-	Objects int64           `json:"objects"`
-	Bytes   int64           `json:"bytes"`
-}
-
 // ReadRetained reads a retained report, path+".json".
-func ReadRetained(path string) (*RetainedReport, error) {
-	var r RetainedReport
+func ReadRetained(path string) (*wire.RetainedReport, error) {
+	var r wire.RetainedReport
 	if err := wire.ReadJSON(path+".json", &r); err != nil {
 		return nil, err
 	}
@@ -134,24 +117,4 @@ func ReadRetained(path string) (*RetainedReport, error) {
 		}
 	}
 	return &r, nil
-}
-
-// Profile is the report as a pprof profile: inuse_objects and inuse_space
-// per stack, each stack from the frame that asked for the memory outward
-// (the runtime's allocation frames left out, as in allocs.pb.gz).
-func (r *RetainedReport) Profile() *profile.Profile {
-	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
-		DefaultSampleType: "inuse_space",
-		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
-		Period:            1,
-	}
-	b := stacks.NewBuilder(p)
-	sites := slices.Clone(r.Sites)
-	slices.SortFunc(sites, func(x, y retainedSite) int { return strings.Compare(stacks.Key(x.Stack), stacks.Key(y.Stack)) })
-	for _, s := range sites {
-		user, _ := wire.UserStack(s.Stack)
-		p.Sample = append(p.Sample, &profile.Sample{Location: b.Locations(user), Value: []int64{s.Objects, s.Bytes}})
-	}
-	return p
 }

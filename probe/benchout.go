@@ -346,7 +346,7 @@ func (o *benchOutput) retainedFigures(f *BenchFigures, folder string, comments [
 		return fmt.Errorf("%s: goroutines left: %w", e.Name, err)
 	}
 	n := float64(e.N)
-	rp := rep.Profile()
+	rp := allocspy.RetainedProfile(rep)
 	t := totals(rp)
 	f.PerOp.RetainedObjects = f64(round(float64(t[0])/n, 4))
 	f.PerOp.RetainedBytes = f64(round(float64(t[1])/n, 2))

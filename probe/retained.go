@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/benchwin"
 )
 
 // Sources of the retained window's figures.
 const (
-	SourceRetained       = "heapprofile-rate1-live (the retained window: inuse after two GCs, at its end minus at its begin, growth only)"
+	SourceRetained       = "heapprofile-rate1-live (the retained window: in use after two GCs, at its end minus at its begin, per stack, growth only)"
 	SourceGoroutinesLeft = "goroutine-dump (the retained window: goroutines alive at its end that were not at its begin, after two GCs)"
 )
 
@@ -28,33 +31,15 @@ type GoroutinesLeft struct {
 	PerReq    float64 `json:"per_request"`
 }
 
-// retainedDelta reads the heap profiles the agent wrote around the
-// retained window and returns what its allocations left live: inuse at
-// its end minus at its begin, per stack, the stacks that grew. A site
-// whose older objects died in the window shows that much less.
-func retainedDelta(path string) (*profile.Profile, error) {
-	before, after, err := profilePair(path)
+// retainedProfile reads what the retained window left (the agent's
+// wire.RetainedReport at path+".json") as a profile, without the samples
+// through perfspy's instruments.
+func retainedProfile(path string) (*profile.Profile, error) {
+	rep, err := benchwin.ReadRetained(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(before.SampleType) != 4 || before.SampleType[2].Type != "inuse_objects" || before.SampleType[3].Type != "inuse_space" {
-		return nil, fmt.Errorf("%s: not a heap profile (sample types %v)", path, sampleTypeNames(before))
-	}
-	d, err := profileDelta(before, after)
-	if err != nil {
-		return nil, err
-	}
-	d.SampleType = d.SampleType[2:4]
-	d.DefaultSampleType = "inuse_space"
-	kept := d.Sample[:0]
-	for _, s := range d.Sample {
-		s.Value = s.Value[2:4]
-		if s.Value[0] > 0 && s.Value[1] > 0 {
-			kept = append(kept, s)
-		}
-	}
-	d.Sample = kept
-	return d.Compact(), nil
+	return dropInstruments(allocspy.RetainedProfile(rep)), nil
 }
 
 // retained: the retained window's heap still live (retained.pb.gz) and
@@ -66,7 +51,7 @@ func (o *runOutput) retained() error {
 	}
 	s.RetainedWindow = windowSummary(w)
 	n := w.load.OK
-	rp, err := retainedDelta(path)
+	rp, err := retainedProfile(path)
 	if err != nil {
 		return fmt.Errorf("retained: %w", err)
 	}

@@ -233,3 +233,21 @@ type WallclockSample struct {
 	Stack []PCFrames `json:"stack"` // innermost first
 	Count uint64     `json:"count"`
 }
+
+// RetainedReport is the JSON file a retained window writes at its end (and
+// the benchmark recorder for each result's run): the stacks whose objects
+// in use grew over it, in objects and bytes, after two GCs at each end.
+// Left out: the recorder's own, stacks with no frame outside the runtime
+// (its caches), and sudogs (the runtime's records of blocked goroutines,
+// kept in per-P caches: a leaked goroutine is counted among those left).
+type RetainedReport struct {
+	Sites []RetainedSite `json:"sites"`
+}
+
+// RetainedSite is one stack's growth: innermost first, from mallocgc's
+// caller, as allocspy's.
+type RetainedSite struct {
+	Stack   []PCFrames `json:"stack"`
+	Objects int64      `json:"objects"`
+	Bytes   int64      `json:"bytes"`
+}
