@@ -80,15 +80,12 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 	}
 	for _, prof := range sortedKeys(todo) {
 		w := todo[prof]
-		subject := strings.TrimSuffix(strings.TrimSuffix(prof, "allocs"), "copies")
-		subject = strings.TrimSpace(subject)
+		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies or retained
+		subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
 		if subject == "" {
 			subject = it.route
 		}
-		samples := []string{"alloc_objects", "alloc_space"}
-		if strings.HasSuffix(prof, "copies") {
-			samples = []string{"copied_bytes"}
-		}
+		samples := map[string][]string{"allocs": {"alloc_objects", "alloc_space"}, "copies": {"copied_bytes"}, "retained": {"inuse_objects", "inuse_space"}}[kind]
 		before := readSites(ab.Profiles["before"][prof], ab.Worktrees["before"], samples)
 		after := readSites(ab.Profiles["after"][prof], ab.Worktrees["after"], samples)
 		if before.requests == 0 || after.requests == 0 {
@@ -116,11 +113,15 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 				a.Level = "error"
 			}
 			switch {
-			case len(samples) == 1 && g[0] >= 0.5:
+			case kind == "retained" && g[1] >= 0.5:
+				a.Metric, a.Bytes = "retained-B/"+per, g[1]
+				a.Message = fmt.Sprintf("%s B/%s (%+.2f objects) left live in %s", signedNum(g[1]), per, g[0], subject)
+				a.Title = "perfspy: memory left live grew in " + shortFunc(k.fn)
+			case kind == "copies" && g[0] >= 0.5:
 				a.Metric = "copied-B/" + per
 				a.Message = fmt.Sprintf("%s copied B/%s in %s", signedNum(g[0]), per, subject)
 				a.Title = "perfspy: bytes copied grew in " + shortFunc(k.fn)
-			case len(samples) == 2 && (g[0] >= 0.005 || g[1] >= 0.5):
+			case kind == "allocs" && (g[0] >= 0.005 || g[1] >= 0.5):
 				a.Metric, a.Bytes = "allocs/"+per, g[1]
 				a.Message = fmt.Sprintf("%+.2f allocs/%s (%s B) in %s", g[0], per, signedNum(g[1]), subject)
 				a.Title = "perfspy: allocations grew in " + shortFunc(k.fn)

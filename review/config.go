@@ -69,7 +69,7 @@ type Benchmark struct {
 var (
 	serverCounts  = []string{"allocs/req", "B/req", "copied-B/req", "retained-B/req", "goroutines-left/req"}
 	serverTimings = []string{"syscalls/req", "cpu-us/req", "req/s", "p99-us", "instructions/req"}
-	benchCounts   = []string{"allocs/op", "B/op", "copied-B/op"}
+	benchCounts   = []string{"allocs/op", "B/op", "copied-B/op", "retained-B/op", "goroutines-left/op"}
 	benchTimings  = []string{"ns/op", "syscalls/op"}
 )
 

@@ -337,6 +337,11 @@ func changes(ab *probe.ABResult, cfg *Config, route, per string) []Change {
 		}
 		c := Change{Subject: subject, Metric: unit, Before: m.Before, After: m.After, Delta: m.Delta, DeltaPct: m.DeltaPct, Verdict: m.Verdict}
 		switch {
+		case unit == "retained-B/"+per:
+			c.profile = "retained"
+		case unit == "goroutines-left/"+per:
+			// Judged and gated; its profile's stacks are the goroutines'
+			// own, not lines of the change to annotate.
 		case strings.HasSuffix(unit, "allocs/"+per) || strings.HasSuffix(unit, "B/"+per) && !strings.HasPrefix(unit, "copied"):
 			c.profile = "allocs"
 		case unit == "copied-B/"+per:

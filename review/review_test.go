@@ -138,7 +138,8 @@ func lineOf(t *testing.T, src, s string) int {
 
 // makeReviewRepo makes the repository: main (the base), then branch "extra"
 // (one more 64-byte allocation per request in main.user, one more per op
-// in codec.Encode, each on its own new line), and "comment" from main
+// in codec.Encode, kept on a list, each on its own new line), and
+// "comment" from main
 // (a comment changes).
 func makeReviewRepo(t *testing.T) (r *repo, base, extra, comment string, serverHead, codecHead string) {
 	r = &repo{t: t, dir: t.TempDir()}
@@ -148,7 +149,8 @@ func makeReviewRepo(t *testing.T) (r *repo, base, extra, comment string, serverH
 		"perf/requests.txt": "GET /users/7\nGET /health\n"}, "base")
 	r.git("checkout", "-q", "-b", "extra")
 	serverHead = strings.Replace(serverBase, "//EXTRA", "sink = make([]byte, 64) // one more per request", 1)
-	codecHead = strings.Replace(codecBase, "//EXTRA", "Sink = make([]byte, 16) // one more per op", 1)
+	codecHead = strings.Replace(codecBase, "//EXTRA", "Kept = append(Kept, make([]byte, 16)) // one more per op, kept", 1)
+	codecHead = strings.Replace(codecHead, "var Sink []byte", "var Sink []byte\n\nvar Kept [][]byte", 1)
 	extra = r.commit(map[string]string{"server/main.go": serverHead, "codec/codec.go": codecHead}, "extra allocations")
 	r.git("checkout", "-q", "-b", "comment", base)
 	comment = r.commit(map[string]string{"server/main.go": strings.Replace(serverBase, "//EXTRA", "// A comment changes nothing.", 1)}, "a comment")
@@ -164,8 +166,9 @@ func runReview(t *testing.T, dir string, args ...string) (code int, stdout, stde
 }
 
 // TestReview: the head that adds an allocation per request in a handler
-// and one per op in a benchmarked function fails the 0% gates, and each
-// annotation names the file and the line (in the head) that added it; the
+// and one per op in a benchmarked function, kept, fails the 0% gates, and
+// each annotation names the file and the line (in the head) that added it
+// (the kept one twice: allocations, and memory left live); the
 // head that changes a comment passes with no count changed.
 func TestReview(t *testing.T) {
 	if testing.Short() {
@@ -181,7 +184,8 @@ func TestReview(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B) in GET /users/{id}", lineOf(t, serverHead, "one more per request")),
-		fmt.Sprintf("::error file=codec/codec.go,line=%d,", lineOf(t, codecHead, "one more per op")),
+		fmt.Sprintf("::error file=codec/codec.go,line=%d,title=perfspy%%3A allocations grew in codec.Encode::", lineOf(t, codecHead, "one more per op")),
+		fmt.Sprintf("::error file=codec/codec.go,line=%d,title=perfspy%%3A memory left live grew in codec.Encode::", lineOf(t, codecHead, "one more per op")),
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
