@@ -42,9 +42,12 @@ func (after liveHeap) grown(before liveHeap) wire.RetainedReport {
 	r := wire.RetainedReport{Sites: []wire.RetainedSite{}}
 	for stk, v := range after {
 		d := [2]int64{v[0] - before[stk][0], v[1] - before[stk][1]}
-		if d[0] <= 0 || d[1] <= 0 {
+		// Bytes grew: a site whose objects were replaced by bigger ones
+		// (a slice, a map's tables) keeps the growth, with no object more.
+		if d[1] <= 0 {
 			continue
 		}
+		d[0] = max(d[0], 0)
 		pcs := stk[:]
 		for len(pcs) > 0 && pcs[len(pcs)-1] == 0 {
 			pcs = pcs[:len(pcs)-1]

@@ -112,8 +112,8 @@ func ReadRetained(path string) (*wire.RetainedReport, error) {
 		return nil, err
 	}
 	for i, s := range r.Sites {
-		if s.Objects <= 0 || s.Bytes <= 0 {
-			return nil, fmt.Errorf("%s.json: site %d left %d objects, %d B: want both above 0", path, i, s.Objects, s.Bytes)
+		if s.Objects < 0 || s.Bytes <= 0 {
+			return nil, fmt.Errorf("%s.json: site %d left %d objects, %d B: want bytes above 0, objects not below", path, i, s.Objects, s.Bytes)
 		}
 	}
 	return &r, nil

@@ -236,7 +236,8 @@ type WallclockSample struct {
 
 // RetainedReport is the JSON file a retained window writes at its end (and
 // the benchmark recorder for each result's run): the stacks whose objects
-// in use grew over it, in objects and bytes, after two GCs at each end.
+// in use grew over it, in bytes (and objects, 0 when they only got bigger),
+// after two GCs at each end.
 // Left out: the recorder's own, stacks with no frame outside the runtime
 // (its caches), and sudogs (the runtime's records of blocked goroutines,
 // kept in per-P caches: a leaked goroutine is counted among those left).

@@ -1,6 +1,6 @@
 // Command leak is a server whose requests leave known things behind:
-// GET /leak keeps one 256-byte object per request in a map (in
-// main.keep) and, on every 10th request, starts a goroutine that never
+// GET /leak keeps one 256-byte object per request (made in main.keep) in
+// a map (whose tables grow in main.handleLeak) and, on every 10th request, starts a goroutine that never
 // returns (main.stuck, started by main.handleLeak); GET /clean
 // allocates the same 256 bytes and keeps nothing. probe run's retained
 // window must say exactly that: 1 object and 256 B retained per request
@@ -28,11 +28,14 @@ var (
 	escape = func([]byte) {}
 )
 
+// keep makes the object a request keeps; handleLeak puts it in the map,
+// whose growth is then its own.
+//
 //go:noinline
-func keep(n int) {
+func keep(n int) []byte {
 	b := make([]byte, 256)
 	b[0] = byte(n)
-	kept[n] = b
+	return b
 }
 
 //go:noinline
@@ -49,7 +52,7 @@ func handleLeak(w http.ResponseWriter, r *http.Request) {
 	mu.Lock()
 	count++
 	n := count
-	keep(n)
+	kept[n] = keep(n)
 	mu.Unlock()
 	if n%10 == 0 {
 		go stuck()
