@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -227,5 +229,33 @@ func TestDecodeStream(t *testing.T) {
 	boom := errors.New("boom")
 	if _, _, err := DecodeStream(io.MultiReader(bytes.NewReader(raw[:1000]), iotest.ErrReader(boom)), int64(len(raw))); err != boom {
 		t.Fatalf("a reader's error: %v", err)
+	}
+}
+
+// TestFieldEndReaderFails: a field whose first bytes are in when the
+// reader then fails ends decoding at its start (it panicked, slicing the
+// buffer to the 0 the failed wait returns).
+func TestFieldEndReaderFails(t *testing.T) {
+	const off = 988
+	for _, c := range []struct {
+		field []byte
+		in    int // bytes in from off when the reader fails
+	}{
+		{[]byte{0x0a, 0x80}, 2},  // a cut length: waits for the varints
+		{[]byte{0x0a, 0x7f}, 25}, // 127 bytes, 23 in: waits for the field
+	} {
+		b := make([]byte, 4096)
+		copy(b[off:], c.field)
+		st := &stream{buf: b, kick: make(chan struct{}, 1)}
+		st.avail.Store(int64(off + c.in))
+		go func() {
+			time.Sleep(10 * time.Millisecond) // fieldEnd is waiting for more
+			st.err = errors.New("boom")
+			st.avail.Store(math.MaxInt64)
+			st.kick <- struct{}{}
+		}()
+		if end := st.fieldEnd(b, off); end != off {
+			t.Errorf("field % x, %d bytes in: ends at %d, want %d (decoding stops)", c.field, c.in, end, off)
+		}
 	}
 }

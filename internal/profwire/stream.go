@@ -119,14 +119,17 @@ func (st *stream) wait(need int) int {
 
 // fieldEnd waits for the field at off to be in whole and returns where
 // it ends (what is in, for a field that is cut short: field says so),
-// or off at the end of the input.
+// or off at the end of the input or when decoding stops (any wait may
+// find the reader failed).
 func (st *stream) fieldEnd(b []byte, off int) int {
 	in := st.wait(off + 1)
 	if in <= off {
 		return off
 	}
 	if in < off+2*binaryMaxVarint {
-		in = st.wait(off + 2*binaryMaxVarint)
+		if in = st.wait(off + 2*binaryMaxVarint); in <= off {
+			return off
+		}
 	}
 	h := b[off:min(in, len(b))]
 	tag, n := uvarint(h)
@@ -141,7 +144,9 @@ func (st *stream) fieldEnd(b []byte, off int) int {
 		}
 		end := off + n + m + int(l)
 		if end > in {
-			in = st.wait(end)
+			if in = st.wait(end); in <= off {
+				return off
+			}
 		}
 		return min(end, in)
 	case fixed64Type:
