@@ -47,7 +47,9 @@ func (after liveHeap) grown(before liveHeap) wire.RetainedReport {
 		if d[1] <= 0 {
 			continue
 		}
-		d[0] = max(d[0], 0)
+		if d[0] < 0 {
+			d[0] = 0
+		}
 		pcs := stk[:]
 		for len(pcs) > 0 && pcs[len(pcs)-1] == 0 {
 			pcs = pcs[:len(pcs)-1]
