@@ -16,6 +16,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
 func goEnv(t *testing.T, keys ...string) []string {
@@ -27,42 +28,89 @@ func goEnv(t *testing.T, keys ...string) []string {
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
 
-// TestOverlayLocalGOROOT is the layout test for the toolchain in use:
-// mallocgc must have the shape the patch expects. It fails loudly on a Go
-// release whose allocation entry changed.
-func TestOverlayLocalGOROOT(t *testing.T) {
-	env := goEnv(t, "GOROOT", "GOARCH", "GOEXPERIMENT")
-	dir := t.TempDir()
-	ov, err := Overlay(env[0], env[1], env[2], dir)
-	if err != nil {
-		t.Fatalf("allocspy overlay for this toolchain: %v", err)
+// TestOverlayReleases is the layout test of every release the overlay
+// knows, against that release's GOROOT: mallocgc and (Go 1.27) the
+// size-specialized allocators must have the shape the entry expects. It
+// fails loudly on a release whose allocation entries changed.
+func TestOverlayReleases(t *testing.T) {
+	goarch := goEnv(t, "GOARCH")[0]
+	for _, rel := range gorelease.Supported {
+		t.Run(rel, func(t *testing.T) {
+			goroot, err := gorelease.GOROOT(rel)
+			if err != nil {
+				t.Fatalf("the GOROOT of %s: %v", rel, err)
+			}
+			dir := t.TempDir()
+			ov, err := Overlay(goroot, goarch, "", dir)
+			if err != nil {
+				t.Fatalf("allocspy overlay for %s: %v", rel, err)
+			}
+			r := releases[rel]
+			// malloc.go and zz_allocspy.go, malloc_generated.go where the
+			// size-specialized allocators are reached, and the request
+			// mark's three (routes.RuntimeOverlay): runtime2.go, proc.go,
+			// zz_perfspy_mark.go.
+			want := 5
+			if r.generated != nil {
+				want++
+			}
+			if len(ov) != want {
+				t.Errorf("overlay has %d entries, want %d", len(ov), want)
+			}
+			calls := checkLines(t, goroot, dir, "malloc.go")
+			if calls != 1 {
+				t.Errorf("malloc.go: %d recorder calls, want 1", calls)
+			}
+			if g := r.generated; g != nil {
+				calls := checkLines(t, goroot, dir, g.file)
+				if want := g.nRecords; calls != want {
+					t.Errorf("%s: %d recorder calls, want %d", g.file, calls, want)
+				}
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, "malloc.go"))
+			if err := checkMallocgc(string(got), r); err != nil {
+				t.Errorf("patched mallocgc: %v", err)
+			}
+		})
 	}
-	// malloc.go and zz_allocspy.go, and the request mark's three
-	// (routes.RuntimeOverlay): runtime2.go, proc.go, zz_perfspy_mark.go.
-	if len(ov) != 5 {
-		t.Errorf("overlay has %d entries, want 5", len(ov))
-	}
-	orig, _ := os.ReadFile(filepath.Join(env[0], "src", "runtime", "malloc.go"))
-	got, _ := os.ReadFile(filepath.Join(dir, "malloc.go"))
+}
+
+// checkLines compares a patched runtime file with its original: no line
+// moves, and every changed line is the original with a recorder call put
+// before its return. It returns the calls.
+func checkLines(t *testing.T, goroot, dir, name string) int {
+	t.Helper()
+	orig, _ := os.ReadFile(filepath.Join(goroot, "src", "runtime", name))
+	got, _ := os.ReadFile(filepath.Join(dir, name))
 	ol, gl := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
 	if len(ol) != len(gl) {
-		t.Fatalf("malloc.go: %d lines, patched %d: line numbers must not move", len(ol), len(gl))
+		t.Fatalf("%s: %d lines, patched %d: line numbers must not move", name, len(ol), len(gl))
 	}
-	changed := 0
+	calls := 0
 	for i := range ol {
-		if ol[i] != gl[i] {
-			changed++
-			if gl[i] != strings.TrimSuffix(strings.TrimSuffix(tailPatched, "\n"), "\n}") {
-				t.Errorf("line %d: %q -> %q", i+1, ol[i], gl[i])
-			}
+		if ol[i] == gl[i] {
+			continue
+		}
+		calls++
+		trim := strings.TrimLeft(ol[i], "\t")
+		indent := ol[i][:len(ol[i])-len(trim)]
+		if gl[i] != indent+recordCall0+trim && gl[i] != indent+recordCall1+trim {
+			t.Errorf("%s line %d: %q -> %q", name, i+1, ol[i], gl[i])
 		}
 	}
-	if changed != 1 {
-		t.Errorf("%d lines changed, want 1", changed)
+	return calls
+}
+
+// TestOverlayUnknownRelease: a GOROOT of a release with no entry is
+// refused by name, saying what still works.
+func TestOverlayUnknownRelease(t *testing.T) {
+	goroot := t.TempDir()
+	if err := os.WriteFile(filepath.Join(goroot, "VERSION"), []byte("go1.28.0\ntime 2027-02-01T00:00:00Z\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// The patched file still parses, and mallocgc still has its shape.
-	if err := checkMallocgc(string(got)); err != nil {
-		t.Errorf("patched mallocgc: %v", err)
+	_, err := Overlay(goroot, "amd64", "", t.TempDir())
+	if !isShape(err) || !strings.Contains(err.Error(), "go1.28.0") || !strings.Contains(err.Error(), "heap profile") {
+		t.Errorf("go1.28: %v", err)
 	}
 }
 
@@ -78,7 +126,7 @@ func mallocgc(size uintptr, typ *_type, needzero bool) unsafe.Pointer {
 ` + tailContext + tailReturn
 
 func TestPatchRefusesUnknownShapes(t *testing.T) {
-	if _, err := patchMalloc(goodMalloc); err != nil {
+	if _, err := patchMalloc(goodMalloc, &go126); err != nil {
 		t.Fatalf("good shape: %v", err)
 	}
 	for name, src := range map[string]string{
@@ -89,17 +137,21 @@ func TestPatchRefusesUnknownShapes(t *testing.T) {
 		"no mallocgc":      strings.Replace(goodMalloc, "func mallocgc(", "func mallocgc2(", 1),
 		"does not compile": goodMalloc + "func {",
 	} {
-		if _, err := patchMalloc(src); err == nil {
+		if _, err := patchMalloc(src, &go126); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Overlay(t.TempDir(), "amd64", "sizespecializedmalloc", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "sizespecializedmalloc") {
+	goroot126, err := gorelease.GOROOT("go1.26")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Overlay(goroot126, "amd64", "sizespecializedmalloc", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "sizespecializedmalloc") {
 		t.Errorf("sizespecializedmalloc: %v", err)
 	}
 	if _, err := Overlay(t.TempDir(), "386", "", t.TempDir()); !isShape(err) {
 		t.Errorf("386: %v", err)
 	}
-	if _, err := Overlay(t.TempDir(), "amd64", "", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "malloc.go") {
+	if _, err := Overlay(t.TempDir(), "amd64", "", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "VERSION") {
 		t.Errorf("empty GOROOT: %v", err)
 	}
 }
@@ -108,14 +160,14 @@ func FuzzPatchMalloc(f *testing.F) {
 	f.Add(goodMalloc)
 	f.Add("package runtime\nfunc mallocgc() {}\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		out, err := patchMalloc(src)
+		out, err := patchMalloc(src, &go126)
 		if err != nil {
 			return
 		}
 		if strings.Count(out, "\n") != strings.Count(src, "\n") {
 			t.Fatal("the patch moved line numbers")
 		}
-		if strings.Count(out, "allocspyRecord(size, elemsize)") != strings.Count(src, "allocspyRecord(size, elemsize)")+1 {
+		if strings.Count(out, "allocspyRecord(size, elemsize, 0)") != strings.Count(src, "allocspyRecord(size, elemsize, 0)")+1 {
 			t.Fatal("the patch did not add exactly one call")
 		}
 	})

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
 //go:embed testing/zz_benchwin.go.txt
@@ -92,6 +93,10 @@ var (
 // tables are the runtime spies built in (their overlays must be in the
 // same build).
 func Overlay(goroot, dir string, tables ...Table) (map[string]string, error) {
+	// package testing's timer and its reads are the same on every release known.
+	if _, err := gorelease.Of("benchmark window", goroot, "run the benchmarks with go test -bench -benchmem", gorelease.Supported); err != nil {
+		return nil, err
+	}
 	src := filepath.Join(goroot, "src", "testing")
 	path := filepath.Join(src, "benchmark.go")
 	b, err := os.ReadFile(path)

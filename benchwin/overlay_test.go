@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
 // goroot is the GOROOT of the go command that builds the targets.
@@ -21,14 +22,28 @@ func goroot(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-func TestOverlayLocalGOROOT(t *testing.T) {
+// TestOverlayReleases is the benchmark window's layout test, against the
+// GOROOT of every supported release.
+func TestOverlayReleases(t *testing.T) {
+	for _, rel := range gorelease.Supported {
+		t.Run(rel, func(t *testing.T) {
+			root, err := gorelease.GOROOT(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOverlay(t, root)
+		})
+	}
+}
+
+func checkOverlay(t *testing.T, goroot string) {
 	dir := t.TempDir()
-	ov, err := Overlay(goroot(t), dir, Allocs, Copies)
+	ov, err := Overlay(goroot, dir, Allocs, Copies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench := filepath.Join(goroot(t), "src", "testing", "benchmark.go")
-	added := filepath.Join(goroot(t), "src", "testing", "zz_perfspy_bench.go")
+	bench := filepath.Join(goroot, "src", "testing", "benchmark.go")
+	added := filepath.Join(goroot, "src", "testing", "zz_perfspy_bench.go")
 	if len(ov) != 2 || ov[bench] == "" || ov[added] == "" {
 		t.Fatalf("overlay %v, want %s and %s", ov, bench, added)
 	}
@@ -67,6 +82,10 @@ func TestOverlayUnknownRelease(t *testing.T) {
 	root := t.TempDir()
 	src := filepath.Join(root, "src", "testing")
 	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A known release's VERSION, whose file has changed.
+	if err := os.WriteFile(filepath.Join(root, "VERSION"), []byte("go1.27.3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	orig, err := os.ReadFile(filepath.Join(goroot(t), "src", "testing", "benchmark.go"))

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/routes"
 )
 
@@ -127,6 +128,10 @@ func idleSkipARM64(recorder string) string {
 func Overlay(goroot, goarch, dir string) (map[string]string, error) {
 	if patches[goarch] == nil {
 		return nil, capability.Shape("copyspy overlay", "GOARCH=%s (amd64 and arm64 only)", goarch)
+	}
+	// memmove's and memclr's entries are the same on every release known.
+	if _, err := gorelease.Of("copyspy overlay", goroot, "copies are n/a; a built binary's copies can still be counted with copyspy attach (root)", gorelease.Supported); err != nil {
+		return nil, err
 	}
 	rt := filepath.Join(goroot, "src", "runtime")
 	out := map[string]string{}

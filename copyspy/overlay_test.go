@@ -6,29 +6,29 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
-// TestOverlayLocalGOROOT is the layout test for the toolchain in use, for
+// TestOverlayReleases is the layout test of every supported release, for
 // each architecture the overlay knows (GOROOT holds every architecture's
 // files): the GOROOT files must have the shape the patch expects. It
 // fails loudly on a Go release that changed them.
-func TestOverlayLocalGOROOT(t *testing.T) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	goroot := strings.TrimSpace(string(out))
-	for _, arch := range []string{"amd64", "arm64"} {
-		t.Run(arch, func(t *testing.T) { checkOverlay(t, goroot, arch) })
+func TestOverlayReleases(t *testing.T) {
+	for _, rel := range gorelease.Supported {
+		goroot, err := gorelease.GOROOT(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, arch := range []string{"amd64", "arm64"} {
+			t.Run(rel+"/"+arch, func(t *testing.T) { checkOverlay(t, goroot, arch) })
+		}
 	}
 }
 
@@ -36,7 +36,7 @@ func checkOverlay(t *testing.T, goroot, arch string) {
 	dir := t.TempDir()
 	ov, err := Overlay(goroot, arch, dir)
 	if err != nil {
-		t.Fatalf("overlay for %s: %v", runtime.Version(), err)
+		t.Fatalf("overlay for %s: %v", goroot, err)
 	}
 	// The two patched assembly files, the two added, and the request
 	// mark's three (routes.RuntimeOverlay).
@@ -99,6 +99,7 @@ func TestOverlayRefusesUnknownShapes(t *testing.T) {
 	root := t.TempDir()
 	rt := filepath.Join(root, "src", "runtime")
 	os.MkdirAll(rt, 0o755)
+	os.WriteFile(filepath.Join(root, "VERSION"), []byte("go1.27.3\n"), 0o644)
 	os.WriteFile(filepath.Join(rt, "memmove_amd64.s"), []byte("TEXT runtime·memmove(SB), NOSPLIT, $0-24\n"), 0o644)
 	if _, err := Overlay(root, "amd64", t.TempDir()); !isShape(err) || !strings.Contains(err.Error(), "memmove_amd64.s") {
 		t.Errorf("unknown shape: %v", err)

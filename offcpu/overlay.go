@@ -4,8 +4,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/routes"
 )
 
@@ -22,8 +24,8 @@ const RouteCategory = routes.TraceCategory
 //   - HTTP/1 ((*conn).serve): the region opens before the handler and ends
 //     after finishRequest has flushed the response, or when the handler
 //     hijacked the connection;
-//   - HTTP/2 ((*http2serverConn).runHandler): around the handler's call,
-//     on the stream's own goroutine.
+//   - HTTP/2: around the handler's call, on the stream's own goroutine
+//     (h2Edits, by release).
 //
 // perfspyRequest.Begin costs one load when tracing is off: the
 // region is only real inside the off-CPU window, whose trace is on. It
@@ -38,16 +40,38 @@ var requestEdits = []routes.Edit{
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"),
 	edit("server.go", routes.HTTPMuxEdit[0], routes.HTTPMuxEdit[1]),
 	edit("server.go", routes.HTTPReadEdit[0], routes.HTTPReadEdit[1]),
-	edit("h2_bundle.go",
-		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
-		"\t}()\n\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n"),
 }
+
+// h2Edits put the HTTP/2 server's boundary in, by release: Go 1.26 bundles
+// x/net/http2 into net/http (h2_bundle.go: (*http2serverConn).runHandler);
+// Go 1.27 keeps it in net/http/internal/http2, whose handlers net/http
+// wraps in http2Handler (http2.go), where the *Request is made.
+var h2Edits = map[string][]routes.Edit{
+	"go1.26": {edit("h2_bundle.go",
+		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
+		"\t}()\n\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n")},
+	"go1.27": {
+		edit("http2.go",
+			"func (h http2Handler) ServeHTTP(w *http2.ResponseWriter, req *http2.ServerRequest) {\n\th.h.ServeHTTP(http2ResponseWriter{w}, &Request{\n",
+			"func (h http2Handler) ServeHTTP(w *http2.ResponseWriter, req *http2.ServerRequest) {\n\tperfspyReq := &Request{\n"),
+		edit("http2.go",
+			"\t\tMultipartForm: req.MultipartForm,\n\t})\n}\n",
+			"\t\tMultipartForm: req.MultipartForm,\n\t}; var perfspyRegion perfspyRequest; perfspyRegion.Begin(perfspyReq.Context(), perfspyReq); h.h.ServeHTTP(http2ResponseWriter{w}, perfspyReq); perfspyRegion.End()\n}\n"),
+	},
+}
+
+// withoutBoundaries is what a run does without this overlay.
+const withoutBoundaries = "off-CPU time, the tail and routes are measured without request boundaries"
 
 // Overlay writes net/http's files with the request boundaries into dir and
 // returns the go build -overlay Replace entries, keyed by GOROOT paths.
 func Overlay(goroot, dir string) (map[string]string, error) {
+	rel, err := gorelease.Of("request boundaries", goroot, withoutBoundaries, slices.Sorted(maps.Keys(h2Edits)))
+	if err != nil {
+		return nil, err
+	}
 	src := filepath.Join(goroot, "src", "net", "http")
-	files, err := routes.ApplyEdits(src, "request boundaries", requestEdits)
+	files, err := routes.ApplyEdits(src, "request boundaries", append(slices.Clip(requestEdits), h2Edits[rel]...))
 	if err != nil {
 		return nil, err
 	}

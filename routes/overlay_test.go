@@ -2,20 +2,26 @@ package routes
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
-// TestRuntimeOverlayLocalGOROOT: the mark's edits apply to this
-// toolchain's runtime, each on its line (line numbers do not move).
-func TestRuntimeOverlayLocalGOROOT(t *testing.T) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
+// TestRuntimeOverlayReleases: the mark's edits apply to the runtime of
+// every supported release, each on its line (line numbers do not move).
+func TestRuntimeOverlayReleases(t *testing.T) {
+	for _, rel := range gorelease.Supported {
+		t.Run(rel, func(t *testing.T) { testRuntimeOverlay(t, rel) })
+	}
+}
+
+func testRuntimeOverlay(t *testing.T, rel string) {
+	goroot, err := gorelease.GOROOT(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	goroot := strings.TrimSpace(string(out))
 	ov, err := RuntimeOverlay(goroot, t.TempDir())
 	if err != nil {
 		t.Fatalf("request mark overlay for this toolchain: %v", err)

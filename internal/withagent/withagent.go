@@ -155,6 +155,12 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	}
 	gowork := v[0]
 	s.Toolchain = Toolchain{GOROOT: v[1], GOARCH: v[2], GOEXPERIMENT: v[3], GOVERSION: v[4]}
+	// The toolchain go build would use (go.mod's go and toolchain lines,
+	// GOTOOLCHAIN); one fetched into the module cache builds from a
+	// private GOROOT, which takes overlays.
+	if s.Env, s.Toolchain, err = switchedToolchain(ctx, t.ModRoot, env, s.Toolchain, cache); err != nil {
+		return nil, err
+	}
 	if t.Test {
 		s.Mode = ModeTest
 		return s, nil
