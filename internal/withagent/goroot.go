@@ -17,9 +17,13 @@ import (
 // replace files. probe builds with a private GOROOT instead: the same
 // files, hard-linked into the user's cache (a copy where links cannot
 // cross file systems), reached by the go command as GOTOOLCHAIN=VERSION+path
-// through a bin folder that holds only that version. Links cost no disk
+// through a bin folder that holds only its go command. Links cost no disk
 // and about 0.3 s the first time; a copy about 250 MB. Every use checks
 // the tree against the module cache again, file for file.
+//
+// The go command that builds is the copy's bin/go, found first on the
+// build's PATH (RunGo looks the go command up there), with
+// GOTOOLCHAIN=local: it is the version the switch chose.
 
 // beneath reports whether path lies inside dir.
 func beneath(path, dir string) bool {
@@ -66,7 +70,7 @@ func privateGOROOT(goroot, version, cacheDir string, env []string) ([]string, st
 	if err := os.MkdirAll(bin, 0o700); err != nil {
 		return nil, "", err
 	}
-	if err := os.Symlink(filepath.Join(dst, "bin", "go"), filepath.Join(bin, version)); err != nil {
+	if err := os.Symlink(filepath.Join(dst, "bin", "go"), filepath.Join(bin, "go")); err != nil {
 		return nil, "", err
 	}
 	out := make([]string, 0, len(env)+2)
@@ -80,7 +84,7 @@ func privateGOROOT(goroot, version, cacheDir string, env []string) ([]string, st
 			out = append(out, kv)
 		}
 	}
-	return append(out, "PATH="+path, "GOTOOLCHAIN="+version+"+path"), dst, nil
+	return append(out, "PATH="+path, "GOTOOLCHAIN=local"), dst, nil
 }
 
 // linkTree makes dst hold src's tree: files hard-linked, or copied where

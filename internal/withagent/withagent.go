@@ -506,12 +506,31 @@ func goOut(ctx context.Context, dir string, env []string, args ...string) (strin
 	return out.String(), nil
 }
 
+// lookGo finds the go command on env's PATH (the build's, which may lead
+// to a private GOROOT), or on this process's when env has none.
+func lookGo(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			for _, d := range filepath.SplitList(p) {
+				if d == "" || !filepath.IsAbs(d) {
+					continue
+				}
+				if st, err := os.Stat(filepath.Join(d, "go")); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+					return filepath.Join(d, "go")
+				}
+			}
+			break
+		}
+	}
+	return "go"
+}
+
 // RunGo runs the go command in dir. It leads a process group of its own:
 // when ctx ends (Ctrl-C), the go command and the compilers it started are
 // interrupted, as a terminal would, so that it removes its temporary
 // work folder, and killed 10 s later if any is left.
 func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writer, args ...string) error {
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, lookGo(env), args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	contain.DieWithParent(cmd.SysProcAttr)
