@@ -232,6 +232,23 @@ func WriteTerminal(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  per datagram  %.4f syscalls, %.4f µs CPU\n", s.PerDatagram.Syscalls, s.PerDatagram.CPUUS)
 	}
 	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
+	if c := s.Closure; c != nil && c.Allocs != nil {
+		a := c.Allocs
+		state := "closes"
+		if !a.Closed {
+			state = fmt.Sprintf("MISSES %d objects, %d B", a.MissedObjects, a.MissedBytes)
+		}
+		fmt.Fprintf(w, "  closure       allocs %s on the runtime's count: %d objects = %d counted + %d the agent's + %d dropped  [MemStats, world stopped]\n",
+			state, a.RuntimeObjects, a.Objects, a.AgentObjects, a.DroppedObjects)
+	}
+	if c := s.Closure; c != nil && c.Requests != nil {
+		r := c.Requests
+		state := "close"
+		if !r.Closed {
+			state = fmt.Sprintf("MISS %d", r.Missed)
+		}
+		fmt.Fprintf(w, "  closure       requests %s: %d ended by the request marks, %d the driver's successes  [request marks]\n", state, r.Marked, r.Driver)
+	}
 	clears := ""
 	if s.PerRequest.ClearedBytes != nil {
 		clears = fmt.Sprintf("; cleared %s calls/req, %s B/req", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0))

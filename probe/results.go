@@ -333,7 +333,22 @@ func (o *runOutput) allocspyFigures(rep *wire.AllocReport) error {
 	}
 	s.Checks["allocs_dropped"] = float64(rep.Dropped)
 	if rep.Dropped > 0 {
-		return o.addReason(fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped))
+		if err := o.addReason(fmt.Sprintf("allocspy's table was full: %d allocations were not counted", rep.Dropped)); err != nil {
+			return err
+		}
+	}
+	c := allocsClosure(rep)
+	if c == nil {
+		return nil
+	}
+	if s.Closure == nil {
+		s.Closure = &Closure{}
+	}
+	s.Closure.Allocs = c
+	if !c.Closed {
+		s.Sources["allocs"] = SourceAllocspy + " (not exact: see closure.allocs)"
+		return o.addReason(fmt.Sprintf("allocations do not close on the runtime's own count: the runtime made %d objects (%d B) in the attribution window, allocspy counted %d (%d B) with the agent's and the dropped: %d objects (%d B) missed, an allocation path of %s this overlay does not patch",
+			c.RuntimeObjects, c.RuntimeBytes, c.RuntimeObjects-c.MissedObjects, c.RuntimeBytes-c.MissedBytes, c.MissedObjects, c.MissedBytes, o.ses.tgt.GoVersion))
 	}
 	return nil
 }
@@ -707,4 +722,24 @@ func applyResultsMode(dir string, mode os.FileMode) error {
 		}
 		return nil
 	})
+}
+
+// allocsClosure is rep's closure, nil when the report has no runtime
+// count (a window that counted sampled requests only).
+func allocsClosure(rep *wire.AllocReport) *AllocsClosure {
+	rc := rep.Closure
+	if rc == nil {
+		return nil
+	}
+	objects, bytes, _, _ := allocspy.Totals(rep)
+	c := &AllocsClosure{
+		Objects: int64(objects), Bytes: int64(bytes),
+		AgentObjects: int64(rc.AgentObjects), AgentBytes: int64(rc.AgentBytes),
+		DroppedObjects: int64(rep.Dropped), DroppedBytes: int64(rc.DroppedBytes),
+		RuntimeObjects: int64(rc.RuntimeObjects), RuntimeBytes: int64(rc.RuntimeBytes),
+	}
+	c.MissedObjects = c.RuntimeObjects - c.Objects - c.AgentObjects - c.DroppedObjects
+	c.MissedBytes = c.RuntimeBytes - c.Bytes - c.AgentBytes - c.DroppedBytes
+	c.Closed = c.MissedObjects == 0 && c.MissedBytes == 0
+	return c
 }

@@ -320,6 +320,17 @@ func (o *runOutput) routes() error {
 	o.s.Sources["routes"] = SourceRoutes
 	if o.routeRep.Sampled {
 		o.sampledOnly()
+		return nil
+	}
+	c := &RequestsClosure{Marked: int64(r.Closure.RouteRequests), Driver: r.Closure.DriverRequests}
+	c.Missed = c.Driver - c.Marked
+	c.Closed = c.Missed == 0
+	if o.s.Closure == nil {
+		o.s.Closure = &Closure{}
+	}
+	o.s.Closure.Requests = c
+	if !c.Closed {
+		return o.addReason(fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d (%d missed): the request boundaries of %s's net/http miss a path", c.Driver, c.Marked, c.Missed, o.ses.tgt.GoVersion))
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // stackFuncs is a sample's functions, innermost first, inlined frames
@@ -82,10 +82,15 @@ func TestWholeStacks(t *testing.T) {
 // stackTotals sums two sample values by whole stack (function names,
 // innermost first), with generic shapes spelled [...].
 func stackTotals(p *profile.Profile, vi ...int) map[string][2]int64 {
-	re := regexp.MustCompile(`\[[^\]]*\]`)
 	m := map[string][2]int64{}
 	for _, s := range p.Sample {
-		k := re.ReplaceAllString(strings.Join(stackFuncs(s), ";"), "[...]")
+		// Nested brackets too: Go 1.27's runtime/pprof spells
+		// slices.Grow[go.shape.[]uint8,go.shape.uint8].
+		fs := stackFuncs(s)
+		for i, f := range fs {
+			fs[i] = profkey.FuncKey(f, profkey.Folds{Generics: true})
+		}
+		k := strings.Join(fs, ";")
 		v := m[k]
 		v[0] += s.Value[vi[0]]
 		v[1] += s.Value[vi[1]]

@@ -72,6 +72,9 @@ type Summary struct {
 	Sources        map[string]string  `json:"sources"`
 	Files          map[string]string  `json:"files"`
 	Checks         map[string]float64 `json:"checks,omitempty"`
+	// Closure is each exact count checked against the runtime's own count
+	// of the same window; a miss is a reason (not judged) that names it.
+	Closure *Closure `json:"closure,omitempty"`
 	// The bulk drivers' figures (quic, udp): a request is one transfer.
 	Transfer            *TransferSummary `json:"transfer,omitempty"`
 	DatagramsPerRequest *float64         `json:"datagrams_per_request,omitempty"`
@@ -338,4 +341,43 @@ type MachineSummary struct {
 	OtherCores         float64  `json:"other_cores"`
 	Busy               bool     `json:"busy"`
 	Source             string   `json:"source"`
+}
+
+// Closure is the exact counts' check against the runtime's own: what a
+// Go release's new allocation path would leave out shows here as a miss,
+// never as a smaller count presented as exact.
+type Closure struct {
+	Allocs   *AllocsClosure   `json:"allocs,omitempty"`
+	Requests *RequestsClosure `json:"requests,omitempty"`
+}
+
+// RequestsClosure compares the requests the marks saw end in the
+// attribution window (every route's, the server's count) with the
+// driver's successes in it: the request boundaries of net/http (the
+// request mark) see every request, or a release moved them.
+type RequestsClosure struct {
+	Marked int64 `json:"marked"`
+	Driver int64 `json:"driver"`
+	Missed int64 `json:"missed"` // driver - marked: 0 when it closes
+	Closed bool  `json:"closed"`
+}
+
+// AllocsClosure adds allocspy's table, the allocations it kept out (the
+// agent's, the dropped) and compares them with the runtime's MemStats
+// (Mallocs, TotalAlloc) over the same attribution window, read with the
+// world stopped as the recorder went on and off.
+type AllocsClosure struct {
+	Objects        int64 `json:"objects"` // the table's, every site
+	Bytes          int64 `json:"bytes"`   // their size classes
+	AgentObjects   int64 `json:"agent_objects"`
+	AgentBytes     int64 `json:"agent_bytes"`
+	DroppedObjects int64 `json:"dropped_objects"`
+	DroppedBytes   int64 `json:"dropped_bytes"`
+	RuntimeObjects int64 `json:"runtime_objects"`
+	RuntimeBytes   int64 `json:"runtime_bytes"`
+	// Missed is the runtime's count less everything allocspy saw: 0
+	// when the window closes.
+	MissedObjects int64 `json:"missed_objects"`
+	MissedBytes   int64 `json:"missed_bytes"`
+	Closed        bool  `json:"closed"`
 }

@@ -5,6 +5,7 @@
 package alloctable
 
 import (
+	"runtime"
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/agent"
@@ -48,7 +49,22 @@ func init() {
 	}})
 }
 
-type source struct{ t spytable.Table }
+//go:linkname allocspyReadMemStats runtime.allocspyReadMemStats
+func allocspyReadMemStats(m *runtime.MemStats, set func(), first bool)
+
+//go:linkname allocspyOutside runtime.allocspyOutside
+func allocspyOutside() (agentObjects, agentBytes, droppedBytes uint64)
+
+type source struct {
+	t spytable.Table
+	// m0, m1 are the runtime's totals when the recorder went on and off,
+	// read with the world stopped at that moment; out0 the counts kept
+	// outside the table then. A window whose recorder counts every
+	// request (not sampled) closes on them.
+	m0, m1 runtime.MemStats
+	out0   [3]uint64
+	closes bool
+}
 
 // Begin snapshots the table and turns the recorder on.
 func (s *source) Begin() error {
@@ -56,23 +72,41 @@ func (s *source) Begin() error {
 	if err := s.t.Begin(); err != nil {
 		return err
 	}
-	if spytable.Sampled() {
+	s.closes = !spytable.Sampled()
+	if !s.closes {
 		allocspyEnableSampled()
-	} else {
-		allocspyEnable(true)
+		return nil
 	}
+	s.out0[0], s.out0[1], s.out0[2] = allocspyOutside()
+	allocspyReadMemStats(&s.m0, func() { allocspyEnable(true) }, false)
 	return nil
 }
 
 // End turns the recorder off and writes the window's sites, symbolized, to
-// path as JSON (wire.AllocReport).
+// path as JSON (wire.AllocReport), with the runtime's own totals of the
+// window when it counted every request.
 func (s *source) End(path string) error {
-	allocspyEnable(false)
+	if s.closes {
+		allocspyReadMemStats(&s.m1, func() { allocspyEnable(false) }, true)
+	} else {
+		allocspyEnable(false)
+	}
 	sites, dropped, err := s.t.End()
 	if err != nil {
 		return err
 	}
-	return wire.WriteJSON(path, report(sites, dropped, spytable.Routes()))
+	rep := report(sites, dropped, spytable.Routes())
+	if s.closes {
+		ao, ab, db := allocspyOutside()
+		rep.Closure = &wire.AllocClosure{
+			RuntimeObjects: s.m1.Mallocs - s.m0.Mallocs,
+			RuntimeBytes:   s.m1.TotalAlloc - s.m0.TotalAlloc,
+			AgentObjects:   ao - s.out0[0],
+			AgentBytes:     ab - s.out0[1],
+			DroppedBytes:   db - s.out0[2],
+		}
+	}
+	return wire.WriteJSON(path, rep)
 }
 
 // report symbolizes a window's or a period's sites; names are the routes'.

@@ -153,6 +153,24 @@ type RouteCount struct {
 type AllocReport struct {
 	Dropped uint64      `json:"dropped"` // allocations that found no free table slot
 	Sites   []AllocSite `json:"sites"`
+	// Closure is the runtime's own count of the window, when the recorder
+	// counted every request (nil when it counted sampled ones only).
+	Closure *AllocClosure `json:"closure,omitempty"`
+}
+
+// AllocClosure is the runtime's own count of a window's heap allocations:
+// MemStats.Mallocs and TotalAlloc (every object, the tiny allocator's
+// packed ones included, and the bytes of their size classes), read with
+// the world stopped at the moments the recorder went on and off; and the
+// allocations the recorder saw but kept out of the table. The table's
+// objects and bytes, the dropped and the agent's add up to the runtime's,
+// unless an allocation entry was not patched (a Go release's new path).
+type AllocClosure struct {
+	RuntimeObjects uint64 `json:"runtime_objects"`
+	RuntimeBytes   uint64 `json:"runtime_bytes"`
+	AgentObjects   uint64 `json:"agent_objects"` // the agent goroutine's own, kept out
+	AgentBytes     uint64 `json:"agent_bytes"`
+	DroppedBytes   uint64 `json:"dropped_bytes"` // the size-class bytes of the dropped allocations
 }
 
 // AllocSite is one stack's allocations in the window.
