@@ -90,9 +90,11 @@ func GOROOT(release string) (string, error) {
 	}
 	cmd = exec.Command("go", "env", "GOROOT")
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+v)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // "go: downloading go1.27.3 ..." the first time
+	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("GOTOOLCHAIN=%s go env GOROOT: %w: %s", v, err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("GOTOOLCHAIN=%s go env GOROOT: %w: %s", v, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
 }
