@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -29,8 +30,12 @@ var ErrRegression = errors.New("regression")
 type ABConfig struct {
 	Repo          string // git repository; default "."
 	Before, After string // revisions
-	Rounds        int    // runs per arm; default 4, the fewest that can reach p < 0.05
-	Run           Config // probe run settings; Run.Target is the target, relative to the working directory
+	// BeforeGo and AfterGo compare two toolchains (GOTOOLCHAIN values,
+	// go1.26.8 and go1.27.3): each arm is built by its own. Without
+	// revisions both arms are the target's tree as it is.
+	BeforeGo, AfterGo string
+	Rounds            int    // runs per arm; default 4, the fewest that can reach p < 0.05
+	Run               Config // probe run settings; Run.Target is the target, relative to the working directory
 	// Bench, when Bench.Bench is set, compares the package's Go
 	// benchmarks (probe ab -bench) instead: its Target and Out are each
 	// arm's.
@@ -74,6 +79,28 @@ type ABFunction struct {
 	// Sample and Unit are what the rows count (copied_bytes, bytes).
 	Sample string `json:"sample,omitempty"`
 	Unit   string `json:"unit,omitempty"`
+	// Scope is whose code the function is: runtime, std (the rest of the
+	// standard library) or user.
+	Scope string `json:"scope"`
+}
+
+// Scopes of ABFunction: whose code changed, apart (a toolchain upgrade
+// moves the runtime's and the standard library's, not the user's).
+const (
+	ScopeRuntime = "runtime"
+	ScopeStd     = "std"
+	ScopeUser    = "user"
+)
+
+// funcScope is the scope of a function key.
+func funcScope(key string) string {
+	switch {
+	case wire.IsRuntime(key):
+		return ScopeRuntime
+	case standardLibrary(key):
+		return ScopeStd
+	}
+	return ScopeUser
 }
 
 // ABResult is ab.json.
@@ -85,11 +112,14 @@ type ABResult struct {
 	Order     string               `json:"order"`
 	Metrics   map[string]*ABMetric `json:"metrics"`
 	Functions []ABFunction         `json:"functions"`
-	Control   map[string]*ABMetric `json:"control,omitempty"`
-	Judged    bool                 `json:"judged"`
-	Reasons   []string             `json:"reasons,omitempty"`
-	Gate      []string             `json:"gate_failed,omitempty"`
-	Dir       string               `json:"-"`
+	// Scopes is each profile's change per request (or op) by scope
+	// (runtime, std, user), every function's, not only the rows listed.
+	Scopes  map[string]map[string]float64 `json:"scopes,omitempty"`
+	Control map[string]*ABMetric          `json:"control,omitempty"`
+	Judged  bool                          `json:"judged"`
+	Reasons []string                      `json:"reasons,omitempty"`
+	Gate    []string                      `json:"gate_failed,omitempty"`
+	Dir     string                        `json:"-"`
 	// Profiles are each arm's profile files by profile ("allocs", or an
 	// endpoint's "GET /x allocs", or a benchmark's), one per round; their
 	// source paths are in Worktrees (each arm's checkout, removed when AB
@@ -199,16 +229,23 @@ func (ab *abRun) setup(ctx context.Context) error {
 	if cfg.Top <= 0 {
 		cfg.Top = 10
 	}
-	if cfg.Before == "" || cfg.After == "" {
-		return errors.New("-before and -after name the two revisions")
-	}
-	var err error
-	if ab.root, err = git(ctx, cfg.Repo, "rev-parse", "--show-toplevel"); err != nil {
-		return fmt.Errorf("%s is not in a git repository: %w", cfg.Repo, err)
+	if (cfg.BeforeGo == "") != (cfg.AfterGo == "") {
+		return errors.New("-before-go and -after-go name the two toolchains, both or neither")
 	}
 	target := cfg.Run.Target
 	if target == "" {
 		target = DefaultTarget
+	}
+	ab.res = &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
+	if cfg.BeforeGo != "" && cfg.Before == "" && cfg.After == "" {
+		return ab.oneTree(ctx, target)
+	}
+	if cfg.Before == "" || cfg.After == "" {
+		return errors.New("-before and -after name the two revisions (or -before-go and -after-go two toolchains)")
+	}
+	var err error
+	if ab.root, err = git(ctx, cfg.Repo, "rev-parse", "--show-toplevel"); err != nil {
+		return fmt.Errorf("%s is not in a git repository: %w", cfg.Repo, err)
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
@@ -218,7 +255,6 @@ func (ab *abRun) setup(ctx context.Context) error {
 	if err != nil || strings.HasPrefix(ab.rel, "..") {
 		return fmt.Errorf("target %s is not inside the repository %s", target, ab.root)
 	}
-	ab.res = &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
 	ab.shas = map[string]string{}
 	for _, arm := range []string{"before", "after"} {
 		rev := map[string]string{"before": cfg.Before, "after": cfg.After}[arm]
@@ -236,11 +272,51 @@ func (ab *abRun) setup(ctx context.Context) error {
 	return ab.worktrees(ctx)
 }
 
+// oneTree sets up the comparison of two toolchains on one tree, the
+// target's as it is: no worktree, both arms build the same sources.
+func (ab *abRun) oneTree(ctx context.Context, target string) error {
+	cfg := ab.cfg
+	ab.rel, ab.dirs = target, map[string]string{"before": "", "after": ""}
+	commit := "tree"
+	if dir, err := filepath.Abs(target); err == nil {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			if sha, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil {
+				commit = sha
+			}
+		}
+	}
+	ab.shas = map[string]string{"before": commit, "after": commit}
+	ab.res.Before = map[string]string{"rev": cfg.BeforeGo, "commit": commit, "go": cfg.BeforeGo}
+	ab.res.After = map[string]string{"rev": cfg.AfterGo, "commit": commit, "go": cfg.AfterGo}
+	return ab.makeOut()
+}
+
+// toolchain is arm's GOTOOLCHAIN ("" the environment's).
+func (ab *abRun) toolchain(arm string) string {
+	if arm == "before" {
+		return ab.cfg.BeforeGo
+	}
+	return ab.cfg.AfterGo
+}
+
+// target is the target as arm builds it: in its worktree, or the tree as
+// it is when both arms build one.
+func (ab *abRun) target(arm string) string {
+	if ab.dirs[arm] == "" {
+		return ab.rel
+	}
+	return filepath.Join(ab.dirs[arm], ab.rel)
+}
+
 // makeOut makes the results folder, never an existing one.
 func (ab *abRun) makeOut() error {
 	out := ab.cfg.Out
 	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("ab_%s_%s_%s", short(ab.shas["before"]), short(ab.shas["after"]), filepath.Base(ab.rel)))
+		b, a := short(ab.shas["before"]), short(ab.shas["after"])
+		if ab.cfg.BeforeGo != "" {
+			b, a = ab.cfg.BeforeGo, ab.cfg.AfterGo
+		}
+		out = filepath.Join("results", fmt.Sprintf("ab_%s_%s_%s", b, a, filepath.Base(ab.rel)))
 		if err := os.MkdirAll("results", 0o755); err != nil {
 			return err
 		}
@@ -303,9 +379,9 @@ func (ab *abRun) push(rc Config, r int, arm string, send func() error) error {
 func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	cfg := ab.cfg
 	rc := cfg.Run
-	rc.Target = filepath.Join(ab.dirs[arm], ab.rel)
+	rc.Target, rc.Toolchain = ab.target(arm), ab.toolchain(arm)
 	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
-	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, short(ab.shas[arm]))
+	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, ab.res.armName(arm))
 	if cfg.Bench.Bench != "" {
 		return ab.benchRound(ctx, r, arm, rc)
 	}
@@ -320,6 +396,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 		return err
 	}
 	ab.ingest(r, arm, rr.Dir, s)
+	ab.toolchainOf(arm, s.Go)
 	if cfg.Control == "" {
 		return nil
 	}
@@ -487,21 +564,32 @@ func (ab *abRun) functions() error {
 		if err != nil {
 			return fmt.Errorf("%s profiles: %w", p, err)
 		}
-		for i, row := range c.Rows {
-			if i == ab.cfg.Top {
-				break
-			}
-			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit}
+		scopes := map[string]float64{ScopeRuntime: 0, ScopeStd: 0, ScopeUser: 0}
+		listed := 0
+		for _, row := range c.Rows {
+			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
 			if c.PerRequest {
 				f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
 			}
 			f.Delta = f.After - f.Before
+			scopes[f.Scope] += f.Delta
+			if listed == ab.cfg.Top {
+				continue
+			}
+			listed++
 			// Below a hundredth per request, a row is the rounding of
 			// background work, not the change under review.
 			if math.Abs(f.Delta) >= 0.01 || (!c.PerRequest && f.Delta != 0) {
 				ab.res.Functions = append(ab.res.Functions, f)
 			}
 		}
+		if ab.res.Scopes == nil {
+			ab.res.Scopes = map[string]map[string]float64{}
+		}
+		for k, v := range scopes {
+			scopes[k] = round(v, 4)
+		}
+		ab.res.Scopes[p] = scopes
 		if p == "allocs" || strings.HasSuffix(p, " allocs") && ab.diffSVG == nil {
 			ab.diffSVG = diffFlame(bf, af)
 		}
@@ -573,4 +661,37 @@ func routeProfile(dir, file string, i int, route string) (string, error) {
 	}
 	path := filepath.Join(dir, fmt.Sprintf("route-%d-%s", i+1, file))
 	return path, os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+// toolchainOf records the Go release that built arm's round (summary.json
+// go) in ab.json's before/after "go". Asked for a toolchain, an arm built
+// by another (a go.mod that requires a newer Go) is a reason: the
+// comparison is not the one asked for.
+func (ab *abRun) toolchainOf(arm, goVersion string) {
+	side := ab.res.Before
+	if arm == "after" {
+		side = ab.res.After
+	}
+	want := ab.toolchain(arm)
+	if want != "" && want != "local" && want != "auto" && goVersion != strings.TrimSuffix(want, "+auto") && goVersion != strings.TrimSuffix(want, "+path") {
+		r := fmt.Sprintf("%s asked for %s and was built by %s", arm, want, goVersion)
+		if !slices.Contains(ab.res.Reasons, r) {
+			ab.res.Reasons = append(ab.res.Reasons, r)
+		}
+	}
+	side["go"] = goVersion
+}
+
+// armName is how an arm is named in progress lines: its revision's
+// commit, and its toolchain when the arms differ by theirs.
+func (r *ABResult) armName(arm string) string {
+	side := r.Before
+	if arm == "after" {
+		side = r.After
+	}
+	name := short(side["commit"])
+	if g := side["go"]; g != "" {
+		name += ", " + g
+	}
+	return name
 }

@@ -284,3 +284,36 @@ func TestABInstructions(t *testing.T) {
 		t.Errorf("a comment: %s (%+.1f)", m.Verdict, m.Delta)
 	}
 }
+
+func TestFuncScope(t *testing.T) {
+	for key, want := range map[string]string{
+		"runtime.mallocgc":                      ScopeRuntime,
+		"internal/runtime/maps.(*Map).grow":     ScopeRuntime,
+		"net/http.(*conn).serve":                ScopeStd,
+		"encoding/json/v2.Marshal":              ScopeStd,
+		"main.handleJSON":                       ScopeUser,
+		"github.com/rs/zerolog.(*Event).Str":    ScopeUser,
+		"example.com/mod/internal/x.F[...]":     ScopeUser,
+		"internal/poll.(*FD).Read":              ScopeStd,
+		"vendor/golang.org/x/net/http2/hpack.F": ScopeStd,
+	} {
+		if got := funcScope(key); got != want {
+			t.Errorf("funcScope(%q) = %s, want %s", key, got, want)
+		}
+	}
+}
+
+// TestABToolchainFlags: two toolchains compare one tree without
+// revisions; one toolchain alone, or no revision and no toolchain, is a
+// usage error that says what is needed.
+func TestABToolchainFlags(t *testing.T) {
+	ab, err := ABConfigFromArgs([]string{"-before-go", "go1.26.8", "-after-go", "go1.27.3", "./targets/httpjson"})
+	if err != nil || ab.BeforeGo != "go1.26.8" || ab.AfterGo != "go1.27.3" || ab.Before != "" {
+		t.Fatalf("two toolchains: %+v, %v", ab, err)
+	}
+	for _, args := range [][]string{{"-before-go", "go1.26.8", "."}, {"."}, {"-before", "main", "."}} {
+		if _, err := ABConfigFromArgs(args); err == nil || !strings.Contains(err.Error(), "-before") {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 // profiles go to the function tables.
 func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) error {
 	bc := ab.cfg.Bench
-	bc.Target, bc.Out = rc.Target, rc.Out
+	bc.Target, bc.Out, bc.Toolchain = rc.Target, rc.Out, rc.Toolchain
 	res, err := RunBench(ctx, bc, nil)
 	if err != nil && !errors.Is(err, ErrBenchmemMismatch) {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
@@ -61,6 +61,7 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 	if err := ab.push(rc, r, arm, func() error { return pushBench(ctx, rc.Push, res.Dir, res.Summary, map[string]string{"arm": arm}) }); err != nil {
 		return err
 	}
+	ab.toolchainOf(arm, res.Summary.Go)
 	return ab.ingestBench(arm, res.Dir, res.Summary)
 }
 

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +61,7 @@ func diffFlame(before, after []string) []byte {
 // writeABReport writes the table a reviewer pastes.
 func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 	fmt.Fprintf(w, "# probe ab: %s → %s\n\n", r.Before["rev"], r.After["rev"])
-	fmt.Fprintf(w, "%s → %s, %d rounds per arm, order %s", safetext.Code(short(r.Before["commit"])), safetext.Code(short(r.After["commit"])), r.Rounds, r.Order)
+	fmt.Fprintf(w, "%s → %s, %d rounds per arm, order %s", safetext.Code(r.armName("before")), safetext.Code(r.armName("after")), r.Rounds, r.Order)
 	if !r.Judged {
 		fmt.Fprintf(w, ", **not judged**: %s", strings.Join(r.Reasons, "; "))
 	}
@@ -91,6 +93,7 @@ func writeABReport(w io.Writer, r *ABResult, cfg ABConfig) {
 		}
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %+.2f |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta)
 	}
+	writeScopes(w, r, cfg)
 	fmt.Fprintf(w, "\n## Configuration\n\n%s\n", abConfigLine(cfg))
 }
 
@@ -183,4 +186,22 @@ func connsName(n int) string {
 		return "the driver's default"
 	}
 	return strconv.Itoa(n)
+}
+
+// writeScopes says, per profile, how much of the change is the runtime's,
+// the rest of the standard library's and the user's code (every function,
+// not only the rows listed): what a toolchain upgrade moves.
+func writeScopes(w io.Writer, r *ABResult, cfg ABConfig) {
+	if len(r.Scopes) == 0 {
+		return
+	}
+	per := "request"
+	if cfg.Bench.Bench != "" {
+		per = "op"
+	}
+	fmt.Fprintf(w, "\n## Whose code changed, per %s\n\n| profile | runtime | standard library | user code |\n|---|---:|---:|---:|\n", per)
+	for _, p := range slices.Sorted(maps.Keys(r.Scopes)) {
+		s := r.Scopes[p]
+		fmt.Fprintf(w, "| %s | %+.2f | %+.2f | %+.2f |\n", safetext.Markdown(p), s[ScopeRuntime], s[ScopeStd], s[ScopeUser])
+	}
 }

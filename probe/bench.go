@@ -33,6 +33,7 @@ import (
 // measured in its timed region.
 type BenchConfig struct {
 	Target    string // package folder, module/path/pkg@version, or a standard-library import path
+	Toolchain string // GOTOOLCHAIN for the build, "" the environment's (Config.Toolchain)
 	Bench     string // the -bench regular expression
 	BenchTime string // -benchtime: a duration or Nx; "" is testing's default (1s)
 	Count     int    // -count, default 1
@@ -148,7 +149,7 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Copies: cfg.Copies == "overlay", Overlays: spyOverlays(seams{})}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Toolchain: cfg.Toolchain, Copies: cfg.Copies == "overlay", Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}

@@ -343,6 +343,8 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 	cfg, opt, code, ok := parseRunFlags("probe ab", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&ab.Before, "before", "", "the `revision` to compare against")
 		fs.StringVar(&ab.After, "after", "", "the `revision` under review")
+		fs.StringVar(&ab.BeforeGo, "before-go", "", "the `toolchain` (GOTOOLCHAIN: go1.26.8) that builds the before arm; with -after-go and no revisions, one tree built by two toolchains")
+		fs.StringVar(&ab.AfterGo, "after-go", "", "the `toolchain` (GOTOOLCHAIN: go1.27.3) that builds the after arm")
 		fs.StringVar(&ab.Repo, "repo", "", "the git repository (default: the target's own)")
 		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
@@ -364,8 +366,12 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 			return ab, opt, ExitUsage, false
 		}
 	}
-	if ab.Before == "" || ab.After == "" {
-		fmt.Fprintln(stderr, "probe ab: -before and -after are required")
+	if (ab.BeforeGo == "") != (ab.AfterGo == "") {
+		fmt.Fprintln(stderr, "probe ab: -before-go and -after-go go together")
+		return ab, opt, ExitUsage, false
+	}
+	if (ab.Before == "" || ab.After == "") && (ab.BeforeGo == "" || ab.Before != ab.After) {
+		fmt.Fprintln(stderr, "probe ab: -before and -after are required (or -before-go and -after-go, to compare two toolchains on one tree)")
 		return ab, opt, ExitUsage, false
 	}
 	return ab, opt, 0, true

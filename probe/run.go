@@ -50,6 +50,9 @@ const DefaultTarget = withagent.DefaultTarget
 // Config is one probe run. Zero fields get the defaults of the flags.
 type Config struct {
 	Target string
+	// Toolchain is GOTOOLCHAIN for the target's build ("" the environment's:
+	// the one go build would use); probe ab -before-go and -after-go set it.
+	Toolchain string
 	Args   []string // passed to the target
 	// Exec runs the target under a program, as go test -exec runs test
 	// binaries: Exec[0] with Exec[1:], the binary and its arguments (an
@@ -363,7 +366,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU || cfg.Allocs == "allocspy" || cfg.Copies == "overlay",
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Toolchain: cfg.Toolchain, Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU || cfg.Allocs == "allocspy" || cfg.Copies == "overlay",
 		Overlays: spyOverlays(cfg.seams)}, logf)
 	if err != nil {
 		return nil, err

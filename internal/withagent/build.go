@@ -106,6 +106,10 @@ func modulePathOf(gomod string) (string, error) {
 
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
+	// Toolchain is GOTOOLCHAIN for the build (a version, "local", ...):
+	// "" leaves the environment's, so that the toolchain is the one go
+	// build would use.
+	Toolchain string
 	Copies     bool     // add copyspy's runtime overlay
 	Allocs     bool     // add allocspy's runtime overlay
 	Wallclock  bool     // add the agent's wall-clock sampler
@@ -174,6 +178,9 @@ func (b *builder) locate(ctx context.Context) error {
 		return err
 	}
 	b.env = append(os.Environ(), "GOTMPDIR="+gotmp)
+	if b.opts.Toolchain != "" {
+		b.env = append(b.env, "GOTOOLCHAIN="+b.opts.Toolchain)
+	}
 	if strings.Contains(spec, "@") {
 		dir, err := fetchVersioned(ctx, spec, b.work, b.cache, b.opts.Test, b.logf)
 		if err != nil {
@@ -233,7 +240,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
 	t.BuildMode, t.GoVersion, t.GOARCH = b.setup.Mode, b.setup.Toolchain.GOVERSION, b.setup.Toolchain.GOARCH
-	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live)))
+	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live) + "\x00" + t.GoVersion))
 	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
