@@ -53,7 +53,7 @@ type Config struct {
 	// Toolchain is GOTOOLCHAIN for the target's build ("" the environment's:
 	// the one go build would use); probe ab -before-go and -after-go set it.
 	Toolchain string
-	Args   []string // passed to the target
+	Args      []string // passed to the target
 	// Exec runs the target under a program, as go test -exec runs test
 	// binaries: Exec[0] with Exec[1:], the binary and its arguments (an
 	// emulator for a GOARCH this machine does not run).

@@ -109,7 +109,7 @@ type BuildOptions struct {
 	// Toolchain is GOTOOLCHAIN for the build (a version, "local", ...):
 	// "" leaves the environment's, so that the toolchain is the one go
 	// build would use.
-	Toolchain string
+	Toolchain  string
 	Copies     bool     // add copyspy's runtime overlay
 	Allocs     bool     // add allocspy's runtime overlay
 	Wallclock  bool     // add the agent's wall-clock sampler
