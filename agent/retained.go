@@ -87,16 +87,30 @@ func notRetained(stack []wire.PCFrames) bool {
 }
 
 // goroutineDump is every goroutine's stack with its creator (debug=2).
-func goroutineDump(path string) error {
+// With leaks set and a runtime that has the goroutine leak profile (Go
+// 1.27), the dump is that profile's at debug=2: a GC that finds the
+// goroutines blocked for good (on a channel or lock no running goroutine
+// can reach) runs first, and the dump marks them "(leaked)".
+func goroutineDump(path string, leaks bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+	p := pprof.Lookup("goroutine")
+	if lp := pprof.Lookup("goroutineleak"); leaks && lp != nil {
+		p = lp
+	}
+	if err := p.WriteTo(f, 2); err != nil {
 		f.Close()
 		return fmt.Errorf("writing the goroutines: %w", err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if !leaks {
+		return nil
+	}
+	return os.WriteFile(path+".profile", []byte(p.Name()), 0o644)
 }
 
 // settleGoroutines gives goroutines on their way out (a handler finishing
@@ -118,7 +132,7 @@ func settleGoroutines() {
 // window's begin: path+".goroutines".
 func (w *window) beginRetained(path string) error {
 	w.live = readLive()
-	return goroutineDump(path + ".goroutines")
+	return goroutineDump(path+".goroutines", false)
 }
 
 // endRetained writes what the window left: path+".json" (a
@@ -134,5 +148,5 @@ func (w *window) endRetained(path string) error {
 	if err := os.WriteFile(path+".json", b, 0o644); err != nil {
 		return err
 	}
-	return goroutineDump(path + ".goroutines.end")
+	return goroutineDump(path+".goroutines.end", true)
 }

@@ -101,6 +101,9 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 		ret := fmt.Sprintf("retained window, %d requests", rw.Requests)
 		fmt.Fprintf(w, "| retained (live after the window) | %s objects, %s B | %s, %s |\n", fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), s.Sources["retained"], ret)
 		fmt.Fprintf(w, "| goroutines left running | %s | %s, %s |\n", fmtPtr(s.PerRequest.GoroutinesLeft, 4), s.Sources["goroutines_left"], ret)
+		if s.PerRequest.GoroutinesLeaked != nil {
+			fmt.Fprintf(w, "| of them leaked (never to run again) | %s | %s |\n", fmtPtr(s.PerRequest.GoroutinesLeaked, 4), s.Sources["goroutines_leaked"])
+		}
 	}
 	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: ")

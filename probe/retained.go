@@ -20,6 +20,8 @@ import (
 const (
 	SourceRetained       = "heapprofile-rate1-live (the retained window: in use after two GCs, at its end minus at its begin, per stack, growth only)"
 	SourceGoroutinesLeft = "goroutine-dump (the retained window: goroutines alive at its end that were not at its begin, after two GCs)"
+	// SourceGoroutinesLeaked is the leaked part's source (Go 1.27 on).
+	SourceGoroutinesLeaked = "goroutineleak profile (the GC's: goroutines left blocked on what no running goroutine can reach, so they can never run again)"
 )
 
 // GoroutinesLeft is a group of the goroutines a window's requests left
@@ -29,6 +31,9 @@ type GoroutinesLeft struct {
 	CreatedBy string  `json:"created_by"`
 	Count     int     `json:"count"`
 	PerReq    float64 `json:"per_request"`
+	// Leaked is how many of them the goroutine leak profile (Go 1.27)
+	// found blocked for good.
+	Leaked int `json:"leaked,omitempty"`
 }
 
 // retainedProfile reads what the retained window left (the agent's
@@ -79,6 +84,16 @@ func (o *runOutput) retained() error {
 	s.PerRequest.RetainedObjects = f64(round(float64(t[0])/float64(n), 4))
 	s.PerRequest.RetainedBytes = f64(round(float64(t[1])/float64(n), 2))
 	s.PerRequest.GoroutinesLeft = f64(round(float64(len(left))/float64(n), 4))
+	if leakProfile(path) {
+		leaked := 0
+		for _, g := range left {
+			if g.leaked {
+				leaked++
+			}
+		}
+		s.PerRequest.GoroutinesLeaked = f64(round(float64(leaked)/float64(n), 4))
+		s.Sources["goroutines_leaked"] = SourceGoroutinesLeaked
+	}
 	for _, site := range topSites(rp, 1) {
 		s.RetainedSites = append(s.RetainedSites, RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/float64(n), 4), Bytes: round(float64(site.Values[1])/float64(n), 2)})
 	}
@@ -90,6 +105,7 @@ func (o *runOutput) retained() error {
 type goroutine struct {
 	id        int64
 	state     string
+	leaked    bool // "(leaked)": the goroutine leak profile's GC found it blocked for good
 	frames    []gframe // innermost first
 	createdBy gframe   // zero for the main goroutine
 }
@@ -128,7 +144,8 @@ func parseGoroutines(b []byte) ([]goroutine, error) {
 			if !ok {
 				return nil, fmt.Errorf("line %d: want \"goroutine N [state]:\", got %q", n, truncateText(line))
 			}
-			out = append(out, goroutine{id: id, state: state})
+			state, leaked := strings.CutSuffix(state, " (leaked)")
+			out = append(out, goroutine{id: id, state: state, leaked: leaked})
 			g, last = &out[len(out)-1], nil
 		case g == nil || line == "" || strings.HasPrefix(line, "..."):
 			last = nil
@@ -258,13 +275,17 @@ func goroutineFunc(g goroutine) string {
 // groupGoroutines counts the goroutines by function and creator, most
 // first, each per request of n.
 func groupGoroutines(gs []goroutine, n int64) []GoroutinesLeft {
-	count := map[[2]string]int{}
+	count, leaked := map[[2]string]int{}, map[[2]string]int{}
 	for _, g := range gs {
-		count[[2]string{goroutineFunc(g), g.createdBy.String()}]++
+		k := [2]string{goroutineFunc(g), g.createdBy.String()}
+		count[k]++
+		if g.leaked {
+			leaked[k]++
+		}
 	}
 	out := make([]GoroutinesLeft, 0, len(count))
 	for k, c := range count {
-		gl := GoroutinesLeft{Func: k[0], CreatedBy: k[1], Count: c}
+		gl := GoroutinesLeft{Func: k[0], CreatedBy: k[1], Count: c, Leaked: leaked[k]}
 		if n > 0 {
 			gl.PerReq = round(float64(c)/float64(n), 4)
 		}
@@ -336,8 +357,12 @@ func writeRetainedLines(w io.Writer, s *Summary) {
 	if s.RetainedWindow == nil {
 		return
 	}
-	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req  [retained window]\n",
-		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4))
+	leaked := ""
+	if s.PerRequest.GoroutinesLeaked != nil {
+		leaked = fmt.Sprintf(" (%s leaked for good)", fmtPtr(s.PerRequest.GoroutinesLeaked, 4))
+	}
+	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req%s  [retained window]\n",
+		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4), leaked)
 	for i, site := range s.RetainedSites {
 		if i == 3 {
 			break
@@ -348,6 +373,18 @@ func writeRetainedLines(w io.Writer, s *Summary) {
 		if i == 3 {
 			break
 		}
-		fmt.Fprintf(w, "                %.4f goroutines/req left in %s, started by %s\n", g.PerReq, g.Func, g.CreatedBy)
+		mark := ""
+		if g.Leaked > 0 {
+			mark = fmt.Sprintf(" (%d of %d leaked)", g.Leaked, g.Count)
+		}
+		fmt.Fprintf(w, "                %.4f goroutines/req left in %s, started by %s%s\n", g.PerReq, g.Func, g.CreatedBy, mark)
 	}
+}
+
+// leakProfile reports whether the end dump of the retained window at path
+// came from the goroutine leak profile (Go 1.27 on): the agent names the
+// profile it dumped in path+".goroutines.end.profile".
+func leakProfile(path string) bool {
+	b, err := readBounded(path+".goroutines.end.profile", 64)
+	return err == nil && strings.TrimSpace(string(b)) == "goroutineleak"
 }

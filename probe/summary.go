@@ -219,6 +219,9 @@ type PerRequest struct {
 	RetainedObjects *float64 `json:"retained_objects,omitempty"`
 	RetainedBytes   *float64 `json:"retained_bytes,omitempty"`
 	GoroutinesLeft  *float64 `json:"goroutines_left,omitempty"`
+	// GoroutinesLeaked is the part of GoroutinesLeft that can never run
+	// again (the goroutine leak profile, Go 1.27 on; absent before).
+	GoroutinesLeaked *float64 `json:"goroutines_leaked,omitempty"`
 }
 
 // RetainedSite is a site whose allocations the retained window's

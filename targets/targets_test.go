@@ -16,6 +16,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
@@ -347,5 +348,44 @@ func TestLeakRetained(t *testing.T) {
 	}
 	if !found {
 		t.Error("allocdiff: no row for main.keep")
+	}
+}
+
+// TestGoroutineLeakProfile: on a runtime with the goroutine leak profile
+// (Go 1.27 on), the retained window's goroutines left are split: /lost's
+// goroutines (each waiting on a channel only it holds) are all leaked for
+// good, /leak's (waiting on a global channel) none; on Go 1.26 the split
+// is absent, not 0.
+func TestGoroutineLeakProfile(t *testing.T) {
+	for _, path := range []string{"/lost", "/leak"} {
+		s, _ := run(t, "./leak", probe.Config{Path: path, Retained: true, OffCPU: false})
+		if s.RetainedWindow == nil || s.PerRequest.GoroutinesLeft == nil {
+			t.Fatalf("%s: no retained window in the summary", path)
+		}
+		n := s.RetainedWindow.Requests
+		var left, leaked int
+		for _, g := range s.GoroutinesLeft {
+			if g.Func == "main.lost" || g.Func == "main.stuck" {
+				left += g.Count
+				leaked += g.Leaked
+			}
+		}
+		t.Logf("%s (%s): %d requests, %d goroutines left, %d leaked; per request %v left", path, s.Go, n, left, leaked, *s.PerRequest.GoroutinesLeft)
+		if want := n / 10; int64(left) < want-1 || int64(left) > want+1 {
+			t.Errorf("%s: %d goroutines left for %d requests; want %d", path, left, n, want)
+		}
+		if gorelease.Release(s.Go) == "go1.26" {
+			if s.PerRequest.GoroutinesLeaked != nil {
+				t.Errorf("%s on %s: goroutines_leaked %v; want absent", path, s.Go, *s.PerRequest.GoroutinesLeaked)
+			}
+			continue
+		}
+		want := 0
+		if path == "/lost" {
+			want = left
+		}
+		if leaked != want || s.PerRequest.GoroutinesLeaked == nil {
+			t.Errorf("%s on %s: %d of %d goroutines leaked; want %d", path, s.Go, leaked, left, want)
+		}
 	}
 }

@@ -5,7 +5,10 @@
 // allocates the same 256 bytes and keeps nothing. probe run's retained
 // window must say exactly that: 1 object and 256 B retained per request
 // at main.keep and 0.1 goroutines left per request for /leak, 0 and 0
-// for /clean.
+// for /clean. GET /lost keeps nothing and, on every 10th request, starts
+// a goroutine that waits on a channel only it holds (main.lost): the GC's
+// goroutine leak profile (Go 1.27) finds it blocked for good, while
+// main.stuck's channel, a global, could still be closed.
 package main
 
 import (
@@ -48,6 +51,20 @@ func garbage(n int) {
 // stuck waits on a channel nobody closes.
 func stuck() { <-never }
 
+// lost waits on a channel no other goroutine holds.
+func lost(c chan struct{}) { <-c }
+
+func handleLost(w http.ResponseWriter, r *http.Request) {
+	mu.Lock()
+	count++
+	n := count
+	mu.Unlock()
+	if n%10 == 0 {
+		go lost(make(chan struct{}))
+	}
+	w.Write([]byte("ok"))
+}
+
 func handleLeak(w http.ResponseWriter, r *http.Request) {
 	mu.Lock()
 	count++
@@ -80,5 +97,6 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /leak", handleLeak)
 	mux.HandleFunc("GET /clean", handleClean)
+	mux.HandleFunc("GET /lost", handleLost)
 	log.Fatal(http.Serve(ln, mux))
 }
