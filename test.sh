@@ -51,5 +51,21 @@ echo "== unit tests, race detector"
 go test -race -short -count=1 ./...
 echo "== all tests"
 # One package at a time: the end-to-end runs measure, and contention would
-# leave their windows generator-bound.
+# leave their windows generator-bound. The layout tests check every
+# overlay against each supported release's GOROOT (fetched through the
+# module proxy), and testdata/newgo is measured with the Go 1.27 its
+# go.mod asks for, whatever Go runs this script.
 go test -p 1 -count=1 -timeout 30m ./...
+
+# The second tier: the end-to-end tests whose figures depend on the Go
+# release (the runtime overlays, the request boundaries, the benchmark
+# window, the retained window, live mode), run again with the other
+# supported release building both perfspy and its targets. What does not
+# depend on the release (parsers, flame, allocdiff, the drivers' wire
+# formats, the cost commands) runs once, above. docs/design.md, "Supported
+# Go releases", says what runs where.
+other=go1.27.3
+case "$(go env GOVERSION)" in go1.27*) other=go1.26.8 ;; esac
+echo "== the release-dependent end-to-end tests under GOTOOLCHAIN=$other"
+release_tests='^(TestAllocspyGroundTruth|TestAllocspyAgreesWithHeapProfile|TestGroundTruth|TestCopiesGroundTruth|TestDefaultTarget|TestRoutesHTTP2|TestRoutesGRPC|TestRoutesMix|TestOffCPUGroundTruth|TestBenchFixture|TestProbeBuild|TestLive|TestLeakRetained|TestGoroutineLeakProfile)$'
+GOTOOLCHAIN=$other go test -p 1 -count=1 -timeout 20m -run "$release_tests" ./probe ./targets
