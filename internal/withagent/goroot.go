@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/perfspy/perfspy/internal/cache"
 )
@@ -42,9 +43,10 @@ func privateGOROOT(goroot, version, cacheDir string, env []string) ([]string, st
 	if err := cache.Ensure(base); err != nil {
 		return nil, "", err
 	}
+	// golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64
 	name := filepath.Base(goroot)
-	if i := strings.LastIndex(name, "-"); i >= 0 {
-		name = name[i+1:] // golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64
+	if _, rest, ok := strings.Cut(name, "@"); ok {
+		name = rest[strings.Index(rest, "-")+1:]
 	}
 	dst := filepath.Join(base, name)
 	bin := dst + ".bin"
@@ -55,23 +57,37 @@ func privateGOROOT(goroot, version, cacheDir string, env []string) ([]string, st
 				return nil, "", fmt.Errorf("private GOROOT %s: %w", dst, err)
 			}
 		}
-		if err := linkTree(goroot, dst+".tmp"); err != nil {
-			os.RemoveAll(dst + ".tmp")
+		// Made aside and renamed into place: a run beside this one
+		// either finds the whole copy or makes its own.
+		tmp, err := os.MkdirTemp(base, name+".tmp-")
+		if err != nil {
+			return nil, "", err
+		}
+		defer os.RemoveAll(tmp)
+		if err := linkTree(goroot, filepath.Join(tmp, "goroot")); err != nil {
 			return nil, "", fmt.Errorf("private copy of the toolchain %s: %w", goroot, err)
 		}
-		if err := os.Rename(dst+".tmp", dst); err != nil {
+		if err := os.Rename(filepath.Join(tmp, "goroot"), dst); err != nil && !errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
 			return nil, "", err
 		}
 		if err := checkCopy(goroot, dst); err != nil {
 			return nil, "", fmt.Errorf("private GOROOT %s: %w", dst, err)
 		}
 	}
-	os.RemoveAll(bin)
-	if err := os.MkdirAll(bin, 0o700); err != nil {
-		return nil, "", err
-	}
-	if err := os.Symlink(filepath.Join(dst, "bin", "go"), filepath.Join(bin, "go")); err != nil {
-		return nil, "", err
+	want := filepath.Join(dst, "bin", "go")
+	if got, err := os.Readlink(filepath.Join(bin, "go")); err != nil || got != want {
+		tmp, err := os.MkdirTemp(base, name+".bin-")
+		if err != nil {
+			return nil, "", err
+		}
+		defer os.RemoveAll(tmp)
+		if err := os.Symlink(want, filepath.Join(tmp, "go")); err != nil {
+			return nil, "", err
+		}
+		os.RemoveAll(bin)
+		if err := os.Rename(tmp, bin); err != nil && !errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
+			return nil, "", err
+		}
 	}
 	out := make([]string, 0, len(env)+2)
 	path := bin
@@ -212,4 +228,10 @@ func switchedToolchain(ctx context.Context, dir string, env []string, tc Toolcha
 	}
 	tc.GOROOT = f[0]
 	return env, tc, nil
+}
+
+// isNotEmpty is rename(2)'s error when another run put the folder in
+// place first.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
