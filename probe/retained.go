@@ -105,7 +105,7 @@ func (o *runOutput) retained() error {
 type goroutine struct {
 	id        int64
 	state     string
-	leaked    bool // "(leaked)": the goroutine leak profile's GC found it blocked for good
+	leaked    bool     // "(leaked)": the goroutine leak profile's GC found it blocked for good
 	frames    []gframe // innermost first
 	createdBy gframe   // zero for the main goroutine
 }
