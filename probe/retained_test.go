@@ -110,3 +110,22 @@ func TestABJudgesLeaks(t *testing.T) {
 		t.Errorf("bench.txt lacks the retained figures:\n%s", b.String())
 	}
 }
+
+// TestParseLeakedGoroutines: Go 1.27's goroutine leak profile marks a
+// goroutine blocked for good "(leaked)" in its header; the state is read
+// without the mark, and groups count them.
+func TestParseLeakedGoroutines(t *testing.T) {
+	dump := "goroutine 7 [chan receive (leaked)]:\nmain.lost(0xc000012345)\n\t/src/main.go:50 +0x1d\ncreated by main.handleLost in goroutine 6\n\t/src/main.go:58 +0x2f\n\n" +
+		"goroutine 8 [chan receive, 2 minutes]:\nmain.lost(0xc000012399)\n\t/src/main.go:50 +0x1d\ncreated by main.handleLost in goroutine 6\n\t/src/main.go:58 +0x2f\n"
+	gs, err := parseGoroutines([]byte(dump))
+	if err != nil || len(gs) != 2 {
+		t.Fatalf("%d goroutines, %v", len(gs), err)
+	}
+	if !gs[0].leaked || gs[0].state != "chan receive" || gs[1].leaked || gs[1].state != "chan receive" {
+		t.Errorf("goroutines %+v", gs)
+	}
+	g := groupGoroutines(gs, 20)
+	if len(g) != 1 || g[0].Count != 2 || g[0].Leaked != 1 || g[0].Func != "main.lost" {
+		t.Errorf("groups %+v", g)
+	}
+}
