@@ -278,7 +278,9 @@ func (ab *abRun) oneTree(ctx context.Context, target string) error {
 	cfg := ab.cfg
 	ab.rel, ab.dirs = target, map[string]string{"before": "", "after": ""}
 	commit := "tree"
-	if dir, err := filepath.Abs(target); err == nil {
+	if _, version, ok := strings.Cut(target, "@"); ok {
+		commit = version
+	} else if dir, err := filepath.Abs(target); err == nil {
 		if st, err := os.Stat(dir); err == nil && st.IsDir() {
 			if sha, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil {
 				commit = sha

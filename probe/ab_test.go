@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/perfspy/perfspy/internal/gorelease"
 )
 
 // serverSource is the source of a test server whose /work handler runs
@@ -316,4 +318,37 @@ func TestABToolchainFlags(t *testing.T) {
 			t.Errorf("%q: %v", args, err)
 		}
 	}
+}
+
+// TestABToolchains: one tree built by Go 1.26 and Go 1.27 in interleaved
+// rounds: each arm names the toolchain that built it, the user's code
+// (main.orders: 3 allocations a request) does not move, and what moved is
+// the runtime's or the standard library's.
+func TestABToolchains(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "ab")
+	cfg := ABConfig{BeforeGo: gorelease.Tested["go1.26"], AfterGo: gorelease.Tested["go1.27"], Rounds: 1, CountsOnly: true, Out: out,
+		Run: Config{Target: "./testdata/othermod/cmd/server", Path: "/orders", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Copies: "off", Allocs: "allocspy", Syscalls: "proc-io"}}
+	res, err := AB(context.Background(), cfg, nil)
+	checkNoOrphans(t)
+	if err != nil && !errors.Is(err, ErrNotJudged) {
+		t.Fatal(err)
+	}
+	if res.Before["go"] != cfg.BeforeGo || res.After["go"] != cfg.AfterGo {
+		t.Fatalf("arms built by %q and %q, want %s and %s", res.Before["go"], res.After["go"], cfg.BeforeGo, cfg.AfterGo)
+	}
+	s := res.Scopes["allocs"]
+	if s == nil || s[ScopeUser] != 0 {
+		t.Errorf("allocs by scope %v: the user's code did not change", s)
+	}
+	for _, f := range res.Functions {
+		if f.Key == "main.orders" {
+			t.Errorf("main.orders moved: %+v", f)
+		}
+	}
+	rep := readFile(t, filepath.Join(out, "report.md"))
+	if !strings.Contains(rep, cfg.BeforeGo) || !strings.Contains(rep, cfg.AfterGo) || !strings.Contains(rep, "Whose code changed") {
+		t.Errorf("report.md does not name both toolchains and the scopes:\n%s", rep)
+	}
+	t.Logf("allocs/req %v -> %v; by scope %v", res.Metrics["allocs/req"].Before, res.Metrics["allocs/req"].After, s)
 }
