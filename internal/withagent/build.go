@@ -206,7 +206,7 @@ func (b *builder) locate(ctx context.Context) error {
 	}
 	if st, err := os.Stat(dir); (err != nil || !st.IsDir()) && b.opts.Test {
 		// A package of the standard library, by its import path.
-		dir, err = stdPackageDir(ctx, spec)
+		dir, err = stdPackageDir(ctx, spec, b.env)
 		if err != nil {
 			return err
 		}
@@ -253,9 +253,10 @@ func (b *builder) prepare(ctx context.Context) error {
 	return nil
 }
 
-// stdPackageDir finds the folder of a standard-library package.
-func stdPackageDir(ctx context.Context, spec string) (string, error) {
-	out, err := goCmd(ctx, "", nil, "list", "-f", "{{.Dir}}\t{{.Standard}}", spec)
+// stdPackageDir finds the folder of a standard-library package, in the
+// GOROOT of the toolchain env selects.
+func stdPackageDir(ctx context.Context, spec string, env []string) (string, error) {
+	out, err := goCmd(ctx, "", env, "list", "-f", "{{.Dir}}\t{{.Standard}}", spec)
 	dir, std, _ := strings.Cut(strings.TrimSpace(out), "\t")
 	if err != nil || std != "true" {
 		return "", fmt.Errorf("target %s: not a directory, module/path@version or standard-library package", spec)
