@@ -589,7 +589,10 @@ func (ab *abRun) functions() error {
 			ab.res.Scopes = map[string]map[string]float64{}
 		}
 		for k, v := range scopes {
-			scopes[k] = round(v, 4)
+			scopes[k] = 0 // no -0 when a rounding is all there is
+			if r := round(v, 4); r != 0 {
+				scopes[k] = r
+			}
 		}
 		ab.res.Scopes[p] = scopes
 		if p == "allocs" || strings.HasSuffix(p, " allocs") && ab.diffSVG == nil {

@@ -328,7 +328,7 @@ func TestABToolchains(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "ab")
 	cfg := ABConfig{BeforeGo: gorelease.Tested["go1.26"], AfterGo: gorelease.Tested["go1.27"], Rounds: 1, CountsOnly: true, Out: out,
-		Run: Config{Target: "./testdata/othermod/cmd/server", Path: "/orders", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Copies: "off", Allocs: "allocspy", Syscalls: "proc-io"}}
+		Run: Config{Target: "./testdata/othermod/cmd/server", Path: "/orders", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Copies: "overlay", Allocs: "allocspy", Syscalls: "proc-io"}}
 	res, err := AB(context.Background(), cfg, nil)
 	checkNoOrphans(t)
 	if err != nil && !errors.Is(err, ErrNotJudged) {

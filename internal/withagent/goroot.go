@@ -206,13 +206,23 @@ var errChanged = errors.New("differs from the module cache's toolchain")
 
 // switchedToolchain is the step of Prepare that moves a build whose
 // toolchain lives in GOMODCACHE to the private GOROOT.
-func switchedToolchain(ctx context.Context, dir string, env []string, tc Toolchain, cacheDir string) ([]string, Toolchain, error) {
+//
+// The copy lives in the user's own cache folder (cache.UserDir), whatever
+// $PERFSPY_CACHE says: Go's build cache keys the standard library it
+// builds by its GOROOT's path, so one stable path keeps the one-time
+// rebuild with the overlays (about 80 s) one-time for every run, tests
+// with caches of their own included.
+func switchedToolchain(ctx context.Context, dir string, env []string, tc Toolchain) ([]string, Toolchain, error) {
 	out, err := goOut(ctx, dir, env, "env", "GOMODCACHE")
 	if err != nil {
 		return env, tc, err
 	}
 	if !beneath(tc.GOROOT, strings.TrimSpace(out)) {
 		return env, tc, nil
+	}
+	cacheDir, err := cache.UserDir()
+	if err != nil {
+		return nil, tc, err
 	}
 	env, _, err = privateGOROOT(tc.GOROOT, tc.GOVERSION, cacheDir, env)
 	if err != nil {

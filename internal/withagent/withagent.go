@@ -158,7 +158,7 @@ func Prepare(ctx context.Context, t Target, work, cache string) (*Setup, error) 
 	// The toolchain go build would use (go.mod's go and toolchain lines,
 	// GOTOOLCHAIN); one fetched into the module cache builds from a
 	// private GOROOT, which takes overlays.
-	if s.Env, s.Toolchain, err = switchedToolchain(ctx, t.ModRoot, env, s.Toolchain, cache); err != nil {
+	if s.Env, s.Toolchain, err = switchedToolchain(ctx, t.ModRoot, env, s.Toolchain); err != nil {
 		return nil, err
 	}
 	if t.Test {
