@@ -1,6 +1,7 @@
 package perfspy
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -131,12 +132,49 @@ func codeSteps(t *testing.T, file string) []string {
 // method of the module (tests and test data aside) is under 100 lines and
 // takes at most 6 parameters.
 func TestFunctionSize(t *testing.T) {
+	// The check itself, on a planted tree: a long function, one with too
+	// many parameters, and the same in places the rule passes over.
+	plant := t.TempDir()
+	long := "package p\n\nfunc long() {\n" + strings.Repeat("\tprintln()\n", 98) + "}\n"
+	wide := "package p\n\nfunc wide(a, b, c, d, e, f, g int) {}\n"
+	for name, src := range map[string]string{
+		"p/long.go": long, "p/wide.go": wide,
+		"p/long_test.go": long, "p/testdata/wide.go": wide, ".hidden/wide.go": wide, "results/wide.go": wide,
+	} {
+		if err := os.MkdirAll(filepath.Join(plant, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(plant, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := oversized(plant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"p/long.go:3:1: long is 100 lines with 0 parameters", "p/wide.go:3:1: wide is 1 lines with 7 parameters"}; !slices.Equal(got, want) {
+		t.Fatalf("on the planted tree: %q, want %q", got, want)
+	}
+
+	got, err = oversized(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		t.Errorf("%s (the limit: under 100 lines, at most 6 parameters)", f)
+	}
+}
+
+// oversized lists the functions under root, tests and testdata aside,
+// of 100 lines or more or with more than 6 parameters.
+func oversized(root string) ([]string, error) {
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+	var found []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || d.Name() == "results") {
+		if d.IsDir() && p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || d.Name() == "results") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
@@ -146,25 +184,25 @@ func TestFunctionSize(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(root, p)
 		for _, decl := range f.Decls {
 			fd, ok := decl.(*ast.FuncDecl)
 			if !ok || fd.Body == nil {
 				continue
 			}
-			lines := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			pos := fset.Position(fd.Pos())
+			lines := fset.Position(fd.End()).Line - pos.Line + 1
 			params := 0
 			for _, field := range fd.Type.Params.List {
 				params += max(len(field.Names), 1)
 			}
 			if lines >= 100 || params > 6 {
-				t.Errorf("%s: %s is %d lines with %d parameters (the limit: under 100 lines, at most 6 parameters)", fset.Position(fd.Pos()), fd.Name.Name, lines, params)
+				found = append(found, fmt.Sprintf("%s:%d:%d: %s is %d lines with %d parameters", filepath.ToSlash(rel), pos.Line, pos.Column, fd.Name.Name, lines, params))
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return found, err
 }
 
 func readDoc(t *testing.T) string {

@@ -85,59 +85,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg Config, opt cliOptions, code int, ok bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var targetArgs, bodyFile string
-	q := fs.Bool("q", false, "quiet: no progress lines")
 	if extra != nil {
 		extra(fs)
 	}
-	fs.StringVar(&targetArgs, "args", "", "arguments for the target, split as a shell would")
-	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
-	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
-	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
-	readData := protoFlags(fs, &cfg)
-	pushLabels := pushFlags(fs, &cfg)
-	fs.StringVar(&bodyFile, "body", "", "`file` whose contents are sent as every request's body")
-	maxBody := fs.Int64("max-body", limits.Body, "refuse a request body (-body, -data @file, a request file's body=@) over this many `bytes`")
-	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
-	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
-	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
-	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
-	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
-	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
-	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
-	fs.IntVar(&cfg.Streams, "streams", 1, "quic, h2c, h2: concurrent streams per connection")
-	fs.IntVar(&cfg.Pkt, "pkt", 1252, "udp: datagram size in bytes")
-	var env envFlag
-	fs.Var(&env, "env", "`KEY=VALUE` added to the target's environment (repeatable)")
-	var headers headerFlag
-	fs.Var(&headers, "header", "HTTP request header `K: V` (repeatable)")
-	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
-	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in the timing window (rates, latency, CPU per request)")
-	fs.DurationVar(&cfg.ExactDuration, "exact-duration", 2*time.Second, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
-	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
-	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
-	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
-	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
-	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
-	fs.BoolVar(&cfg.Live, "live", false, "with -instructions: build the target as probe build does, its overlays idle unless -env configures live mode, to count what they cost (docs/live.md)")
-	cfg.Requests = 2000
-	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
-	fs.IntVar(&cfg.MaxRoutes, "max-routes", 0, "the most distinct routes the target names (the rest are \"other\"); 0: 100")
-	fs.BoolVar(&cfg.Alone, "alone", false, "with -requests FILE: also measure each request alone, in windows of its own (endpoints[]), beside the mix's per-route split")
-	fs.Var(requestsFlag{&cfg}, "requests", "a request `FILE` (METHOD PATH [weight=N] [header=\"K: V\"] [body=@FILE] per line; see docs/probe.md); a number N is, with -instructions, the requests in its window")
-	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
-	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
-	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
-	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
-	fgprofOnly := fs.Bool("fgprof-only", false, "with -offcpu, fgprof in the wall-clock window and no off-CPU window (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
-	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
-	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
-	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
-	bench := &opt.bench
-	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
-	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
-	fs.IntVar(&bench.Count, "count", 1, "with -bench: go test's -count")
-	execCmd := fs.String("exec", "", "run the target (with -bench, the test binaries) under `CMD`, as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
+	f := defineRunFlags(fs, &cfg, &opt)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
@@ -162,16 +113,16 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 			return cfg, opt, ExitUsage, false
 		}
 	}
-	cfg.Env = env.kv
-	if *maxBody <= 0 {
-		fmt.Fprintf(stderr, "%s: -max-body %d: want a positive number of bytes\n", name, *maxBody)
+	cfg.Env = f.env.kv
+	if *f.maxBody <= 0 {
+		fmt.Fprintf(stderr, "%s: -max-body %d: want a positive number of bytes\n", name, *f.maxBody)
 		return cfg, opt, ExitUsage, false
 	}
-	if *fgprofOnly {
+	if *f.fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
 	var err error
-	if opt.bench.Exec, err = shellwords.Split(*execCmd); err != nil {
+	if opt.bench.Exec, err = shellwords.Split(*f.execCmd); err != nil {
 		fmt.Fprintf(stderr, "%s: -exec: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
@@ -179,14 +130,79 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
-	if err := readRunInputs(&cfg, targetArgs, bodyFile, *maxBody, pushLabels, readData); err != nil {
+	if err := readRunInputs(&cfg, f.targetArgs, f.bodyFile, *f.maxBody, f.pushLabels, f.readData); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
-	cfg.Headers = headers.m
+	cfg.Headers = f.headers.m
 	cfg.Flags = recordedFlags(fs)
-	opt.bench.Flags, opt.quiet = cfg.Flags, *q
+	opt.bench.Flags, opt.quiet = cfg.Flags, *f.q
 	return cfg, opt, 0, true
+}
+
+// runFlags are the flags whose values are read after parsing, beside
+// those that land in a Config or the benchmark options directly.
+type runFlags struct {
+	q, fgprofOnly        *bool
+	targetArgs, bodyFile string
+	execCmd              *string
+	maxBody              *int64
+	env                  envFlag
+	headers              headerFlag
+	readData             func(maxBody int64) error
+	pushLabels           func() error
+}
+
+// defineRunFlags defines probe run's flags on fs, into cfg and opt.
+func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
+	f := &runFlags{q: fs.Bool("q", false, "quiet: no progress lines")}
+	fs.StringVar(&f.targetArgs, "args", "", "arguments for the target, split as a shell would")
+	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
+	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
+	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
+	f.readData = protoFlags(fs, cfg)
+	f.pushLabels = pushFlags(fs, cfg)
+	fs.StringVar(&f.bodyFile, "body", "", "`file` whose contents are sent as every request's body")
+	f.maxBody = fs.Int64("max-body", limits.Body, "refuse a request body (-body, -data @file, a request file's body=@) over this many `bytes`")
+	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
+	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
+	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
+	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
+	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
+	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
+	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
+	fs.IntVar(&cfg.Streams, "streams", 1, "quic, h2c, h2: concurrent streams per connection")
+	fs.IntVar(&cfg.Pkt, "pkt", 1252, "udp: datagram size in bytes")
+	fs.Var(&f.env, "env", "`KEY=VALUE` added to the target's environment (repeatable)")
+	fs.Var(&f.headers, "header", "HTTP request header `K: V` (repeatable)")
+	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
+	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "load in the timing window (rates, latency, CPU per request)")
+	fs.DurationVar(&cfg.ExactDuration, "exact-duration", 2*time.Second, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
+	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
+	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
+	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
+	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
+	fs.BoolVar(&cfg.Live, "live", false, "with -instructions: build the target as probe build does, its overlays idle unless -env configures live mode, to count what they cost (docs/live.md)")
+	cfg.Requests = 2000
+	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
+	fs.IntVar(&cfg.MaxRoutes, "max-routes", 0, "the most distinct routes the target names (the rest are \"other\"); 0: 100")
+	fs.BoolVar(&cfg.Alone, "alone", false, "with -requests FILE: also measure each request alone, in windows of its own (endpoints[]), beside the mix's per-route split")
+	fs.Var(requestsFlag{cfg}, "requests", "a request `FILE` (METHOD PATH [weight=N] [header=\"K: V\"] [body=@FILE] per line; see docs/probe.md); a number N is, with -instructions, the requests in its window")
+	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
+	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
+	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
+	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
+	f.fgprofOnly = fs.Bool("fgprof-only", false, "with -offcpu, fgprof in the wall-clock window and no off-CPU window (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
+	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
+	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
+	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
+	bench := &opt.bench
+	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
+	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
+	fs.IntVar(&bench.Count, "count", 1, "with -bench: go test's -count")
+	f.execCmd = fs.String("exec", "", "run the target (with -bench, the test binaries) under `CMD`, as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
+	return f
 }
 
 // cliOptions are what the flags give beside a run's Config: quiet, and

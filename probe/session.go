@@ -103,7 +103,7 @@ func (s *session) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := proc.Reserve(ctx, proc.LockDir(root), plan, cfg.CPUs == "auto", runtime.NumCPU(), cpuWait, logf)
+	res, err := proc.Locks{Dir: proc.LockDir(root), CPUs: runtime.NumCPU(), Wait: cpuWait, Logf: logf}.Reserve(ctx, plan, cfg.CPUs == "auto")
 	if err != nil {
 		return err
 	}

@@ -136,14 +136,15 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		measure func() (*Item, *probe.ABResult, error)
 	}
 	var jobs []job
+	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
 	for _, s := range cfg.Servers {
 		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", func() (*Item, *probe.ABResult, error) {
-			return measureServer(ctx, root, res.Dir, s, cfg, opt, base["commit"], head["commit"], logw)
+			return m.server(ctx, s)
 		}})
 	}
 	for _, b := range cfg.Benchmarks {
 		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, func() (*Item, *probe.ABResult, error) {
-			return measureBenchmarks(ctx, root, res.Dir, b, cfg, opt, base["commit"], head["commit"], logw)
+			return m.benchmarks(ctx, b)
 		}})
 	}
 	for _, j := range jobs {
@@ -168,8 +169,20 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	return res, nil
 }
 
-// measureServer runs probe ab on one server.
-func measureServer(ctx context.Context, root, out string, s Server, cfg *Config, opt Options, base, head string, logw io.Writer) (*Item, *probe.ABResult, error) {
+// measurer is what every item of one review shares: the repository, the
+// review's folder, the file and the options, the two commits and where
+// progress goes.
+type measurer struct {
+	root, out  string
+	cfg        *Config
+	opt        Options
+	base, head string
+	logw       io.Writer
+}
+
+// server runs probe ab on one server.
+func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult, error) {
+	root, out, cfg, opt, base, head, logw := m.root, m.out, m.cfg, m.opt, m.base, m.head, m.logw
 	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "servers", safeName(s.Name))}
 	args = append(args, windowArgs(cfg, opt, s.Rounds, s.Warmup, s.Duration)...)
 	for _, f := range []struct{ flag, v string }{{"-requests", s.Requests}, {"-path", s.Path}, {"-proto", s.Proto}, {"-method", s.Method}, {"-data", s.Data}, {"-args", s.Args}} {
@@ -200,8 +213,9 @@ func measureServer(ctx context.Context, root, out string, s Server, cfg *Config,
 	return it, ab, nil
 }
 
-// measureBenchmarks runs probe ab -bench on one package.
-func measureBenchmarks(ctx context.Context, root, out string, b Benchmark, cfg *Config, opt Options, base, head string, logw io.Writer) (*Item, *probe.ABResult, error) {
+// benchmarks runs probe ab -bench on one package.
+func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.ABResult, error) {
+	root, out, cfg, opt, base, head, logw := m.root, m.out, m.cfg, m.opt, m.base, m.head, m.logw
 	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "benchmarks", safeName(b.Package+"_"+b.Bench)), "-bench", b.Bench}
 	args = append(args, windowArgs(cfg, opt, b.Rounds, 0, 0)...)
 	if b.BenchTime != "" {

@@ -53,13 +53,25 @@ func LockDir(fallback string) string {
 	return filepath.Join(fallback, "locks")
 }
 
-// Reserve takes plan's CPUs in dir. With auto (-cpus auto), the plan is
-// made of the free CPUs among n: the first half of them for the target,
-// the rest for the driver. A plan with no CPUs (-cpus none, one CPU)
-// takes nothing. While the CPUs are held by another run, Reserve waits,
-// saying so once through logf, up to wait; then it fails naming the
-// holders and what to do.
-func Reserve(ctx context.Context, dir string, plan CPUPlan, auto bool, n int, wait time.Duration, logf func(string, ...any)) (*Reservation, error) {
+// Locks is where and how a run takes its CPUs: Dir holds the locks
+// (LockDir), CPUs is the machine's count (auto's plan is made among
+// them), Wait bounds the wait for CPUs another run holds, and Logf, if
+// set, hears once that the run waits.
+type Locks struct {
+	Dir  string
+	CPUs int
+	Wait time.Duration
+	Logf func(string, ...any)
+}
+
+// Reserve takes plan's CPUs in l.Dir. With auto (-cpus auto), the plan is
+// made of the free CPUs among l.CPUs: the first half of them for the
+// target, the rest for the driver. A plan with no CPUs (-cpus none, one
+// CPU) takes nothing. While the CPUs are held by another run, Reserve
+// waits, saying so once through l.Logf, up to l.Wait; then it fails
+// naming the holders and what to do.
+func (l Locks) Reserve(ctx context.Context, plan CPUPlan, auto bool) (*Reservation, error) {
+	dir, n, wait, logf := l.Dir, l.CPUs, l.Wait, l.Logf
 	if len(plan.Server)+len(plan.Load) == 0 {
 		return &Reservation{Plan: plan}, nil
 	}

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 			spec = "0:1"
 		}
 		plan, _ := ParseCPUs(spec, 4)
-		if _, err := Reserve(context.Background(), dir, plan, false, 4, time.Second, nil); err != nil {
+		if _, err := (Locks{Dir: dir, CPUs: 4, Wait: time.Second}).Reserve(context.Background(), plan, false); err != nil {
 			os.Exit(1)
 		}
 		os.Stdout.WriteString("held\n")
@@ -54,7 +54,7 @@ func TestReserve(t *testing.T) {
 	dir := t.TempDir()
 	pid, stop := holdCPUs(t, dir)
 	auto, _ := ParseCPUs("auto", 4)
-	a, err := Reserve(context.Background(), dir, auto, true, 4, time.Second, nil)
+	a, err := Locks{Dir: dir, CPUs: 4, Wait: time.Second}.Reserve(context.Background(), auto, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestReserve(t *testing.T) {
 		t.Errorf("auto beside a run on 0:1 got %+v, want 2:3", a.Plan)
 	}
 	// Nested in this process: the same CPUs again.
-	nested, err := Reserve(context.Background(), dir, a.Plan, false, 4, time.Second, nil)
+	nested, err := Locks{Dir: dir, CPUs: 4, Wait: time.Second}.Reserve(context.Background(), a.Plan, false)
 	if err != nil || !slices.Equal(nested.Plan.Server, []int{2}) {
 		t.Fatalf("nested: %+v %v", nested, err)
 	}
@@ -72,18 +72,18 @@ func TestReserve(t *testing.T) {
 	// the run waits, says so once, and gives up naming the holder.
 	_, stop2 := holdCPUs2(t, dir)
 	var said []string
-	_, err = Reserve(context.Background(), dir, auto, true, 4, 300*time.Millisecond, func(f string, v ...any) { said = append(said, f) })
+	_, err = Locks{Dir: dir, CPUs: 4, Wait: 300 * time.Millisecond, Logf: func(f string, v ...any) { said = append(said, f) }}.Reserve(context.Background(), auto, true)
 	if err == nil || !strings.Contains(err.Error(), "no free CPUs") || !strings.Contains(err.Error(), "pid "+strconv.Itoa(pid)) || len(said) != 1 {
 		t.Fatalf("a run while all are held: %v (said %v)", err, said)
 	}
 	stop2()
 	stop()
-	b, err := Reserve(context.Background(), dir, auto, true, 4, time.Second, nil)
+	b, err := Locks{Dir: dir, CPUs: 4, Wait: time.Second}.Reserve(context.Background(), auto, true)
 	if err != nil || len(b.Plan.Server)+len(b.Plan.Load) != 4 {
 		t.Fatalf("after the others ended: %+v %v", b, err)
 	}
 	b.Release()
-	none, err := Reserve(context.Background(), dir, CPUPlan{}, false, 4, time.Second, nil)
+	none, err := Locks{Dir: dir, CPUs: 4, Wait: time.Second}.Reserve(context.Background(), CPUPlan{}, false)
 	if err != nil || len(none.Plan.Server) != 0 {
 		t.Errorf("-cpus none: %+v %v", none, err)
 	}
