@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,4 +212,106 @@ func readDoc(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestDesignImports: every arrow of the map's drawing holds in go list
+// -deps, and every package that imports another of the module's stands
+// left of an arrow. Seen failing first on a planted drawing.
+func TestDesignImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/perfspy/perfspy"
+	name := func(p string) string {
+		if p == mod {
+			return "perfspy"
+		}
+		return strings.TrimPrefix(p, mod+"/")
+	}
+	g := graph{pkgs: map[string]bool{}, deps: map[string][]string{}, importers: map[string]bool{}}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		p := name(f[0])
+		if strings.HasPrefix(p, "targets") || strings.Contains(p, "/testdata/") {
+			continue
+		}
+		g.pkgs[p] = true
+		for _, d := range strings.Fields(f[2]) {
+			if d == mod || strings.HasPrefix(d, mod+"/") {
+				g.deps[p] = append(g.deps[p], name(d))
+			}
+		}
+		for _, d := range strings.Fields(f[1]) {
+			if d == mod || strings.HasPrefix(d, mod+"/") {
+				g.importers[p] = true
+			}
+		}
+	}
+	planted := "    probe ──> load ──> wirefmt/frame\n    profkey ──> probe   (upside down)\n"
+	errs := g.check(planted)
+	for _, want := range []string{`"profkey ──> probe": probe is not among profkey's dependencies`, "nothing in the drawing says what agent imports"} {
+		if !slices.Contains(errs, want) {
+			t.Fatalf("on a planted drawing: %q, want among them %q", errs, want)
+		}
+	}
+	doc := readDoc(t)
+	_, sec, _ := strings.Cut(doc, "## Packages and their imports")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	for _, e := range g.check(sec) {
+		t.Error("docs/design.md: " + e)
+	}
+}
+
+// graph is the module's packages: each one's dependencies among them
+// (go list -deps), and which import any of them.
+type graph struct {
+	pkgs      map[string]bool
+	deps      map[string][]string
+	importers map[string]bool
+}
+
+// check reads the drawing's chains (indented lines with arrows) and
+// lists what does not hold.
+func (g graph) check(drawing string) []string {
+	var errs []string
+	left := map[string]bool{}
+	comment := regexp.MustCompile(`\([^)]*\)`)
+	for _, line := range strings.Split(drawing, "\n") {
+		if !strings.HasPrefix(line, "    ") || !strings.Contains(line, "──>") {
+			continue
+		}
+		var groups [][]string
+		for _, part := range strings.Split(comment.ReplaceAllString(line, ""), "──>") {
+			var names []string
+			for _, n := range strings.Split(part, ",") {
+				if n = strings.TrimSpace(n); n != "" && !strings.Contains(n, "*") {
+					names = append(names, n)
+				}
+			}
+			groups = append(groups, names)
+		}
+		for i := 0; i+1 < len(groups); i++ {
+			for _, a := range groups[i] {
+				left[a] = true
+				if !g.pkgs[a] {
+					errs = append(errs, fmt.Sprintf("%q: %s is not a package", strings.TrimSpace(line), a))
+					continue
+				}
+				for _, b := range groups[i+1] {
+					if !g.pkgs[b] {
+						errs = append(errs, fmt.Sprintf("%q: %s is not a package", strings.TrimSpace(line), b))
+					} else if !slices.Contains(g.deps[a], b) {
+						errs = append(errs, fmt.Sprintf("%q: %s is not among %s's dependencies", strings.TrimSpace(comment.ReplaceAllString(line, "")), b, a))
+					}
+				}
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(g.importers)) {
+		if !left[p] {
+			errs = append(errs, "nothing in the drawing says what "+p+" imports")
+		}
+	}
+	return errs
 }

@@ -4,6 +4,7 @@
 # that build and measure real targets. Needs only Go and the module proxy.
 set -euo pipefail
 cd "$(dirname "$0")"
+stamp() { echo "== $(date -u +%T) $*"; }
 
 # strace is the syscall tests' oracle (the eBPF tests need root, which CI
 # has); Debian's chromium runs the flame graphs' browser tests; valgrind
@@ -15,23 +16,23 @@ command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "== installing$missing"
+		stamp "installing$missing"
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 	else
 		echo "missing and not installable here:$missing; their tests will skip"
 	fi
 fi
 
-echo "== gofmt"
+stamp gofmt
 unformatted=$(gofmt -s -l .)
 if [ -n "$unformatted" ]; then
 	echo "not gofmt -s clean:"; echo "$unformatted"; exit 1
 fi
-echo "== go vet"
+stamp "go vet"
 go vet ./...
-echo "== staticcheck"
+stamp "staticcheck"
 go tool staticcheck ./...
-echo "== cross-builds: everything on darwin and linux/arm64, flame and allocdiff on windows"
+stamp "cross-builds: everything on darwin and linux/arm64, flame and allocdiff on windows"
 # darwin cannot run here: building and vetting it (tests included) keeps
 # every Linux-only file behind its build constraint with a counterpart.
 for p in darwin/arm64 darwin/amd64 linux/arm64; do
@@ -40,22 +41,31 @@ for p in darwin/arm64 darwin/amd64 linux/arm64; do
 done
 GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/flame ./cmd/allocdiff
 if command -v qemu-aarch64-static >/dev/null 2>&1; then
-	echo "== linux/arm64 under qemu-user: the packages with arm64 assembly or arm64 facts"
+	stamp "linux/arm64 under qemu-user: the packages with arm64 assembly or arm64 facts"
 	# probe's TestBenchFixtureARM64 (below, natively) measures an arm64
 	# test binary under qemu end to end.
-	GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./allocspy ./copyspy ./agent/... ./benchwin ./diff ./flame ./profkey
+	GOARCH=arm64 go test -short -count=1 -exec qemu-aarch64-static ./allocspy ./copyspy ./agent/... ./benchwin ./diff ./flame ./profkey
 else
-	echo "== linux/arm64: qemu-aarch64-static missing; the arm64 tests do not run"
+	stamp "linux/arm64: qemu-aarch64-static missing; the arm64 tests do not run"
 fi
-echo "== unit tests, race detector"
-go test -race -short -count=1 ./...
-echo "== all tests"
+stamp "unit tests, race detector"
+# The short pass runs every test that -short keeps, under the race
+# detector; internal/tiers prints its output as go test would and lists,
+# per package, the tests that skipped (themselves or a subtest): the full
+# pass below runs just those, so nothing runs twice.
+long=$(mktemp -d)
+trap 'rm -rf "$long"' EXIT
+go build -o "$long/tiers" ./internal/tiers
+go test -race -short -count=1 -json ./... | "$long/tiers" -long "$long/tests"
+stamp "the tests -short skips"
 # One package at a time: the end-to-end runs measure, and contention would
 # leave their windows generator-bound. The layout tests check every
 # overlay against each supported release's GOROOT (fetched through the
 # module proxy), and testdata/newgo is measured with the Go 1.27 its
 # go.mod asks for, whatever Go runs this script.
-go test -p 1 -count=1 -timeout 30m ./...
+while read -r pkg run; do
+	go test -p 1 -count=1 -timeout 30m -run "$run" "$pkg"
+done < "$long/tests"
 
 # The second tier: the end-to-end tests whose figures depend on the Go
 # release (the runtime overlays, the request boundaries, the benchmark
@@ -66,6 +76,6 @@ go test -p 1 -count=1 -timeout 30m ./...
 # Go releases", says what runs where.
 other=go1.27.3
 case "$(go env GOVERSION)" in go1.27*) other=go1.26.8 ;; esac
-echo "== the release-dependent end-to-end tests under GOTOOLCHAIN=$other"
+stamp "the release-dependent end-to-end tests under GOTOOLCHAIN=$other"
 release_tests='^(TestAllocspyGroundTruth|TestAllocspyAgreesWithHeapProfile|TestCopiesGroundTruth|TestRoutesHTTP2|TestRoutesGRPC|TestOffCPUGroundTruth|TestBenchFixture|TestProbeBuild|TestLive|TestLeakRetained|TestGoroutineLeakProfile)$'
 GOTOOLCHAIN=$other go test -p 1 -count=1 -timeout 20m -run "$release_tests" ./probe ./targets

@@ -321,7 +321,7 @@ func TestSeveralFilesPerSide(t *testing.T) {
 		t.Errorf("globs: exit %d, %q", code, o.String()[:min(200, o.Len())])
 	}
 	if testing.Short() {
-		return
+		t.Skip("go tool pprof on the -o profile; skipped with -short")
 	}
 	pp, err := exec.Command("go", "tool", "pprof", "-top", out).CombinedOutput()
 	if err != nil || !strings.Contains(string(pp), "flat") {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -65,8 +66,11 @@ type ABMetric struct {
 	Delta    float64 `json:"delta"`
 	DeltaPct float64 `json:"delta_pct"`
 	P        float64 `json:"p"`
-	Verdict  string  `json:"verdict"`
-	Why      string  `json:"why,omitempty"`
+	// JudgedAs is how the change was judged (metric.Judgement): exact,
+	// bytes, timing or instructions.
+	JudgedAs string `json:"judged_as"`
+	Verdict  string `json:"verdict"`
+	Why      string `json:"why,omitempty"`
 }
 
 // ABFunction is one function's change per request in one profile.
@@ -513,7 +517,7 @@ func (ab *abRun) judge() {
 	}
 	if cfg.CountsOnly {
 		for _, m := range metrics {
-			if x := res.Metrics[m.name]; m.judge == judgeTiming || m.judge == judgeInstructions {
+			if x := res.Metrics[m.name]; !m.judge.Counted() {
 				x.Verdict, x.Why = "not judged", "counts only (timings are not compared)"
 			}
 		}
@@ -525,7 +529,7 @@ func (ab *abRun) judge() {
 	// Timings from windows that cannot support a verdict (the driver set
 	// the pace, the machine moved) give none; exact counts still do.
 	for _, m := range metrics {
-		if x := res.Metrics[m.name]; m.judge == judgeTiming && (x.Verdict == "regression" || x.Verdict == "improvement") {
+		if x := res.Metrics[m.name]; m.judge == metric.Timing && (x.Verdict == "regression" || x.Verdict == "improvement") {
 			x.Why = fmt.Sprintf("%s %+.2f%%, p %.3f, but the comparison is not judged", x.Verdict, x.DeltaPct, x.P)
 			x.Verdict = "not judged"
 		}

@@ -9,29 +9,27 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/perfspy/perfspy/metric"
 )
 
 // benchUnits are the figures probe ab compares for each benchmark, in the
-// report's order.
-var benchUnits = []string{"ns/op", "allocs/op", "B/op", "copied-B/op", "syscalls/op", "retained-B/op", "goroutines-left/op"}
+// report's order (the metric table's).
+var benchUnits = metric.Compare("op")
 
-// benchABMetrics lists each benchmark's metrics measured in both arms:
-// counts are exact; ns/op and syscalls/op (the scheduler's calls move with
-// timing) are judged as timings.
+// benchABMetrics lists each benchmark's metrics measured in both arms,
+// judged as the metric table says.
 func benchABMetrics(before, after map[string][]float64) []abMetric {
 	var out []abMetric
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		if _, ok := after[name]; !ok {
 			continue
 		}
-		judge := judgeExact
-		switch {
-		case strings.HasSuffix(name, " ns/op") || strings.HasSuffix(name, " syscalls/op"):
-			judge = judgeTiming
-		case strings.HasSuffix(name, " B/op") || strings.HasSuffix(name, " copied-B/op") || strings.HasSuffix(name, " retained-B/op"):
-			judge = judgeBytes
+		m, ok := metric.Lookup(name)
+		if !ok {
+			continue
 		}
-		out = append(out, abMetric{name, judge, true})
+		out = append(out, abMetric{name, m.Judged, m.HigherWorse})
 	}
 	// Benchmark by benchmark, each in benchUnits' order.
 	unit := func(n string) int { return slices.Index(benchUnits, n[strings.LastIndex(n, " ")+1:]) }

@@ -12,37 +12,51 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchmath"
-)
 
-// How a metric is judged.
-type judgement int
-
-const (
-	judgeExact        judgement = iota // counts: any change beyond rounding is real
-	judgeBytes                         // byte counts: the same, and at least a byte
-	judgeTiming                        // timings: Mann-Whitney U and a 2% change
-	judgeInstructions                  // callgrind counts: beyond the runs' own spread
+	"github.com/perfspy/perfspy/metric"
 )
 
 type abMetric struct {
 	name        string
-	judge       judgement
+	judge       metric.Judgement
 	higherWorse bool
 }
 
-// Metric names, how each is judged, and whether more is worse.
-var abMetrics = []abMetric{
-	// syscalls/req holds the scheduler's epoll, futex and nanosleep calls,
-	// which move with timing: it is judged as timings are.
-	{"allocs/req", judgeExact, true}, {"B/req", judgeBytes, true}, {"copied-B/req", judgeBytes, true}, {"syscalls/req", judgeTiming, true},
-	{"cpu-us/req", judgeTiming, true}, {"req/s", judgeTiming, false}, {"p99-us", judgeTiming, true},
-	// What requests leave behind is counted exactly: a new leak is a
-	// regression whatever the timings say.
-	{"retained-B/req", judgeBytes, true}, {"goroutines-left/req", judgeExact, true},
+// abMetricsOf are the named metrics as the table judges them.
+func abMetricsOf(names ...string) []abMetric {
+	out := make([]abMetric, len(names))
+	for i, n := range names {
+		m, ok := metric.Lookup(n)
+		if !ok {
+			panic("probe: metric " + n + " is not in the metric table")
+		}
+		out[i] = abMetric{n, m.Judged, m.HigherWorse}
+	}
+	return out
 }
 
-// instructionMetrics are what an instructions run measures.
-var instructionMetrics = []abMetric{{"instructions/req", judgeInstructions, true}}
+// The metrics probe ab compares, in the metric table's order: a run's
+// (what requests leave behind, retained-B/req and goroutines-left/req,
+// is counted exactly: a new leak is a regression whatever the timings
+// say), an instructions run's, and each endpoint's of a request file
+// (no rates or latencies per endpoint).
+var (
+	abMetrics, instructionMetrics = splitInstructions(abMetricsOf(metric.Compare("req")...))
+	endpointUnits                 = abMetricsOf("allocs/req", "B/req", "copied-B/req", "syscalls/req", "cpu-us/req")
+)
+
+// splitInstructions parts callgrind's counts (an instructions run
+// measures nothing else) from the rest.
+func splitInstructions(ms []abMetric) (rest, instructions []abMetric) {
+	for _, m := range ms {
+		if m.judge == metric.Instructions {
+			instructions = append(instructions, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	return rest, instructions
+}
 
 // metricsFor returns the metrics a configuration measures.
 func metricsFor(c Config) []abMetric {
@@ -51,11 +65,6 @@ func metricsFor(c Config) []abMetric {
 	}
 	return abMetrics
 }
-
-// endpointUnits are the figures compared for each endpoint of a request
-// file, as the whole mix's are judged.
-var endpointUnits = []abMetric{{"allocs/req", judgeExact, true}, {"B/req", judgeBytes, true}, {"copied-B/req", judgeBytes, true},
-	{"syscalls/req", judgeTiming, true}, {"cpu-us/req", judgeTiming, true}}
 
 // endpointValues reads one endpoint's figures for endpointUnits.
 func endpointValues(e EndpointSummary) map[string]float64 {
@@ -139,14 +148,14 @@ func medianOf(x []float64) float64 {
 // a percent but not exactly: a change is one when no run of one arm falls
 // within the other's range and the medians differ by more than 0.1% and
 // by more than twice the wider arm's spread.
-func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric {
-	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1}
+func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool) *ABMetric {
+	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1, JudgedAs: judge.String()}
 	m.Delta = m.After - m.Before
 	if m.Before != 0 {
 		m.DeltaPct = 100 * m.Delta / m.Before
 	}
 	if math.IsNaN(m.Before) || math.IsNaN(m.After) {
-		return &ABMetric{P: 1, Verdict: "not measured"}
+		return &ABMetric{P: 1, Verdict: "not measured", JudgedAs: judge.String()}
 	}
 	th := benchmath.DefaultThresholds
 	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(b, &th), benchmath.NewSample(a, &th))
@@ -155,11 +164,11 @@ func compareMetric(b, a []float64, judge judgement, higherWorse bool) *ABMetric 
 	}
 	changed := false
 	switch judge {
-	case judgeExact:
+	case metric.Exact:
 		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 0.02)
-	case judgeBytes:
+	case metric.Bytes:
 		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 1)
-	case judgeInstructions:
+	case metric.Instructions:
 		if len(b) < 2 || len(a) < 2 {
 			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"
 			return m

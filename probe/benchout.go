@@ -404,7 +404,10 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 // plain binary and the counted figures per op, exact ones marked so.
 func writeBenchText(w io.Writer, s *BenchSummary) error {
 	bw := benchfmt.NewWriter(w)
-	for _, u := range []string{"allocs/op", "B/op", "copied-B/op", "syscalls/op", "retained-B/op", "goroutines-left/op"} {
+	for _, u := range benchUnits {
+		if !exactUnit(u) {
+			continue
+		}
 		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func fullSummary() *Summary {
 			Sites: []RouteSite{{Func: "main.buildDocument", Allocs: 2.5, Bytes: 20480}}},
 	}
 	s.RoutesBeforeRouting = &RouteSummary{Route: "(before routing)", Requests: 50000, Allocs: 650000, AllocBytes: 70000000, AllocsPerReq: f64(13), AllocBytesPerReq: f64(1400), CopiedBytesPerReq: f64(62)}
-	s.RoutesBackground = &RouteSummary{Route: "background", Allocs: 2500, AllocBytes: 320000, AllocsPerReq: f64(500), AllocBytesPerReq: f64(64000), CopiedBytesPerReq: f64(0)}
+	s.RoutesBackground = &RouteSummary{Route: "background", Allocs: 2500, AllocBytes: 320000, AllocsPerSec: f64(500), AllocBytesPerSec: f64(64000), CopiedBytesPerSec: f64(0)}
 	s.RoutesClosure = &RoutesClosure{Allocs: 1242500, CopiedBytes: 680020000, RouteRequests: 50000, DriverRequests: 50000, Seconds: 5}
 	return s
 }

@@ -30,9 +30,14 @@ type RouteSummary struct {
 	CopiedBytes int64 `json:"copied_bytes"`
 	// Per request; null when the route ended no request in the window
 	// (its work then shows in the totals only).
-	AllocsPerReq      *float64    `json:"allocs_per_req"`
-	AllocBytesPerReq  *float64    `json:"alloc_bytes_per_req"`
-	CopiedBytesPerReq *float64    `json:"copied_bytes_per_req"`
+	AllocsPerReq      *float64 `json:"allocs_per_req"`
+	AllocBytesPerReq  *float64 `json:"alloc_bytes_per_req"`
+	CopiedBytesPerReq *float64 `json:"copied_bytes_per_req"`
+	// The background's figures are per second of the window, never per
+	// request (its per_req fields are null), and so are its sites'.
+	AllocsPerSec      *float64    `json:"allocs_per_s,omitempty"`
+	AllocBytesPerSec  *float64    `json:"alloc_bytes_per_s,omitempty"`
+	CopiedBytesPerSec *float64    `json:"copied_bytes_per_s,omitempty"`
 	Sites             []RouteSite `json:"sites,omitempty"`
 	// RequestUS is the route's mean request on the server, in the
 	// off-CPU window's trace: its parts (cpu, sync, syscall...) and
@@ -69,7 +74,7 @@ type RoutesClosure struct {
 // requested first, the background per second, the closure.
 type RoutesOutput struct {
 	Routes     []RouteSummary `json:"routes"`
-	Background RouteSummary   `json:"background"` // totals; per_req fields are per second here
+	Background RouteSummary   `json:"background"` // totals, and per second (per_s)
 	// BeforeRouting is the work HTTP/1 requests cause before their route
 	// is known (reading and parsing them), per request of every route.
 	BeforeRouting *RouteSummary `json:"before_routing,omitempty"`
@@ -178,7 +183,13 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 			n = float64(rs.SampledRequests)
 		}
 		if rs == &out.Background {
-			n = seconds
+			if seconds > 0 {
+				rs.AllocsPerSec = f64(round(float64(rs.Allocs)/seconds, 4))
+				rs.AllocBytesPerSec = f64(round(float64(rs.AllocBytes)/seconds, 2))
+				rs.CopiedBytesPerSec = f64(round(float64(rs.CopiedBytes)/seconds, 2))
+				rs.Sites = routeSites(siteSums[rs.Route], seconds)
+			}
+			continue
 		}
 		if n > 0 {
 			rs.AllocsPerReq = f64(round(float64(rs.Allocs)/n, 4))
@@ -271,10 +282,10 @@ func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
 	b, c := r.Background, r.Closure
 	if md {
 		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
-			fmtPtr(b.AllocsPerReq, 1), fmtPtr(b.AllocBytesPerReq, 0), fmtPtr(b.CopiedBytesPerReq, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
+			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
 		return
 	}
-	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerReq, 1), fmtPtr(b.AllocBytesPerReq, 0), c.AllocsRemainder, c.CopiedRemainder)
+	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), c.AllocsRemainder, c.CopiedRemainder)
 }
 
 // readRoutes reads the attribution window's routes report, once.

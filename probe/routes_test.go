@@ -356,7 +356,7 @@ func TestRouteFigures(t *testing.T) {
 	if br := r.BeforeRouting; br == nil || br.Requests != 12 || *br.AllocsPerReq != 5 {
 		t.Errorf("before routing %+v", r.BeforeRouting)
 	}
-	if *r.Background.AllocsPerReq != 2.5 || r.Closure.Allocs != 110 || r.Closure.AllocsRemainder != 1 || r.Closure.RouteRequests != 12 {
+	if *r.Background.AllocsPerSec != 2.5 || r.Background.AllocsPerReq != nil || r.Closure.Allocs != 110 || r.Closure.AllocsRemainder != 1 || r.Closure.RouteRequests != 12 {
 		t.Errorf("background %+v, closure %+v", r.Background, r.Closure)
 	}
 }
@@ -442,7 +442,7 @@ func TestRoutesGRPC(t *testing.T) {
 	}
 	r, c := s.Routes[0], s.RoutesClosure
 	n := int64(r.Requests)
-	t.Logf("%s: %d calls, %v allocs/call; background %v allocs/s; closure %+v", method, n, *r.AllocsPerReq, *s.RoutesBackground.AllocsPerReq, *c)
+	t.Logf("%s: %d calls, %v allocs/call; background %v allocs/s; closure %+v", method, n, *r.AllocsPerReq, *s.RoutesBackground.AllocsPerSec, *c)
 	if n != c.DriverRequests || c.AllocsRemainder != 0 {
 		t.Errorf("closure %+v: the route's calls must be the driver's, with no remainder", *c)
 	}

@@ -247,6 +247,20 @@ func (s *session) stacks(w windowSpec) bool {
 	return w.endpoint == "" && (w.kind == offCPUKind || w.kind == attributionKind && !s.offCPUWindow())
 }
 
+// whileAlive is ctx, canceled too when the target exits: a load that
+// outlives its target would only count errors to the window's end.
+func whileAlive(ctx context.Context, p *proc.Proc) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-c.Done():
+		}
+	}()
+	return c, cancel
+}
+
 // window warms up, then measures one window.
 func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request) (*windowResult, error) {
 	name := spec.label()
@@ -258,12 +272,14 @@ func (s *session) window(ctx context.Context, spec windowSpec, req wire.Request)
 	}
 	if warm > 0 {
 		s.logf("%s: warm-up %v", name, warm)
-		r, err := s.drv.Run(ctx, warm)
-		if err != nil {
-			return nil, err
-		}
+		wctx, stop := whileAlive(ctx, s.p)
+		r, err := s.drv.Run(wctx, warm)
+		stop()
 		if s.p.Exited() {
 			return nil, fmt.Errorf("target exited during warm-up: %s", s.p.ExitStatus())
+		}
+		if err != nil {
+			return nil, err
 		}
 		if r != nil && r.OK == 0 && r.Errors+r.Non2xx > 0 {
 			// A certificate that does not verify, another protocol, a
@@ -440,7 +456,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 	io0, ioErr0 := proc.ReadIO(p.Pid)
 	udp0, _ := proc.UDPCounters()
 	drv0, mach0 := selfCPU(), proc.ReadMachine()
-	lr, lerr := drv.Run(ctx, d)
+	lctx, stop := whileAlive(ctx, p)
+	lr, lerr := drv.Run(lctx, d)
+	stop()
 	drv1, mach1 := selfCPU(), proc.ReadMachine()
 	cpu1, err1 := proc.ReadCPU(p.Pid)
 	io1, ioErr1 := proc.ReadIO(p.Pid)

@@ -25,7 +25,7 @@ import (
 
 // TestStore: two builds of a known cost (the ab test repository's
 // commits 1 and 2: one more 64-byte allocation per request in
-// main.extraAlloc), three rounds each through probe ab -push, into a real
+// main.extraAlloc), two rounds each through probe ab -push, into a real
 // Pyroscope server; the store's per-request diff of the two arms equals
 // the local allocdiff of the same runs exactly.
 func TestStore(t *testing.T) {
@@ -34,7 +34,7 @@ func TestStore(t *testing.T) {
 	dir, c1, c2, _ := makeRepo(t)
 	out := filepath.Join(t.TempDir(), "ab")
 	cfg := abConfig(dir, c1, c2, out)
-	cfg.Rounds = 3
+	cfg.Rounds = 2
 	// Every kind of profile, so that each is seen to keep its own series.
 	cfg.Run.OffCPU, cfg.Run.Wallclock, cfg.Run.Copies = true, true, "overlay"
 	cfg.Run.Push = PushConfig{URL: base, Labels: map[string]string{"suite": "TestStore"}, Required: true}
@@ -45,7 +45,7 @@ func TestStore(t *testing.T) {
 	local := map[string][]string{}
 	for _, arm := range []string{"before", "after"} {
 		m, err := filepath.Glob(filepath.Join(out, "runs", "*-"+arm, "allocs.pb.gz"))
-		if err != nil || len(m) != 3 {
+		if err != nil || len(m) != cfg.Rounds {
 			t.Fatalf("%s: %d runs (%v)", arm, len(m), err)
 		}
 		local[arm] = m

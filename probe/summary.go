@@ -10,6 +10,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/metric"
 )
 
 // SummarySchema is the schema name of summary.json.
@@ -245,7 +246,8 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// benchLine is one metric of bench.txt.
+// benchMetric is one figure of bench.txt; Exact marks the figures the
+// metric table judges as exact counts.
 type benchMetric struct {
 	Value float64
 	Unit  string
@@ -280,34 +282,42 @@ func writeBench(w io.Writer, s *Summary, name string, config map[string]string) 
 // benchMetrics are the figures of bench.txt, in their order.
 func benchMetrics(s *Summary) []benchMetric {
 	var ms []benchMetric
-	add := func(v *float64, unit string, exact bool) {
+	add := func(v *float64, unit string) {
 		if v != nil {
-			ms = append(ms, benchMetric{*v, unit, exact})
+			ms = append(ms, benchMetric{*v, unit, exactUnit(unit)})
 		}
 	}
 	if s.PerRequest.Instructions != nil {
 		// An instructions window is paced and slowed by callgrind: its
 		// rate and latencies say nothing of the target.
-		add(s.PerRequest.Instructions, "instructions/req", true)
+		add(s.PerRequest.Instructions, "instructions/req")
 		return ms
 	}
-	ms = append(ms, benchMetric{s.Window.RPS, "req/s", false})
-	add(s.PerRequest.CPUUS, "cpu-us/req", false)
-	add(s.PerRequest.Allocs, "allocs/req", true)
-	add(s.PerRequest.AllocBytes, "B/req", true)
-	add(s.PerRequest.CopiedBytes, "copied-B/req", true)
-	add(s.PerRequest.ClearedBytes, "cleared-B/req", true)
-	add(s.PerRequest.Syscalls, "syscalls/req", true)
-	add(s.PerRequest.RetainedBytes, "retained-B/req", true)
-	add(s.PerRequest.GoroutinesLeft, "goroutines-left/req", true)
-	// Datagrams per transfer move with ACK timing: not exact.
-	add(s.DatagramsPerRequest, "datagrams/req", false)
+	add(&s.Window.RPS, "req/s")
+	add(s.PerRequest.CPUUS, "cpu-us/req")
+	add(s.PerRequest.Allocs, "allocs/req")
+	add(s.PerRequest.AllocBytes, "B/req")
+	add(s.PerRequest.CopiedBytes, "copied-B/req")
+	add(s.PerRequest.ClearedBytes, "cleared-B/req")
+	add(s.PerRequest.Syscalls, "syscalls/req")
+	add(s.PerRequest.RetainedBytes, "retained-B/req")
+	add(s.PerRequest.GoroutinesLeft, "goroutines-left/req")
+	add(s.DatagramsPerRequest, "datagrams/req")
 	for _, q := range []string{"p50", "p99", "p999"} {
 		if v, ok := s.Window.LatencyUS[q]; ok {
-			ms = append(ms, benchMetric{float64(v), q + "-us", false})
+			f := float64(v)
+			add(&f, q+"-us")
 		}
 	}
 	return ms
+}
+
+// exactUnit reports whether the metric table judges unit as an exact
+// count: bench.txt marks it assume=exact, so that benchstat calls any
+// change significant.
+func exactUnit(unit string) bool {
+	m, ok := metric.Lookup(unit)
+	return ok && m.Judged.Counted()
 }
 
 // benchName makes a benchmark name from a target name: no spaces, first

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/perfspy/perfspy/metric"
 )
 
 // ConfigFile is the configuration's name at the repository's root.
@@ -64,19 +66,15 @@ type Benchmark struct {
 	line      int
 }
 
-// Metrics a gate may name: a server's (per request) and a benchmark's (per
-// op). Counts are exact; the others are timings.
-var (
-	serverCounts  = []string{"allocs/req", "B/req", "copied-B/req", "retained-B/req", "goroutines-left/req"}
-	serverTimings = []string{"syscalls/req", "cpu-us/req", "req/s", "p99-us", "instructions/req"}
-	benchCounts   = []string{"allocs/op", "B/op", "copied-B/op", "retained-B/op", "goroutines-left/op"}
-	benchTimings  = []string{"ns/op", "syscalls/op"}
-)
+// gateable are the metrics a gate may name: those probe ab compares, a
+// server's (per request) and a benchmark's (per op).
+var gateable = append(metric.Compare("req"), metric.Compare("op")...)
 
-// IsCount reports whether metric is an exact count (gated at 0 unless the
-// configuration says otherwise).
-func IsCount(metric string) bool {
-	return slices.Contains(serverCounts, metric) || slices.Contains(benchCounts, metric)
+// IsCount reports whether name is a metric the metric table judges as an
+// exact count (gated at 0 unless the configuration says otherwise).
+func IsCount(name string) bool {
+	m, ok := metric.Lookup(name)
+	return ok && m.Judged.Counted() && slices.Contains(gateable, name[strings.LastIndex(name, " ")+1:])
 }
 
 // ConfigError is a configuration the review refuses: the file, the line and
@@ -285,9 +283,8 @@ func (p *parser) benchmark(c *Config, i int, n *yaml.Node) error {
 
 func (p *parser) gates(c *Config, n *yaml.Node) error {
 	c.Gates = map[string]float64{}
-	known := append(append(append(append([]string(nil), serverCounts...), serverTimings...), benchCounts...), benchTimings...)
 	keys := map[string]func(*yaml.Node) error{}
-	for _, m := range known {
+	for _, m := range gateable {
 		keys[m] = func(v *yaml.Node) error {
 			pct, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v.Value, "%")), 64)
 			if v.Kind != yaml.ScalarNode || err != nil || pct < 0 {

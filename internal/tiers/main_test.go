@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestFollow: a short pass of a passing package with two long tests (one
+// skipped whole, one through a subtest), a failing package and a build
+// error: the skipped tests are listed for the full pass, the failure and
+// the build error are printed, the passing tests' lines are not.
+func TestFollow(t *testing.T) {
+	f, err := os.Open("testdata/short.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out strings.Builder
+	skipped, err := follow(f, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := patterns(skipped), "example.com/a ^(TestEndToEnd|TestMixed)$\n"; got != want {
+		t.Errorf("patterns: %q, want %q", got, want)
+	}
+	want := "ok  \texample.com/a\t0.010s\n" +
+		"=== RUN   TestBroken\n    b_test.go:4: got 1, want 2\n--- FAIL: TestBroken (0.00s)\n" +
+		"FAIL\texample.com/b\t0.005s\n" +
+		"# example.com/d\nd/d.go:5:2: undefined: x\n" +
+		"# example.com/c\nc/c.go:3:1: syntax error\n"
+	if out.String() != want {
+		t.Errorf("printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

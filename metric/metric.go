@@ -1,0 +1,193 @@
+// Package metric is the one table of perfspy's figures: for each, its
+// name per request and per op, what one unit of it is, how a change in it
+// is judged (an exact count, bytes, a timing, instructions), which way is
+// better, the profile whose samples add up to it, its key in summary.json
+// and its source. bench.txt's unit metadata, probe ab's verdicts, probe
+// review's gates and the reports read it: a new figure is one row here.
+package metric
+
+import "strings"
+
+// Judgement is how a change in a figure is judged.
+type Judgement int
+
+const (
+	// Exact counts: any change beyond rounding is real.
+	Exact Judgement = iota
+	// Bytes are exact counts too, and a change is at least one byte.
+	Bytes
+	// Timing figures move from run to run: Mann-Whitney U over rounds
+	// and a change of at least 2%.
+	Timing
+	// Instructions are callgrind's counts: a change beyond the runs' own
+	// spread.
+	Instructions
+)
+
+// String is the judgement's name in ab.json's judged_as.
+func (j Judgement) String() string {
+	switch j {
+	case Exact:
+		return "exact"
+	case Bytes:
+		return "bytes"
+	case Timing:
+		return "timing"
+	case Instructions:
+		return "instructions"
+	}
+	return "unknown"
+}
+
+// Counted reports whether figures judged so are exact counts: bench.txt
+// marks them assume=exact, and a review gates them at 0 unless told.
+func (j Judgement) Counted() bool { return j == Exact || j == Bytes }
+
+// Metric is one figure.
+type Metric struct {
+	// Name is the figure without its divisor: "allocs" is written
+	// allocs/req per request and allocs/op per op; a figure with no Per
+	// (req/s, p99-us) is written as its name.
+	Name string
+	Per  []string
+	// Unit is what one of it is.
+	Unit        string
+	Judged      Judgement
+	HigherWorse bool
+	// Compared says that probe ab compares it between two builds, and so
+	// that a review may gate it.
+	Compared bool
+	// Summary is where summary.json holds it per request (a path from
+	// the top); BenchSummary where the bench summary holds it per op, a
+	// path from a benchmark's object ("" when not measured so). Split
+	// and BenchSplit hold the same figure split by name or reason.
+	Summary, BenchSummary string
+	Split, BenchSplit     string
+	// Profile is the results file whose samples add up to it, and its
+	// sample type ("" when it has none).
+	Profile, Sample string
+	// Source is how it is measured, in a few words; docs/metrics.md has
+	// the whole story and the blind spots.
+	Source string
+}
+
+// Table is every figure, in the order reports list them.
+var Table = []Metric{
+	{Name: "ns", Per: []string{"op"}, Unit: "nanoseconds", Judged: Timing, HigherWorse: true, Compared: true,
+		BenchSummary: "per_op.ns", Source: "the plain test binary's ns/op, as go test -bench reports it"},
+	{Name: "allocs", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true, Compared: true,
+		Summary: "per_request.allocs", BenchSummary: "per_op.allocs", Profile: "allocs.pb.gz", Sample: "alloc_objects",
+		Source: "allocspy's runtime overlay: every allocation, by call site (else the heap profile at MemProfileRate=1)"},
+	{Name: "B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		Summary: "per_request.alloc_bytes", BenchSummary: "per_op.alloc_bytes", Profile: "allocs.pb.gz", Sample: "alloc_space",
+		Source: "allocspy's runtime overlay: the size-class bytes of every allocation, by call site"},
+	{Name: "copied-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		Summary: "per_request.copied_bytes", BenchSummary: "per_op.copied_bytes", Profile: "copies.pb.gz", Sample: "copied_bytes",
+		Source: "copyspy's runtime overlay: every memmove's bytes, by call site"},
+	{Name: "cleared-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
+		Summary: "per_request.cleared_bytes", BenchSummary: "per_op.cleared_bytes", Profile: "copies.pb.gz", Sample: "cleared_bytes",
+		Source: "copyspy's runtime overlay: every memclr's bytes (malloc's zeroing among them), by call site"},
+	{Name: "syscalls", Per: []string{"req", "op"}, Unit: "calls", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "per_request.syscalls", BenchSummary: "per_op.syscalls", Profile: "syscalls.pb.gz", Sample: "syscalls",
+		Split: "per_request.syscalls_by_name", BenchSplit: "per_op.syscalls_by_name",
+		Source: "eBPF on sys_enter, by name and Go stack; they hold the scheduler's epoll, futex and nanosleep calls, which move with timing"},
+	{Name: "cpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "per_request.cpu_us", Profile: "cpu.pb.gz", Sample: "cpu",
+		Source: "the target's CPU time (/proc) in the timing window over its successful requests"},
+	{Name: "req/s", Unit: "requests per second", Judged: Timing, HigherWorse: false, Compared: true,
+		Summary: "window.rps", Source: "the driver's successful requests over the timing window"},
+	{Name: "p50-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Summary: "window.latency_us.p50", Source: "the driver's latency histogram of the timing window"},
+	{Name: "p99-us", Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "window.latency_us.p99", Source: "the driver's latency histogram of the timing window"},
+	{Name: "p999-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Summary: "window.latency_us.p999", Source: "the driver's latency histogram of the timing window"},
+	{Name: "alloc-blocks", Per: []string{"req"}, Unit: "objects", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.alloc_blocks", Profile: "allocs.pb.gz", Sample: "heap_blocks",
+		Source: "allocspy: the allocations that took a heap slot of their own (tiny objects share 16-byte blocks)"},
+	{Name: "requested-B", Per: []string{"req"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
+		Summary: "per_request.alloc_requested_bytes", Profile: "allocs.pb.gz", Sample: "requested_space",
+		Source: "allocspy: the bytes the allocations asked for, before rounding to a size class"},
+	{Name: "copy-calls", Per: []string{"req"}, Unit: "calls", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.copy_calls", Profile: "copies.pb.gz", Sample: "copy_calls",
+		Source: "copyspy's runtime overlay: memmove's calls"},
+	{Name: "clear-calls", Per: []string{"req"}, Unit: "calls", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.clear_calls", Profile: "copies.pb.gz", Sample: "clear_calls",
+		Source: "copyspy's runtime overlay: memclr's calls"},
+	{Name: "offcpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Split: "per_request.offcpu_us", Profile: "offcpu.pb.gz", Sample: "delay",
+		Source: "the execution trace between each request's boundaries, on its own goroutine, by reason"},
+	{Name: "offcpu-ns", Per: []string{"op"}, Unit: "nanoseconds", Judged: Timing, HigherWorse: true,
+		BenchSplit: "per_op.offcpu_ns", Profile: "offcpu.pb.gz", Sample: "delay",
+		Source: "the execution trace of the timed region (a run of its own), by reason"},
+	{Name: "request-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Split:  "per_request.request_us",
+		Source: "the mean request's server-side time: its off-CPU reasons, its CPU, and their total"},
+	{Name: "retained-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		Summary: "per_request.retained_bytes", BenchSummary: "per_op.retained_bytes", Profile: "retained.pb.gz", Sample: "inuse_space",
+		Source: "the heap profile at MemProfileRate=1 after two GCs: what the retained window's requests left live"},
+	{Name: "retained-objects", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.retained_objects", BenchSummary: "per_op.retained_objects", Profile: "retained.pb.gz", Sample: "inuse_objects",
+		Source: "the heap profile at MemProfileRate=1 after two GCs: the objects the retained window's requests left live"},
+	{Name: "goroutines-left", Per: []string{"req", "op"}, Unit: "goroutines", Judged: Exact, HigherWorse: true, Compared: true,
+		Summary: "per_request.goroutines_left", BenchSummary: "per_op.goroutines_left", Profile: "goroutines_left.pb.gz", Sample: "goroutines",
+		Source: "goroutine dumps at the retained window's ends: goroutines started in it and still running"},
+	{Name: "goroutines-leaked", Per: []string{"req"}, Unit: "goroutines", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.goroutines_leaked",
+		Source:  "the goroutine leak profile (Go 1.27 on): the goroutines left that can never run again"},
+	{Name: "datagrams", Per: []string{"req"}, Unit: "datagrams", Judged: Timing, HigherWorse: true,
+		Summary: "datagrams_per_request", Source: "the target's UDP datagrams per transfer (quic, udp); they move with ACK timing"},
+	{Name: "instructions", Per: []string{"req"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
+		Summary: "per_request.instructions", Profile: "callgrind.pb.gz", Sample: "instructions",
+		Source: "valgrind's callgrind (probe run -instructions)"},
+}
+
+// Names are the metric's written names: one per divisor, or its name.
+func (m Metric) Names() []string {
+	if len(m.Per) == 0 {
+		return []string{m.Name}
+	}
+	out := make([]string, len(m.Per))
+	for i, p := range m.Per {
+		out[i] = m.Name + "/" + p
+	}
+	return out
+}
+
+// Lookup finds the metric of a written name: "allocs/req", "ns/op",
+// "req/s", or one prefixed with its subject ("GET /x allocs/req",
+// "BenchmarkX-2 B/op").
+func Lookup(name string) (Metric, bool) {
+	if i := strings.LastIndex(name, " "); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, m := range Table {
+		for _, n := range m.Names() {
+			if n == name {
+				return m, true
+			}
+		}
+	}
+	return Metric{}, false
+}
+
+// Compare are the written names that probe ab compares per divisor
+// ("req" or "op"), in the table's order; per request, req/s and p99-us
+// too.
+func Compare(per string) []string {
+	var out []string
+	for _, m := range Table {
+		if !m.Compared {
+			continue
+		}
+		if len(m.Per) == 0 && per == "req" {
+			out = append(out, m.Name)
+		}
+		for _, p := range m.Per {
+			if p == per {
+				out = append(out, m.Name+"/"+p)
+			}
+		}
+	}
+	return out
+}

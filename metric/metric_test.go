@@ -1,0 +1,108 @@
+package metric
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/internal/golden"
+)
+
+// TestTable: every written name belongs to one row, and Lookup finds it,
+// with or without a subject; every compared metric is measured per
+// request or per op, or is a rate.
+func TestTable(t *testing.T) {
+	seen := map[string]string{}
+	for _, m := range Table {
+		if m.Unit == "" || m.Source == "" {
+			t.Errorf("%s: no unit or source", m.Name)
+		}
+		if m.Summary == "" && m.BenchSummary == "" && m.Split == "" && m.BenchSplit == "" {
+			t.Errorf("%s: written nowhere in summary.json", m.Name)
+		}
+		for _, n := range m.Names() {
+			if other, ok := seen[n]; ok {
+				t.Errorf("%s is written by two rows, %s and %s", n, other, m.Name)
+			}
+			seen[n] = m.Name
+			for _, q := range []string{n, "GET /x " + n, "BenchmarkX-2 " + n} {
+				if got, ok := Lookup(q); !ok || got.Name != m.Name {
+					t.Errorf("Lookup(%q) = %s, %v; want %s", q, got.Name, ok, m.Name)
+				}
+			}
+		}
+	}
+	if _, ok := Lookup("widgets/req"); ok {
+		t.Error("Lookup found a metric that is not in the table")
+	}
+	if got, want := Compare("op"), []string{"ns/op", "allocs/op", "B/op", "copied-B/op", "syscalls/op", "retained-B/op", "goroutines-left/op"}; !slices.Equal(got, want) {
+		t.Errorf("Compare(op) = %q, want %q", got, want)
+	}
+	if got, want := Compare("req"), []string{"allocs/req", "B/req", "copied-B/req", "syscalls/req", "cpu-us/req", "req/s", "p99-us", "retained-B/req", "goroutines-left/req", "instructions/req"}; !slices.Equal(got, want) {
+		t.Errorf("Compare(req) = %q, want %q", got, want)
+	}
+}
+
+// TestJudgement: the names ab.json writes, and which are exact counts.
+func TestJudgement(t *testing.T) {
+	for j, want := range map[Judgement]string{Exact: "exact", Bytes: "bytes", Timing: "timing", Instructions: "instructions"} {
+		if j.String() != want {
+			t.Errorf("%d: %q, want %q", j, j.String(), want)
+		}
+		if j.Counted() != (j == Exact || j == Bytes) {
+			t.Errorf("%s: Counted %v", want, j.Counted())
+		}
+	}
+	// The corrected ones: the scheduler's syscalls move with timing, and
+	// callgrind's counts have a spread of their own.
+	for _, n := range []string{"syscalls/req", "syscalls/op", "instructions/req"} {
+		if m, _ := Lookup(n); m.Judged.Counted() {
+			t.Errorf("%s is judged as an exact count", n)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the table in docs/metrics.md")
+
+// TestDoc: docs/metrics.md's table is the metric table's (go test
+// ./metric -update rewrites it).
+func TestDoc(t *testing.T) {
+	const path = "../docs/metrics.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- the metric table: go test ./metric -update -->\n", "<!-- end of the metric table -->\n"
+	head, rest, ok1 := strings.Cut(string(doc), begin)
+	_, tail, ok2 := strings.Cut(rest, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s has no %q ... %q", path, begin, end)
+	}
+	var b strings.Builder
+	b.WriteString("| figure | unit | judged as | better | summary.json | profile (sample) | source |\n|---|---|---|---|---|---|---|\n")
+	for _, m := range Table {
+		better := "lower"
+		if !m.HigherWorse {
+			better = "higher"
+		}
+		var places []string
+		for _, p := range []string{m.Summary, m.Split, m.BenchSummary, m.BenchSplit} {
+			if p != "" {
+				places = append(places, "`"+p+"`")
+			}
+		}
+		prof := ""
+		if m.Profile != "" {
+			prof = "`" + m.Profile + "` (`" + m.Sample + "`)"
+		}
+		judged := m.Judged.String()
+		if m.Compared {
+			judged += ", compared by ab"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", "`"+strings.Join(m.Names(), "`, `")+"`", m.Unit, judged, better, strings.Join(places, ", "), prof, m.Source)
+	}
+	golden.Check(t, path, []byte(head+begin+b.String()+end+tail), *update)
+}
