@@ -156,3 +156,33 @@ func (d *Framed) step(ctx context.Context) func(i int, r *Result) {
 		return nil
 	})
 }
+
+// AnswersFramed tells whether addr answers one request frame of the
+// framed protocol (targets/rpcecho's) with its reply within a second:
+// -proto auto's test for a TCP server that answers neither HTTP/1.1 nor
+// gRPC reflection.
+func AnswersFramed(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	req := make([]byte, frame.HeaderSize+frame.CRCSize)
+	frame.Header{Type: frame.TypeReq, ID: 1}.Put(req)
+	binary.LittleEndian.PutUint32(req[frame.HeaderSize:], frame.CRC(req[:frame.HeaderSize], nil))
+	if _, err := c.Write(req); err != nil {
+		return false
+	}
+	resp := make([]byte, frame.HeaderSize)
+	if _, err := io.ReadFull(c, resp); err != nil {
+		return false
+	}
+	h, err := frame.ParseHeader(resp)
+	return err == nil && h.Type == frame.TypeReply && h.ID == 1
+}

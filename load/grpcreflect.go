@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"net"
@@ -140,4 +142,45 @@ func AnswersHTTP1(ctx context.Context, addr, path string) bool {
 	head := make([]byte, 5)
 	_, err = io.ReadFull(c, head)
 	return err == nil && string(head) == "HTTP/"
+}
+
+// OnlyMethod asks addr's reflection service for its services and returns
+// "package.Service/Method" when it serves exactly one method (reflection
+// aside): the RPC a run with no -method sends.
+func OnlyMethod(ctx context.Context, addr string) (string, bool) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return "", false
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var services []string
+	err = eachReflection(func(service string) error {
+		resp, err := reflectionCall(ctx, conn, service, &rpb.ServerReflectionRequest{
+			MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}})
+		services = services[:0]
+		for _, s := range resp.GetListServicesResponse().GetService() {
+			if n := s.GetName(); !strings.HasPrefix(n, "grpc.reflection.") {
+				services = append(services, n)
+			}
+		}
+		return err
+	})
+	if err != nil || len(services) != 1 {
+		return "", false
+	}
+	files, err := reflectFiles(ctx, addr, services[0])
+	if err != nil {
+		return "", false
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(services[0]))
+	if err != nil {
+		return "", false
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok || sd.Methods().Len() != 1 {
+		return "", false
+	}
+	return services[0] + "/" + string(sd.Methods().Get(0).Name()), true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -250,4 +251,32 @@ func (d *UDP) RunN(ctx context.Context, n int) (*Result, error) {
 	return d.counts.phaseCounts(func() (*Result, error) {
 		return phaseN(ctx, n, d.opt.Conns, countedStep(ctx, d.transfer))
 	})
+}
+
+// AnswersBulkUDP tells whether addr answers a one-datagram transfer of
+// the bulk protocol (targets/udpfloor's, pushed or echoed) within half a
+// second: -proto auto's test for a UDP target (one that does not is
+// driven as QUIC).
+func AnswersBulkUDP(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	const pkt = bulk.HeaderSize + 64
+	b := make([]byte, pkt)
+	bulk.Header{Transfer: rand.Uint32(), Pkt: pkt, Seq: 0, Count: 1}.Put(b)
+	bulk.Fill(b[bulk.HeaderSize:], 0)
+	if _, err := c.Write(b); err != nil {
+		return false
+	}
+	in := make([]byte, 2048)
+	n, err := c.Read(in)
+	return err == nil && n >= bulk.HeaderSize
 }

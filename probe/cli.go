@@ -166,7 +166,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	f.maxBody = fs.Int64("max-body", limits.Body, "refuse a request body (-body, -data @file, a request file's body=@) over this many `bytes`")
 	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
-	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (framed for targets/rpcecho, udp for targets/udpfloor, quic for other UDP targets, grpc for a target that answers gRPC reflection, else http), http, https, h2c, h2, grpc, framed, quic or udp")
+	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
 	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
 	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")

@@ -68,7 +68,7 @@ func (s *session) endpointWindows(ctx context.Context) ([]endpointWindow, error)
 	for k, e := range s.cfg.Mix {
 		c := s.cfg
 		c.Mix = []load.Request{e}
-		d, err := newDriver(c, s.tgt, s.addr)
+		d, err := newDriver(c, s.addr)
 		if err != nil {
 			return nil, err
 		}

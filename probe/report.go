@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/proc"
 	"github.com/perfspy/perfspy/internal/withagent"
 
 	"github.com/perfspy/perfspy/internal/safetext"
@@ -64,7 +65,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
 	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
-	fmt.Fprintf(w, "| server cores used | %.2f of %.0f | %s, timing window |\n", s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	fmt.Fprintf(w, "| server cores used | %.2f of %.0f%s | %s, timing window |\n", s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil {
 		fmt.Fprintf(w, "| machine | %s | %s, timing window |\n", machineLine(m), m.Source)
 	}
@@ -216,7 +217,7 @@ func WriteTerminal(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
-	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, s.Sources["cpu"])
+	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used%s  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil && m.Busy {
 		fmt.Fprintf(w, "  machine       busy: %s  [%s]\n", machineLine(m), m.Source)
 	}
@@ -337,4 +338,21 @@ func visibleSites(sites []Site, requests int64, top int) []Site {
 		n++
 	}
 	return sites[:n]
+}
+
+// placement says what the target ran on: its GOMAXPROCS, and the CPUs it
+// and the driver were pinned to. Every per-request figure is the
+// target's at that size.
+func placement(s *Summary) string {
+	if s.GOMAXPROCS == 0 {
+		return ""
+	}
+	out := fmt.Sprintf(" (GOMAXPROCS %d", s.GOMAXPROCS)
+	if len(s.ServerCPUs) > 0 {
+		out += ", on cpus " + proc.FormatCPUList(s.ServerCPUs)
+	}
+	if len(s.DriverCPUs) > 0 {
+		out += "; the driver on cpus " + proc.FormatCPUList(s.DriverCPUs)
+	}
+	return out + ")"
 }

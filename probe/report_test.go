@@ -18,6 +18,7 @@ func fullSummary() *Summary {
 		Added:   []withagent.Module{{Path: "github.com/perfspy/perfspy/agent", Version: "v0.0.0-00010101000000-bbed8d0e0840", Replace: "/cache/agent (devel)"}},
 		Changed: []withagent.Change{}}
 	s.Driver = &DriverSummary{Name: "lean", CPUUS: 12.4, CoresUsed: 0.62, Source: "getrusage"}
+	s.GOMAXPROCS, s.ServerCPUs, s.DriverCPUs = 1, []int{0}, []int{1}
 	s.Sources["copies"], s.Sources["syscalls"], s.Sources["offcpu"], s.Sources["allocs"] = SourceCopiesOverlay, syscalls.Source, SourceOffCPU, SourceAllocspy
 	s.PerRequest.CopyCalls, s.PerRequest.CopiedBytes = f64(871.62), f64(33804.14)
 	s.PerRequest.SyscallsByName = map[string]float64{"read": 2, "write": 1, "epoll_pwait": 0.78, "futex": 0.2}

@@ -127,6 +127,9 @@ func (o *runOutput) summarize() {
 		},
 		AttributionWindow: *windowSummary(o.win.attr),
 		CoresAvailable:    o.ses.coresHad,
+		GOMAXPROCS:        o.ses.hello.GOMAXPROCS,
+		ServerCPUs:        o.ses.plan.Server,
+		DriverCPUs:        o.ses.plan.Load,
 		PerRequest:        PerRequest{SyscallsByName: map[string]float64{}},
 		Sources: map[string]string{
 			"allocs": SourceAllocsHeap, "copies": SourceNone, "syscalls": SourceSyscallsIO,
@@ -142,7 +145,7 @@ func (o *runOutput) summarize() {
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
 		s.Machine = machineSummary(clean, s.ServerCores, float64(clean.driverCPU)/1e9/secs, secs)
-		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.tgt, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
+		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
 	}
 	if cl.OK == 0 {
 		return

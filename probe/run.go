@@ -385,7 +385,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	s.p.Stop()
 	if cfg.Floor && s.addr.UDP {
-		if driverProto(cfg, tgt, s.addr) != "quic" {
+		if driverProto(s.cfg, s.addr) != "quic" {
 			logf("-floor: no floor under a plain-UDP target; it is one")
 		} else if floor, err = runUDPFloor(ctx, cfg, win.clean.load, logf); err != nil {
 			return nil, err
@@ -403,8 +403,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 }
 
 // driverName names the driver newDriver makes.
-func driverName(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
-	switch p := driverProto(cfg, tgt, ep); {
+func driverName(cfg Config, ep proc.Endpoint) string {
+	switch p := driverProto(cfg, ep); {
 	case p == "grpc" && cfg.GRPCDriver == "grpcgo":
 		return "grpcgo"
 	case p != "http":
@@ -415,8 +415,8 @@ func driverName(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
 
 // newDriver makes the load driver of cfg.Proto, -proto auto resolved
 // (resolveProto).
-func newDriver(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) (load.Driver, error) {
-	switch proto := driverProto(cfg, tgt, ep); proto {
+func newDriver(cfg Config, ep proc.Endpoint) (load.Driver, error) {
+	switch proto := driverProto(cfg, ep); proto {
 	case "framed":
 		return load.NewFramed(load.FramedOptions{Addr: ep.Addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
 	case "quic":
@@ -427,8 +427,11 @@ func newDriver(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) (load.Driver
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		method := cfg.Method
-		if tgt.Name == "grpcecho" && !strings.Contains(method, "/") {
-			method = "perfspy.echo.Echo/Echo" // its one method
+		if !strings.Contains(method, "/") && len(cfg.ProtoFiles) == 0 {
+			// No RPC named: a server of one method is sent that one.
+			if m, ok := load.OnlyMethod(ctx, ep.Addr); ok {
+				method = m
+			}
 		}
 		opt := load.GRPCOptions{Addr: ep.Addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns}
 		if len(cfg.ProtoFiles) > 0 {
@@ -514,34 +517,46 @@ func tlsNote(cfg Config) string {
 	return "certificate verified against the system's roots"
 }
 
-// driverProto resolves -proto auto where the target's name or socket
-// tells (resolveProto also asks the target).
-func driverProto(cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
+// driverProto is the protocol of the driver: -proto, or what -proto
+// auto can tell without asking the target (resolveProto asks it): a UDP
+// socket is QUIC, a -method naming an RPC is gRPC, else HTTP.
+func driverProto(cfg Config, ep proc.Endpoint) string {
 	if cfg.Proto != "" && cfg.Proto != "auto" {
 		return cfg.Proto
 	}
 	switch {
-	case ep.UDP && tgt.Name == "udpfloor":
-		return "udp"
 	case ep.UDP:
 		return "quic"
-	case tgt.Name == "rpcecho":
-		return "framed"
-	case tgt.Name == "grpcecho" || strings.Contains(cfg.Method, "/"):
+	case strings.Contains(cfg.Method, "/"):
 		return "grpc"
 	}
 	return "http"
 }
 
-// resolveProto resolves -proto auto for a started target: gRPC when the
-// target answers the reflection service, else as driverProto says.
-func resolveProto(ctx context.Context, cfg Config, tgt *withagent.Binary, ep proc.Endpoint) string {
-	p := driverProto(cfg, tgt, ep)
+// resolveProto resolves -proto auto for a started target by what it
+// answers, never by its name: on UDP, the bulk protocol (udp) or else
+// QUIC; on TCP, HTTP/1.1, else gRPC reflection, else the framed
+// protocol, else HTTP (whose warm-up then says what failed).
+func resolveProto(ctx context.Context, cfg Config, ep proc.Endpoint) string {
+	p := driverProto(cfg, ep)
+	if cfg.Proto != "" && cfg.Proto != "auto" {
+		return p
+	}
+	switch {
+	case ep.UDP:
+		if load.AnswersBulkUDP(ctx, ep.Addr) {
+			return "udp"
+		}
 	// An HTTP/1 server is never sent a gRPC preface (it would log a
-	// "PRI *" request it cannot serve): only a target that does not
-	// answer HTTP/1.1 is asked for gRPC reflection.
-	if (cfg.Proto == "" || cfg.Proto == "auto") && p == "http" && !load.AnswersHTTP1(ctx, ep.Addr, cfg.Path) && load.AnswersReflection(ctx, ep.Addr) {
-		return "grpc"
+	// "PRI *" request it cannot serve) or a frame: only a target that
+	// does not answer HTTP/1.1 is asked for the others.
+	case p == "http" && !load.AnswersHTTP1(ctx, ep.Addr, cfg.Path):
+		if load.AnswersReflection(ctx, ep.Addr) {
+			return "grpc"
+		}
+		if load.AnswersFramed(ctx, ep.Addr) {
+			return "framed"
+		}
 	}
 	return p
 }

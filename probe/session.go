@@ -143,8 +143,8 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.checkPinning()
-	s.cfg.Proto = resolveProto(ctx, s.cfg, tgt, s.addr)
-	if s.drv, err = newDriver(s.cfg, tgt, s.addr); err != nil {
+	s.cfg.Proto = resolveProto(ctx, s.cfg, s.addr)
+	if s.drv, err = newDriver(s.cfg, s.addr); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, func() { s.drv.Close() })

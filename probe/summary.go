@@ -62,6 +62,14 @@ type Summary struct {
 	// Floor is targets/floor measured with the same settings (-floor).
 	Floor       *FloorSummary `json:"floor,omitempty"`
 	ServerCores float64       `json:"server_cores"`
+	// GOMAXPROCS is the target's (its runtime said so at the start), and
+	// ServerCPUs and DriverCPUs the CPUs the target and the load driver
+	// were pinned to (absent when not pinned): the figures are the
+	// target's as it ran here; a server that sizes its work by its CPUs
+	// does other work with more (-cpus 0-2:3, -env GOMAXPROCS=N).
+	GOMAXPROCS int   `json:"gomaxprocs,omitempty"`
+	ServerCPUs []int `json:"server_cpus,omitempty"`
+	DriverCPUs []int `json:"driver_cpus,omitempty"`
 	// Machine is what the machine did in the timing window.
 	Machine *MachineSummary `json:"machine,omitempty"`
 	// Driver is the load driver's own cost in the timing window.
