@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"github.com/perfspy/perfspy/load"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestBulkFlags(t *testing.T) {
 	if got := modeArgs([]string{"--mode=push"}); !reflect.DeepEqual(got, []string{"--mode=push"}) {
 		t.Errorf("modeArgs: %v", got)
 	}
-	if looksBulk(Config{Target: "./targets/httpjson"}) || !looksBulk(Config{Target: "./targets/quicecho"}) || !looksBulk(Config{Proto: "quic"}) {
+	if looksBulk(Config{Target: "./targets/httpjson"}) || !looksBulk(Config{Target: "./targets/quicecho"}) || !looksBulk(Config{Spec: load.Spec{Proto: "quic"}}) {
 		t.Error("looksBulk")
 	}
 }

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"github.com/perfspy/perfspy/load"
 	"math"
 	"os"
 	"os/exec"
@@ -20,7 +21,7 @@ import (
 
 func instructionsPerRequest(t *testing.T, target, path string, requests int) float64 {
 	t.Helper()
-	res, err := Run(context.Background(), Config{Target: target, Path: path, Instructions: true, Requests: requests,
+	res, err := Run(context.Background(), Config{Target: target, Spec: load.Spec{Path: path}, Instructions: true, Requests: requests,
 		Out: filepath.Join(t.TempDir(), "out")}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/perfspy/perfspy/load"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,7 +24,7 @@ func runNewGo(t *testing.T, s seams) (*Summary, string, error) {
 	skipShort(t)
 	t.Setenv("GOTOOLCHAIN", "auto")
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Run(context.Background(), Config{Target: "./testdata/newgo", Path: "/", Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, seams: s}, nil)
+	_, err := Run(context.Background(), Config{Target: "./testdata/newgo", Spec: load.Spec{Path: "/"}, Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, seams: s}, nil)
 	checkNoOrphans(t)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)

@@ -49,6 +49,8 @@ const DefaultTarget = withagent.DefaultTarget
 
 // Config is one probe run. Zero fields get the defaults of the flags.
 type Config struct {
+	// Spec is the load driver's settings.
+	load.Spec
 	Target string
 	// Toolchain is GOTOOLCHAIN for the target's build ("" the environment's:
 	// the one go build would use); probe ab -before-go and -after-go set it.
@@ -59,11 +61,6 @@ type Config struct {
 	// emulator for a GOARCH this machine does not run).
 	Exec     []string
 	Addr     string // override the discovered address
-	Path     string // request path, default /json for the default target, / otherwise
-	Method   string
-	Body     []byte
-	Headers  map[string]string // HTTP request headers
-	Conns    int
 	Warmup   time.Duration
 	Duration time.Duration
 	// ExactDuration bounds the load of the windows after the timing
@@ -77,21 +74,9 @@ type Config struct {
 	Copies        string // copy counting: overlay (default) or off
 	Allocs        string // allocation source: allocspy (default) or heapprofile
 	Syscalls      string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
-	Proto         string // load driver: auto, http, https, h2c, h2, grpc, framed, quic or udp (see newDriver)
-	// CACert verifies a TLS server's certificate (https, h2); Insecure
-	// does not verify it, and the report says so.
-	CACert   string
-	Insecure bool
-	// Data is the gRPC request message as JSON (-data); ProtoFiles and
-	// ImportPaths describe a gRPC server without reflection.
-	Data        []byte
-	ProtoFiles  []string
-	ImportPaths []string
-	// RequestFile is -requests FILE; Mix its requests: the lean driver
-	// sends them in their fixed order, and each is also measured in
-	// windows of its own (Summary.Endpoints).
+	// RequestFile is -requests FILE, whose requests are Spec.Mix; each is
+	// also measured in windows of its own (Summary.Endpoints).
 	RequestFile string
-	Mix         []load.Request
 	// Alone measures each request of a request file alone too, in
 	// windows of its own, after the mix (-alone).
 	Alone bool
@@ -107,19 +92,6 @@ type Config struct {
 	Sample int
 	// Push sends the run's profiles to a profile store (-push).
 	Push PushConfig
-	// HTTPDriver is the HTTP/1.1 driver: lean (the default) or nethttp
-	// (net/http's client, the reference).
-	HTTPDriver string
-	// GRPCDriver is the gRPC driver: lean (the default: HTTP/2 frames
-	// written and read directly) or grpcgo (grpc-go's client, the reference).
-	GRPCDriver string
-	BodySize   int // framed: request body size, default 1024
-	// Size is the bytes of one transfer of the bulk drivers (quic, udp),
-	// default 1 MiB; Streams the concurrent streams per QUIC connection,
-	// default 1; Pkt the datagram size of the udp driver, default 1252.
-	Size    int64
-	Streams int
-	Pkt     int
 	// Env is added to the target's environment, KEY=VALUE each.
 	Env []string
 	// OffCPU adds the off-CPU window: an execution trace, block and mutex
@@ -362,7 +334,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	var floor *Summary
 	if cfg.Floor && !looksBulk(cfg) {
 		logf("measuring the floor (targets/floor) with the same settings")
-		if floor, err = runFloor(ctx, cfg, "floor", Config{Path: "/", Syscalls: "proc-io"}); err != nil {
+		if floor, err = runFloor(ctx, cfg, "floor", Config{Spec: load.Spec{Path: "/"}, Syscalls: "proc-io"}); err != nil {
 			return nil, err
 		}
 	}
@@ -593,7 +565,7 @@ func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(s
 		return nil, fmt.Errorf("floor: the QUIC window counted no datagrams")
 	}
 	logf("measuring the UDP floor (targets/udpfloor): transfers of %d bytes in datagrams of %d", cfg.Size, pkt)
-	return runFloor(ctx, cfg, "udpfloor", Config{Syscalls: cfg.Syscalls, Proto: "udp", Size: cfg.Size, Pkt: pkt, Args: modeArgs(cfg.Args)})
+	return runFloor(ctx, cfg, "udpfloor", Config{Syscalls: cfg.Syscalls, Spec: load.Spec{Proto: "udp", Size: cfg.Size, Pkt: pkt}, Args: modeArgs(cfg.Args)})
 }
 
 // runFloor measures perfspy's targets/<name> with cfg's load settings and

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/perfspy/perfspy/load"
 	"math"
 	"net"
 	"os"
@@ -502,7 +503,7 @@ func copiesGroundTruth(t *testing.T, exec []string) *Result {
 	t.Setenv("GOGC", "1")
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Config{
-		Target: "./testdata/probetarget", Path: "/copy", Warmup: 300 * time.Millisecond, Duration: time.Second,
+		Target: "./testdata/probetarget", Spec: load.Spec{Path: "/copy"}, Warmup: 300 * time.Millisecond, Duration: time.Second,
 		Out: out, Exec: exec, seams: seams{attributionCPUProfile: true},
 	}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
@@ -583,7 +584,7 @@ func TestCopiesUnsupported(t *testing.T) {
 	}
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/none"}, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
 		seams: seams{copyOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -615,7 +616,7 @@ func TestCopiesOverlayDoesNotBuild(t *testing.T) {
 		}
 		return map[string]string{filepath.Join(goroot, "src", "runtime", "zz_broken.go"): broken}, nil
 	}
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/none", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/none"}, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
 		Allocs: "heapprofile", Out: filepath.Join(t.TempDir(), "out"), seams: seams{copyOverlay: broken}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -657,7 +658,7 @@ func TestAllocspyGroundTruth(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Warmup: 300 * time.Millisecond,
+			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Warmup: 300 * time.Millisecond,
 				Duration: time.Second, Out: out, seams: seams{attributionCPUProfile: true}}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
@@ -785,7 +786,7 @@ func TestAllocsUnsupported(t *testing.T) {
 	}
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/alloc", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/alloc"}, Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
 		seams: seams{allocOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -862,7 +863,7 @@ func TestSyscallsFallback(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	var logb bytes.Buffer
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/write", Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/write"}, Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
 		seams: seams{syscallsOpen: noBPF}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
@@ -932,7 +933,7 @@ func TestRequestSplit(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Copies: "off", Allocs: "heapprofile",
+			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Copies: "off", Allocs: "heapprofile",
 				Warmup: 200 * time.Millisecond, Duration: 2 * time.Second, Out: out, OffCPU: true}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
@@ -1012,7 +1013,7 @@ func TestOffCPUGroundTruth(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: tc.path, Copies: "off",
+			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Copies: "off",
 				Warmup: 200 * time.Millisecond, Duration: time.Second, Out: out, OffCPU: true, Wallclock: tc.path == "/mutex?us=200"}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
@@ -1092,7 +1093,7 @@ func stackHasPrefix(s *profile.Sample, prefix string) bool {
 func TestFloor(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Path: "/spin?us=200", Copies: "off",
+	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/spin?us=200"}, Copies: "off",
 		Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, Floor: true}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package targets_test
 import (
 	"context"
 	"errors"
+	"github.com/perfspy/perfspy/load"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,7 +73,7 @@ func requireRoot(t *testing.T) {
 // main.decodeCopy; -parse=inplace copies nothing there.
 func TestRPCEchoParse(t *testing.T) {
 	for _, mode := range []string{"copy", "inplace"} {
-		s, out := run(t, "./rpcecho", probe.Config{Args: []string{"-parse=" + mode}, BodySize: 1024})
+		s, out := run(t, "./rpcecho", probe.Config{Spec: load.Spec{BodySize: 1024}, Args: []string{"-parse=" + mode}})
 		if s.Window.Errors != 0 || s.Window.Requests == 0 {
 			t.Fatalf("%s: window %+v", mode, s.Window)
 		}
@@ -120,8 +121,8 @@ func TestStaticPrecompressed(t *testing.T) {
 	compress := map[string]float64{}
 	total := map[string]float64{}
 	for _, pre := range []string{"0", "1"} {
-		s, out := run(t, "./static", probe.Config{Args: []string{"-precompressed=" + pre}, Path: "/data.json",
-			Headers: map[string]string{"Accept-Encoding": "gzip"}, Copies: "off"})
+		s, out := run(t, "./static", probe.Config{Spec: load.Spec{Path: "/data.json", Headers: map[string]string{"Accept-Encoding": "gzip"}},
+			Args: []string{"-precompressed=" + pre}, Copies: "off"})
 		p := readProfile(t, filepath.Join(out, "allocs.pb.gz"))
 		var b int64
 		for _, smp := range p.Sample {
@@ -145,7 +146,7 @@ func TestStaticPrecompressed(t *testing.T) {
 func TestHTTPJSONEncoder(t *testing.T) {
 	allocs := map[string]float64{}
 	for _, enc := range []string{"std", "append"} {
-		s, _ := run(t, "./httpjson", probe.Config{Args: []string{"-encoder=" + enc}, Path: "/json", Copies: "off"})
+		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/json"}, Args: []string{"-encoder=" + enc}, Copies: "off"})
 		allocs[enc] = *s.PerRequest.Allocs
 		t.Logf("-encoder=%s: %.2f allocs/req, %.0f B/req", enc, allocs[enc], *s.PerRequest.AllocBytes)
 	}
@@ -164,7 +165,7 @@ func TestHTTPJSONAccessLog(t *testing.T) {
 		if on {
 			args = append(args, "-accesslog")
 		}
-		s, _ := run(t, "./httpjson", probe.Config{Args: args, Path: "/text", Copies: "off"})
+		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/text"}, Args: args, Copies: "off"})
 		writes[on] = s.PerRequest.SyscallsByName["write"]
 		t.Logf("-accesslog=%v: write %.4f per request", on, writes[on])
 	}
@@ -222,7 +223,7 @@ func TestQUICEchoTransfers(t *testing.T) {
 		t.Errorf("floor %+v, ratios %v", push.Floor, push.FloorRatio)
 	}
 
-	echo := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10})
+	echo := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}})
 	t.Logf("echo: %.2f datagrams per transfer of %d B", *echo.DatagramsPerRequest, echo.Transfer.Bytes)
 	if e, p := *echo.DatagramsPerRequest/float64(echo.Transfer.Bytes), dpr/float64(tr.Bytes); e < 1.8*p {
 		t.Errorf("echo: %.5f datagrams per transfer byte, push %.5f: want about twice", e, p)
@@ -233,8 +234,8 @@ func TestQUICEchoTransfers(t *testing.T) {
 // server sends each datagram with a syscall of its own: an echo's
 // send-class syscalls per transfer rise several times.
 func TestQUICEchoGSO(t *testing.T) {
-	on := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10})
-	off := bulk(t, probe.Config{Args: []string{"-mode=echo"}, Size: 256 << 10, Env: []string{"QUIC_GO_DISABLE_GSO=1"}})
+	on := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}})
+	off := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}, Env: []string{"QUIC_GO_DISABLE_GSO=1"}})
 	t.Logf("send syscalls per transfer: GSO %.2f, no GSO %.2f; datagrams %.1f and %.1f", sends(on), sends(off), *on.DatagramsPerRequest, *off.DatagramsPerRequest)
 	if sends(off) < 3*sends(on) {
 		t.Errorf("without GSO %.2f send syscalls per transfer, with %.2f: want several times more", sends(off), sends(on))
@@ -272,7 +273,7 @@ func TestQUICEchoSockbuf(t *testing.T) {
 func TestLeakRetained(t *testing.T) {
 	outs := map[string]string{}
 	for _, path := range []string{"/leak", "/clean"} {
-		s, out := run(t, "./leak", probe.Config{Path: path, Retained: true, OffCPU: false})
+		s, out := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, Retained: true, OffCPU: false})
 		if s.RetainedWindow == nil || s.PerRequest.RetainedObjects == nil || s.PerRequest.GoroutinesLeft == nil {
 			t.Fatalf("%s: no retained window in the summary", path)
 		}
@@ -358,7 +359,7 @@ func TestLeakRetained(t *testing.T) {
 // is absent, not 0.
 func TestGoroutineLeakProfile(t *testing.T) {
 	for _, path := range []string{"/lost", "/leak"} {
-		s, _ := run(t, "./leak", probe.Config{Path: path, Retained: true, OffCPU: false})
+		s, _ := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, Retained: true, OffCPU: false})
 		if s.RetainedWindow == nil || s.PerRequest.GoroutinesLeft == nil {
 			t.Fatalf("%s: no retained window in the summary", path)
 		}
