@@ -40,16 +40,32 @@ func TestDesignPackages(t *testing.T) {
 		pkgs = append(pkgs, rel)
 	}
 	table := tableNames(t, doc)
+	// The check, seen failing first: a package the table lacks, a row
+	// that is no package.
+	if got := tableMismatch([]string{"probe", "planted"}, []string{"probe", "gone"}); !slices.Equal(got, []string{
+		"package planted is not in docs/design.md's table", "docs/design.md names gone, which is not a package"}) {
+		t.Fatalf("on a planted table: %q", got)
+	}
+	for _, e := range tableMismatch(pkgs, table) {
+		t.Error(e)
+	}
+}
+
+// tableMismatch lists the packages the table lacks and the names it has
+// that are no package.
+func tableMismatch(pkgs, table []string) []string {
+	var errs []string
 	for _, p := range pkgs {
 		if !slices.Contains(table, p) {
-			t.Errorf("package %s is not in docs/design.md's table", p)
+			errs = append(errs, "package "+p+" is not in docs/design.md's table")
 		}
 	}
 	for _, n := range table {
 		if n != "targets/..." && !slices.Contains(pkgs, n) {
-			t.Errorf("docs/design.md names %s, which is not a package", n)
+			errs = append(errs, "docs/design.md names "+n+", which is not a package")
 		}
 	}
+	return errs
 }
 
 // tableNames are the backticked names in the first column of the table

@@ -155,6 +155,14 @@ func TestAgreesWithParse(t *testing.T) {
 	synthprof.NewGraph(2, 3000).WriteProfile(&b, 3, sh, []string{"samples/count"})
 	check(t, "distinct", gunzip(t, b.Bytes()))
 	peers, _ := filepath.Glob("../../../shared/peer-cases/pprof/*")
+	// The peers' profiles sit beside the checkout when they are at hand;
+	// a folder that is there with none in it is a broken path, not a pass.
+	if dir := filepath.Dir("../../../shared/peer-cases/pprof/*"); len(peers) == 0 {
+		if _, err := os.Stat(dir); err == nil {
+			t.Fatalf("%s holds no profiles", dir)
+		}
+		t.Logf("no peer profiles at %s: only the synthetic and Go's own inputs", dir)
+	}
 	for _, f := range peers {
 		b, err := os.ReadFile(f)
 		if err != nil {
