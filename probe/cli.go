@@ -19,6 +19,7 @@ import (
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profstore"
 )
 
@@ -365,7 +366,7 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
 		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
-		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC (allocs/req, B/req, copied-B/req, syscalls/req, cpu-us/req, req/s, p99-us, retained-B/req, goroutines-left/req; with -instructions, instructions/req) regresses by more than PCT% (repeatable)")
+		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC ("+strings.Join(metric.Compare("req"), ", ")+"; with -bench, "+strings.Join(metric.Compare("op"), ", ")+") regresses by more than PCT% (repeatable)")
 	})
 	if !ok {
 		return ab, opt, code, false
@@ -391,6 +392,50 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		return ab, opt, ExitUsage, false
 	}
 	return ab, opt, 0, true
+}
+
+// NewABConfig is probe ab's configuration for target as the flags'
+// defaults make it (with bench, the benchmark mode's for that pattern),
+// no revisions set: a front (probe review) sets the rest as typed fields
+// and reads its inputs with Config.ReadInputs.
+func NewABConfig(target, bench string) (ABConfig, error) {
+	args := []string{"-before", "HEAD", "-after", "HEAD"}
+	if bench != "" {
+		args = append(args, "-bench", bench)
+	}
+	ab, err := ABConfigFromArgs(append(args, target))
+	ab.Before, ab.After, ab.Run.Flags, ab.Bench.Flags = "", "", nil, nil
+	return ab, err
+}
+
+// RunInputs are what a front gives as probe run's -args, -requests and
+// -data.
+type RunInputs struct{ Args, Requests, Data string }
+
+// ReadInputs reads in into c as those flags do: the arguments split as a
+// shell would, the request file and the message (JSON, or @file), files
+// within -max-body's default. An error names the flag's part.
+func (c *Config) ReadInputs(in RunInputs) error {
+	var err error
+	if c.Args, err = shellwords.Split(in.Args); err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	if in.Requests != "" {
+		if err := (requestsFlag{c}).Set(in.Requests); err != nil {
+			return fmt.Errorf("requests: %w", err)
+		}
+		if err := readRequestFile(c, limits.Body); err != nil {
+			return fmt.Errorf("requests: %w", err)
+		}
+	}
+	if f, ok := strings.CutPrefix(in.Data, "@"); ok {
+		if c.Data, err = load.ReadBody(f, limits.Body); err != nil {
+			return fmt.Errorf("data: %w", err)
+		}
+	} else if in.Data != "" {
+		c.Data = []byte(in.Data)
+	}
+	return nil
 }
 
 // ABConfigFromArgs reads probe ab's arguments as the command does, for a

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -182,67 +181,70 @@ type measurer struct {
 
 // server runs probe ab on one server.
 func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult, error) {
-	root, out, cfg, opt, base, head, logw := m.root, m.out, m.cfg, m.opt, m.base, m.head, m.logw
-	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "servers", safeName(s.Name))}
-	args = append(args, windowArgs(cfg, opt, s.Rounds, s.Warmup, s.Duration)...)
-	for _, f := range []struct{ flag, v string }{{"-requests", s.Requests}, {"-path", s.Path}, {"-proto", s.Proto}, {"-method", s.Method}, {"-data", s.Data}, {"-args", s.Args}} {
-		if f.v == "" {
-			continue
-		}
-		v := f.v
-		if f.flag == "-requests" {
-			v = filepath.Join(root, v)
-		}
-		args = append(args, f.flag, v)
-	}
-	if s.Conns > 0 {
-		args = append(args, "-conns", strconv.Itoa(s.Conns))
-	}
-	args = append(args, filepath.Join(root, s.Target))
-	ab, err := runAB(ctx, args, opt, cfg, "server "+s.Name, progress(logw, s.Name))
+	abc, err := probe.NewABConfig(filepath.Join(m.root, s.Target), "")
 	if err != nil {
 		return nil, nil, err
 	}
-	abc, _ := probe.ABConfigFromArgs(args)
-	it := &Item{Kind: "server", Name: s.Name, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	abc.Before, abc.After, abc.Repo, abc.Out = m.base, m.head, m.root, filepath.Join(m.out, "servers", safeName(s.Name))
+	m.window(&abc, s.Rounds, s.Warmup, s.Duration)
+	for _, f := range []struct{ to, v *string }{{&abc.Run.Path, &s.Path}, {&abc.Run.Proto, &s.Proto}, {&abc.Run.Method, &s.Method}} {
+		if *f.v != "" {
+			*f.to = *f.v
+		}
+	}
+	if s.Conns > 0 {
+		abc.Run.Conns = s.Conns
+	}
+	in := probe.RunInputs{Args: s.Args, Data: s.Data}
+	if s.Requests != "" {
+		in.Requests = filepath.Join(m.root, s.Requests)
+	}
+	if err := abc.Run.ReadInputs(in); err != nil {
+		return nil, nil, err
+	}
+	ab, err := m.runAB(ctx, abc, "server "+s.Name, progress(m.logw, s.Name))
+	if err != nil {
+		return nil, nil, err
+	}
+	it := &Item{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.route = "the request mix"
 	if s.Requests == "" {
 		it.route = routeOf(abc)
 	}
-	it.Changes = changes(ab, cfg, it.route, "req")
+	it.Changes = changes(ab, m.cfg, it.route, "req")
 	return it, ab, nil
 }
 
 // benchmarks runs probe ab -bench on one package.
 func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.ABResult, error) {
-	root, out, cfg, opt, base, head, logw := m.root, m.out, m.cfg, m.opt, m.base, m.head, m.logw
-	args := []string{"-q", "-before", base, "-after", head, "-repo", root, "-out", filepath.Join(out, "benchmarks", safeName(b.Package+"_"+b.Bench)), "-bench", b.Bench}
-	args = append(args, windowArgs(cfg, opt, b.Rounds, 0, 0)...)
-	if b.BenchTime != "" {
-		args = append(args, "-benchtime", b.BenchTime)
-	}
-	if b.Count > 0 {
-		args = append(args, "-count", strconv.Itoa(b.Count))
-	}
-	args = append(args, filepath.Join(root, b.Package))
-	ab, err := runAB(ctx, args, opt, cfg, "benchmarks "+b.Package+" "+b.Bench, progress(logw, b.Package))
+	abc, err := probe.NewABConfig(filepath.Join(m.root, b.Package), b.Bench)
 	if err != nil {
 		return nil, nil, err
 	}
-	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
-	it.Changes = changes(ab, cfg, "", "op")
+	abc.Before, abc.After, abc.Repo, abc.Out = m.base, m.head, m.root, filepath.Join(m.out, "benchmarks", safeName(b.Package+"_"+b.Bench))
+	m.window(&abc, b.Rounds, 0, 0)
+	if b.BenchTime != "" {
+		abc.Bench.BenchTime = b.BenchTime
+	}
+	if b.Count > 0 {
+		abc.Bench.Count = b.Count
+	}
+	ab, err := m.runAB(ctx, abc, "benchmarks "+b.Package+" "+b.Bench, progress(m.logw, b.Package))
+	if err != nil {
+		return nil, nil, err
+	}
+	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it.Changes = changes(ab, m.cfg, "", "op")
 	return it, ab, nil
 }
 
-// runAB runs probe ab with args. With -timings=false it compares counts
-// only, one round per revision unless -rounds says otherwise, and takes
-// the base's rounds from the cache when it has them; with -cache, the
-// base's rounds are kept there afterwards.
-func runAB(ctx context.Context, args []string, opt Options, cfg *Config, item string, logw io.Writer) (*probe.ABResult, error) {
-	abc, err := probe.ABConfigFromArgs(args)
-	if err != nil {
-		return nil, err
-	}
+// runAB runs probe ab as abc says. With -timings=false it compares
+// counts only, one round per revision unless -rounds says otherwise, and
+// takes the base's rounds from the cache when it has them; with -cache,
+// the base's rounds are kept there afterwards.
+func (m measurer) runAB(ctx context.Context, abc probe.ABConfig, item string, logw io.Writer) (*probe.ABResult, error) {
+	opt, cfg := m.opt, m.cfg
+	var err error
 	if !opt.Timings {
 		abc.CountsOnly = true
 		if opt.Rounds == 0 {
@@ -275,18 +277,18 @@ func runAB(ctx context.Context, args []string, opt Options, cfg *Config, item st
 
 // windowArgs are the rounds and window lengths: the flag's, else the
 // item's, else the file's.
-func windowArgs(cfg *Config, opt Options, rounds int, warmup, duration time.Duration) []string {
-	var a []string
-	if r := first(opt.Rounds, rounds, cfg.Rounds); r > 0 {
-		a = append(a, "-rounds", strconv.Itoa(r))
+// window sets the rounds and the windows: the review's options first,
+// then the item's, then the file's; probe ab's defaults otherwise.
+func (m measurer) window(abc *probe.ABConfig, rounds int, warmup, duration time.Duration) {
+	if r := first(m.opt.Rounds, rounds, m.cfg.Rounds); r > 0 {
+		abc.Rounds = r
 	}
-	if w := first(opt.Warmup, warmup, cfg.Warmup); w > 0 {
-		a = append(a, "-warmup", w.String())
+	if w := first(m.opt.Warmup, warmup, m.cfg.Warmup); w > 0 {
+		abc.Run.Warmup = w
 	}
-	if d := first(opt.Duration, duration, cfg.Duration); d > 0 {
-		a = append(a, "-duration", d.String())
+	if d := first(m.opt.Duration, duration, m.cfg.Duration); d > 0 {
+		abc.Run.Duration = d
 	}
-	return a
 }
 
 func first[T int | time.Duration](v ...T) T {
