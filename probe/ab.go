@@ -18,10 +18,11 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // ABSchema is the schema name of ab.json.
-const ABSchema = "perfspy.ab/v1"
+const ABSchema = schema.ABSchema
 
 // ErrRegression is returned when a gated metric regressed past its
 // threshold. Commands exit 1 on it.
@@ -59,35 +60,6 @@ type ABConfig struct {
 // wrote them.
 var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left"}
 
-// ABMetric is one metric's comparison.
-type ABMetric struct {
-	Before   float64 `json:"before"`
-	After    float64 `json:"after"`
-	Delta    float64 `json:"delta"`
-	DeltaPct float64 `json:"delta_pct"`
-	P        float64 `json:"p"`
-	// JudgedAs is how the change was judged (metric.Judgement): exact,
-	// bytes, timing or instructions.
-	JudgedAs string `json:"judged_as"`
-	Verdict  string `json:"verdict"`
-	Why      string `json:"why,omitempty"`
-}
-
-// ABFunction is one function's change per request in one profile.
-type ABFunction struct {
-	Profile string  `json:"profile"`
-	Key     string  `json:"key"`
-	Before  float64 `json:"before"`
-	After   float64 `json:"after"`
-	Delta   float64 `json:"delta"`
-	// Sample and Unit are what the rows count (copied_bytes, bytes).
-	Sample string `json:"sample,omitempty"`
-	Unit   string `json:"unit,omitempty"`
-	// Scope is whose code the function is: runtime, std (the rest of the
-	// standard library) or user.
-	Scope string `json:"scope"`
-}
-
 // Scopes of ABFunction: whose code changed, apart (a toolchain upgrade
 // moves the runtime's and the standard library's, not the user's).
 const (
@@ -107,23 +79,11 @@ func funcScope(key string) string {
 	return ScopeUser
 }
 
-// ABResult is ab.json.
+// ABResult is ab.json (schema.ABResult), and what probe ab keeps beside
+// it for its fronts: the results folder and each arm's profiles.
 type ABResult struct {
-	Schema    string               `json:"schema"`
-	Before    map[string]string    `json:"before"`
-	After     map[string]string    `json:"after"`
-	Rounds    int                  `json:"rounds"`
-	Order     string               `json:"order"`
-	Metrics   map[string]*ABMetric `json:"metrics"`
-	Functions []ABFunction         `json:"functions"`
-	// Scopes is each profile's change per request (or op) by scope
-	// (runtime, std, user), every function's, not only the rows listed.
-	Scopes  map[string]map[string]float64 `json:"scopes,omitempty"`
-	Control map[string]*ABMetric          `json:"control,omitempty"`
-	Judged  bool                          `json:"judged"`
-	Reasons []string                      `json:"reasons,omitempty"`
-	Gate    []string                      `json:"gate_failed,omitempty"`
-	Dir     string                        `json:"-"`
+	schema.ABResult
+	Dir string `json:"-"`
 	// Profiles are each arm's profile files by profile ("allocs", or an
 	// endpoint's "GET /x allocs", or a benchmark's), one per round; their
 	// source paths are in Worktrees (each arm's checkout, removed when AB
@@ -240,7 +200,7 @@ func (ab *abRun) setup(ctx context.Context) error {
 	if target == "" {
 		target = DefaultTarget
 	}
-	ab.res = &ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}
+	ab.res = &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}}
 	if cfg.BeforeGo != "" && cfg.Before == "" && cfg.After == "" {
 		return ab.oneTree(ctx, target)
 	}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"github.com/perfspy/perfspy/schema"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // and function rows of two profiles.
 func fixedAB() (*ABResult, ABConfig) {
 	cfg := ABConfig{Before: "main", After: "HEAD", Rounds: 4, Run: Config{Target: "./targets/httpjson", Duration: 5 * time.Second, Warmup: time.Second, CPUs: "auto"}}
-	r := &ABResult{Schema: ABSchema, Rounds: 4, Order: "ABBAABBA", Judged: true,
+	r := &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: 4, Order: "ABBAABBA", Judged: true,
 		Before:  map[string]string{"rev": "main", "commit": "1111111111111111"},
 		After:   map[string]string{"rev": "HEAD", "commit": "2222222222222222"},
 		Metrics: map[string]*ABMetric{}, Gate: []string{"allocs/req +4.44% (22.5 -> 23.5), past 1%"},
@@ -23,7 +24,7 @@ func fixedAB() (*ABResult, ABConfig) {
 			{Profile: "allocs", Key: "main.buildDocument", Before: 1, After: 2, Delta: 1},
 			{Profile: "allocs", Key: "main.encode[...]", Before: 3, After: 2.5, Delta: -0.5},
 			{Profile: "syscalls", Key: "syscall.write", Before: 1, After: 1.25, Delta: 0.25},
-		}}
+		}}}
 	for _, m := range metricsFor(cfg.Run) {
 		r.Metrics[m.name] = &ABMetric{Before: 10, After: 10, Verdict: "no change"}
 	}

@@ -69,7 +69,7 @@ func sameBuildList(t *testing.T, tgt *withagent.Binary, plain map[string]string)
 		}
 	}
 	c := tgt.BuildCheck
-	if c == nil || c.Err() != nil || len(c.Changed) != 0 || len(c.Added) != 1 || c.Added[0].Path != agentmod.Path {
+	if c == nil || withagent.CheckErr(c) != nil || len(c.Changed) != 0 || len(c.Added) != 1 || c.Added[0].Path != agentmod.Path {
 		t.Errorf("build check %+v", c)
 	}
 }
@@ -309,7 +309,7 @@ func TestNoSourceTree(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(work, "out", "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Build == nil || s.Build.Mode != withagent.ModeModule || s.Build.Err() != nil {
+	if s.Build == nil || s.Build.Mode != withagent.ModeModule || withagent.CheckErr(s.Build) != nil {
 		t.Errorf("build check %+v", s.Build)
 	}
 	p, err := readProfile(filepath.Join(work, "out", "allocs.pb.gz"))
@@ -355,7 +355,7 @@ func TestPublicServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.Build
-	if c == nil || c.Modules < 20 || c.Err() != nil || len(c.Changed) != 0 || len(c.Added) != 1 || c.Added[0].Path != agentmod.Path {
+	if c == nil || c.Modules < 20 || withagent.CheckErr(c) != nil || len(c.Changed) != 0 || len(c.Added) != 1 || c.Added[0].Path != agentmod.Path {
 		t.Fatalf("build check %+v", c)
 	}
 	if got := depsOf(t, c.Binary)[shared]; got != want {

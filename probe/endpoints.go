@@ -18,36 +18,6 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 )
 
-// EndpointSummary is one request of a request file measured alone, in a
-// timing window (CPU, syscalls) and an attribution window (allocations,
-// copies) of its own, per request. Figures not measured are null.
-type EndpointSummary struct {
-	Name     string `json:"name"` // "GET /path"
-	Weight   int    `json:"weight"`
-	Requests int64  `json:"requests"` // successes in its timing window: CPU's and syscalls' denominator
-	// AttributionRequests are the successes in its attribution window:
-	// the allocations' and copies' denominator.
-	AttributionRequests int64    `json:"attribution_requests"`
-	CPUUS               *float64 `json:"cpu_us"`
-	Syscalls            *float64 `json:"syscalls"`
-	Allocs              *float64 `json:"allocs"`
-	AllocBytes          *float64 `json:"alloc_bytes"`
-	CopiedBytes         *float64 `json:"copied_bytes"`
-	// Files are its attribution window's profiles (allocs, copies).
-	Files map[string]string `json:"files,omitempty"`
-	// Sources name where each figure comes from, as summary.json's do.
-	Sources map[string]string `json:"sources"`
-}
-
-// MixSummary is a request file's mix: its requests and the fixed order
-// the driver sends them in, cycled (indexes into Requests).
-type MixSummary struct {
-	File     string   `json:"file"`
-	Requests []string `json:"requests"`
-	Weights  []int    `json:"weights"`
-	Order    []int    `json:"order"`
-}
-
 // endpointWindow is one request of a mix measured alone.
 type endpointWindow struct {
 	req            load.Request

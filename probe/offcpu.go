@@ -38,7 +38,7 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 			s.BackgroundOffCPUUS[r] = round(float64(res.Background[r])/1e3/secs, 3)
 		}
 		for _, t := range offcpu.BackgroundTop(res, topWaits) {
-			s.BackgroundTop = append(s.BackgroundTop, WaitRow{t.Reason, t.Wait, t.Func, t.WokenBy, round(t.Nanos/1e3/secs, 3)})
+			s.BackgroundTop = append(s.BackgroundTop, WaitRow{Reason: t.Reason, Wait: t.Wait, Func: t.Func, WokenBy: t.WokenBy, US: round(t.Nanos/1e3/secs, 3)})
 		}
 	}
 	if len(res.Requests) == 0 {
@@ -52,7 +52,7 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 			t.PartsUS[p] = us(v)
 		}
 		for _, w := range g.Top {
-			t.Top = append(t.Top, WaitRow{w.Reason, w.Wait, w.Func, w.WokenBy, us(w.Nanos)})
+			t.Top = append(t.Top, WaitRow{Reason: w.Reason, Wait: w.Wait, Func: w.Func, WokenBy: w.WokenBy, US: us(w.Nanos)})
 		}
 		return t
 	}

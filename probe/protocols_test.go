@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/perfspy/perfspy/internal/withagent"
 	"math/big"
 	"net"
 	"os"
@@ -257,7 +258,7 @@ service EchoService { rpc Echo(SimpleMessage) returns (SimpleMessage); }
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
-	if c := s.Build; c == nil || c.Err() != nil || len(c.Changed) != 0 {
+	if c := s.Build; c == nil || withagent.CheckErr(c) != nil || len(c.Changed) != 0 {
 		t.Errorf("build check %+v", c)
 	}
 	if s.Window.Requests == 0 || s.Window.Errors+s.Window.Non2xx != 0 || s.PerRequest.Allocs == nil || *s.PerRequest.Allocs < 1 {

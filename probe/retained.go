@@ -24,18 +24,6 @@ const (
 	SourceGoroutinesLeaked = "goroutineleak profile (the GC's: goroutines left blocked on what no running goroutine can reach, so they can never run again)"
 )
 
-// GoroutinesLeft is a group of the goroutines a window's requests left
-// running: the function they run and where they were created.
-type GoroutinesLeft struct {
-	Func      string  `json:"func"`
-	CreatedBy string  `json:"created_by"`
-	Count     int     `json:"count"`
-	PerReq    float64 `json:"per_request"`
-	// Leaked is how many of them the goroutine leak profile (Go 1.27)
-	// found blocked for good.
-	Leaked int `json:"leaked,omitempty"`
-}
-
 // retainedProfile reads what the retained window left (the agent's
 // wire.RetainedReport at path+".json") as a profile, without the samples
 // through perfspy's instruments.

@@ -14,62 +14,6 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 )
 
-// RouteSummary is one route's share of the attribution window: its
-// requests (those that ended under it, counted by the server's request
-// mark) and its figures per request, with the sites that make them.
-type RouteSummary struct {
-	Route    string `json:"route"`
-	Requests uint64 `json:"requests"`
-	// SampledRequests are the requests accounted when the run sampled
-	// (-sample N): the per-request figures' denominator.
-	SampledRequests uint64 `json:"sampled_requests,omitempty"`
-	// Totals over the window, from which the per-request figures are
-	// divided; the closure adds them up.
-	Allocs      int64 `json:"allocs"`
-	AllocBytes  int64 `json:"alloc_bytes"`
-	CopiedBytes int64 `json:"copied_bytes"`
-	// Per request; null when the route ended no request in the window
-	// (its work then shows in the totals only).
-	AllocsPerReq      *float64 `json:"allocs_per_req"`
-	AllocBytesPerReq  *float64 `json:"alloc_bytes_per_req"`
-	CopiedBytesPerReq *float64 `json:"copied_bytes_per_req"`
-	// The background's figures are per second of the window, never per
-	// request (its per_req fields are null), and so are its sites'.
-	AllocsPerSec      *float64    `json:"allocs_per_s,omitempty"`
-	AllocBytesPerSec  *float64    `json:"alloc_bytes_per_s,omitempty"`
-	CopiedBytesPerSec *float64    `json:"copied_bytes_per_s,omitempty"`
-	Sites             []RouteSite `json:"sites,omitempty"`
-	// RequestUS is the route's mean request on the server, in the
-	// off-CPU window's trace: its parts (cpu, sync, syscall...) and
-	// "total", over OffCPURequests of its requests; absent without that
-	// window.
-	RequestUS      map[string]float64 `json:"request_us,omitempty"`
-	OffCPURequests int                `json:"offcpu_requests,omitempty"`
-	// Note says why the route's figures are not a request's: work begun
-	// under it that ended under several routes (before the mux routed it).
-	Note string `json:"note,omitempty"`
-}
-
-// RouteSite is one allocation site of a route, per request of the route.
-type RouteSite struct {
-	Func   string  `json:"func"`
-	Allocs float64 `json:"allocs"`
-	Bytes  float64 `json:"bytes"`
-}
-
-// RoutesClosure checks that the routes and the background add up to the
-// window's totals: the remainder is what no route or background holds
-// (0 unless a sample lost its label).
-type RoutesClosure struct {
-	Allocs          int64   `json:"allocs"`
-	AllocsRemainder int64   `json:"allocs_remainder"`
-	CopiedBytes     int64   `json:"copied_bytes"`
-	CopiedRemainder int64   `json:"copied_bytes_remainder"`
-	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count)
-	DriverRequests  int64   `json:"driver_requests"` // the driver's successes in the window
-	Seconds         float64 `json:"seconds"`
-}
-
 // RoutesOutput is summary.json's routes section: the routes most
 // requested first, the background per second, the closure.
 type RoutesOutput struct {

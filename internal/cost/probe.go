@@ -15,37 +15,13 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/schema"
 )
 
-// summary is the part of probe's summary.json (perfspy.summary/v1) the
-// benchmarks read: they run the probe command, as a user would.
-type summary struct {
-	Window struct {
-		RPS float64 `json:"rps"`
-	} `json:"window"`
-	AttributionWindow struct {
-		RPS   float64 `json:"rps"`
-		CPUUS float64 `json:"cpu_us"`
-	} `json:"attribution_window"`
-	CopiesWindow *struct {
-		RPS float64 `json:"rps"`
-	} `json:"copies_window"`
-	OffCPUWindow *struct {
-		CPUUS float64 `json:"cpu_us"`
-	} `json:"offcpu_window"`
-	WallclockWindow *struct {
-		CPUUS float64 `json:"cpu_us"`
-	} `json:"wallclock_window"`
-	PerRequest struct {
-		CPUUS        *float64 `json:"cpu_us"`
-		Instructions *float64 `json:"instructions"`
-	} `json:"per_request"`
-	ServerCores float64 `json:"server_cores"`
-	Driver      *struct {
-		CPUUS float64 `json:"cpu_us"`
-	} `json:"driver"`
-	Sources map[string]string `json:"sources"`
-}
+// summary is probe's summary.json (perfspy.summary/v1), decoded with
+// package schema: the benchmarks run the probe command, as a user would,
+// and read what it wrote.
+type summary = schema.Summary
 
 // run is one probe run: the target (relative to perfspy's tree), and the
 // flags of probe run.

@@ -483,7 +483,7 @@ func (b *builder) check(ctx context.Context) error {
 		})
 	}
 	t.BuildCheck = check
-	if err := check.Err(); err != nil {
+	if err := CheckErr(check); err != nil {
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
 	if _, version, ok := strings.Cut(t.Spec, "@"); ok {

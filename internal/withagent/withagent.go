@@ -39,6 +39,7 @@ import (
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/contain"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // Modes.
@@ -90,21 +91,12 @@ type Toolchain struct {
 	GOROOT, GOARCH, GOEXPERIMENT, GOVERSION string
 }
 
-// Module is one module of a build list, as `go version -m` shows it.
-type Module struct {
-	Path    string `json:"path"`
-	Version string `json:"version"`
-	// Replace is the replacement ("path version", or a folder), "" if none.
-	Replace string `json:"replace,omitempty"`
-}
-
-func (m Module) String() string {
-	s := m.Path + "@" + m.Version
-	if m.Replace != "" {
-		s += " => " + m.Replace
-	}
-	return s
-}
+// The build list's types are summary.json's (package schema).
+type (
+	Module = schema.Module
+	Check  = schema.BuildCheck
+	Change = schema.ModuleChange
+)
 
 // NotMainError is a target folder whose package is not main.
 type NotMainError struct {
@@ -543,27 +535,9 @@ func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writ
 	return err
 }
 
-// Check is the comparison of the measured binary's build list with the
-// plain build's, as summary.json's "build" records it.
-type Check struct {
-	Binary  string   `json:"binary"`
-	Mode    string   `json:"mode"`
-	Modules int      `json:"modules"` // in the plain build
-	Added   []Module `json:"modules_added"`
-	Changed []Change `json:"modules_changed"`
-	Removed []Module `json:"modules_removed,omitempty"`
-}
-
-// Change is a module whose version (or replacement) differs.
-type Change struct {
-	Path   string `json:"path"`
-	Plain  string `json:"plain"`
-	Probed string `json:"probed"`
-}
-
-// Err says what makes the measured binary differ from the user's, nil when
-// nothing but the agent module was added.
-func (c *Check) Err() error {
+// CheckErr says what makes the measured binary differ from the user's, nil
+// when nothing but the agent module was added.
+func CheckErr(c *Check) error {
 	var lines []string
 	for _, ch := range c.Changed {
 		lines = append(lines, fmt.Sprintf("%s: %s in a plain build, %s in the measured binary", ch.Path, ch.Plain, ch.Probed))

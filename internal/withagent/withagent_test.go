@@ -30,7 +30,7 @@ func TestCompare(t *testing.T) {
 			[]string{"example.com/lib: example.com/lib@v1.0.0 => ../lib in a plain build, example.com/lib@v1.0.0 => example.com/fork v1.0.1 in the measured binary"}},
 	}
 	for _, c := range cases {
-		err := Compare(plain, c.probed).Err()
+		err := CheckErr(Compare(plain, c.probed))
 		if len(c.errs) == 0 {
 			if err != nil {
 				t.Errorf("%s: %v", c.name, err)

@@ -1,0 +1,67 @@
+package schema
+
+// BenchSummary is summary.json of a benchmark run (probe run -bench).
+type BenchSummary struct {
+	Schema string `json:"schema"`
+	Kind   string `json:"kind"` // "benchmarks"
+	Target string `json:"target"`
+	Commit string `json:"commit"`
+	Go     string `json:"go"`
+	// GOARCH is the architecture measured (the test binaries'), and Exec
+	// what ran them when not this machine directly (-exec).
+	GOARCH    string `json:"goarch,omitempty"`
+	Exec      string `json:"exec,omitempty"`
+	Bench     string `json:"bench"`
+	Benchtime string `json:"benchtime,omitempty"`
+	Count     int    `json:"count"`
+	// Build compares the counted test binary's build list with the plain
+	// test binary's: nothing may differ.
+	Build      *BuildCheck       `json:"build,omitempty"`
+	Sources    map[string]string `json:"sources"`
+	Blind      []string          `json:"blind_spots,omitempty"`
+	Benchmarks []BenchFigures    `json:"benchmarks"`
+	Files      map[string]string `json:"files"`
+}
+
+// BenchFigures are one benchmark result's figures: the run testing
+// reported, divided by its op count N.
+type BenchFigures struct {
+	Name     string            `json:"name"` // as testing prints it, with the -cpu suffix
+	N        int               `json:"n"`
+	PerOp    BenchPerOp        `json:"per_op"`
+	Benchmem BenchMem          `json:"benchmem"`
+	Files    map[string]string `json:"files"`
+	// RetainedSites are the sites whose objects the ops left live, per
+	// op, most bytes first; GoroutinesLeft the goroutines they left
+	// running (the retained run).
+	RetainedSites  []RetainedSite   `json:"retained_sites,omitempty"`
+	GoroutinesLeft []GoroutinesLeft `json:"goroutines_left,omitempty"`
+}
+
+// BenchPerOp are the figures per op. Those not measured are null.
+type BenchPerOp struct {
+	Allocs         float64            `json:"allocs"`
+	AllocBytes     float64            `json:"alloc_bytes"`
+	CopiedBytes    *float64           `json:"copied_bytes"`  // memmove
+	ClearedBytes   *float64           `json:"cleared_bytes"` // memclr
+	Syscalls       *float64           `json:"syscalls"`
+	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
+	NS             *float64           `json:"ns"` // the plain test binary's
+	// OffCPUNS is the time goroutines waited in the timed region, by
+	// reason, in ns per op (a run of its own, under the tracer).
+	OffCPUNS map[string]float64 `json:"offcpu_ns"`
+	// What the ops left, per op (a run of its own, MemProfileRate=1):
+	// objects and bytes live after two GCs, goroutines still running.
+	RetainedObjects *float64 `json:"retained_objects"`
+	RetainedBytes   *float64 `json:"retained_bytes"`
+	GoroutinesLeft  *float64 `json:"goroutines_left"`
+}
+
+// BenchMem is testing's own -benchmem count of the same run, per op and
+// in total: allocspy's must equal it.
+type BenchMem struct {
+	Allocs      float64 `json:"allocs"`
+	Bytes       float64 `json:"bytes"`
+	AllocsTotal uint64  `json:"allocs_total"`
+	BytesTotal  uint64  `json:"bytes_total"`
+}

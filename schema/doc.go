@@ -1,0 +1,41 @@
+// Package schema is the JSON that perfspy writes, as Go types: a run's
+// summary.json (Summary, schema perfspy.summary/v1), probe run -bench's
+// (BenchSummary), probe ab's ab.json (ABResult, perfspy.ab/v1) and the
+// build-list check they carry. A program that reads perfspy's results
+// decodes them with encoding/json into these types, without linking the
+// probe command; probe review and perfspy's cost commands do so too.
+// Figures not measured are null (nil pointers), never zero; each
+// figure's meaning, unit and judgement is a row of package metric.
+package schema
+
+// Schema names, in each file's "schema" field.
+const (
+	SummarySchema = "perfspy.summary/v1"
+	ABSchema      = "perfspy.ab/v1"
+)
+
+// Verdicts of a run (Summary.Verdict).
+const (
+	VerdictServerBound = "server-bound"
+	VerdictNotJudged   = "not-judged"
+)
+
+// ABResult is ab.json: the two builds, the rounds, each metric's
+// comparison, the functions that changed most, the control, and whether
+// the comparison could be judged.
+type ABResult struct {
+	Schema    string               `json:"schema"`
+	Before    map[string]string    `json:"before"`
+	After     map[string]string    `json:"after"`
+	Rounds    int                  `json:"rounds"`
+	Order     string               `json:"order"`
+	Metrics   map[string]*ABMetric `json:"metrics"`
+	Functions []ABFunction         `json:"functions"`
+	// Scopes is each profile's change per request (or op) by scope
+	// (runtime, std, user), every function's, not only the rows listed.
+	Scopes  map[string]map[string]float64 `json:"scopes,omitempty"`
+	Control map[string]*ABMetric          `json:"control,omitempty"`
+	Judged  bool                          `json:"judged"`
+	Reasons []string                      `json:"reasons,omitempty"`
+	Gate    []string                      `json:"gate_failed,omitempty"`
+}
