@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/safetext"
@@ -94,19 +96,48 @@ func (o *runOutput) endpoints() error {
 		m.Requests, m.Weights = append(m.Requests, r.Name()), append(m.Weights, r.Weight)
 	}
 	o.s.Mix = m
+	bgs := make([]background, len(o.win.endpoints))
 	for k, ew := range o.win.endpoints {
-		es, err := o.endpointFigures(k, ew)
+		es, err := o.endpointFigures(k, ew, &bgs[k])
 		if err != nil {
 			return err
 		}
 		o.s.Endpoints = append(o.s.Endpoints, es)
 	}
+	handedOff(o.s.Endpoints, bgs)
 	return nil
+}
+
+// background is what an endpoint's attribution window allocated outside
+// any request, and in all.
+type background struct {
+	bytes, total, seconds float64
+	requests              int64
+}
+
+// handedOff sets each endpoint's bytes allocated outside its requests
+// beyond the quietest window's background rate, per request, and their
+// share of its window's bytes.
+func handedOff(es []EndpointSummary, bgs []background) {
+	floor := math.Inf(1)
+	for _, b := range bgs {
+		if b.seconds > 0 && b.requests > 0 {
+			floor = min(floor, b.bytes/b.seconds)
+		}
+	}
+	for k, b := range bgs {
+		if b.seconds == 0 || b.requests == 0 || b.total == 0 || math.IsInf(floor, 1) {
+			continue
+		}
+		extra := max(0, b.bytes-floor*b.seconds)
+		es[k].BackgroundBytes = f64(round(extra/float64(b.requests), 2))
+		es[k].BackgroundShare = f64(round(extra/b.total, 3))
+	}
 }
 
 // endpointFigures divides request k's windows by their successes and
 // keeps its attribution window's profiles.
-func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, error) {
+func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (EndpointSummary, error) {
 	es := EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK,
 		Sources: map[string]string{"cpu": ew.timing.cpuSource, "syscalls": SourceNone, "allocs": SourceNone, "copies": SourceNone}}
 	if n := float64(ew.timing.load.OK); n > 0 {
@@ -142,6 +173,14 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow) (EndpointSummary, 
 		es.Allocs, es.AllocBytes = f64(round(float64(objects)/n, 4)), f64(round(float64(space)/n, 2))
 		p := allocspy.Profile(rep)
 		labelRoutes(p, routes)
+		if routes != nil {
+			*bg = background{total: float64(space), seconds: ew.attr.load.Elapsed.Seconds(), requests: ew.attr.load.OK}
+			for _, smp := range p.Sample {
+				if v := smp.Label[profkey.RouteLabel]; len(v) == 1 && v[0] == profkey.Background {
+					bg.bytes += float64(smp.Value[1])
+				}
+			}
+		}
 		if err := o.endpointProfile(&es, k, "allocs", p, ew.attr); err != nil {
 			return es, err
 		}
@@ -204,10 +243,36 @@ func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
 			src := s.Endpoints[0].Sources
 			fmt.Fprintf(w, "\nSources: CPU %s, allocations %s, copies %s, syscalls %s.\n", src["cpu"], src["allocs"], src["copies"], src["syscalls"])
 		}
+		for _, e := range handingOff(s.Endpoints) {
+			fmt.Fprintf(w, "\n**Handed off**: %s\n", handOffLine(e, safetext.Code(e.Name)))
+		}
 		return
 	}
 	fmt.Fprintf(w, "  mix           %s: the figures above; each request alone, per request:\n", s.Mix.File)
 	for _, e := range s.Endpoints {
 		fmt.Fprintf(w, "    %-24s w%-3d cpu %s µs  allocs %s (%s B)  copied %s B  syscalls %s\n", e.Name, e.Weight, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
 	}
+	for _, e := range handingOff(s.Endpoints) {
+		fmt.Fprintf(w, "  handed off    %s\n", handOffLine(e, safetext.Text(e.Name)))
+	}
+}
+
+// handOffShare is the share of a request's window's bytes allocated
+// outside any request past which the terminal and report.md say so.
+const handOffShare = 0.2
+
+// handingOff are the endpoints whose windows allocated more than
+// handOffShare of their bytes outside their requests.
+func handingOff(es []EndpointSummary) []EndpointSummary {
+	var out []EndpointSummary
+	for _, e := range es {
+		if e.BackgroundShare != nil && *e.BackgroundShare >= handOffShare {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func handOffLine(e EndpointSummary, name string) string {
+	return fmt.Sprintf("%s: %.0f%% of its window's bytes (%s B/req) were allocated outside its requests, by goroutines that already existed (workers, pools): its row counts them, the mix's split by route puts them in the background", name, *e.BackgroundShare*100, fmtPtr(e.BackgroundBytes, 0))
 }

@@ -358,6 +358,16 @@ type EndpointSummary struct {
 	Allocs              *float64 `json:"allocs"`
 	AllocBytes          *float64 `json:"alloc_bytes"`
 	CopiedBytes         *float64 `json:"copied_bytes"`
+	// BackgroundBytes is what its attribution window allocated outside
+	// any request, above the background rate of the quietest request's
+	// window, per request: work it handed to goroutines that already
+	// existed (workers, pools, a storage engine's goroutines), which its
+	// own figures (AllocBytes's sites by route, routes[]) leave out.
+	// BackgroundShare is that part of all the bytes its window allocated.
+	// An estimate: the background that any window has (timers, the GC's
+	// workers) is taken to run at the quietest window's rate.
+	BackgroundBytes *float64 `json:"background_bytes,omitempty"`
+	BackgroundShare *float64 `json:"background_share,omitempty"`
 	// Files are its attribution window's profiles (allocs, copies).
 	Files map[string]string `json:"files,omitempty"`
 	// Sources name where each figure comes from, as summary.json's do.

@@ -35,6 +35,11 @@
 //	            in main.childWork and one copy of 3000 B in main.copyN
 //	-ticker D   a background goroutine allocates 128 B in main.tickAlloc
 //	            every D, outside any request
+//	/handoff    hands a job to a worker goroutine started at the start
+//	            (outside any request), which makes exactly 4 allocations of
+//	            1024 B in main.handoffWork and answers: the request's own
+//	            allocation is the channel it waits on; the 4 KB land in the
+//	            background
 //
 // -mode panic panics in a goroutine after -crash-after requests; -mode
 // flood writes 10 MB without a newline and exits; -spawn FILE starts two
@@ -162,6 +167,25 @@ func poolWorker(jobs chan job) {
 	for j := range jobs {
 		time.Sleep(j.d)
 		close(j.done)
+	}
+}
+
+// handoffWorker serves /handoff's jobs, on a goroutine of no request.
+//
+//go:noinline
+func handoffWorker(jobs chan chan struct{}) {
+	for done := range jobs {
+		handoffWork()
+		close(done)
+	}
+}
+
+// handoffWork is /handoff's cost: 4 allocations of 1024 B.
+//
+//go:noinline
+func handoffWork() {
+	for i := 0; i < 4; i++ {
+		gsink = make([]byte, 1024)
 	}
 }
 
@@ -333,6 +357,8 @@ func main() {
 		go poolWorker(pool)
 	}
 	var tailCount atomic.Int64
+	handoffs := make(chan chan struct{})
+	go handoffWorker(handoffs)
 
 	if *ticker > 0 {
 		go func() {
@@ -410,6 +436,12 @@ func main() {
 		j := job{time.Duration(ms) * time.Millisecond, make(chan struct{})}
 		pool <- j
 		<-j.done
+		w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/handoff", func(w http.ResponseWriter, r *http.Request) {
+		done := make(chan struct{})
+		handoffs <- done
+		<-done
 		w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/tail", func(w http.ResponseWriter, r *http.Request) {
