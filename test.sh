@@ -32,14 +32,16 @@ stamp "go vet"
 go vet ./...
 stamp "staticcheck"
 go tool staticcheck ./...
-stamp "cross-builds: everything on darwin/arm64 and linux/arm64, flame and allocdiff on windows"
+stamp "cross-builds: everything vetted on darwin/arm64 and linux/arm64, flame and allocdiff built for windows"
 # darwin cannot run here: building and vetting it (tests included) keeps
 # every Linux-only file behind its build constraint with a counterpart.
 # darwin/amd64 adds nothing to darwin/arm64 and linux/amd64: no Go file
 # of the module is constrained by architecture (copyspy's per-architecture
 # recorders are overlay text, built into targets on Linux only).
+# go vet type-checks every package and its tests, built on the
+# dependencies' compiled export data: what a build would catch but the
+# link.
 for p in darwin/arm64 linux/arm64; do
-	GOOS=${p%/*} GOARCH=${p#*/} go build ./...
 	GOOS=${p%/*} GOARCH=${p#*/} go vet ./...
 done
 GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/flame ./cmd/allocdiff
@@ -66,9 +68,13 @@ stamp "the tests -short skips"
 # overlay against each supported release's GOROOT (fetched through the
 # module proxy), and testdata/newgo is measured with the Go 1.27 its
 # go.mod asks for, whatever Go runs this script.
+failed=""
 while read -r pkg run; do
-	go test -p 1 -count=1 -timeout 30m -run "$run" "$pkg"
+	go test -p 1 -count=1 -timeout 30m -run "$run" "$pkg" || failed="$failed $pkg"
 done < "$long/tests"
+if [ -n "$failed" ]; then
+	echo "FAIL:$failed"; exit 1
+fi
 
 # The second tier: the end-to-end tests whose figures depend on the Go
 # release (the runtime overlays, the request boundaries, the benchmark

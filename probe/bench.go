@@ -149,10 +149,12 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Toolchain: cfg.Toolchain, Copies: cfg.Copies == "overlay", Overlays: spyOverlays(seams{})}, logf)
+	// copyspy is built in with -copies off too, idle: one build serves both.
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Toolchain: cfg.Toolchain, Copies: true, Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}
+	tgt = idleOverlays(tgt, cfg.Copies == "off", false)
 	if err := cfg.checkArch(tgt); err != nil {
 		return nil, err
 	}

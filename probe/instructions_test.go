@@ -37,8 +37,10 @@ func instructionsPerRequest(t *testing.T, target, path string, requests int) flo
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(readFile(t, filepath.Join(res.Dir, "bench.txt")), "Unit instructions/req assume=exact") {
-		t.Error("bench.txt does not declare instructions/req exact")
+	// callgrind's counts repeat to a fraction of a percent, not exactly
+	// (the metric table judges them by the runs' spread): not exact.
+	if b := readFile(t, filepath.Join(res.Dir, "bench.txt")); !strings.Contains(b, "instructions/req") || strings.Contains(b, "Unit instructions/req assume=exact") {
+		t.Errorf("bench.txt: want instructions/req, not declared exact:\n%s", b)
 	}
 	// The profile holds the whole window; the figure is the window less
 	// sysmon, both shown in the checks. sysmon sleeps through the window

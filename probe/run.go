@@ -338,11 +338,16 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Toolchain: cfg.Toolchain, Copies: cfg.Copies == "overlay", Allocs: cfg.Allocs == "allocspy", Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: cfg.OffCPU || cfg.Allocs == "allocspy" || cfg.Copies == "overlay",
+	// Every runtime overlay is built in whatever the flags count: one
+	// build (and one standard library built with the overlays) serves
+	// every mode, and an overlay the run does not use stays idle, as all
+	// of them are in the timing window.
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Toolchain: cfg.Toolchain, Copies: true, Allocs: true, Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: true,
 		Overlays: spyOverlays(cfg.seams)}, logf)
 	if err != nil {
 		return nil, err
 	}
+	tgt = idleOverlays(tgt, cfg.Copies == "off", cfg.Allocs != "allocspy")
 	if err := (BenchConfig{Exec: cfg.Exec}).checkArch(tgt); err != nil {
 		return nil, err
 	}
@@ -372,6 +377,22 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Summary.Reasons, "; "))
 	}
 	return res, nil
+}
+
+// idleOverlays is tgt as a run that leaves copyspy (noCopies) or
+// allocspy (noAllocs) idle sees it: built in, not counted.
+func idleOverlays(tgt *withagent.Binary, noCopies, noAllocs bool) *withagent.Binary {
+	if !noCopies && !noAllocs {
+		return tgt
+	}
+	t := *tgt
+	if noCopies {
+		t.Copies, t.CopiesOff = false, ""
+	}
+	if noAllocs {
+		t.Allocs, t.AllocsOff = false, ""
+	}
+	return &t
 }
 
 // driverName names the driver newDriver makes.
