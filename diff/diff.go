@@ -308,6 +308,9 @@ func chooseSample(before, after *Side, want string) (string, string, error) {
 		if u := p.Types[sampleIndex(p, want)].Unit; u != unit {
 			return "", "", fmt.Errorf("%s measures %s in %s, %s in %s: profiles of different kinds", files[i], want, u, files[0], unit)
 		}
+		if p.Overflow[sampleIndex(p, want)] {
+			return "", "", fmt.Errorf("%s: its %s values add up to more than 2^63: they overflow", files[i], want)
+		}
 	}
 	return want, unit, nil
 }
@@ -346,11 +349,17 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 	}
 	fb, fa := sum(r.before, r.before.flat), sum(r.after, r.after.flat)
 	cb, ca := sum(r.before, r.before.cum), sum(r.after, r.after.cum)
-	for _, t := range r.before.total {
-		r.TotalBefore += t
-	}
-	for _, t := range r.after.total {
-		r.TotalAfter += t
+	for _, side := range []struct {
+		name   string
+		totals []int64
+		sum    *int64
+	}{{"before", r.before.total, &r.TotalBefore}, {"after", r.after.total, &r.TotalAfter}} {
+		for _, t := range side.totals {
+			if t > 0 && *side.sum > math.MaxInt64-t {
+				return nil, fmt.Errorf("the %s profiles' %s values add up to more than 2^63: they overflow", side.name, sample)
+			}
+			*side.sum += t
+		}
 	}
 	pvals := len(before.Files) >= 2 && len(after.Files) >= 2
 	for k := 0; k < nk; k++ {

@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"compress/gzip"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,42 @@ func TestHostileNames(t *testing.T) {
 					t.Errorf("markdown row broken: %q", line)
 				}
 			}
+		}
+	}
+}
+
+// TestOverflow: values that add up past 2^63 (two samples of the largest
+// int64 in one file, or two such files on one side) are an error naming
+// the file or the side, never a wrapped sum.
+func TestOverflow(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, values ...int64) string {
+		fn := &profile.Function{ID: 1, Name: "main.f"}
+		loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+		p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}, Location: []*profile.Location{loc}, Function: []*profile.Function{fn},
+			Comments: []string{"perfspy.requests=10"}}
+		for _, v := range values {
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{v}})
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, encode(t, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	small := mk("small.pb", 10)
+	twice := mk("twice.pb", math.MaxInt64, math.MaxInt64)
+	big := mk("big.pb", math.MaxInt64)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{small, twice}, "twice.pb: its alloc_space values add up to more than 2^63"},
+		{[]string{big, big, "--", small}, "the before profiles' alloc_space values add up to more than 2^63"},
+	} {
+		var o, e bytes.Buffer
+		if code := Command(c.args, &o, &e); code == 0 || !strings.Contains(e.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want an error saying %q", c.args, code, e.String(), c.want)
 		}
 	}
 }

@@ -52,6 +52,8 @@ var ErrNoAnswer = errors.New("the store did not answer")
 func callError(a *Access, err error) error {
 	var ce *connect.Error
 	switch {
+	case errors.Is(err, storeaccess.ErrTooLarge), errors.Is(err, storeaccess.ErrRedirect):
+		return err
 	case errors.As(err, &ce) && ce.Code() == connect.CodeResourceExhausted:
 		return fmt.Errorf("the answer is over %d bytes (-store-max-response): %w", a.MaxResponse, err)
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ce) && ce.Code() == connect.CodeDeadlineExceeded:

@@ -9,6 +9,7 @@ package storeaccess
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -197,7 +198,29 @@ func (a *Access) Client() (*http.Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &http.Client{Timeout: timeout, Transport: authTransport{a, tr}}, nil
+	return &http.Client{Timeout: timeout, Transport: authTransport{a, tr}, CheckRedirect: sameStore}, nil
+}
+
+// ErrRedirect is a store's redirect to another host or scheme: refused,
+// as following it would send the credentials and the tenant's headers
+// (added to every request) where the user did not point them.
+var ErrRedirect = errors.New("the store redirected elsewhere")
+
+// ErrTooLarge is an answer whose declared length is over MaxResponse:
+// refused on its header, unread.
+var ErrTooLarge = errors.New("the store's answer is over the limit")
+
+// sameStore lets a redirect stay on the first request's scheme and host
+// only.
+func sameStore(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("%w: %s to %s refused (credentials go to the configured store only)", ErrRedirect, Redact(first.Scheme+"://"+first.Host), Redact(req.URL.Scheme+"://"+req.URL.Host))
+	}
+	if len(via) >= 10 {
+		return fmt.Errorf("%w: 10 redirects", ErrRedirect)
+	}
+	return nil
 }
 
 // authTransport adds an Access's headers and credentials.
@@ -217,7 +240,19 @@ func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case t.a.User != "":
 		r.SetBasicAuth(t.a.User, t.a.Password)
 	}
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	limit := t.a.MaxResponse
+	if limit <= 0 {
+		limit = DefaultMaxResponse
+	}
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: it declares %d bytes, over %d (-store-max-response); not read", ErrTooLarge, resp.ContentLength, limit)
+	}
+	return resp, nil
 }
 
 // Redact returns a URL or address with its password (and query values,
