@@ -95,7 +95,7 @@ func (e *ConfigError) Error() string {
 // LoadConfig reads and checks path; root is the repository the paths in it
 // are relative to. Every error is a *ConfigError.
 func LoadConfig(path, root string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
@@ -107,6 +107,55 @@ func LoadConfig(path, root string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// MaxConfig is the most bytes a configuration may hold: it is a short
+// list of servers and benchmarks, and the head of a pull request writes it.
+const MaxConfig = 1 << 20
+
+// readConfig reads path, refusing more than MaxConfig bytes unread.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxConfig {
+		return nil, fmt.Errorf("over %d bytes: a configuration is a short list of servers and benchmarks", MaxConfig)
+	}
+	return data, nil
+}
+
+// inside checks that rel, a path of the configuration, stays in root with
+// its symbolic links followed: the head of a pull request writes the file
+// and may commit links, and nothing outside its worktree is measured or
+// read. A path that does not exist is left to the checks that follow.
+func inside(root, rel string) error {
+	if filepath.IsAbs(rel) {
+		return fmt.Errorf("%s: an absolute path (paths are relative to the repository's root)", rel)
+	}
+	if r, err := filepath.Rel(root, filepath.Join(root, rel)); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: outside the repository", rel)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return nil
+	}
+	if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+		return fmt.Errorf("%s: a symbolic link leads outside the repository", rel)
+	}
+	return nil
 }
 
 // parseConfig decodes the YAML, refusing unknown keys and values of the
@@ -312,6 +361,18 @@ func (c *Config) check(root string) error {
 		return false
 	}
 	for _, s := range c.Servers {
+		paths := []string{s.Target, s.Requests}
+		if f, ok := strings.CutPrefix(s.Data, "@"); ok {
+			paths = append(paths, f) // data is a path with @ only
+		}
+		for _, p := range paths {
+			if p == "" {
+				continue
+			}
+			if err := inside(root, p); err != nil {
+				return &ConfigError{File: c.path, Line: s.line, Msg: fmt.Sprintf("server %s: %v", s.Name, err)}
+			}
+		}
 		if !isPkg(s.Target) {
 			return &ConfigError{File: c.path, Line: s.line, Msg: fmt.Sprintf("server %s: target %s: no Go package there (paths are relative to %s)", s.Name, s.Target, root)}
 		}
@@ -322,6 +383,9 @@ func (c *Config) check(root string) error {
 		}
 	}
 	for _, b := range c.Benchmarks {
+		if err := inside(root, b.Package); err != nil {
+			return &ConfigError{File: c.path, Line: b.line, Msg: fmt.Sprintf("benchmarks: %v", err)}
+		}
 		if !isPkg(b.Package) {
 			return &ConfigError{File: c.path, Line: b.line, Msg: fmt.Sprintf("benchmarks: package %s: no Go package there (paths are relative to %s)", b.Package, root)}
 		}

@@ -66,6 +66,12 @@ rounds: 2
 // key, before anything is built.
 func TestBadConfig(t *testing.T) {
 	root := configRoot(t)
+	// A committed link to a folder outside the worktree, with a package.
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		yaml, want string
 		line       int
@@ -85,6 +91,13 @@ func TestBadConfig(t *testing.T) {
 		{"gates:\n  allocs/req: 0%\n", "nothing to measure", 1},
 		{"servers:\n  - target: ./cmd/api\n  - target: ./cmd/api\n", `a second server named "api"`, 3},
 		{"servers:\n  - target: ./cmd/api\nservers: []\n", `key "servers" given twice`, 3},
+		// Nothing outside the repository: no file of it read or printed.
+		{"servers:\n  - target: ./cmd/api\n    requests: ../../../../../../../../etc/passwd\n", "../../../../../../../../etc/passwd: outside the repository", 2},
+		{"servers:\n  - target: ./cmd/api\n    requests: /etc/passwd\n", "/etc/passwd: an absolute path", 2},
+		{"servers:\n  - target: ./escape\n", "./escape: a symbolic link leads outside the repository", 2},
+		{"servers:\n  - target: ./cmd/api\n    data: '@../../../../../../../etc/passwd'\n", "outside the repository", 2},
+		{"benchmarks:\n  - package: ../..\n", "../..: outside the repository", 2},
+		{"#" + strings.Repeat("x", MaxConfig) + "\nservers:\n  - target: ./cmd/api\n", "over 1048576 bytes", 0},
 	} {
 		path := filepath.Join(root, ConfigFile)
 		os.WriteFile(path, []byte(c.yaml), 0o644)
@@ -93,6 +106,9 @@ func TestBadConfig(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Errorf("%q: err %v, want a *ConfigError", c.yaml, err)
 			continue
+		}
+		if strings.Contains(err.Error(), "root:") {
+			t.Errorf("%q: the error shows a line of a file outside the repository: %v", c.yaml, err)
 		}
 		if !strings.Contains(err.Error(), c.want) || ce.File != path || c.line > 0 && ce.Line != c.line || !strings.HasPrefix(err.Error(), path) {
 			t.Errorf("%q:\n got %v (line %d)\nwant %q at line %d", c.yaml, err, ce.Line, c.want, c.line)

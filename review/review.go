@@ -196,6 +196,9 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 		abc.Run.Conns = s.Conns
 	}
 	in := probe.RunInputs{Args: s.Args, Data: s.Data}
+	if f, ok := strings.CutPrefix(s.Data, "@"); ok {
+		in.Data = "@" + filepath.Join(m.root, f) // relative to the root, as every path of the file
+	}
 	if s.Requests != "" {
 		in.Requests = filepath.Join(m.root, s.Requests)
 	}
