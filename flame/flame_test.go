@@ -294,3 +294,23 @@ func FuzzWireTree(f *testing.F) {
 		checkWireTree(t, "input", in, "")
 	})
 }
+
+// TestByteOrderMark: folded stacks saved with a UTF-8 byte-order mark
+// (gzipped or not) read as without it: the first frame's name is its own.
+func TestByteOrderMark(t *testing.T) {
+	plain := []byte("main;work 3\nmain;idle 1\n")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(append([]byte("\xef\xbb\xbf"), plain...))
+	zw.Close()
+	for name, in := range map[string][]byte{"plain": append([]byte("\xef\xbb\xbf"), plain...), "gzipped": gz.Bytes()} {
+		tr, err := Read(bytes.NewReader(in), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		kids := tr.Root.Children()
+		if len(kids) != 1 || kids[0].Name != "main" || kids[0].Total != 4 {
+			t.Errorf("%s: the root's children %+v, want main (4)", name, kids)
+		}
+	}
+}

@@ -447,6 +447,11 @@ func classify(r io.Reader, opt Options) (*input, error) {
 			return nil, fmt.Errorf("empty input: %w", ErrEmpty)
 		}
 	}
+	// A byte-order mark (editors on Windows write one) is no part of the
+	// first frame's name.
+	if bom, _ := in.br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		in.br.Discard(3)
+	}
 	if !looksLikeText(in.br) {
 		return in, nil
 	}
