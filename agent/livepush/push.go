@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,7 +212,10 @@ func postPush(ctx context.Context, hc *http.Client, base string, body []byte) er
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("push to %s: %s: %s", storeaccess.Redact(base), resp.Status, bytes.TrimSpace(msg))
+		// The store's words go to the application's standard error:
+		// quoted, so that no escape sequence or control character in
+		// them reaches a terminal raw.
+		return fmt.Errorf("push to %s: %s: %s", storeaccess.Redact(base), strconv.Quote(resp.Status), strconv.Quote(string(bytes.TrimSpace(msg))))
 	}
 	return nil
 }
