@@ -8,12 +8,14 @@ stamp() { echo "== $(date -u +%T) $*"; }
 
 # strace is the syscall tests' oracle (the eBPF tests need root, which CI
 # has); Debian's chromium runs the flame graphs' browser tests; valgrind
-# runs the instruction counts; qemu-user-static runs linux/arm64 binaries.
+# runs the instruction counts; qemu-user-static runs linux/arm64 binaries;
+# jq evaluates the action's comment filter in its test.
 missing=""
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		stamp "installing$missing"

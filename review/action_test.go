@@ -137,3 +137,81 @@ func TestActionReviewStep(t *testing.T) {
 		t.Errorf("annotations.txt lacks %q:\n%s", want, ann)
 	}
 }
+
+// TestActionCommentStep runs action.yml's comment step with a stand-in
+// for gh (its --jq filter run by jq): only a comment the action's own
+// token wrote is edited; a comment of anyone else that starts with the
+// marker is left alone, and a new one is posted. The step may fail (a
+// fork's token) without taking the verdict with it.
+func TestActionCommentStep(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("skipped: jq is not installed (Debian package jq; test.sh installs it as root)")
+	}
+	root, err := srcroot.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var action struct {
+		Runs struct {
+			Steps []struct {
+				actionStep      `yaml:",inline"`
+				If              string `yaml:"if"`
+				ContinueOnError bool   `yaml:"continue-on-error"`
+			} `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, filepath.Join(root, "action.yml"))), &action); err != nil {
+		t.Fatal(err)
+	}
+	var step string
+	for _, s := range action.Runs.Steps {
+		switch s.Name {
+		case "Comment on the pull request":
+			step = s.Run
+			if !s.ContinueOnError {
+				t.Error("the comment step's failure (a fork's token) would skip the verdict")
+			}
+		case "Verdict":
+			if !strings.HasPrefix(s.If, "always()") {
+				t.Errorf("the verdict step runs if %q, not always()", s.If)
+			}
+		}
+	}
+	if step == "" {
+		t.Fatal("action.yml has no comment step")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "gh"), []byte(`#!/bin/bash
+echo "$*" >> "$GH_LOG"
+if [ "$1" = api ] && [ "$2" != -X ]; then
+	while [ $# -gt 0 ]; do [ "$1" = --jq ] && jq -r "$2" "$COMMENTS"; shift; done
+fi
+`), 0o755)
+	os.MkdirAll(filepath.Join(dir, "perfspy", "review"), 0o755)
+	os.WriteFile(filepath.Join(dir, "perfspy", "review", "review.md"), []byte(CommentMarker+"\nnew\n"), 0o644)
+	mallory := `{"id": 11, "user": {"login": "mallory"}, "body": "` + CommentMarker + `\nplanted"}`
+	ours := `{"id": 22, "user": {"login": "github-actions[bot]"}, "body": "` + CommentMarker + `\nold"}`
+	for _, c := range []struct {
+		comments, want string
+	}{
+		{"[" + mallory + ", " + ours + "]", "api -X PATCH repos/o/r/issues/comments/22 "},
+		{"[" + ours + ", " + mallory + "]", "api -X PATCH repos/o/r/issues/comments/22 "},
+		{"[" + mallory + "]", "pr comment 7 "},
+	} {
+		comments, log := filepath.Join(dir, "comments.json"), filepath.Join(dir, "gh.log")
+		os.WriteFile(comments, []byte(c.comments), 0o644)
+		os.Remove(log)
+		cmd := exec.Command("bash", "-e", "-c", step)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "GH_LOG="+log, "COMMENTS="+comments,
+			"RUNNER_TEMP="+dir, "GITHUB_REPOSITORY=o/r", "PR=7", "GH_TOKEN=x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", c.comments, err, out)
+		}
+		got := readFile(t, log)
+		if !strings.Contains(got, c.want) || strings.Contains(got, "comments/11") {
+			t.Errorf("comments %s: gh was called\n%s\nwant %q, never comment 11", c.comments, got, c.want)
+		}
+	}
+}
