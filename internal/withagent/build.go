@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -443,8 +444,36 @@ func (b *builder) compileTest(ctx context.Context) error {
 	return nil
 }
 
+// clearNonObject removes what is at path when it is not an executable
+// the go command wrote: go build refuses to write over a file that is
+// not an object file, and one left in the cache would break every later
+// run of the target.
+func clearNonObject(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil // nothing there
+	}
+	if st.Mode().IsRegular() {
+		if _, err := buildinfo.ReadFile(path); err == nil {
+			return nil
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("%s is not an executable the go command wrote, and cannot be removed: %w", path, err)
+	}
+	return nil
+}
+
 // build runs go build with the overlay entries replace.
 func (b *builder) build(ctx context.Context, replace map[string]string) (string, error) {
+	for _, p := range []string{b.t.Binary, b.t.PlainBinary} {
+		if p == "" {
+			continue
+		}
+		if err := clearNonObject(p); err != nil {
+			return "", err
+		}
+	}
 	ob, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
 	overlayPath := filepath.Join(b.work, "overlay.json")
 	if err := os.WriteFile(overlayPath, ob, 0o644); err != nil {

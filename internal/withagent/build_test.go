@@ -102,3 +102,29 @@ func TestMainOnlyDirectives(t *testing.T) {
 		t.Errorf("a comment taken for a directive: %q", d)
 	}
 }
+
+// TestClearNonObject: what is planted where the build writes its binary
+// (a text file, a folder) is removed, so that go build, which refuses to
+// write over anything that is not an object file, builds there again; a
+// Go executable stays.
+func TestClearNonObject(t *testing.T) {
+	dir := t.TempDir()
+	text, folder, exe := filepath.Join(dir, "text"), filepath.Join(dir, "folder"), filepath.Join(dir, "exe")
+	os.WriteFile(text, []byte("#!/bin/sh\necho planted\n"), 0o755)
+	os.MkdirAll(filepath.Join(folder, "sub"), 0o755)
+	self, err := os.ReadFile(os.Args[0]) // this test binary: a Go executable
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(exe, self, 0o755)
+	for _, p := range []string{text, folder, exe, filepath.Join(dir, "absent")} {
+		if err := clearNonObject(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	for p, want := range map[string]bool{text: false, folder: false, exe: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: there %v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+}
