@@ -162,17 +162,11 @@ func (d *Framed) step(ctx context.Context) func(i int, r *Result) {
 // -proto auto's test for a TCP server that answers neither HTTP/1.1 nor
 // gRPC reflection.
 func AnswersFramed(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := dialFor(ctx, "tcp", addr, time.Second)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
 	req := make([]byte, frame.HeaderSize+frame.CRCSize)
 	frame.Header{Type: frame.TypeReq, ID: 1}.Put(req)
 	binary.LittleEndian.PutUint32(req[frame.HeaderSize:], frame.CRC(req[:frame.HeaderSize], nil))

@@ -125,17 +125,11 @@ func AnswersReflection(ctx context.Context, addr string) bool {
 // (its status line) within a second: the request the run sends anyway,
 // so that an HTTP/1 server sees nothing it would log as an error.
 func AnswersHTTP1(ctx context.Context, addr, path string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := dialFor(ctx, "tcp", addr, time.Second)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr); err != nil {
 		return false
 	}
@@ -183,4 +177,18 @@ func OnlyMethod(ctx context.Context, addr string) (string, bool) {
 		return "", false
 	}
 	return services[0] + "/" + string(sd.Methods().Get(0).Name()), true
+}
+
+// dialFor dials addr over network for a question that must be answered
+// within d: the dial, every write and every read end by then.
+func dialFor(ctx context.Context, network, addr string, d time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(d))
+	return c, nil
 }

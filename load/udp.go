@@ -258,17 +258,11 @@ func (d *UDP) RunN(ctx context.Context, n int) (*Result, error) {
 // second: -proto auto's test for a UDP target (one that does not is
 // driven as QUIC).
 func AnswersBulkUDP(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "udp", addr)
+	c, err := dialFor(ctx, "udp", addr, 500*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
 	const pkt = bulk.HeaderSize + 64
 	b := make([]byte, pkt)
 	bulk.Header{Transfer: rand.Uint32(), Pkt: pkt, Seq: 0, Count: 1}.Put(b)
