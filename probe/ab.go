@@ -274,6 +274,33 @@ func (ab *abRun) target(arm string) string {
 	return filepath.Join(ab.dirs[arm], ab.rel)
 }
 
+// workdir is the folder an arm's target runs in: probe's own as it lies
+// in the arm's worktree, so that the files a server reads relative to it
+// are its revision's; the worktree's root when probe runs outside the
+// repository; "" (probe's own) with no worktree.
+func (ab *abRun) workdir(arm string) string {
+	if ab.dirs[arm] == "" {
+		return ""
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if top, err := filepath.EvalSymlinks(ab.root); err == nil {
+			if real, err := filepath.EvalSymlinks(wd); err == nil {
+				if rel, err := filepath.Rel(top, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+					if d := filepath.Join(ab.dirs[arm], rel); isDir(d) {
+						return d
+					}
+				}
+			}
+		}
+	}
+	return ab.dirs[arm]
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
 // makeOut makes the results folder, never an existing one.
 func (ab *abRun) makeOut() error {
 	out := ab.cfg.Out
@@ -345,7 +372,7 @@ func (ab *abRun) push(rc Config, r int, arm string, send func() error) error {
 func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	cfg := ab.cfg
 	rc := cfg.Run
-	rc.Target, rc.Toolchain = ab.target(arm), ab.toolchain(arm)
+	rc.Target, rc.Toolchain, rc.Dir = ab.target(arm), ab.toolchain(arm), ab.workdir(arm)
 	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
 	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, ab.res.armName(arm))
 	if cfg.Bench.Bench != "" {

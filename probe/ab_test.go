@@ -353,3 +353,30 @@ func TestABToolchains(t *testing.T) {
 	}
 	t.Logf("allocs/req %v -> %v; by scope %v", res.Metrics["allocs/req"].Before, res.Metrics["allocs/req"].After, s)
 }
+
+// TestArmWorkdir: an arm's target runs in probe's own folder as it lies in
+// the arm's worktree (a server's relative data files are its revision's),
+// in the worktree's root when probe runs outside the repository, and in
+// probe's own folder with no worktree.
+func TestArmWorkdir(t *testing.T) {
+	repo, wt, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(repo, "srv", "data"), filepath.Join(wt, "srv", "data")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ab := &abRun{root: repo, dirs: map[string]string{"before": "", "after": wt}}
+	for _, c := range []struct{ cwd, want string }{
+		{filepath.Join(repo, "srv"), filepath.Join(wt, "srv")},
+		{repo, wt},
+		{elsewhere, wt},
+	} {
+		t.Chdir(c.cwd)
+		if got := ab.workdir("after"); got != c.want {
+			t.Errorf("probe in %s: the after arm runs in %s, want %s", c.cwd, got, c.want)
+		}
+		if got := ab.workdir("before"); got != "" {
+			t.Errorf("no worktree: %q, want probe's own folder", got)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Config struct {
 	// Spec is the load driver's settings.
 	load.Spec
 	Target string
+	// Dir is the folder the target runs in ("" probe's own); probe ab
+	// runs each arm in its worktree.
+	Dir string
 	// Toolchain is GOTOOLCHAIN for the target's build ("" the environment's:
 	// the one go build would use); probe ab -before-go and -after-go set it.
 	Toolchain string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -124,7 +125,9 @@ func (s *session) start(ctx context.Context) error {
 		logf("the target and the load driver are not pinned: CPU pinning is not available on this platform (%s)", runtime.GOOS)
 	}
 	logf("starting %s", tgt.Binary)
-	if s.p, err = proc.Start(bin, args, targetEnv(cfg, env...), filepath.Join(s.out, "target.log"), plan.Server); err != nil {
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Dir = targetEnv(cfg, env...), cfg.Dir
+	if s.p, err = proc.StartCmd(cmd, filepath.Join(s.out, "target.log"), plan.Server); err != nil {
 		return err
 	}
 	if s.grace > 0 {
