@@ -259,11 +259,13 @@ func (r *Result) details() string {
 		}
 	}
 	b.WriteString("\nResults folders: ")
-	for i, it := range r.Items {
-		if i > 0 {
-			b.WriteString(", ")
+	sep := ""
+	for _, it := range r.Items {
+		if it.Dir == "" {
+			continue // new in the head: nothing measured
 		}
-		b.WriteString(safetext.Code(it.Dir))
+		b.WriteString(sep + safetext.Code(it.Dir))
+		sep = ", "
 	}
 	fmt.Fprintf(&b, ".\n\nConfiguration: %s", safetext.Code(r.Config))
 	if r.cfg != nil {

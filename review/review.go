@@ -153,7 +153,9 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", j.what, err)
 		}
 		res.Items = append(res.Items, it)
-		res.addAnnotations(ctx, root, it, ab)
+		if ab != nil {
+			res.addAnnotations(ctx, root, it, ab)
+		}
 	}
 	res.verdict()
 	if err := res.write(opt.Getenv); err != nil {
@@ -179,8 +181,21 @@ type measurer struct {
 	logw       io.Writer
 }
 
+// newInHead is an item whose folder the base revision does not have: a
+// server or a package the pull request adds. It is reported as new, with
+// nothing to compare, and the review goes on.
+func (m measurer) newInHead(ctx context.Context, kind, name, path string) (*Item, bool) {
+	if _, err := git(ctx, m.root, "cat-file", "-e", m.base+":"+filepath.ToSlash(filepath.Clean(path))); err == nil {
+		return nil, false
+	}
+	return &Item{Kind: kind, Name: name, Reasons: []string{fmt.Sprintf("new in the head: the base (%s) has no %s, so there is nothing to compare", short(m.base), path)}}, true
+}
+
 // server runs probe ab on one server.
 func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult, error) {
+	if it, ok := m.newInHead(ctx, "server", s.Name, s.Target); ok {
+		return it, nil, nil
+	}
 	abc, err := probe.NewABConfig(filepath.Join(m.root, s.Target), "")
 	if err != nil {
 		return nil, nil, err
@@ -220,6 +235,9 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 
 // benchmarks runs probe ab -bench on one package.
 func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.ABResult, error) {
+	if it, ok := m.newInHead(ctx, "benchmarks", b.Package+" "+b.Bench, b.Package); ok {
+		return it, nil, nil
+	}
 	abc, err := probe.NewABConfig(filepath.Join(m.root, b.Package), b.Bench)
 	if err != nil {
 		return nil, nil, err

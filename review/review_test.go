@@ -289,3 +289,21 @@ func TestReviewCache(t *testing.T) {
 		t.Errorf("the annotations differ:\n%s\n---\n%s", anns[0], anns[1])
 	}
 }
+
+// TestNewInHead: a server or package the head adds is reported as new,
+// with nothing to compare, where probe ab would fail on the base's missing
+// folder; one the base has is measured.
+func TestNewInHead(t *testing.T) {
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	base := r.commit(map[string]string{"go.mod": "module example.com/n\n\ngo 1.26\n", "old/main.go": "package main\n\nfunc main() {}\n"}, "base")
+	r.commit(map[string]string{"fresh/main.go": "package main\n\nfunc main() {}\n"}, "head")
+	m := measurer{root: r.dir, base: base}
+	it, ok := m.newInHead(context.Background(), "server", "fresh", "./fresh")
+	if !ok || it.Judged || len(it.Reasons) != 1 || !strings.Contains(it.Reasons[0], "new in the head") || !strings.Contains(it.Reasons[0], "./fresh") {
+		t.Errorf("a server the head adds: %+v, %v", it, ok)
+	}
+	if it, ok := m.newInHead(context.Background(), "server", "old", "./old"); ok {
+		t.Errorf("a server the base has is called new: %+v", it)
+	}
+}
