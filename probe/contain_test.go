@@ -82,14 +82,15 @@ func (p *probeProc) stop(t *testing.T, sig syscall.Signal, within time.Duration)
 
 // TestNothingLeft: the target's children, one of them in a session of
 // its own, end with probe however probe ends: SIGKILL (probe cannot clean
-// up; the watchdog does), SIGINT and SIGTERM.
+// up; the watchdog does), SIGINT and SIGTERM; and the run's private
+// folder (the agent's socket) is gone.
 func TestNothingLeft(t *testing.T) {
 	skipShort(t)
 	bin := buildProbe(t)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "pids")
-			p := startProbe(t, bin, "snapshot 1", nil, "run", "-warmup", "0s", "-duration", "30s", "-offcpu=false", "-out", filepath.Join(t.TempDir(), "out"),
+			pidFile, tmp := filepath.Join(t.TempDir(), "pids"), t.TempDir()
+			p := startProbe(t, bin, "snapshot 1", []string{"TMPDIR=" + tmp}, "run", "-warmup", "0s", "-duration", "30s", "-offcpu=false", "-out", filepath.Join(t.TempDir(), "out"),
 				"-args", "-spawn "+pidFile, "./testdata/probetarget")
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
@@ -121,6 +122,13 @@ func TestNothingLeft(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			checkNoOrphans(t)
+			left := func() []string { m, _ := filepath.Glob(filepath.Join(tmp, "perfspy-*")); return m }
+			for len(left()) > 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if m := left(); len(m) > 0 {
+				t.Errorf("after %v to probe, its private folder is left: %v", sig, m)
+			}
 		})
 	}
 }

@@ -127,7 +127,7 @@ func (s *session) start(ctx context.Context) error {
 	logf("starting %s", tgt.Binary)
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = targetEnv(cfg, env...), cfg.Dir
-	if s.p, err = proc.StartCmd(cmd, filepath.Join(s.out, "target.log"), plan.Server); err != nil {
+	if s.p, err = proc.StartRun(cmd, filepath.Join(s.out, "target.log"), plan.Server, s.priv); err != nil {
 		return err
 	}
 	if s.grace > 0 {

@@ -42,6 +42,11 @@ type Options struct {
 	// NoCgroup keeps the group a process group (with probe as the
 	// subreaper) even where a cgroup could be made.
 	NoCgroup bool
+	// Private is the run's private folder (its agent socket, its
+	// reports), which the watchdog removes when probe dies: probe cannot
+	// after SIGKILL. Only an absolute path whose name starts with
+	// "perfspy-" is taken.
+	Private string
 }
 
 // New makes a group: a cgroup when one can be made, and the watchdog.
@@ -61,7 +66,11 @@ func New(opt Options) (*Group, error) {
 		// wherever they are, and init reaps them.
 		becomeSubreaper()
 	}
-	if err := g.startWatchdog(); err != nil {
+	private := opt.Private
+	if !filepath.IsAbs(private) || !strings.HasPrefix(filepath.Base(private), "perfspy-") {
+		private = ""
+	}
+	if err := g.startWatchdog(private); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -189,22 +198,24 @@ func (g *Group) Close() {
 
 // watchdogScript reads the target's process group, then waits: "done"
 // lets it go; anything else (the pipe closed: probe died) kills the
-// cgroup, when there is one, and the process group.
+// cgroup, when there is one, and the process group, and removes the
+// run's private folder.
 const watchdogScript = `read pgid
 read word
 [ "$word" = done ] && exit 0
 [ -n "$1" ] && echo 1 > "$1/cgroup.kill"
 [ -n "$pgid" ] && kill -KILL "-$pgid" 2>/dev/null
+[ -n "$2" ] && rm -rf -- "$2"
 [ -n "$1" ] && for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$1" 2>/dev/null && break; sleep 0.2; done
 exit 0
 `
 
-func (g *Group) startWatchdog() error {
+func (g *Group) startWatchdog(private string) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "perfspy-watchdog", g.cgroup)
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "perfspy-watchdog", g.cgroup, private)
 	cmd.Stdin = r
 	// A process group of its own: the terminal's Ctrl-C does not end it
 	// before probe has cleaned up.

@@ -45,6 +45,12 @@ func Start(bin string, args, env []string, logPath string, cpus []int) (*Proc, e
 
 // StartCmd starts cmd as Start does, its output to logPath.
 func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
+	return StartRun(cmd, logPath, cpus, "")
+}
+
+// StartRun is StartCmd for a run whose private folder (perfspy-...) the
+// watchdog removes if probe dies without cleaning up.
+func StartRun(cmd *exec.Cmd, logPath string, cpus []int, private string) (*Proc, error) {
 	bin := cmd.Path
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -53,7 +59,7 @@ func StartCmd(cmd *exec.Cmd, logPath string, cpus []int) (*Proc, error) {
 	defer logf.Close()
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	group, err := contain.New(contain.Options{})
+	group, err := contain.New(contain.Options{Private: private})
 	if err != nil {
 		return nil, err
 	}
