@@ -284,7 +284,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// A required push that failed fails the command (exit 1), even when
 	// the run was not judged (exit 3): the verdict is printed either way.
-	if res != nil {
+	if res != nil && !errors.Is(err, ErrIncomplete) {
 		perr := pushRun(cfg, res.Dir, stderr, func() error {
 			return pushProfiles(ctx, cfg.Push, res.Dir, res.Summary, map[string]string{"endpoint": endpointLabel(cfg)})
 		})

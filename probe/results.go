@@ -2,6 +2,8 @@ package probe
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -91,10 +93,10 @@ func writeResults(o *runOutput) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := writeFiles(o.ses.out, o.files); err != nil {
-		return nil, err
-	}
-	return &Result{Dir: o.ses.out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}, nil
+	res := &Result{Dir: o.ses.out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}
+	// On a full disk the verdict is still the caller's to print, with
+	// what was written.
+	return res, writeFiles(o.ses.out, o.files)
 }
 
 // comments are the profile comments of window w.
@@ -660,15 +662,46 @@ func floorRatios(s, floor *Summary) map[string]float64 {
 	return out
 }
 
-// writeFiles writes each file into dir, in name order, readable by the
-// user alone (-results-mode opens the folder afterwards).
+// ErrIncomplete is a results folder not written whole (a full disk):
+// the error names what was written and what was not.
+var ErrIncomplete = errors.New("results incomplete")
+
+// resultsFirst are the files written before any other, in this order:
+// the verdict and the figures scripts read, then the rest smallest first,
+// so that a disk that fills keeps the most.
+var resultsFirst = []string{"summary.json", "meta", "report.md", "bench.txt"}
+
+// writeFiles writes each file into dir, readable by the user alone
+// (-results-mode opens the folder afterwards). A file that cannot be
+// written whole is removed, and the error (ErrIncomplete) names it, the
+// files written and those not.
 func writeFiles(dir string, files map[string][]byte) error {
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
-			return err
+	names := slices.Sorted(maps.Keys(files))
+	rank := func(n string) int {
+		if i := slices.Index(resultsFirst, n); i >= 0 {
+			return i
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o600); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
+		return len(resultsFirst)
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(files[a]), len(files[b]))
+	})
+	for i, name := range names {
+		p := filepath.Join(dir, name)
+		err := os.MkdirAll(filepath.Dir(p), 0o700)
+		if err == nil {
+			err = os.WriteFile(p, files[name], 0o600)
+		}
+		if err != nil {
+			os.Remove(p) // a partial file is no result
+			written := "nothing"
+			if i > 0 {
+				written = strings.Join(names[:i], ", ")
+			}
+			return fmt.Errorf("%w in %s: writing %s: %w; written: %s; not written: %s", ErrIncomplete, dir, name, err, written, strings.Join(names[i:], ", "))
 		}
 	}
 	return nil

@@ -373,6 +373,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	}
 	logf("writing %s", s.out)
 	res, err := writeResults(&runOutput{ses: s, win: win, raw: raw, reasons: s.reasons, floor: floor})
+	if errors.Is(err, ErrIncomplete) {
+		return res, err // the verdict, with what was not written
+	}
 	if err != nil {
 		return nil, err
 	}

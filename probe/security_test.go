@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +186,34 @@ func TestNoZeroSiteRows(t *testing.T) {
 	}
 	if got := visibleSites(sites, 10000, 5); len(got) != 1 {
 		t.Errorf("visible %v", got)
+	}
+}
+
+// TestFullDisk: the files a disk that fills cannot hold are named, and the
+// ones it can are the verdict and the figures first: summary.json, meta
+// and report.md before a large flame graph. A file cut short (here the
+// graph, written to /dev/full: "no space left on device") is removed.
+func TestFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("skipped: no /dev/full here")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(dir, "flame-cpu.html")); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"summary.json": []byte("{}\n"), "meta": []byte("m\n"), "report.md": []byte("# r\n"),
+		"allocs.pb.gz": []byte("tiny"), "flame-cpu.html": bytes.Repeat([]byte("x"), 1<<20), "z-huge.pb.gz": bytes.Repeat([]byte("y"), 2<<20)}
+	err := writeFiles(dir, files)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "writing flame-cpu.html") || !strings.Contains(err.Error(), "not written: flame-cpu.html, z-huge.pb.gz") ||
+		!strings.Contains(err.Error(), "written: summary.json, meta, report.md, allocs.pb.gz") {
+		t.Fatalf("a full disk: %v", err)
+	}
+	for _, n := range []string{"summary.json", "meta", "report.md", "allocs.pb.gz"} {
+		if b, err := os.ReadFile(filepath.Join(dir, n)); err != nil || !bytes.Equal(b, files[n]) {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "flame-cpu.html")); err == nil {
+		t.Error("the file cut short is left behind")
 	}
 }
