@@ -8,6 +8,7 @@ package review
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,17 +33,64 @@ func cacheKey(ctx context.Context, commit string, cfg *Config, item string) (str
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(parts, "\x00"))))[:32], nil
 }
 
-// cacheLookup returns the rounds kept under key, and where the base's
-// sources were when they were measured.
-func cacheLookup(dir, key string) (runs []string, worktree string, ok bool) {
-	entry := filepath.Join(dir, key)
+// The cache's record: each entry's digest, written by the review that
+// measured it. An entry whose bytes do not match (edited by hand, by
+// another job, or by a pull request's code since) or that has no record
+// is not used: its base is measured again and the entry replaced.
+const manifestName = "manifest.json"
+
+// cache is a review's view of -cache DIR: the record as it was when the
+// review started, before any head's code ran, and what it adds.
+type cache struct {
+	dir    string
+	record map[string]string // key -> digest
+}
+
+// openCache reads dir's record; none (a new cache) is an empty one.
+func openCache(dir string) *cache {
+	c := &cache{dir: dir, record: map[string]string{}}
+	if b, err := os.ReadFile(filepath.Join(dir, manifestName)); err == nil {
+		json.Unmarshal(b, &c.record)
+	}
+	return c
+}
+
+// digest hashes an entry: every regular file's path and bytes, in order.
+func digest(entry string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(entry, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(entry, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	return fmt.Sprintf("%x", h.Sum(nil)), err
+}
+
+// lookup returns the rounds kept under key, and where the base's sources
+// were when they were measured; why says why an entry there is not used.
+func (c *cache) lookup(key string) (runs []string, worktree, why string, ok bool) {
+	entry := filepath.Join(c.dir, key)
+	if _, err := os.Stat(entry); err != nil {
+		return nil, "", "", false
+	}
+	if d, err := digest(entry); err != nil || d != c.record[key] {
+		return nil, "", "its bytes do not match the cache's record (edited since this perfspy wrote it, or written by something else): measured again", false
+	}
 	wt, err := os.ReadFile(filepath.Join(entry, "worktree"))
 	if err != nil {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	ents, err := os.ReadDir(filepath.Join(entry, "runs"))
 	if err != nil {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	for _, e := range ents {
 		if e.IsDir() {
@@ -50,15 +98,14 @@ func cacheLookup(dir, key string) (runs []string, worktree string, ok bool) {
 		}
 	}
 	slices.Sort(runs)
-	return runs, strings.TrimSpace(string(wt)), len(runs) > 0
+	return runs, strings.TrimSpace(string(wt)), "", len(runs) > 0
 }
 
-// cacheStore keeps ab's before rounds under key, whole or not at all.
-func cacheStore(dir, key string, ab *probe.ABResult) error {
+// store keeps ab's before rounds under key, whole or not at all,
+// replacing what was there, and records their digest.
+func (c *cache) store(key string, ab *probe.ABResult) error {
+	dir := c.dir
 	entry := filepath.Join(dir, key)
-	if _, err := os.Stat(entry); err == nil {
-		return nil
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -79,10 +126,36 @@ func cacheStore(dir, key string, ab *probe.ABResult) error {
 	if err := os.WriteFile(filepath.Join(tmp, "worktree"), []byte(ab.Worktrees["before"]+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, entry); err != nil && !os.IsExist(err) {
+	d, err := digest(tmp)
+	if err != nil {
 		return err
 	}
-	return nil
+	if _, err := os.Stat(entry); err == nil {
+		old := entry + ".old"
+		os.RemoveAll(old)
+		if err := os.Rename(entry, old); err != nil {
+			return err
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, entry); err != nil {
+		return err
+	}
+	c.record[key] = d
+	b, _ := json.MarshalIndent(c.record, "", "  ")
+	rec, err := os.CreateTemp(dir, ".manifest-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(rec.Name())
+	if _, err := rec.Write(append(b, '\n')); err != nil {
+		rec.Close()
+		return err
+	}
+	if err := rec.Close(); err != nil {
+		return err
+	}
+	return os.Rename(rec.Name(), filepath.Join(dir, manifestName))
 }
 
 // copyTree copies a folder's regular files.

@@ -136,6 +136,9 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	}
 	var jobs []job
 	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
+	if opt.Cache != "" {
+		m.cache = openCache(opt.Cache)
+	}
 	for _, s := range cfg.Servers {
 		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", func() (*Item, *probe.ABResult, error) {
 			return m.server(ctx, s)
@@ -174,6 +177,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 // review's folder, the file and the options, the two commits and where
 // progress goes.
 type measurer struct {
+	cache      *cache // -cache, its record read before any head's code ran
 	root, out  string
 	cfg        *Config
 	opt        Options
@@ -277,11 +281,15 @@ func (m measurer) runAB(ctx context.Context, abc probe.ABConfig, item string, lo
 		if key, err = cacheKey(ctx, abc.Before, cfg, item); err != nil {
 			return nil, err
 		}
-		if runs, wt, ok := cacheLookup(opt.Cache, key); ok && !opt.Timings {
+		runs, wt, why, ok := m.cache.lookup(key)
+		switch {
+		case ok && !opt.Timings:
 			abc.BeforeRuns, abc.BeforeWorktree = runs, wt
 			if logw != nil {
 				fmt.Fprintf(logw, "the base's counts from the cache (%s)\n", filepath.Join(opt.Cache, key))
 			}
+		case why != "" && logw != nil:
+			fmt.Fprintf(logw, "the cache's entry %s: %s\n", filepath.Join(opt.Cache, key), why)
 		}
 	}
 	ab, err := probe.AB(ctx, abc, logw)
@@ -289,7 +297,7 @@ func (m measurer) runAB(ctx context.Context, abc probe.ABConfig, item string, lo
 		return nil, err
 	}
 	if key != "" && len(abc.BeforeRuns) == 0 {
-		if err := cacheStore(opt.Cache, key, ab); err != nil {
+		if err := m.cache.store(key, ab); err != nil {
 			return nil, fmt.Errorf("-cache: %w", err)
 		}
 	}

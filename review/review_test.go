@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/probe"
 )
 
 // The test repository: a server whose GET /users/{id} handler and a codec
@@ -287,6 +288,55 @@ func TestReviewCache(t *testing.T) {
 	}
 	if anns[0] != anns[1] || !strings.Contains(anns[1], "::error file=server/main.go") {
 		t.Errorf("the annotations differ:\n%s\n---\n%s", anns[0], anns[1])
+	}
+	// One entry edited by hand (as a pull request's code could): it is
+	// not believed, its base is measured again, the verdict stands.
+	sums, _ := filepath.Glob(filepath.Join(cache, "*", "runs", "*", "summary.json"))
+	if len(sums) == 0 {
+		t.Fatal("no summary.json in the cache")
+	}
+	b := []byte(readFile(t, sums[0]))
+	os.WriteFile(sums[0], bytes.Replace(b, []byte(`"allocs": `), []byte(`"allocs": 1`), 1), 0o644)
+	out := filepath.Join(t.TempDir(), "review")
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"-repo", r.dir, "-base", base, "-head", extra, "-out", out, "-timings=false", "-cache", cache}, &o, &e); code != cmdmain.Failed {
+		t.Fatalf("review after the edit: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	if n := strings.Count(e.String(), "do not match the cache's record"); n != 1 || strings.Count(e.String(), "the base's counts from the cache") != 1 {
+		t.Errorf("after one entry was edited: %d refused, want 1, and one taken\n%s", n, e.String())
+	}
+}
+
+// TestCacheRecord: an entry is believed when its bytes match the record
+// the review that stored it wrote; edited, or planted with no record, it
+// is not, and a new store replaces it.
+func TestCacheRecord(t *testing.T) {
+	dir, abDir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(abDir, "runs", "01-before"), 0o755)
+	os.WriteFile(filepath.Join(abDir, "runs", "01-before", "summary.json"), []byte(`{"allocs": 2}`), 0o644)
+	ab := &probe.ABResult{Dir: abDir, Worktrees: map[string]string{"before": "/wt"}}
+	c := openCache(dir)
+	if err := c.store("k", ab); err != nil {
+		t.Fatal(err)
+	}
+	if runs, wt, why, ok := openCache(dir).lookup("k"); !ok || len(runs) != 1 || wt != "/wt" || why != "" {
+		t.Fatalf("as stored: %v %q %q %v", runs, wt, why, ok)
+	}
+	entry := filepath.Join(dir, "k", "runs", "01-before", "summary.json")
+	os.WriteFile(entry, []byte(`{"allocs": 1}`), 0o644)
+	if _, _, why, ok := openCache(dir).lookup("k"); ok || !strings.Contains(why, "do not match") {
+		t.Errorf("edited: taken %v (%q)", ok, why)
+	}
+	if err := openCache(dir).store("k", ab); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(entry); string(b) != `{"allocs": 2}` {
+		t.Errorf("the edited entry was not replaced: %s", b)
+	}
+	os.MkdirAll(filepath.Join(dir, "planted", "runs", "01-before"), 0o755)
+	os.WriteFile(filepath.Join(dir, "planted", "worktree"), []byte("/wt\n"), 0o644)
+	if _, _, _, ok := openCache(dir).lookup("planted"); ok {
+		t.Error("an entry with no record is taken")
 	}
 }
 
