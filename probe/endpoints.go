@@ -108,6 +108,10 @@ func (o *runOutput) endpoints() error {
 	return nil
 }
 
+// SourceHandedOff is the source of an endpoint's background_bytes and
+// background_share: an estimate, per request of its attribution window.
+const SourceHandedOff = "allocspy route labels: its attribution window's bytes outside any request, less the quietest request's window's background rate (an estimate; with one request alone, 0)"
+
 // background is what an endpoint's attribution window allocated outside
 // any request, and in all.
 type background struct {
@@ -132,6 +136,7 @@ func handedOff(es []EndpointSummary, bgs []background) {
 		extra := max(0, b.bytes-floor*b.seconds)
 		es[k].BackgroundBytes = f64(round(extra/float64(b.requests), 2))
 		es[k].BackgroundShare = f64(round(extra/b.total, 3))
+		es[k].Sources["background"] = SourceHandedOff
 	}
 }
 

@@ -222,6 +222,9 @@ func TestRequestFile(t *testing.T) {
 		e := e.(map[string]any)
 		bb, _ := e["background_bytes"].(float64)
 		share, _ := e["background_share"].(float64)
+		if src, _ := e["sources"].(map[string]any)["background"].(string); src != SourceHandedOff {
+			t.Errorf("%s: sources.background %q", e["name"], src)
+		}
 		if i == 2 && (bb < 0.95*4096 || bb > 1.1*4096 || share < 0.5) || i < 2 && share > 0.05 {
 			t.Errorf("%s: background %.0f B/req, share %.3f; want /handoff's 4096 B and the others' none", e["name"], bb, share)
 		}

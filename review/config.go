@@ -95,6 +95,13 @@ func (e *ConfigError) Error() string {
 // LoadConfig reads and checks path; root is the repository the paths in it
 // are relative to. Every error is a *ConfigError.
 func LoadConfig(path, root string) (*Config, error) {
+	// The file is the head's: a committed link must not make the review
+	// read (and print in its errors) a file outside the repository.
+	if rel, err := filepath.Rel(root, path); err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if err := inside(root, rel); err != nil {
+			return nil, &ConfigError{File: path, Msg: "the configuration: a symbolic link leads outside the repository"}
+		}
+	}
 	data, err := readConfig(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}

@@ -116,6 +116,25 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestConfigLinkedOut: a .perfspy.yml committed as a link to a file
+// outside the repository is refused before it is read: no line of it
+// reaches an error.
+func TestConfigLinkedOut(t *testing.T) {
+	root := configRoot(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("root:x:0:0:the first line\n"), 0o644)
+	path := filepath.Join(root, ConfigFile)
+	os.Remove(path)
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path, root)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "leads outside the repository") || strings.Contains(err.Error(), "root:") {
+		t.Errorf("a configuration linked outside: %v", err)
+	}
+}
+
 // FuzzConfig: any file is a configuration or a *ConfigError, never a
 // panic.
 func FuzzConfig(f *testing.F) {
