@@ -18,6 +18,7 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -63,9 +64,9 @@ var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instruction
 // Scopes of ABFunction: whose code changed, apart (a toolchain upgrade
 // moves the runtime's and the standard library's, not the user's).
 const (
-	ScopeRuntime = "runtime"
-	ScopeStd     = "std"
-	ScopeUser    = "user"
+	ScopeRuntime = schema.ScopeRuntime
+	ScopeStd     = schema.ScopeStd
+	ScopeUser    = schema.ScopeUser
 )
 
 // funcScope is the scope of a function key.
@@ -305,7 +306,7 @@ func isDir(p string) bool {
 func (ab *abRun) makeOut() error {
 	out := ab.cfg.Out
 	if out == "" {
-		b, a := short(ab.shas["before"]), short(ab.shas["after"])
+		b, a := report.ShortCommit(ab.shas["before"]), report.ShortCommit(ab.shas["after"])
 		if ab.cfg.BeforeGo != "" {
 			b, a = ab.cfg.BeforeGo, ab.cfg.AfterGo
 		}
@@ -444,8 +445,8 @@ func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
 			}
 		}
 	}
-	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
-	writeBenchLine(&ab.bench, s, filepath.Base(ab.rel))
+	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, report.ShortCommit(ab.shas[arm]))
+	report.BenchLines(&ab.bench, s, filepath.Base(ab.rel))
 }
 
 // reuse takes the before arm's rounds from cfg.BeforeRuns, results
@@ -623,14 +624,15 @@ func (ab *abRun) gate() error {
 // persist writes ab.json, bench.txt, report.md and report.html.
 func (ab *abRun) persist() error {
 	var js bytes.Buffer
-	if err := writeJSON(&js, ab.res); err != nil {
+	if err := report.JSON(&js, ab.res); err != nil {
 		return err
 	}
 	files := map[string][]byte{"ab.json": js.Bytes(), "bench.txt": ab.bench.Bytes()}
 	var md bytes.Buffer
-	writeABReport(&md, ab.res, ab.cfg)
+	page := abPage(ab.res, ab.cfg)
+	page.Markdown(&md)
 	files["report.md"] = md.Bytes()
-	html, err := abHTML(ab.res, ab.cfg, ab.diffSVG)
+	html, err := page.HTML(ab.diffSVG)
 	if err != nil {
 		return err
 	}
@@ -685,7 +687,7 @@ func (r *ABResult) armName(arm string) string {
 	if arm == "after" {
 		side = r.After
 	}
-	name := short(side["commit"])
+	name := report.ShortCommit(side["commit"])
 	if g := side["go"]; g != "" {
 		name += ", " + g
 	}

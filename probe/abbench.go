@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/metric"
+	"github.com/perfspy/perfspy/report"
 )
 
 // benchUnits are the figures probe ab compares for each benchmark, in the
@@ -84,6 +85,6 @@ func (ab *abRun) ingestBench(arm, dir string, s *BenchSummary) error {
 			}
 		}
 	}
-	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, short(ab.shas[arm]))
-	return writeBenchText(&ab.bench, s)
+	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, report.ShortCommit(ab.shas[arm]))
+	return report.BenchText(&ab.bench, s)
 }

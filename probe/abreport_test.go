@@ -2,12 +2,13 @@ package probe
 
 import (
 	"bytes"
-	"github.com/perfspy/perfspy/schema"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/schema"
 
 	"github.com/perfspy/perfspy/internal/browser"
 )
@@ -38,10 +39,10 @@ func TestABReportGolden(t *testing.T) {
 	t.Parallel()
 	r, cfg := fixedAB()
 	var md bytes.Buffer
-	writeABReport(&md, r, cfg)
+	abPage(r, cfg).Markdown(&md)
 	golden(t, "ab-report.golden.md", md.Bytes())
 	svg := []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="1200" height="40"><rect width="10" height="10"/></svg>`)
-	html, err := abHTML(r, cfg, svg)
+	html, err := abPage(r, cfg).HTML(svg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestABReportBrowser(t *testing.T) {
 	bin := browser.Chromium(t)
 	r, cfg := fixedAB()
 	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="1200" height="40" id="diffflame"><rect width="10" height="10"/></svg>`)
-	html, err := abHTML(r, cfg, svg)
+	html, err := abPage(r, cfg).HTML(svg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,8 @@ func TestABBenchPerOp(t *testing.T) {
 	r, cfg := fixedAB()
 	cfg.Bench = BenchConfig{Bench: ".", Target: "./lib"}
 	var md bytes.Buffer
-	writeABReport(&md, r, cfg)
-	html, err := abHTML(r, cfg, nil)
+	abPage(r, cfg).Markdown(&md)
+	html, err := abPage(r, cfg).HTML(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +101,8 @@ func TestABFunctionUnits(t *testing.T) {
 	r, cfg := fixedAB()
 	r.Functions = []ABFunction{{Profile: "copies", Key: "main.f", Before: 114, After: 135, Delta: 21, Sample: "copied_bytes", Unit: "bytes"}}
 	var md bytes.Buffer
-	writeABReport(&md, r, cfg)
-	html, _ := abHTML(r, cfg, nil)
+	abPage(r, cfg).Markdown(&md)
+	html, _ := abPage(r, cfg).HTML(nil)
 	for name, out := range map[string]string{"report.md": md.String(), "report.html": string(html)} {
 		if !strings.Contains(out, "copies (copied_bytes, bytes): top function changes per request") {
 			t.Errorf("%s does not name the table's sample and unit", name)

@@ -1,10 +1,11 @@
 package probe
 
 import (
-	"github.com/perfspy/perfspy/load"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/load"
 )
 
 // The bulk flags and -env reach the configuration.

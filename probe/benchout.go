@@ -4,24 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/google/pprof/profile"
-	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/syscalls"
-
-	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // benchOutput assembles a benchmark run's results folder.
@@ -35,17 +31,7 @@ type benchOutput struct {
 	files    map[string][]byte
 	s        *BenchSummary
 	mismatch []string
-	top      map[string][]topTable // by benchmark folder, for report.md
-}
-
-// topTable is one profile's largest sites per op, for report.md.
-type topTable struct {
-	what      string
-	unit      string
-	rows      []Site
-	vi        int
-	total     int64
-	remainder int64
+	top      map[string][]report.TopTable // by benchmark folder, for report.md
 }
 
 // countedNote says how long the counted run's benchmarks ran when it
@@ -90,7 +76,7 @@ func (o *benchOutput) write() error {
 		o.s.Sources["ns"] = "plain test binary under " + o.cfg.Exec[0]
 		o.s.Blind = append(o.s.Blind, "ns/op: the binary ran under -exec "+o.cfg.Exec[0]+" (an emulator's time, not the machine's); counts are the program's own")
 	}
-	o.top = map[string][]topTable{}
+	o.top = map[string][]report.TopTable{}
 	seen := map[string]int{}
 	for _, e := range o.win.events {
 		k := seen[e.Name]
@@ -113,23 +99,13 @@ func (o *benchOutput) finish() error {
 	}
 	o.files["summary.json"] = append(sb, '\n')
 	var bb, rb bytes.Buffer
-	if err := writeBenchText(&bb, o.s); err != nil {
+	if err := report.BenchText(&bb, o.s); err != nil {
 		return err
 	}
 	o.files["bench.txt"] = bb.Bytes()
-	o.writeReport(&rb)
+	(&report.Bench{Summary: o.s, Dir: o.dir, Top: o.top}).Markdown(&rb)
 	o.files["report.md"] = rb.Bytes()
 	return writeFiles(o.dir, o.files)
-}
-
-// benchFolder names a result's folder: the benchmark's name made a file
-// name, and the run's number from the second run of -count on.
-func benchFolder(name string, k int) string {
-	f := strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(name)
-	if k > 0 {
-		f += "." + strconv.Itoa(k+1)
-	}
-	return f
 }
 
 // figures reads one result's reports, writes its profiles and flame
@@ -142,7 +118,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	if e.N <= 0 {
 		return f, fmt.Errorf("%s: testing reported %d ops", e.Name, e.N)
 	}
-	folder := benchFolder(e.Name, k)
+	folder := report.BenchFolder(e.Name, k)
 	n := float64(e.N)
 	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
 	f.Benchmem = BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
@@ -331,184 +307,5 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 		}
 	}
 	rows = rows[:min(len(rows), 8)]
-	o.top[folder] = append(o.top[folder], topTable{what: what, unit: unit, rows: rows, vi: vi, total: total, remainder: total - shown})
-}
-
-// writeBenchText writes bench.txt: one line per result, the ns/op of the
-// plain binary and the counted figures per op, exact ones marked so.
-func writeBenchText(w io.Writer, s *BenchSummary) error {
-	bw := benchfmt.NewWriter(w)
-	for _, u := range benchUnits {
-		if !exactUnit(u) {
-			continue
-		}
-		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
-			return err
-		}
-	}
-	config := map[string]string{"target": s.Target, "commit": s.Commit, "go": s.Go}
-	for _, b := range s.Benchmarks {
-		res := &benchfmt.Result{Name: benchfmt.Name(strings.TrimPrefix(b.Name, "Benchmark")), Iters: b.N}
-		for _, k := range slices.Sorted(maps.Keys(config)) {
-			res.Config = append(res.Config, benchfmt.Config{Key: k, Value: []byte(config[k]), File: true})
-		}
-		add := func(v *float64, unit string) {
-			if v != nil {
-				res.Values = append(res.Values, benchfmt.Value{Value: round(*v, 4), Unit: unit})
-			}
-		}
-		add(b.PerOp.NS, "ns/op")
-		add(&b.PerOp.Allocs, "allocs/op")
-		add(&b.PerOp.AllocBytes, "B/op")
-		add(b.PerOp.CopiedBytes, "copied-B/op")
-		add(b.PerOp.Syscalls, "syscalls/op")
-		add(b.PerOp.RetainedBytes, "retained-B/op")
-		add(b.PerOp.GoroutinesLeft, "goroutines-left/op")
-		if err := bw.Write(res); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeReport writes report.md: the table of results, then each result's
-// largest sites per op, with what the rows leave out.
-func (o *benchOutput) writeReport(w io.Writer) {
-	s := o.s
-	fmt.Fprintf(w, "# probe run -bench: %s %s\n\n", safetext.Markdown(s.Target), safetext.Code(s.Commit))
-	fmt.Fprintf(w, "`-bench %s`", s.Bench)
-	if s.Benchtime != "" {
-		fmt.Fprintf(w, " `-benchtime %s`", s.Benchtime)
-	}
-	fmt.Fprintf(w, " `-count %d`, %s", s.Count, s.Go)
-	if s.Build != nil {
-		fmt.Fprintf(w, "; build: %s", buildLine(s.Build))
-	}
-	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run.\n\n")
-	for _, b := range s.Blind {
-		fmt.Fprintf(w, "- %s\n", b)
-	}
-	fmt.Fprint(w, "\n| benchmark | N | ns/op | allocs/op | B/op | -benchmem allocs/op | -benchmem B/op | copied B/op | syscalls/op | retained B/op | goroutines left/op |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, b := range s.Benchmarks {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2),
-			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2),
-			fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
-	}
-	seen := map[string]int{}
-	for _, b := range s.Benchmarks {
-		k := seen[b.Name]
-		seen[b.Name]++
-		folder := benchFolder(b.Name, k)
-		fmt.Fprintf(w, "\n## %s\n", folder)
-		for _, t := range o.top[folder] {
-			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.what, b.N)
-			for _, r := range t.rows {
-				fmt.Fprintf(w, "| %s | %s |\n", perOp(r.Values[t.vi], b.N, t.unit), r.Func)
-			}
-			fmt.Fprintf(w, "| %s | (remainder: the other sites) |\n| %s | total |\n", perOp(t.remainder, b.N, t.unit), perOp(t.total, b.N, t.unit))
-		}
-	}
-}
-
-func perOp(v int64, n int, unit string) string {
-	s := strconv.FormatFloat(round(float64(v)/float64(n), 4), 'f', -1, 64)
-	if unit != "" && unit != "allocs" {
-		s += " " + unit
-	}
-	return s
-}
-
-func fmtFloat(v float64, digits int) string { return strconv.FormatFloat(v, 'f', digits, 64) }
-
-// WriteBenchTerminalQuiet is -q's: one line per benchmark, and the
-// results folder.
-func WriteBenchTerminalQuiet(w io.Writer, r *BenchResult) {
-	for _, b := range r.Summary.Benchmarks {
-		fmt.Fprintf(w, "%s  %s ns/op  %s allocs/op  %s B/op  %s copied-B/op  %s syscalls/op", b.Name, fmtPtr(b.PerOp.NS, 2),
-			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
-		if b.PerOp.RetainedBytes != nil {
-			fmt.Fprintf(w, "  %s retained-B/op  %s goroutines-left/op", fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "results %s\n", r.Dir)
-}
-
-// WriteBenchTerminal prints a benchmark run's results, one block per
-// result.
-func WriteBenchTerminal(w io.Writer, r *BenchResult) {
-	s := r.Summary
-	fmt.Fprintf(w, "%s  %s  benchmarks (-bench %s)\n", s.Target, s.Commit, s.Bench)
-	if s.Build != nil {
-		fmt.Fprintf(w, "  build         %s\n", buildLine(s.Build))
-	}
-	for _, b := range s.Benchmarks {
-		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))
-		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
-		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
-		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
-		switch {
-		case b.PerOp.OffCPUNS == nil: // not traced
-		case len(b.PerOp.OffCPUNS) == 0:
-			fmt.Fprintf(w, "    off-CPU     no wait ended in the timed region  [%s]\n", s.Sources["offcpu"])
-		default:
-			var total float64
-			for _, v := range b.PerOp.OffCPUNS {
-				total += v
-			}
-			fmt.Fprintf(w, "    off-CPU     %s ns/op%s  [%s]\n", strconv.FormatFloat(round(total, 2), 'f', -1, 64), byName(b.PerOp.OffCPUNS), s.Sources["offcpu"])
-		}
-		writeBenchRetained(w, b)
-	}
-	for _, b := range s.Blind {
-		fmt.Fprintf(w, "  note          %s\n", b)
-	}
-	fmt.Fprintf(w, "  results       %s\n", r.Dir)
-}
-
-// writeBenchRetained writes what a benchmark's ops left: one line, and
-// the top sites and goroutines when it is not nothing.
-func writeBenchRetained(w io.Writer, b BenchFigures) {
-	if b.PerOp.RetainedBytes == nil {
-		return
-	}
-	fmt.Fprintf(w, "    retained    %s objects/op, %s B/op live after the run; goroutines left %s /op  [retained run]\n",
-		fmtPtr(b.PerOp.RetainedObjects, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
-	for i, site := range b.RetainedSites {
-		if i == 3 {
-			break
-		}
-		fmt.Fprintf(w, "                %.4f objects, %.2f B /op kept by %s\n", site.Objects, site.Bytes, site.Func)
-	}
-	for i, g := range b.GoroutinesLeft {
-		if i == 3 {
-			break
-		}
-		fmt.Fprintf(w, "                %.4f goroutines /op in %s, created by %s\n", g.PerReq, g.Func, g.CreatedBy)
-	}
-}
-
-// byName lists the syscalls per op, largest first, the first four.
-func byName(m map[string]float64) string {
-	names := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
-		if m[a] != m[b] {
-			if m[a] > m[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	var parts []string
-	for i, n := range names {
-		if i == 4 {
-			parts = append(parts, "...")
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %s", n, strconv.FormatFloat(m[n], 'f', -1, 64)))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	o.top[folder] = append(o.top[folder], report.TopTable{What: what, Unit: unit, Rows: rows, Value: vi, Total: total, Remainder: total - shown})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/report"
 )
 
 // BuildConfig is probe build's: a target's main package built with the
@@ -89,7 +90,7 @@ func mainBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	abs, _ := filepath.Abs(res.Path)
 	fmt.Fprintf(stdout, "built %s (%s)\n  allocspy %s, copyspy %s, request marks %s, live mode %s\n", abs, t.Spec, onOff(t.Allocs, t.AllocsOff), onOff(t.Copies, t.CopiesOff), onOff(t.Requests, t.RequestsOff), onOff(t.Live, "no recorders"))
 	if t.BuildCheck != nil {
-		fmt.Fprintf(stdout, "  build list    %s\n", buildLine(t.BuildCheck))
+		fmt.Fprintf(stdout, "  build list    %s\n", report.BuildLine(t.BuildCheck))
 	}
 	return ExitOK
 }

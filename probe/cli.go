@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profstore"
+	"github.com/perfspy/perfspy/report"
 )
 
 // Exit codes shared by every perfspy command (internal/cmdmain).
@@ -280,7 +281,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s  %s  %.2f instructions/req  [%s]\n  results       %s\n", res.Summary.Target, res.Summary.Commit,
 			*res.Summary.PerRequest.Instructions, SourceInstructions, res.Dir)
 	} else if res != nil {
-		WriteTerminal(stdout, res)
+		res.report().Terminal(stdout)
 	}
 	// A required push that failed fails the command (exit 1), even when
 	// the run was not judged (exit 3): the verdict is printed either way.
@@ -305,10 +306,11 @@ func mainBench(ctx context.Context, cfg Config, bc BenchConfig, logw, stdout, st
 		}
 	}
 	if res != nil {
+		page := &report.Bench{Summary: res.Summary, Dir: res.Dir}
 		if logw == nil { // -q
-			WriteBenchTerminalQuiet(stdout, res)
+			page.TerminalQuiet(stdout)
 		} else {
-			WriteBenchTerminal(stdout, res)
+			page.Terminal(stdout)
 		}
 		perr := pushRun(cfg, res.Dir, stderr, func() error { return pushBench(ctx, cfg.Push, res.Dir, res.Summary, nil) })
 		if perr != nil && err == nil {

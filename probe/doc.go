@@ -8,5 +8,6 @@
 // Main is the probe command (run, ab, bulk); Run measures one build and
 // writes a results folder (summary.json v1, bench.txt, pprof profiles,
 // report.md, meta); AB compares two revisions in interleaved rounds. The
-// output contracts are in docs/probe.md.
+// JSON it writes is package schema's types, its pages and tables are
+// package report's writers; the output contracts are in docs/probe.md.
 package probe

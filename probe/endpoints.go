@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -16,8 +15,6 @@ import (
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
-
-	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // endpointWindow is one request of a mix measured alone.
@@ -225,59 +222,4 @@ func (o *runOutput) endpointProfile(es *EndpointSummary, k int, name string, p *
 	}
 	es.Files[name] = file
 	return nil
-}
-
-// writeEndpoints writes the mix's per-request table (report.md, the
-// terminal).
-func writeEndpoints(w io.Writer, s *Summary, markdown bool) {
-	if s.Mix == nil {
-		return
-	}
-	if len(s.Endpoints) == 0 {
-		if !markdown {
-			fmt.Fprintf(w, "  mix           %s: the figures above, split by route in one window (-alone measures each request alone too)\n", s.Mix.File)
-		}
-		return
-	}
-	if markdown {
-		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own, per request: CPU and syscalls over its timing window's requests, allocations and copies over its attribution window's.\n\n| request | weight | requests (timing / attribution) | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
-		for _, e := range s.Endpoints {
-			fmt.Fprintf(w, "| %s | %d | %d / %d | %s | %s | %s | %s | %s |\n", safetext.Code(e.Name), e.Weight, e.Requests, e.AttributionRequests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
-		}
-		if len(s.Endpoints) > 0 {
-			src := s.Endpoints[0].Sources
-			fmt.Fprintf(w, "\nSources: CPU %s, allocations %s, copies %s, syscalls %s.\n", src["cpu"], src["allocs"], src["copies"], src["syscalls"])
-		}
-		for _, e := range handingOff(s.Endpoints) {
-			fmt.Fprintf(w, "\n**Handed off**: %s\n", handOffLine(e, safetext.Code(e.Name)))
-		}
-		return
-	}
-	fmt.Fprintf(w, "  mix           %s: the figures above; each request alone, per request:\n", s.Mix.File)
-	for _, e := range s.Endpoints {
-		fmt.Fprintf(w, "    %-24s w%-3d cpu %s µs  allocs %s (%s B)  copied %s B  syscalls %s\n", e.Name, e.Weight, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
-	}
-	for _, e := range handingOff(s.Endpoints) {
-		fmt.Fprintf(w, "  handed off    %s\n", handOffLine(e, safetext.Text(e.Name)))
-	}
-}
-
-// handOffShare is the share of a request's window's bytes allocated
-// outside any request past which the terminal and report.md say so.
-const handOffShare = 0.2
-
-// handingOff are the endpoints whose windows allocated more than
-// handOffShare of their bytes outside their requests.
-func handingOff(es []EndpointSummary) []EndpointSummary {
-	var out []EndpointSummary
-	for _, e := range es {
-		if e.BackgroundShare != nil && *e.BackgroundShare >= handOffShare {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func handOffLine(e EndpointSummary, name string) string {
-	return fmt.Sprintf("%s: %.0f%% of its window's bytes (%s B/req) were allocated outside its requests, by goroutines that already existed (workers, pools): its row counts them, the mix's split by route puts them in the background", name, *e.BackgroundShare*100, fmtPtr(e.BackgroundBytes, 0))
 }

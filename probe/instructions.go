@@ -16,8 +16,7 @@ import (
 	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/load"
-
-	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/report"
 
 	"github.com/perfspy/perfspy/internal/proc"
 
@@ -229,13 +228,13 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 	if err := pp.Write(&prof); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(&js, s); err != nil {
+	if err := report.JSON(&js, s); err != nil {
 		return nil, err
 	}
-	if err := writeBench(&bench, s, tgt.Name, nil); err != nil {
+	if err := report.RunBenchText(&bench, s, tgt.Name, nil); err != nil {
 		return nil, err
 	}
-	writeInstructionsReport(&rep, s, win, n)
+	report.Instructions(&rep, s, win, n)
 	files := map[string][]byte{"instructions.pb.gz": prof.Bytes(), "summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}
 	if err := writeFiles(cr.s.out, files); err != nil {
 		return nil, err
@@ -258,25 +257,4 @@ func instructionsProfile(p *callgrind.Part) *profile.Profile {
 		prof.Sample = append(prof.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{row.Cost}})
 	}
 	return prof
-}
-
-func writeInstructionsReport(w *bytes.Buffer, s *Summary, win *callgrind.Part, n int64) {
-	fmt.Fprintf(w, "# perfspy: %s, instructions\n\n", s.Target)
-	fmt.Fprintf(w, "%.2f instructions per request (callgrind, %d requests between two dumps; the load is bounded by a count, not by seconds, since the target runs about 50 times slower).\n\n", *s.PerRequest.Instructions, n)
-	fmt.Fprint(w, "| function | instructions per request |\n|---|---:|\n")
-	var shown int64
-	for i, row := range win.Top() {
-		if i == TopSites {
-			break
-		}
-		shown += row.Cost
-		note := ""
-		if callgrind.MemmoveClass(row.Func) {
-			note = " (bytes, not time: rep movsb counts one per byte)"
-		}
-		fmt.Fprintf(w, "| %s%s | %.2f |\n", safetext.Code(row.Func), note, float64(row.Cost)/float64(n))
-	}
-	fmt.Fprintf(w, "| other | %.2f |\n| **total** | %.2f |\n", float64(win.Total-shown)/float64(n), float64(win.Total)/float64(n))
-	fmt.Fprintf(w, "\nThe figure is the total less `runtime.sysmon` (%.2f per request): the runtime's monitor thread runs on a clock, and under callgrind its cost follows the window's wall time, not the requests. The build keeps it asleep unless a timer falls due.\n",
-		s.Checks["instructions_sysmon_per_req"])
 }

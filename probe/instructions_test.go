@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"errors"
-	"github.com/perfspy/perfspy/load"
 	"math"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/load"
 
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/proc"

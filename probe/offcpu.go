@@ -2,7 +2,6 @@ package probe
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -15,13 +14,12 @@ import (
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/profkey"
-
-	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // SourceOffCPU names the off-CPU figures' source in summary.json: the
 // execution trace, with each request marked by the net/http overlay.
-const SourceOffCPU = "runtime-trace+request-regions"
+const SourceOffCPU = schema.SourceOffCPU
 
 // topWaits is how many wait rows the tail groups and the background list.
 const topWaits = 5
@@ -166,76 +164,6 @@ func dropInstruments(p *profile.Profile) *profile.Profile {
 	}
 	p.Sample = kept
 	return p.Compact()
-}
-
-// writeOffCPUReport writes the requests' server-side time, split, for the
-// mean, median and slowest requests, where the slowest waited, and the
-// background's waits per second apart.
-func writeOffCPUReport(w io.Writer, s *Summary) {
-	if s.PerRequest.RequestUS != nil {
-		p50, p99 := s.Tail["p50"], s.Tail["p99"]
-		fmt.Fprintf(w, "\n## Server-side time per request (off-CPU window, %s)\n\n", s.Sources["offcpu"])
-		fmt.Fprintf(w, "From the handler's start to the response's end, on the request's goroutine, over the %.0f requests the trace saw whole.\n\n", s.Checks["offcpu_requests"])
-		fmt.Fprintf(w, "| part | mean µs | median requests µs (%d) | slowest 1%% µs (%d) |\n|---|---:|---:|---:|\n", p50.Requests, p99.Requests)
-		for _, p := range offcpu.Parts {
-			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", partLabel(p), s.PerRequest.RequestUS[p], p50.PartsUS[p], p99.PartsUS[p])
-		}
-		fmt.Fprintf(w, "| remainder (not placed by the trace) | %.2f | %.2f | %.2f |\n", s.Checks["request_us_remainder"], p50.Remainder, p99.Remainder)
-		fmt.Fprintf(w, "| **total** | %.2f | %.2f | %.2f |\n", s.PerRequest.RequestUS["total"], p50.TotalUS, p99.TotalUS)
-		if m, ok := s.Checks["driver_latency_mean_us"]; ok {
-			fmt.Fprintf(w, "\nThe load driver's mean latency in this window: %.2f µs; the other %.2f µs are the network, the driver and the server's work outside the handler (reading the request).\n", m, s.Checks["request_us_driver_gap"])
-		}
-		fmt.Fprintf(w, "\nWhere the slowest 1%% waited (µs per request of that group):\n\n")
-		writeWaitRows(w, p99.Top)
-	}
-	if s.BackgroundOffCPUUS != nil {
-		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request, never divided by requests)\n\nSeconds of waiting per second of the window: 6.64 is six or seven goroutines (idle workers, timers, the runtime's) waiting all the time, on average; summary.json's background_offcpu_us holds the same in µs per second.\n\n| reason | goroutines waiting (s per s) |\n|---|---:|\n")
-		for _, r := range offcpu.Reasons {
-			fmt.Fprintf(w, "| %s | %.2f |\n", r, s.BackgroundOffCPUUS[r]/1e6)
-		}
-		fmt.Fprintf(w, "\n")
-		writeWaitRows(w, s.BackgroundTop)
-	}
-	fmt.Fprintf(w, "\nThe trace does not see the runtime's own epoll and futex calls or RawSyscall.\n")
-}
-
-func partLabel(p string) string {
-	switch p {
-	case "cpu":
-		return "cpu (running)"
-	case "sched":
-		return "sched (runnable, waiting for a P)"
-	case "net_idle":
-		return "net_idle (waiting for the client)"
-	}
-	return p
-}
-
-func writeWaitRows(w io.Writer, rows []WaitRow) {
-	if len(rows) == 0 {
-		fmt.Fprintf(w, "(none)\n")
-		return
-	}
-	fmt.Fprintf(w, "| µs | reason | wait | in | woken by |\n|---:|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(w, "| %.2f | %s | %s | %s | %s |\n", r.US, r.Reason, safetext.Markdown(r.Wait), safetext.Code(r.Func), safetext.Markdown(r.WokenBy))
-	}
-}
-
-// requestLine is the terminal's line for the mean request's split.
-func requestLine(s *Summary) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%.0f µs on the server:", s.PerRequest.RequestUS["total"])
-	for _, p := range offcpu.Parts {
-		if v := s.PerRequest.RequestUS[p]; v >= 0.5 {
-			fmt.Fprintf(&b, " %s %.0f", p, v)
-		}
-	}
-	fmt.Fprintf(&b, " (remainder %.1f)", s.Checks["request_us_remainder"])
-	if m, ok := s.Checks["driver_latency_mean_us"]; ok {
-		fmt.Fprintf(&b, "; driver latency %.0f µs (%.0f outside the handler)", m, s.Checks["request_us_driver_gap"])
-	}
-	return b.String()
 }
 
 // readWallclock reads the off-CPU window's wall-clock profile: the agent's

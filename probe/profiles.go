@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/withagent"
@@ -174,16 +175,6 @@ func leafName(s *profile.Sample) string {
 	return s.Location[0].Line[0].Function.Name
 }
 
-// Site is one call site's share of a profile.
-type Site struct {
-	Func   string
-	Values []int64
-	// Callers are the first frames above Func outside the standard
-	// library (up to three, nearest first) on the site's heaviest stack:
-	// where the reviewer's own code called it from.
-	Callers []string
-}
-
 // siteName is the first function of a sample outside the runtime: the
 // site a reviewer changes. The heap profile already hides runtime frames;
 // allocspy's stacks start at mallocgc's caller.
@@ -200,7 +191,7 @@ func siteName(s *profile.Sample) string {
 
 // topSites sums the profile by site (siteName), sorted by the value at
 // index vi, largest first, name to break ties.
-func topSites(p *profile.Profile, vi int) []Site {
+func topSites(p *profile.Profile, vi int) []report.Site {
 	sum := map[string][]int64{}
 	heaviest := map[string]*profile.Sample{}
 	for _, s := range p.Sample {
@@ -217,9 +208,9 @@ func topSites(p *profile.Profile, vi int) []Site {
 			heaviest[k] = s
 		}
 	}
-	out := make([]Site, 0, len(sum))
+	out := make([]report.Site, 0, len(sum))
 	for k, v := range sum {
-		out = append(out, Site{Func: k, Values: v, Callers: userCallers(heaviest[k], k, 3)})
+		out = append(out, report.Site{Func: k, Values: v, Callers: userCallers(heaviest[k], k, 3)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Values[vi] != out[j].Values[vi] {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/perfspy/perfspy/internal/withagent"
 	"math/big"
 	"net"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/withagent"
 
 	"github.com/google/pprof/profile"
 )

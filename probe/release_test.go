@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/perfspy/perfspy/load"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/load"
 
 	"github.com/perfspy/perfspy/allocspy"
 )

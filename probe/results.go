@@ -19,6 +19,8 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
@@ -28,16 +30,15 @@ import (
 	"github.com/perfspy/perfspy/internal/withagent"
 )
 
-// Sources of each figure, as summary.json names them.
+// Sources of each figure, as summary.json names them (package schema's).
 const (
-	SourceAllocsHeap    = "heapprofile-rate1"
-	SourceSyscallsIO    = "proc-io-syscr-syscw"
-	SourceNone          = "none"
-	SourceAllocspy      = "allocspy"
-	SourceCopiesOverlay = "copyspy-overlay"
-	// SourceRoutes: the request mark (routes overlay) on each allocation and copy.
-	SourceRoutes      = "request-mark"
-	minServerCoreFrac = 0.9
+	SourceAllocsHeap    = schema.SourceAllocsHeap
+	SourceSyscallsIO    = schema.SourceSyscallsIO
+	SourceNone          = schema.SourceNone
+	SourceAllocspy      = schema.SourceAllocspy
+	SourceCopiesOverlay = schema.SourceCopiesOverlay
+	SourceRoutes        = schema.SourceRoutes
+	minServerCoreFrac   = 0.9
 )
 
 // rawFiles are what the agent wrote in the private folder; a path is ""
@@ -73,7 +74,7 @@ type runOutput struct {
 
 	s     *Summary
 	files map[string][]byte // the results folder's files, by name
-	rep   reportInput
+	rep   report.Run
 	// The attribution window's routes and its profiles, routes labelled.
 	routeRep               *wire.RouteReport
 	allocsProf, copiesProf *profile.Profile
@@ -93,7 +94,7 @@ func writeResults(o *runOutput) (*Result, error) {
 			return nil, err
 		}
 	}
-	res := &Result{Dir: o.ses.out, Summary: o.s, Sites: o.rep.sites, CopySites: o.rep.copySites}
+	res := &Result{Dir: o.ses.out, Summary: o.s, Sites: o.rep.Sites, CopySites: o.rep.CopySites}
 	// On a full disk the verdict is still the caller's to print, with
 	// what was written.
 	return res, writeFiles(o.ses.out, o.files)
@@ -315,10 +316,10 @@ func (o *runOutput) allocations() error {
 		return err
 	}
 	s.Files["allocs"] = "allocs.pb.gz"
-	o.rep.totals, o.rep.sites, o.rep.requests = totals(allocs), topSites(allocs, 0), attr.load.OK
+	o.rep.Totals, o.rep.Sites, o.rep.Requests = totals(allocs), topSites(allocs, 0), attr.load.OK
 	if n := float64(attr.load.OK); n > 0 {
-		s.PerRequest.Allocs = f64(round(float64(o.rep.totals[0])/n, 4))
-		s.PerRequest.AllocBytes = f64(round(float64(o.rep.totals[1])/n, 2))
+		s.PerRequest.Allocs = f64(round(float64(o.rep.Totals[0])/n, 4))
+		s.PerRequest.AllocBytes = f64(round(float64(o.rep.Totals[1])/n, 2))
 		if attr.m0 != nil && attr.m1 != nil {
 			s.Checks["metrics_allocs_per_req_attribution_window"] = round(float64(attr.m1.AllocObjects-attr.m0.AllocObjects)/n, 4)
 		}
@@ -389,12 +390,12 @@ func (o *runOutput) copies() error {
 	}
 	s.Files["copies"] = "copies.pb.gz"
 	s.Sources["copies"] = SourceCopiesOverlay
-	o.rep.copySites = copyspy.Sites(rep)
+	o.rep.CopySites = copyspy.Sites(rep)
 	var moved, cleared [2]int64 // calls, bytes of memmove and of memclr
-	for i := range o.rep.copySites {
-		st := &o.rep.copySites[i]
-		o.rep.copyTotal[0] += st.TotalCalls()
-		o.rep.copyTotal[1] += st.TotalBytes()
+	for i := range o.rep.CopySites {
+		st := &o.rep.CopySites[i]
+		o.rep.CopyTotal[0] += st.TotalCalls()
+		o.rep.CopyTotal[1] += st.TotalBytes()
 		k := &moved
 		if st.Kind == "memclr" {
 			k = &cleared
@@ -402,7 +403,7 @@ func (o *runOutput) copies() error {
 		k[0] += st.TotalCalls()
 		k[1] += st.TotalBytes()
 	}
-	o.rep.copyRequests = cw.load.OK
+	o.rep.CopyRequests = cw.load.OK
 	if n := float64(cw.load.OK); n > 0 {
 		s.PerRequest.CopyCalls = f64(round(float64(moved[0])/n, 4))
 		s.PerRequest.CopiedBytes = f64(round(float64(moved[1])/n, 2))
@@ -506,18 +507,18 @@ func (o *runOutput) render() error {
 	}
 	meta := collectMeta(o.ses.cfg, o.ses.tgt, o.ses.commit, o.ses.hello, o.ses.plan, o.ses.allowed)
 	var buf bytes.Buffer
-	if err := writeJSON(&buf, s); err != nil {
+	if err := report.JSON(&buf, s); err != nil {
 		return err
 	}
 	o.files["summary.json"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	if err := writeBench(&buf, s, o.ses.tgt.Name, benchConfig(meta)); err != nil {
+	if err := report.RunBenchText(&buf, s, o.ses.tgt.Name, benchConfig(meta)); err != nil {
 		return err
 	}
 	o.files["bench.txt"] = append([]byte(nil), buf.Bytes()...)
 	buf.Reset()
-	o.rep.s = s
-	o.rep.markdown(&buf)
+	o.rep.Summary = s
+	o.rep.Markdown(&buf)
 	o.files["report.md"] = append([]byte(nil), buf.Bytes()...)
 	o.files["meta"] = []byte(formatMeta(meta))
 	return nil

@@ -339,36 +339,6 @@ func goroutinesProfile(gs []goroutine) *profile.Profile {
 	return p
 }
 
-// writeRetainedLines writes the terminal's lines of the retained window:
-// one, and the top sites and goroutines when they are not zero.
-func writeRetainedLines(w io.Writer, s *Summary) {
-	if s.RetainedWindow == nil {
-		return
-	}
-	leaked := ""
-	if s.PerRequest.GoroutinesLeaked != nil {
-		leaked = fmt.Sprintf(" (%s leaked for good)", fmtPtr(s.PerRequest.GoroutinesLeaked, 4))
-	}
-	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req%s  [retained window]\n",
-		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4), leaked)
-	for i, site := range s.RetainedSites {
-		if i == 3 {
-			break
-		}
-		fmt.Fprintf(w, "                %.4f objects, %.0f B /req kept by %s\n", site.Objects, site.Bytes, site.Func)
-	}
-	for i, g := range s.GoroutinesLeft {
-		if i == 3 {
-			break
-		}
-		mark := ""
-		if g.Leaked > 0 {
-			mark = fmt.Sprintf(" (%d of %d leaked)", g.Leaked, g.Count)
-		}
-		fmt.Fprintf(w, "                %.4f goroutines/req left in %s, started by %s%s\n", g.PerReq, g.Func, g.CreatedBy, mark)
-	}
-}
-
 // leakProfile reports whether the end dump of the retained window at path
 // came from the goroutine leak profile (Go 1.27 on): the agent names the
 // profile it dumped in path+".goroutines.end.profile".

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/report"
 )
 
 func parkedHere(ch chan struct{}) { <-ch }
@@ -103,7 +105,7 @@ func TestABJudgesLeaks(t *testing.T) {
 	}
 	s := &Summary{PerRequest: PerRequest{RetainedBytes: f64(256), GoroutinesLeft: f64(0.1)}}
 	var b bytes.Buffer
-	if err := writeBench(&b, s, "leak", nil); err != nil {
+	if err := report.RunBenchText(&b, s, "leak", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "256 retained-B/req") || !strings.Contains(b.String(), "0.1 goroutines-left/req") || !strings.Contains(b.String(), "Unit goroutines-left/req assume=exact") {

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
-	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -174,64 +172,6 @@ func routeSites(m map[string][2]int64, n float64) []RouteSite {
 	return out
 }
 
-// writeRoutesTable writes the per-route table (markdown when md) with the
-// top sites of each route, the background and the closure.
-func writeRoutesTable(w io.Writer, r *RoutesOutput, md bool, top int) {
-	esc := safetext.Text
-	if md {
-		esc = safetext.Markdown
-		fmt.Fprintf(w, "\n## Per route (one window, the mix)\n\n")
-		fmt.Fprintf(w, "| route | requests | allocs/req | B/req | copied B/req | server µs/req | top sites (allocs/req) |\n|---|---:|---:|---:|---:|---:|---|\n")
-	} else {
-		fmt.Fprintf(w, "  per route (one window, the mix):\n")
-	}
-	shown := r.Routes
-	if top > 0 && len(shown) > top {
-		shown = shown[:top]
-	}
-	for _, rs := range shown {
-		sites := ""
-		for i, st := range rs.Sites {
-			if i == 3 {
-				break
-			}
-			if i > 0 {
-				sites += ", "
-			}
-			sites += fmt.Sprintf("%s %s", st.Func, fmtFloat(st.Allocs, 2))
-		}
-		server := "n/a"
-		if t, ok := rs.RequestUS["total"]; ok {
-			server = fmtFloat(t, 1)
-		}
-		if md {
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server, esc(sites))
-		} else {
-			if server != "n/a" {
-				server += " µs"
-			}
-			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req %10s\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server)
-		}
-	}
-	if len(shown) < len(r.Routes) {
-		fmt.Fprintf(w, "    (%d more routes in summary.json)\n", len(r.Routes)-len(shown))
-	}
-	if br := r.BeforeRouting; br != nil {
-		if md {
-			fmt.Fprintf(w, "| %s (every request, before its route is known) | %d | %s | %s | %s | | |\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
-		} else {
-			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req (every request, before its route is known)\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
-		}
-	}
-	b, c := r.Background, r.Closure
-	if md {
-		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
-			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
-		return
-	}
-	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), c.AllocsRemainder, c.CopiedRemainder)
-}
-
 // readRoutes reads the attribution window's routes report, once.
 func (o *runOutput) readRoutes() error {
 	if o.raw.routes == "" || o.routeRep != nil {
@@ -303,20 +243,7 @@ func (o *runOutput) sampledOnly() {
 	s.Sources["routes"] += note
 	pr.Allocs, pr.AllocBytes, pr.AllocBlocks, pr.AllocRequestedBytes = nil, nil, nil, nil
 	pr.CopyCalls, pr.CopiedBytes, pr.ClearCalls, pr.ClearedBytes = nil, nil, nil, nil
-	o.rep.sites, o.rep.copySites, o.rep.totals, o.rep.copyRequests = nil, nil, nil, 0
-}
-
-// routesOf gathers a summary's routes section for the tables.
-func routesOf(s *Summary) *RoutesOutput {
-	r := &RoutesOutput{Routes: s.Routes}
-	if s.RoutesBackground != nil {
-		r.Background = *s.RoutesBackground
-	}
-	if s.RoutesClosure != nil {
-		r.Closure = *s.RoutesClosure
-	}
-	r.BeforeRouting = s.RoutesBeforeRouting
-	return r
+	o.rep.Sites, o.rep.CopySites, o.rep.Totals, o.rep.CopyRequests = nil, nil, nil, 0
 }
 
 // idle is a route with nothing in the window: named before it (a

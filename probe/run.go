@@ -23,6 +23,7 @@ import (
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/routes"
 	"github.com/perfspy/perfspy/syscalls"
 	"github.com/perfspy/perfspy/wirefmt/bulk"
@@ -258,8 +259,13 @@ var ErrNotJudged = errors.New("not judged")
 type Result struct {
 	Dir       string
 	Summary   *Summary
-	Sites     []Site         // allocation sites of the attribution window
+	Sites     []report.Site  // allocation sites of the attribution window
 	CopySites []copyspy.Site // copy sites of the attribution window
+}
+
+// report is what the terminal table is made of.
+func (r *Result) report() *report.Run {
+	return &report.Run{Summary: r.Summary, Dir: r.Dir, Sites: r.Sites, CopySites: r.CopySites}
 }
 
 // windowResult is one window's raw measurements.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/perfspy/perfspy/load"
 	"math"
 	"net"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/load"
 
 	"github.com/google/pprof/profile"
 

@@ -109,34 +109,6 @@ func TestResultsMode(t *testing.T) {
 	}
 }
 
-// TestReportEscapes: a target folder named like HTML, and a site with a
-// backtick and a pipe, stay text in report.md.
-func TestReportEscapes(t *testing.T) {
-	t.Parallel()
-	r := fullReport()
-	r.s.Target = "./<img src=x onerror=alert(1)>"
-	r.s.Commit = "abc`def"
-	if len(r.sites) > 0 {
-		r.sites[0].Func = "main.f`|g\u202e"
-	}
-	var buf bytes.Buffer
-	r.markdown(&buf)
-	md := buf.String()
-	for _, raw := range []string{" <img", "/<img", "\u202e", "f`|g"} {
-		if strings.Contains(md, raw) {
-			t.Errorf("report.md holds %q raw", raw)
-		}
-	}
-	for _, want := range []string{"commit ``abc`def``", "``main.f`\\|g\\u202e``"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report.md lacks %s", want)
-		}
-	}
-	if !strings.Contains(md, `# perfspy: ./\<img src=x onerror=alert(1)\>`) {
-		t.Errorf("heading: %q", strings.SplitN(md, "\n", 2)[0])
-	}
-}
-
 // TestABReportEscapes: a function key with a bidirectional override, a
 // backtick and markup stays text in ab's report.md and report.html.
 func TestABReportEscapes(t *testing.T) {
@@ -144,8 +116,8 @@ func TestABReportEscapes(t *testing.T) {
 	r, cfg := fixedAB()
 	r.Functions[0].Key = "main.rtl\u202egnp.exe`|<b>"
 	var md bytes.Buffer
-	writeABReport(&md, r, cfg)
-	html, err := abHTML(r, cfg, nil)
+	abPage(r, cfg).Markdown(&md)
+	html, err := abPage(r, cfg).HTML(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,35 +129,6 @@ func TestABReportEscapes(t *testing.T) {
 		if !strings.Contains(out, `main.rtl\u202egnp.exe`) {
 			t.Errorf("%s lacks the key, escaped", name)
 		}
-	}
-}
-
-// TestNoRequestLineSaysWhy: a target outside net/http gets a one-line
-// reason instead of a missing request line.
-func TestNoRequestLineSaysWhy(t *testing.T) {
-	t.Parallel()
-	r := fullReport()
-	r.s.PerRequest.RequestUS = nil
-	r.s.Sources["offcpu"] = SourceNone + ": no request boundaries in the trace (they are marked in net/http's HTTP/1 and HTTP/2 servers only); background waits are in background_offcpu_us"
-	var buf bytes.Buffer
-	WriteTerminal(&buf, &Result{Summary: r.s, Dir: "d", Sites: r.sites})
-	if !strings.Contains(buf.String(), "  request       n/a: no request boundaries in the trace (they are marked in net/http's") {
-		t.Errorf("terminal:\n%s", buf.String())
-	}
-}
-
-// TestNoZeroSiteRows: a site hit once in 10000 requests prints no
-// "0.00 0 B" row; it is in the remainder, and the rows still add up.
-func TestNoZeroSiteRows(t *testing.T) {
-	t.Parallel()
-	sites := []Site{{Func: "main.hot", Values: []int64{20000, 640000}}, {Func: "main.once", Values: []int64{1, 16}}}
-	var md bytes.Buffer
-	writeReport(&md, sampleSummary(), sites, 10000, []int64{20001, 640016})
-	if strings.Contains(md.String(), "main.once") || !strings.Contains(md.String(), "| other 1 sites | 0.00 | 0 |") {
-		t.Errorf("report.md:\n%s", md.String())
-	}
-	if got := visibleSites(sites, 10000, 5); len(got) != 1 {
-		t.Errorf("visible %v", got)
 	}
 }
 

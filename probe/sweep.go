@@ -13,10 +13,12 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // SweepSchema is the schema name of sweep.json.
-const SweepSchema = "perfspy.bulk-sweep/v1"
+const SweepSchema = schema.SweepSchema
 
 // DefaultSweepSizes are probe bulk's transfer sizes: 1 KiB to 2 MiB.
 var DefaultSweepSizes = []int64{1 << 10, 64 << 10, 1 << 20, 2 << 20}
@@ -31,33 +33,16 @@ type SweepConfig struct {
 	Out    string  // default results/bulk_<target>
 }
 
-// SweepCell is one mode at one size: the minimum over the kept rounds.
-type SweepCell struct {
-	CPUUSPerMB          float64   `json:"cpu_us_per_mb"`
-	DatagramsPerRequest float64   `json:"datagrams_per_request"`
-	SyscallsPerDatagram float64   `json:"syscalls_per_datagram"`
-	Rounds              []float64 `json:"rounds_cpu_us_per_mb"` // the kept rounds
-}
+// The parts of sweep.json (package schema's).
+type (
+	SweepCell = schema.SweepCell
+	SweepRow  = schema.SweepRow
+)
 
-// SweepRow is one size.
-type SweepRow struct {
-	Size      int64     `json:"size"`
-	Push      SweepCell `json:"push"`
-	Echo      SweepCell `json:"echo"`
-	Floor     SweepCell `json:"floor"` // targets/udpfloor, push, datagrams of push's largest size
-	PushRatio float64   `json:"push_floor_ratio"`
-	EchoRatio float64   `json:"echo_floor_ratio"`
-}
-
-// SweepResult is sweep.json.
+// SweepResult is sweep.json, and the results folder.
 type SweepResult struct {
-	Schema  string     `json:"schema"`
-	Target  string     `json:"target"`
-	Rounds  int        `json:"rounds"`
-	Rows    []SweepRow `json:"rows"`
-	Judged  bool       `json:"judged"`
-	Reasons []string   `json:"reasons,omitempty"`
-	Dir     string     `json:"-"`
+	schema.SweepResult
+	Dir string `json:"-"`
 }
 
 // Sweep measures push, echo and the UDP floor at each size and writes
@@ -88,7 +73,7 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 		return nil, err
 	}
 	sw := &sweep{cfg: cfg, logf: logf, out: out, floor: filepath.Join(root, "targets", "udpfloor"),
-		res: &SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds, Dir: out}}
+		res: &SweepResult{SweepResult: schema.SweepResult{Schema: SweepSchema, Target: cfg.Run.Target, Rounds: cfg.Rounds}, Dir: out}}
 	for _, size := range cfg.Sizes {
 		row, err := sw.row(ctx, size)
 		if err != nil {
@@ -99,10 +84,10 @@ func Sweep(ctx context.Context, cfg SweepConfig, logf func(string, ...any)) (*Sw
 	res := sw.res
 	res.Judged = len(res.Reasons) == 0
 	var js, md bytes.Buffer
-	if err := writeJSON(&js, res); err != nil {
+	if err := report.JSON(&js, res); err != nil {
 		return nil, err
 	}
-	writeSweepReport(&md, res)
+	report.Sweep(&md, &res.SweepResult)
 	if err := writeFiles(out, map[string][]byte{"sweep.json": js.Bytes(), "report.md": md.Bytes()}); err != nil {
 		return nil, err
 	}
@@ -162,9 +147,9 @@ func (sw *sweep) row(ctx context.Context, size int64) (SweepRow, error) {
 		if r == 1 {
 			continue
 		}
-		row.Push.add(p)
-		row.Echo.add(e)
-		row.Floor.add(f)
+		addRound(&row.Push, p)
+		addRound(&row.Echo, e)
+		addRound(&row.Floor, f)
 	}
 	if row.Floor.CPUUSPerMB > 0 {
 		row.PushRatio = round(row.Push.CPUUSPerMB/row.Floor.CPUUSPerMB, 3)
@@ -188,9 +173,9 @@ func (sw *sweep) one(ctx context.Context, b bulkRun) (*Summary, error) {
 	rc.Args = append(append([]string(nil), sw.cfg.Run.Args...), "-mode="+b.mode)
 	rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor, rc.timingOnly = "off", "heapprofile", false, false, true
 	name := filepath.Base(b.target)
-	what := fmt.Sprintf("%s %s %s round %d", sizeName(b.size), name, b.mode, b.round)
-	rc.Out = filepath.Join(sw.out, "runs", fmt.Sprintf("%s-%s-%s-%d", sizeName(b.size), name, b.mode, b.round))
-	sw.logf("%s, %s %s, round %d/%d", sizeName(b.size), name, b.mode, b.round, sw.cfg.Rounds)
+	what := fmt.Sprintf("%s %s %s round %d", report.SizeName(b.size), name, b.mode, b.round)
+	rc.Out = filepath.Join(sw.out, "runs", fmt.Sprintf("%s-%s-%s-%d", report.SizeName(b.size), name, b.mode, b.round))
+	sw.logf("%s, %s %s, round %d/%d", report.SizeName(b.size), name, b.mode, b.round, sw.cfg.Rounds)
 	r, err := Run(ctx, rc, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -204,8 +189,8 @@ func (sw *sweep) one(ctx context.Context, b bulkRun) (*Summary, error) {
 	return r.Summary, nil
 }
 
-// add keeps a round: the cell is the round with the least CPU per MB.
-func (c *SweepCell) add(s *Summary) {
+// addRound keeps a round: the cell is the round with the least CPU per MB.
+func addRound(c *SweepCell, s *Summary) {
 	v := s.Transfer.CPUUSPerMB
 	c.Rounds = append(c.Rounds, v)
 	if len(c.Rounds) == 1 || v < c.CPUUSPerMB {
@@ -213,32 +198,6 @@ func (c *SweepCell) add(s *Summary) {
 		c.DatagramsPerRequest = *s.DatagramsPerRequest
 		c.SyscallsPerDatagram = s.PerDatagram.Syscalls
 	}
-}
-
-func writeSweepReport(w *bytes.Buffer, r *SweepResult) {
-	fmt.Fprintf(w, "# probe bulk: %s\n\n", r.Target)
-	fmt.Fprintf(w, "Server CPU µs per MB of transfer, the least of %d rounds (the first of %d dropped); a fresh target and connection for each round. The floor is targets/udpfloor (push, plain UDP, one syscall per datagram) with the same transfers.", r.Rounds-1, r.Rounds)
-	if !r.Judged {
-		fmt.Fprintf(w, " **Not judged**: %s.", strings.Join(r.Reasons, "; "))
-	}
-	fmt.Fprint(w, "\n\n| size | push min | echo min | floor | push/floor | echo/floor | push datagrams | echo datagrams | floor datagrams | push syscalls/datagram | floor syscalls/datagram |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, row := range r.Rows {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.1f | %.1f | %.1f | %.3f | %.3f |\n", sizeName(row.Size),
-			row.Push.CPUUSPerMB, row.Echo.CPUUSPerMB, row.Floor.CPUUSPerMB, row.PushRatio, row.EchoRatio,
-			row.Push.DatagramsPerRequest, row.Echo.DatagramsPerRequest, row.Floor.DatagramsPerRequest,
-			row.Push.SyscallsPerDatagram, row.Floor.SyscallsPerDatagram)
-	}
-}
-
-// sizeName writes a size as 1K, 64K, 1M or in bytes.
-func sizeName(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + "M"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + "K"
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // parseSizes reads "1K,64K,1M,2M": bytes, or K and M (1024, 1048576).

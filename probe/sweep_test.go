@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/report"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -23,8 +25,8 @@ func TestParseSizes(t *testing.T) {
 			t.Errorf("parseSizes(%q): no error", bad)
 		}
 	}
-	if sizeName(1<<10) != "1K" || sizeName(2<<20) != "2M" || sizeName(1500) != "1500" {
-		t.Error("sizeName")
+	if report.SizeName(1<<10) != "1K" || report.SizeName(2<<20) != "2M" || report.SizeName(1500) != "1500" {
+		t.Error("SizeName")
 	}
 }
 
@@ -53,23 +55,23 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("sweep.json: %s", b)
 	}
 	for _, row := range res.Rows {
-		t.Logf("%s: push %.1f, echo %.1f, floor %.1f µs/MB; datagrams %.1f / %.1f / %.1f", sizeName(row.Size),
+		t.Logf("%s: push %.1f, echo %.1f, floor %.1f µs/MB; datagrams %.1f / %.1f / %.1f", report.SizeName(row.Size),
 			row.Push.CPUUSPerMB, row.Echo.CPUUSPerMB, row.Floor.CPUUSPerMB, row.Push.DatagramsPerRequest, row.Echo.DatagramsPerRequest, row.Floor.DatagramsPerRequest)
 		for _, c := range []SweepCell{row.Push, row.Echo, row.Floor} {
 			if len(c.Rounds) != 1 || c.CPUUSPerMB <= 0 {
-				t.Errorf("%s: cell %+v, want one kept round", sizeName(row.Size), c)
+				t.Errorf("%s: cell %+v, want one kept round", report.SizeName(row.Size), c)
 			}
 		}
 		if row.Echo.DatagramsPerRequest < 1.6*row.Push.DatagramsPerRequest {
-			t.Errorf("%s: echo %.1f datagrams, push %.1f", sizeName(row.Size), row.Echo.DatagramsPerRequest, row.Push.DatagramsPerRequest)
+			t.Errorf("%s: echo %.1f datagrams, push %.1f", report.SizeName(row.Size), row.Echo.DatagramsPerRequest, row.Push.DatagramsPerRequest)
 		}
 		// The floor sends the transfer in datagrams of push's largest, and
 		// gets one reply.
 		if row.Floor.DatagramsPerRequest < float64(row.Size)/1500 {
-			t.Errorf("%s: floor %.1f datagrams", sizeName(row.Size), row.Floor.DatagramsPerRequest)
+			t.Errorf("%s: floor %.1f datagrams", report.SizeName(row.Size), row.Floor.DatagramsPerRequest)
 		}
 		if r := row.Push.CPUUSPerMB / row.Floor.CPUUSPerMB; abs(r-row.PushRatio) > 0.01 {
-			t.Errorf("%s: push/floor %.3f, cells say %.3f", sizeName(row.Size), row.PushRatio, r)
+			t.Errorf("%s: push/floor %.3f, cells say %.3f", report.SizeName(row.Size), row.PushRatio, r)
 		}
 	}
 	if !strings.Contains(stdout.String(), "| size | push min | echo min | floor |") {

@@ -11,6 +11,18 @@ type BuildCheck struct {
 	Removed []Module       `json:"modules_removed,omitempty"`
 }
 
+// Modes of a build (BuildCheck.Mode): how the measured binary was built
+// beside the target's own module.
+const (
+	ModeModule    = "module"
+	ModeVendor    = "vendor"
+	ModeWorkspace = "workspace"
+	ModeSelf      = "self" // the target is in perfspy's own module
+	// ModeTest is a test binary: nothing but standard-library overlays
+	// is added, so the build list is the package's own.
+	ModeTest = "test"
+)
+
 // ModuleChange is a module whose version (or replacement) differs.
 type ModuleChange struct {
 	Path   string `json:"path"`

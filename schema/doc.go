@@ -39,3 +39,27 @@ type ABResult struct {
 	Reasons []string                      `json:"reasons,omitempty"`
 	Gate    []string                      `json:"gate_failed,omitempty"`
 }
+
+// Sources of the figures, as Summary.Sources names them; a source may
+// carry a note after a colon.
+const (
+	SourceAllocsHeap    = "heapprofile-rate1"
+	SourceSyscallsIO    = "proc-io-syscr-syscw"
+	SourceNone          = "none"
+	SourceAllocspy      = "allocspy"
+	SourceCopiesOverlay = "copyspy-overlay"
+	// SourceRoutes: the request mark (routes overlay) on each allocation and copy.
+	SourceRoutes = "request-mark"
+	// SourceOffCPU: an execution trace of the off-CPU window, split at
+	// the requests' regions.
+	SourceOffCPU = "runtime-trace+request-regions"
+)
+
+// Scopes of ABResult.Scopes and ABFunction: whose code changed, apart (a
+// toolchain upgrade moves the runtime's and the standard library's, not
+// the user's).
+const (
+	ScopeRuntime = "runtime"
+	ScopeStd     = "std"
+	ScopeUser    = "user"
+)

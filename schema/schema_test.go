@@ -11,7 +11,7 @@ import (
 // (probe's golden file) into Summary with no field left over, and writes
 // it back byte for byte as probe does.
 func TestDecodeSummary(t *testing.T) {
-	b, err := os.ReadFile("../probe/testdata/summary.golden.json")
+	b, err := os.ReadFile("../report/testdata/summary.golden.json")
 	if err != nil {
 		t.Fatal(err)
 	}

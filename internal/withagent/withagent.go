@@ -42,15 +42,13 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// Modes.
+// Modes, as BuildCheck.Mode names them (package schema's).
 const (
-	ModeModule    = "module"
-	ModeVendor    = "vendor"
-	ModeWorkspace = "workspace"
-	ModeSelf      = "self" // the target is in perfspy's own module
-	// ModeTest is a test binary: nothing but standard-library overlays
-	// is added, so the build list is the package's own.
-	ModeTest = "test"
+	ModeModule    = schema.ModeModule
+	ModeVendor    = schema.ModeVendor
+	ModeWorkspace = schema.ModeWorkspace
+	ModeSelf      = schema.ModeSelf
+	ModeTest      = schema.ModeTest
 )
 
 // SelfModule is perfspy's module path.

@@ -1,4 +1,4 @@
-package probe
+package report
 
 import (
 	"fmt"
@@ -10,48 +10,42 @@ import (
 
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/proc"
-	"github.com/perfspy/perfspy/internal/withagent"
-
 	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TopSites is how many allocation sites report.md and the terminal list.
 const TopSites = 10
 
-func fmtPtr(v *float64, digits int) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.*f", digits, *v)
+// Run is what a run's report.md and terminal table are made of: the
+// summary, the sites of the attribution window and the results folder.
+type Run struct {
+	Summary      *schema.Summary
+	Dir          string  // the results folder, the terminal's last line
+	Sites        []Site  // allocation sites, largest first
+	Requests     int64   // the attribution window's, by which sites divide
+	Totals       []int64 // the allocations' totals, for the remainder row
+	CopySites    []copyspy.Site
+	CopyRequests int64
+	CopyTotal    [2]int64
 }
 
-// reportInput is what report.md is made of: the summary and the sites of
-// the attribution window.
-type reportInput struct {
-	s            *Summary
-	sites        []Site
-	requests     int64   // the attribution window's, by which sites divide
-	totals       []int64 // the allocations' totals, for the remainder row
-	copySites    []copyspy.Site
-	copyRequests int64
-	copyTotal    [2]int64
-}
-
-// markdown writes report.md.
-func (r *reportInput) markdown(w io.Writer) {
-	writeReport(w, r.s, r.sites, r.requests, r.totals)
-	writeCopyReport(w, r.copySites, r.copyRequests, r.copyTotal)
-	if len(r.s.Routes) > 0 {
-		writeRoutesTable(w, routesOf(r.s), true, 0)
+// Markdown writes report.md.
+func (r *Run) Markdown(w io.Writer) {
+	writeReport(w, r.Summary, r.Sites, r.Requests, r.Totals)
+	writeCopyReport(w, r.CopySites, r.CopyRequests, r.CopyTotal)
+	if len(r.Summary.Routes) > 0 {
+		writeRoutesTable(w, r.Summary, true, 0)
 	}
-	writeSyscallReport(w, r.s)
-	writeOffCPUReport(w, r.s)
+	writeSyscallReport(w, r.Summary)
+	writeOffCPUReport(w, r.Summary)
 }
 
 // writeReport writes report.md's first part: the per-request table with the source of
 // each figure, then the top allocation sites; the sites add up to the
 // total, the rest shown as one row.
-func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []int64) {
+func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, tot []int64) {
 	fmt.Fprintf(w, "# perfspy: %s\n\n", safetext.Markdown(s.Target))
 	fmt.Fprintf(w, "commit %s, %s, verdict **%s**", safetext.Code(s.Commit), s.Go, s.Verdict)
 	if len(s.Reasons) > 0 {
@@ -59,7 +53,7 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	}
 	fmt.Fprint(w, "\n\n")
 	if b := s.Build; b != nil {
-		fmt.Fprintf(w, "Build: %s.\n\n", buildLine(b))
+		fmt.Fprintf(w, "Build: %s.\n\n", BuildLine(b))
 	}
 	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
@@ -108,12 +102,12 @@ func writeReport(w io.Writer, s *Summary, sites []Site, requests int64, tot []in
 	}
 	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	fmt.Fprint(w, "\nBlind spots: ")
-	if s.Sources["allocs"] == SourceAllocspy {
+	if s.Sources["allocs"] == schema.SourceAllocspy {
 		fmt.Fprint(w, "allocspy counts objects as the program asked for them (tiny objects packed into one 16-byte block each count; the blocks are heap_blocks) and keeps stacks of up to 128 return PCs from mallocgc's caller, as the runtime's own profiles; a deeper stack is cut there and ends in a [truncated] frame. ")
 	} else {
 		fmt.Fprint(w, "the heap profile counts heap blocks: several tiny (<16 B, pointer-free) objects packed into one 16-byte block count once. ")
 	}
-	if strings.HasPrefix(s.Sources["syscalls"], SourceSyscallsIO) {
+	if strings.HasPrefix(s.Sources["syscalls"], schema.SourceSyscallsIO) {
 		fmt.Fprint(w, "Syscalls from /proc/PID/io count only the read/write family (not epoll, futex, nanosleep). ")
 	} else {
 		fmt.Fprint(w, "Syscalls are every sys_enter of the target's threads, counted in the kernel; the timing window's CPU profile adds about 100 rt_sigreturn a second. ")
@@ -170,7 +164,7 @@ func writeCopyReport(w io.Writer, sites []copyspy.Site, requests int64, tot [2]i
 }
 
 // writeSyscallReport lists syscalls per request by name, largest first.
-func writeSyscallReport(w io.Writer, s *Summary) {
+func writeSyscallReport(w io.Writer, s *schema.Summary) {
 	if len(s.PerRequest.SyscallsByName) == 0 {
 		return
 	}
@@ -205,15 +199,15 @@ func writeSyscallReport(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "| **total** | %s |\n", fmtPtr(s.PerRequest.Syscalls, 4))
 }
 
-// WriteTerminal prints the short table at the end of a run.
-func WriteTerminal(w io.Writer, r *Result) {
+// Terminal prints the short table at the end of a run.
+func (r *Run) Terminal(w io.Writer) {
 	s := r.Summary
 	fmt.Fprintf(w, "%s  %s  verdict: %s\n", s.Target, s.Commit, s.Verdict)
 	for _, why := range s.Reasons {
 		fmt.Fprintf(w, "  not judged: %s\n", why)
 	}
 	if b := s.Build; b != nil {
-		fmt.Fprintf(w, "  build         %s\n", buildLine(b))
+		fmt.Fprintf(w, "  build         %s\n", BuildLine(b))
 	}
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
 	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
@@ -260,13 +254,13 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req%s  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), clears, s.Sources["copies"])
 	writeRetainedLines(w, s)
 	if len(s.Routes) > 1 {
-		writeRoutesTable(w, routesOf(s), false, 5)
+		writeRoutesTable(w, s, false, 5)
 	}
 	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
-	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, SourceNone+": no request boundaries") {
+	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, schema.SourceNone+": no request boundaries") {
 		// Outside net/http (gRPC, fasthttp), say why there is no
 		// request line, in one line.
-		fmt.Fprintf(w, "  request       n/a: %s\n", strings.TrimPrefix(src, SourceNone+": "))
+		fmt.Fprintf(w, "  request       n/a: %s\n", strings.TrimPrefix(src, schema.SourceNone+": "))
 	}
 	if s.PerRequest.RequestUS != nil {
 		fmt.Fprintf(w, "  request       %s  [%s]\n", requestLine(s), s.Sources["offcpu"])
@@ -294,21 +288,21 @@ func WriteTerminal(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
 }
 
-// buildLine says what the build-list check found: the measured binary has
+// BuildLine says what the build-list check found: the measured binary has
 // a plain build's modules, plus the agent's.
-func buildLine(b *withagent.Check) string {
+func BuildLine(b *schema.BuildCheck) string {
 	var added []string
 	for _, m := range b.Added {
 		added = append(added, m.Path)
 	}
 	switch {
-	case len(added) == 0 && b.Mode == withagent.ModeTest:
+	case len(added) == 0 && b.Mode == schema.ModeTest:
 		added = []string{"nothing (standard-library overlays only)"}
 	case len(added) == 0:
 		added = []string{"nothing (the agent is in the target's module)"}
 	}
 	source := "go list -deps vs the binary's build info"
-	if b.Mode == withagent.ModeTest {
+	if b.Mode == schema.ModeTest {
 		source = "the plain test binary's build info vs the counted one's"
 	}
 	return fmt.Sprintf("%s mode, the %d modules of a plain build at its versions, %d changed, added %s  [%s]",
@@ -317,7 +311,7 @@ func buildLine(b *withagent.Check) string {
 
 // machineLine is what the machine did: its waits, the others' cores and
 // the CPU pressure.
-func machineLine(m *MachineSummary) string {
+func machineLine(m *schema.MachineSummary) string {
 	s := fmt.Sprintf("target waited %.2f s per s for a CPU, driver %.2f; other processes %.2f cores", m.ServerRunQueueWait, m.DriverRunQueueWait, m.OtherCores)
 	if m.CPUPressure != nil {
 		s += fmt.Sprintf("; CPU pressure %.0f%%", *m.CPUPressure*100)
@@ -343,7 +337,7 @@ func visibleSites(sites []Site, requests int64, top int) []Site {
 // placement says what the target ran on: its GOMAXPROCS, and the CPUs it
 // and the driver were pinned to. Every per-request figure is the
 // target's at that size.
-func placement(s *Summary) string {
+func placement(s *schema.Summary) string {
 	if s.GOMAXPROCS == 0 {
 		return ""
 	}
@@ -355,4 +349,234 @@ func placement(s *Summary) string {
 		out += "; the driver on cpus " + proc.FormatCPUList(s.DriverCPUs)
 	}
 	return out + ")"
+}
+
+// writeRetainedLines writes the terminal's lines of the retained window:
+// one, and the top sites and goroutines when they are not zero.
+func writeRetainedLines(w io.Writer, s *schema.Summary) {
+	if s.RetainedWindow == nil {
+		return
+	}
+	leaked := ""
+	if s.PerRequest.GoroutinesLeaked != nil {
+		leaked = fmt.Sprintf(" (%s leaked for good)", fmtPtr(s.PerRequest.GoroutinesLeaked, 4))
+	}
+	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req%s  [retained window]\n",
+		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4), leaked)
+	for i, site := range s.RetainedSites {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "                %.4f objects, %.0f B /req kept by %s\n", site.Objects, site.Bytes, site.Func)
+	}
+	for i, g := range s.GoroutinesLeft {
+		if i == 3 {
+			break
+		}
+		mark := ""
+		if g.Leaked > 0 {
+			mark = fmt.Sprintf(" (%d of %d leaked)", g.Leaked, g.Count)
+		}
+		fmt.Fprintf(w, "                %.4f goroutines/req left in %s, started by %s%s\n", g.PerReq, g.Func, g.CreatedBy, mark)
+	}
+}
+
+// writeOffCPUReport writes the requests' server-side time, split, for the
+// mean, median and slowest requests, where the slowest waited, and the
+// background's waits per second apart.
+func writeOffCPUReport(w io.Writer, s *schema.Summary) {
+	if s.PerRequest.RequestUS != nil {
+		p50, p99 := s.Tail["p50"], s.Tail["p99"]
+		fmt.Fprintf(w, "\n## Server-side time per request (off-CPU window, %s)\n\n", s.Sources["offcpu"])
+		fmt.Fprintf(w, "From the handler's start to the response's end, on the request's goroutine, over the %.0f requests the trace saw whole.\n\n", s.Checks["offcpu_requests"])
+		fmt.Fprintf(w, "| part | mean µs | median requests µs (%d) | slowest 1%% µs (%d) |\n|---|---:|---:|---:|\n", p50.Requests, p99.Requests)
+		for _, p := range offcpu.Parts {
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", partLabel(p), s.PerRequest.RequestUS[p], p50.PartsUS[p], p99.PartsUS[p])
+		}
+		fmt.Fprintf(w, "| remainder (not placed by the trace) | %.2f | %.2f | %.2f |\n", s.Checks["request_us_remainder"], p50.Remainder, p99.Remainder)
+		fmt.Fprintf(w, "| **total** | %.2f | %.2f | %.2f |\n", s.PerRequest.RequestUS["total"], p50.TotalUS, p99.TotalUS)
+		if m, ok := s.Checks["driver_latency_mean_us"]; ok {
+			fmt.Fprintf(w, "\nThe load driver's mean latency in this window: %.2f µs; the other %.2f µs are the network, the driver and the server's work outside the handler (reading the request).\n", m, s.Checks["request_us_driver_gap"])
+		}
+		fmt.Fprintf(w, "\nWhere the slowest 1%% waited (µs per request of that group):\n\n")
+		writeWaitRows(w, p99.Top)
+	}
+	if s.BackgroundOffCPUUS != nil {
+		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request, never divided by requests)\n\nSeconds of waiting per second of the window: 6.64 is six or seven goroutines (idle workers, timers, the runtime's) waiting all the time, on average; summary.json's background_offcpu_us holds the same in µs per second.\n\n| reason | goroutines waiting (s per s) |\n|---|---:|\n")
+		for _, r := range offcpu.Reasons {
+			fmt.Fprintf(w, "| %s | %.2f |\n", r, s.BackgroundOffCPUUS[r]/1e6)
+		}
+		fmt.Fprintf(w, "\n")
+		writeWaitRows(w, s.BackgroundTop)
+	}
+	fmt.Fprintf(w, "\nThe trace does not see the runtime's own epoll and futex calls or RawSyscall.\n")
+}
+
+func partLabel(p string) string {
+	switch p {
+	case "cpu":
+		return "cpu (running)"
+	case "sched":
+		return "sched (runnable, waiting for a P)"
+	case "net_idle":
+		return "net_idle (waiting for the client)"
+	}
+	return p
+}
+
+func writeWaitRows(w io.Writer, rows []schema.WaitRow) {
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "(none)\n")
+		return
+	}
+	fmt.Fprintf(w, "| µs | reason | wait | in | woken by |\n|---:|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %.2f | %s | %s | %s | %s |\n", r.US, r.Reason, safetext.Markdown(r.Wait), safetext.Code(r.Func), safetext.Markdown(r.WokenBy))
+	}
+}
+
+// requestLine is the terminal's line for the mean request's split.
+func requestLine(s *schema.Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.0f µs on the server:", s.PerRequest.RequestUS["total"])
+	for _, p := range offcpu.Parts {
+		if v := s.PerRequest.RequestUS[p]; v >= 0.5 {
+			fmt.Fprintf(&b, " %s %.0f", p, v)
+		}
+	}
+	fmt.Fprintf(&b, " (remainder %.1f)", s.Checks["request_us_remainder"])
+	if m, ok := s.Checks["driver_latency_mean_us"]; ok {
+		fmt.Fprintf(&b, "; driver latency %.0f µs (%.0f outside the handler)", m, s.Checks["request_us_driver_gap"])
+	}
+	return b.String()
+}
+
+// writeEndpoints writes the mix's per-request table (report.md, the
+// terminal).
+func writeEndpoints(w io.Writer, s *schema.Summary, markdown bool) {
+	if s.Mix == nil {
+		return
+	}
+	if len(s.Endpoints) == 0 {
+		if !markdown {
+			fmt.Fprintf(w, "  mix           %s: the figures above, split by route in one window (-alone measures each request alone too)\n", s.Mix.File)
+		}
+		return
+	}
+	if markdown {
+		fmt.Fprintf(w, "\n## Requests of %s, each measured alone\n\nThe figures above are for the mix, sent in a fixed order (%v, cycled). Each request is then measured in windows of its own, per request: CPU and syscalls over its timing window's requests, allocations and copies over its attribution window's.\n\n| request | weight | requests (timing / attribution) | CPU µs | allocs | B | copied B | syscalls |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", s.Mix.File, s.Mix.Order)
+		for _, e := range s.Endpoints {
+			fmt.Fprintf(w, "| %s | %d | %d / %d | %s | %s | %s | %s | %s |\n", safetext.Code(e.Name), e.Weight, e.Requests, e.AttributionRequests, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+		}
+		if len(s.Endpoints) > 0 {
+			src := s.Endpoints[0].Sources
+			fmt.Fprintf(w, "\nSources: CPU %s, allocations %s, copies %s, syscalls %s.\n", src["cpu"], src["allocs"], src["copies"], src["syscalls"])
+		}
+		for _, e := range handingOff(s.Endpoints) {
+			fmt.Fprintf(w, "\n**Handed off**: %s\n", handOffLine(e, safetext.Code(e.Name)))
+		}
+		return
+	}
+	fmt.Fprintf(w, "  mix           %s: the figures above; each request alone, per request:\n", s.Mix.File)
+	for _, e := range s.Endpoints {
+		fmt.Fprintf(w, "    %-24s w%-3d cpu %s µs  allocs %s (%s B)  copied %s B  syscalls %s\n", e.Name, e.Weight, fmtPtr(e.CPUUS, 2), fmtPtr(e.Allocs, 2), fmtPtr(e.AllocBytes, 0), fmtPtr(e.CopiedBytes, 0), fmtPtr(e.Syscalls, 2))
+	}
+	for _, e := range handingOff(s.Endpoints) {
+		fmt.Fprintf(w, "  handed off    %s\n", handOffLine(e, safetext.Text(e.Name)))
+	}
+}
+
+// handOffShare is the share of a request's window's bytes allocated
+// outside any request past which the terminal and report.md say so.
+const handOffShare = 0.2
+
+// handingOff are the endpoints whose windows allocated more than
+// handOffShare of their bytes outside their requests.
+func handingOff(es []schema.EndpointSummary) []schema.EndpointSummary {
+	var out []schema.EndpointSummary
+	for _, e := range es {
+		if e.BackgroundShare != nil && *e.BackgroundShare >= handOffShare {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func handOffLine(e schema.EndpointSummary, name string) string {
+	return fmt.Sprintf("%s: %.0f%% of its window's bytes (%s B/req) were allocated outside its requests, by goroutines that already existed (workers, pools): its row counts them, the mix's split by route puts them in the background", name, *e.BackgroundShare*100, fmtPtr(e.BackgroundBytes, 0))
+}
+
+// writeRoutesTable writes the per-route table (markdown when md) with the
+// top sites of each route, the background and the closure.
+func writeRoutesTable(w io.Writer, s *schema.Summary, md bool, top int) {
+	esc := safetext.Text
+	if md {
+		esc = safetext.Markdown
+		fmt.Fprintf(w, "\n## Per route (one window, the mix)\n\n")
+		fmt.Fprintf(w, "| route | requests | allocs/req | B/req | copied B/req | server µs/req | top sites (allocs/req) |\n|---|---:|---:|---:|---:|---:|---|\n")
+	} else {
+		fmt.Fprintf(w, "  per route (one window, the mix):\n")
+	}
+	shown := s.Routes
+	if top > 0 && len(shown) > top {
+		shown = shown[:top]
+	}
+	for _, rs := range shown {
+		sites := ""
+		for i, st := range rs.Sites {
+			if i == 3 {
+				break
+			}
+			if i > 0 {
+				sites += ", "
+			}
+			sites += fmt.Sprintf("%s %s", st.Func, fmtFloat(st.Allocs, 2))
+		}
+		server := "n/a"
+		if t, ok := rs.RequestUS["total"]; ok {
+			server = fmtFloat(t, 1)
+		}
+		if md {
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server, esc(sites))
+		} else {
+			if server != "n/a" {
+				server += " µs"
+			}
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req %10s\n", esc(rs.Route), rs.Requests, fmtPtr(rs.AllocsPerReq, 2), fmtPtr(rs.AllocBytesPerReq, 0), fmtPtr(rs.CopiedBytesPerReq, 0), server)
+		}
+	}
+	if len(shown) < len(s.Routes) {
+		fmt.Fprintf(w, "    (%d more routes in summary.json)\n", len(s.Routes)-len(shown))
+	}
+	if br := s.RoutesBeforeRouting; br != nil {
+		if md {
+			fmt.Fprintf(w, "| %s (every request, before its route is known) | %d | %s | %s | %s | | |\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
+		} else {
+			fmt.Fprintf(w, "    %-28s %8d req  %10s allocs/req %10s B/req %10s copied-B/req (every request, before its route is known)\n", esc(br.Route), br.Requests, fmtPtr(br.AllocsPerReq, 2), fmtPtr(br.AllocBytesPerReq, 0), fmtPtr(br.CopiedBytesPerReq, 0))
+		}
+	}
+	var b schema.RouteSummary
+	var c schema.RoutesClosure
+	if s.RoutesBackground != nil {
+		b = *s.RoutesBackground
+	}
+	if s.RoutesClosure != nil {
+		c = *s.RoutesClosure
+	}
+	if md {
+		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
+			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
+		return
+	}
+	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), c.AllocsRemainder, c.CopiedRemainder)
+}
+
+// Site is one call site's share of a profile.
+type Site struct {
+	Func   string
+	Values []int64
+	// Callers are the first frames above Func outside the standard
+	// library (up to three, nearest first) on the site's heaviest stack:
+	// where the reviewer's own code called it from.
+	Callers []string
 }

@@ -1,4 +1,4 @@
-package probe
+package report
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/metric"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // unrowed lists the JSON keys of t (a figures struct written under
@@ -49,8 +50,8 @@ func TestEveryFigureHasARow(t *testing.T) {
 		prefix string
 		path   func(metric.Metric) []string
 	}{
-		{reflect.TypeFor[PerRequest](), "per_request.", summaryPaths},
-		{reflect.TypeFor[BenchPerOp](), "per_op.", benchPaths},
+		{reflect.TypeFor[schema.PerRequest](), "per_request.", summaryPaths},
+		{reflect.TypeFor[schema.BenchPerOp](), "per_op.", benchPaths},
 	} {
 		for _, k := range unrowed(c.t, c.prefix, c.path) {
 			t.Errorf("%s is written but has no row in the metric table", k)
@@ -59,7 +60,7 @@ func TestEveryFigureHasARow(t *testing.T) {
 	// The other way: every row's path is a field.
 	for _, m := range metric.Table {
 		for _, p := range []string{m.Summary, m.Split, m.BenchSummary, m.BenchSplit} {
-			if p != "" && !jsonPath(reflect.TypeFor[Summary](), p) && !jsonPath(reflect.TypeFor[BenchFigures](), p) {
+			if p != "" && !jsonPath(reflect.TypeFor[schema.Summary](), p) && !jsonPath(reflect.TypeFor[schema.BenchFigures](), p) {
 				t.Errorf("metric %s: %s is in neither summary.json nor a benchmark's figures", m.Name, p)
 			}
 		}
@@ -100,22 +101,22 @@ func jsonPath(t reflect.Type, path string) bool {
 // units it marks assume=exact are the rows judged as exact counts.
 func TestBenchTextUnits(t *testing.T) {
 	one := func() *float64 { return f64(1) }
-	run := &Summary{Window: WindowSummary{Requests: 100, RPS: 1000, LatencyUS: map[string]int64{"p50": 1, "p99": 2, "p999": 3}},
-		PerRequest: PerRequest{Allocs: one(), AllocBytes: one(), CopiedBytes: one(), ClearedBytes: one(), Syscalls: one(), CPUUS: one(),
+	run := &schema.Summary{Window: schema.WindowSummary{Requests: 100, RPS: 1000, LatencyUS: map[string]int64{"p50": 1, "p99": 2, "p999": 3}},
+		PerRequest: schema.PerRequest{Allocs: one(), AllocBytes: one(), CopiedBytes: one(), ClearedBytes: one(), Syscalls: one(), CPUUS: one(),
 			RetainedBytes: one(), GoroutinesLeft: one()}, DatagramsPerRequest: one()}
-	instr := &Summary{Window: WindowSummary{Requests: 100}, PerRequest: PerRequest{Instructions: one()}}
-	bench := &BenchSummary{Benchmarks: []BenchFigures{{Name: "BenchmarkX-2", N: 10, PerOp: BenchPerOp{Allocs: 1, AllocBytes: 1,
+	instr := &schema.Summary{Window: schema.WindowSummary{Requests: 100}, PerRequest: schema.PerRequest{Instructions: one()}}
+	bench := &schema.BenchSummary{Benchmarks: []schema.BenchFigures{{Name: "BenchmarkX-2", N: 10, PerOp: schema.BenchPerOp{Allocs: 1, AllocBytes: 1,
 		CopiedBytes: one(), ClearedBytes: one(), Syscalls: one(), NS: one(), RetainedBytes: one(), GoroutinesLeft: one()}}}}
 	var texts []string
-	for _, s := range []*Summary{run, instr} {
+	for _, s := range []*schema.Summary{run, instr} {
 		var b bytes.Buffer
-		if err := writeBench(&b, s, "x", nil); err != nil {
+		if err := RunBenchText(&b, s, "x", nil); err != nil {
 			t.Fatal(err)
 		}
 		texts = append(texts, b.String())
 	}
 	var b bytes.Buffer
-	if err := writeBenchText(&b, bench); err != nil {
+	if err := BenchText(&b, bench); err != nil {
 		t.Fatal(err)
 	}
 	texts = append(texts, b.String())
