@@ -63,6 +63,11 @@ type Metric struct {
 	// and BenchSplit hold the same figure split by name or reason.
 	Summary, BenchSummary string
 	Split, BenchSplit     string
+	// Endpoint is its key in an object of summary.json's endpoints[]
+	// (each request of a mix measured alone, per request); Route its key
+	// per request in an object of routes[] (the mix split by route), and
+	// RouteBackground its key per second in routes_background.
+	Endpoint, Route, RouteBackground string
 	// Profile is the results file whose samples add up to it, and its
 	// sample type ("" when it has none).
 	Profile, Sample string
@@ -76,23 +81,26 @@ var Table = []Metric{
 	{Name: "ns", Per: []string{"op"}, Unit: "nanoseconds", Judged: Timing, HigherWorse: true, Compared: true,
 		BenchSummary: "per_op.ns", Source: "the plain test binary's ns/op, as go test -bench reports it"},
 	{Name: "allocs", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true, Compared: true,
-		Summary: "per_request.allocs", BenchSummary: "per_op.allocs", Profile: "allocs.pb.gz", Sample: "alloc_objects",
+		Summary: "per_request.allocs", BenchSummary: "per_op.allocs",
+		Endpoint: "allocs", Route: "allocs_per_req", RouteBackground: "allocs_per_s", Profile: "allocs.pb.gz", Sample: "alloc_objects",
 		Source: "allocspy's runtime overlay: every allocation, by call site (else the heap profile at MemProfileRate=1)"},
 	{Name: "B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
-		Summary: "per_request.alloc_bytes", BenchSummary: "per_op.alloc_bytes", Profile: "allocs.pb.gz", Sample: "alloc_space",
+		Summary: "per_request.alloc_bytes", BenchSummary: "per_op.alloc_bytes",
+		Endpoint: "alloc_bytes", Route: "alloc_bytes_per_req", RouteBackground: "alloc_bytes_per_s", Profile: "allocs.pb.gz", Sample: "alloc_space",
 		Source: "allocspy's runtime overlay: the size-class bytes of every allocation, by call site"},
 	{Name: "copied-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
-		Summary: "per_request.copied_bytes", BenchSummary: "per_op.copied_bytes", Profile: "copies.pb.gz", Sample: "copied_bytes",
+		Summary: "per_request.copied_bytes", BenchSummary: "per_op.copied_bytes",
+		Endpoint: "copied_bytes", Route: "copied_bytes_per_req", RouteBackground: "copied_bytes_per_s", Profile: "copies.pb.gz", Sample: "copied_bytes",
 		Source: "copyspy's runtime overlay: every memmove's bytes, by call site"},
 	{Name: "cleared-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
 		Summary: "per_request.cleared_bytes", BenchSummary: "per_op.cleared_bytes", Profile: "copies.pb.gz", Sample: "cleared_bytes",
 		Source: "copyspy's runtime overlay: every memclr's bytes (malloc's zeroing among them), by call site"},
 	{Name: "syscalls", Per: []string{"req", "op"}, Unit: "calls", Judged: Timing, HigherWorse: true, Compared: true,
-		Summary: "per_request.syscalls", BenchSummary: "per_op.syscalls", Profile: "syscalls.pb.gz", Sample: "syscalls",
+		Summary: "per_request.syscalls", BenchSummary: "per_op.syscalls", Endpoint: "syscalls", Profile: "syscalls.pb.gz", Sample: "syscalls",
 		Split: "per_request.syscalls_by_name", BenchSplit: "per_op.syscalls_by_name",
 		Source: "eBPF on sys_enter, by name and Go stack; they hold the scheduler's epoll, futex and nanosleep calls, which move with timing"},
 	{Name: "cpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
-		Summary: "per_request.cpu_us", Profile: "cpu.pb.gz", Sample: "cpu",
+		Summary: "per_request.cpu_us", Endpoint: "cpu_us", Profile: "cpu.pb.gz", Sample: "cpu",
 		Source: "the target's CPU time (/proc) in the timing window over its successful requests"},
 	{Name: "req/s", Unit: "requests per second", Judged: Timing, HigherWorse: false, Compared: true,
 		Summary: "window.rps", Source: "the driver's successful requests over the timing window"},
@@ -137,6 +145,12 @@ var Table = []Metric{
 		Source:  "the goroutine leak profile (Go 1.27 on): the goroutines left that can never run again"},
 	{Name: "datagrams", Per: []string{"req"}, Unit: "datagrams", Judged: Timing, HigherWorse: true,
 		Summary: "datagrams_per_request", Source: "the target's UDP datagrams per transfer (quic, udp); they move with ACK timing"},
+	{Name: "handed-off-B", Per: []string{"req"}, Unit: "bytes", Judged: Timing, HigherWorse: true,
+		Endpoint: "background_bytes",
+		Source:   "an estimate: a request's window's bytes allocated outside any request, less the quietest request's window's background rate"},
+	{Name: "handed-off-share", Unit: "fraction of the window's bytes", Judged: Timing, HigherWorse: true,
+		Endpoint: "background_share",
+		Source:   "handed-off-B over all the bytes the request's window allocated"},
 	{Name: "instructions", Per: []string{"req"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
 		Summary: "per_request.instructions", Profile: "callgrind.pb.gz", Sample: "instructions",
 		Source: "valgrind's callgrind (probe run -instructions)"},

@@ -20,7 +20,7 @@ func TestTable(t *testing.T) {
 		if m.Unit == "" || m.Source == "" {
 			t.Errorf("%s: no unit or source", m.Name)
 		}
-		if m.Summary == "" && m.BenchSummary == "" && m.Split == "" && m.BenchSplit == "" {
+		if m.Summary == "" && m.BenchSummary == "" && m.Split == "" && m.BenchSplit == "" && m.Endpoint == "" {
 			t.Errorf("%s: written nowhere in summary.json", m.Name)
 		}
 		for _, n := range m.Names() {
@@ -92,6 +92,11 @@ func TestDoc(t *testing.T) {
 		for _, p := range []string{m.Summary, m.Split, m.BenchSummary, m.BenchSplit} {
 			if p != "" {
 				places = append(places, "`"+p+"`")
+			}
+		}
+		for _, p := range [][2]string{{"endpoints[].", m.Endpoint}, {"routes[].", m.Route}, {"routes_background.", m.RouteBackground}} {
+			if p[1] != "" {
+				places = append(places, "`"+p[0]+p[1]+"`")
 			}
 		}
 		prof := ""

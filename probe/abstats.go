@@ -7,6 +7,7 @@ package probe
 import (
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -42,8 +43,20 @@ func abMetricsOf(names ...string) []abMetric {
 // (no rates or latencies per endpoint).
 var (
 	abMetrics, instructionMetrics = splitInstructions(abMetricsOf(metric.Compare("req")...))
-	endpointUnits                 = abMetricsOf("allocs/req", "B/req", "copied-B/req", "syscalls/req", "cpu-us/req")
+	endpointUnits                 = abMetricsOf(endpointNames()...)
 )
+
+// endpointNames are the figures probe ab compares per endpoint: the
+// compared rows that an endpoints[] object holds.
+func endpointNames() []string {
+	var out []string
+	for _, m := range metric.Table {
+		if m.Compared && m.Endpoint != "" {
+			out = append(out, m.Name+"/req")
+		}
+	}
+	return out
+}
 
 // splitInstructions parts callgrind's counts (an instructions run
 // measures nothing else) from the rest.
@@ -66,28 +79,49 @@ func metricsFor(c Config) []abMetric {
 	return abMetrics
 }
 
-// endpointValues reads one endpoint's figures for endpointUnits.
+// endpointValues reads one endpoint's figures for endpointUnits: each
+// row's Endpoint key in e; NaN when not measured.
 func endpointValues(e EndpointSummary) map[string]float64 {
-	v := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
-	}
-	return map[string]float64{"allocs/req": v(e.Allocs), "B/req": v(e.AllocBytes), "copied-B/req": v(e.CopiedBytes),
-		"syscalls/req": v(e.Syscalls), "cpu-us/req": v(e.CPUUS)}
-}
-
-// routeValues reads one route's figures of the mix, for the units of
-// endpointUnits it has (no CPU or syscalls per route).
-func routeValues(r RouteSummary) map[string]float64 {
 	out := map[string]float64{}
-	for k, p := range map[string]*float64{"allocs/req": r.AllocsPerReq, "B/req": r.AllocBytesPerReq, "copied-B/req": r.CopiedBytesPerReq} {
-		if p != nil {
-			out[k] = *p
+	for _, m := range metric.Table {
+		if m.Compared && m.Endpoint != "" {
+			v, ok := jsonFigure(e, m.Endpoint)
+			if !ok {
+				v = math.NaN()
+			}
+			out[m.Name+"/req"] = v
 		}
 	}
 	return out
+}
+
+// routeValues reads one route's figures of the mix (each row's Route
+// key in r), the ones it has.
+func routeValues(r RouteSummary) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range metric.Table {
+		if m.Compared && m.Route != "" {
+			if v, ok := jsonFigure(r, m.Route); ok {
+				out[m.Name+"/req"] = v
+			}
+		}
+	}
+	return out
+}
+
+// jsonFigure is the *float64 field of struct v whose JSON key is key;
+// false when there is none or it is null.
+func jsonFigure(v any, key string) (float64, bool) {
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		if k, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ","); k == key {
+			if p, ok := rv.Field(i).Interface().(*float64); ok && p != nil {
+				return *p, true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // endpointABMetrics lists each endpoint's metrics measured in both arms

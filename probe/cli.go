@@ -711,6 +711,24 @@ func recordedFlags(fs *flag.FlagSet) []string {
 	return out
 }
 
+// configFlags are the flags that would give cfg, for meta, when it was
+// made by a program (probe review) rather than parsed: each flag bound to
+// a field of Config whose value differs from its default, redacted as
+// recordedFlags does. -args and the environment have lines of their own.
+func configFlags(cfg Config) []string {
+	var cur Config
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	defineRunFlags(fs, &cur, &cliOptions{})
+	cur = cfg // the flags point into cur: they read cfg's values now
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := f.Value.String(); v != f.DefValue {
+			out = append(out, "-"+f.Name+"="+redactFlag(f.Name, v))
+		}
+	})
+	return out
+}
+
 func redactFlag(name, value string) string {
 	switch name {
 	case "header", "push-header":

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profstore"
 )
 
@@ -166,5 +168,33 @@ func TestABBulkFlagsLand(t *testing.T) {
 	}
 	if !slices.Equal(sw.Sizes, []int64{1 << 10, 2 << 20}) || sw.Rounds != 4 || sw.Run.Size != 100 || sw.Run.Duration != 2*time.Second {
 		t.Errorf("bulk options %+v", sw)
+	}
+}
+
+// TestConfigFlags: a configuration a program made (probe review's) records
+// in meta the flags that would give it: those off their defaults, a
+// credential redacted, nothing at its default.
+func TestConfigFlags(t *testing.T) {
+	ab, err := NewABConfig("./targets/httpjson", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ab.Run
+	c.Duration, c.Conns = 3*time.Second, 4
+	c.Push.URL = "https://user:secret@store.example/x"
+	got := strings.Join(configFlags(c), " ")
+	for _, want := range []string{"-duration=3s", "-conns=4", "-push=https://REDACTED@store.example/x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("flags %q lack %s", got, want)
+		}
+	}
+	for _, not := range []string{"secret", "-method=", "-warmup=", "-offcpu="} {
+		if strings.Contains(got, not) {
+			t.Errorf("flags %q hold %s", got, not)
+		}
+	}
+	c.Flags = []string{"-duration=3s"}
+	if m := collectMeta(c, &withagent.Binary{}, "", &wire.Response{}, CPUPlan{}, nil); m["flags"] != "-duration=3s" {
+		t.Errorf("parsed flags are recorded as given: %q", m["flags"])
 	}
 }

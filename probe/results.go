@@ -531,6 +531,10 @@ func round(v float64, digits int) float64 {
 
 // collectMeta gathers the configuration a figure needs to be believed.
 func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.Response, plan CPUPlan, allowed []string) map[string]string {
+	flags := cfg.Flags
+	if flags == nil {
+		flags = configFlags(cfg)
+	}
 	m := map[string]string{
 		"goos":            runtime.GOOS,
 		"goarch":          runtime.GOARCH,
@@ -548,7 +552,7 @@ func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.R
 		"cpus-load":       proc.FormatCPUList(plan.Load),
 		"cpus-readback":   strings.Join(allowed, " "),
 		"target-args":     strings.Join(RedactArgs(cfg.Args), " "),
-		"flags":           strings.Join(cfg.Flags, " "),
+		"flags":           strings.Join(flags, " "),
 		"binary":          tgt.Binary,
 		"perfspy-version": cmdmain.Version(),
 	}

@@ -30,6 +30,30 @@ func unrowed(t reflect.Type, prefix string, path func(metric.Metric) []string) [
 	return out
 }
 
+// unrowedFigures lists the JSON keys of t's *float64 fields (its figures;
+// the others are names, counts and totals) that no row names through
+// path.
+func unrowedFigures(t reflect.Type, path func(metric.Metric) []string) []string {
+	var named []string
+	for _, m := range metric.Table {
+		named = append(named, path(m)...)
+	}
+	var out []string
+	for i := range t.NumField() {
+		if t.Field(i).Type != reflect.TypeFor[*float64]() {
+			continue
+		}
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if !slices.Contains(named, key) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func endpointPaths(m metric.Metric) []string { return []string{m.Endpoint} }
+func routePaths(m metric.Metric) []string    { return []string{m.Route, m.RouteBackground} }
+
 func summaryPaths(m metric.Metric) []string { return []string{m.Summary, m.Split} }
 func benchPaths(m metric.Metric) []string   { return []string{m.BenchSummary, m.BenchSplit} }
 
@@ -57,6 +81,17 @@ func TestEveryFigureHasARow(t *testing.T) {
 			t.Errorf("%s is written but has no row in the metric table", k)
 		}
 	}
+	// Each request of a mix alone (endpoints[]) and the mix split by
+	// route (routes[], routes_background): every figure is a row's.
+	if got := unrowedFigures(reflect.TypeFor[planted](), endpointPaths); !slices.Equal(got, []string{"surprise_per_req"}) {
+		t.Fatalf("the planted endpoint figure: %q", got)
+	}
+	for _, k := range unrowedFigures(reflect.TypeFor[schema.EndpointSummary](), endpointPaths) {
+		t.Errorf("endpoints[].%s is written but has no row in the metric table", k)
+	}
+	for _, k := range unrowedFigures(reflect.TypeFor[schema.RouteSummary](), routePaths) {
+		t.Errorf("routes[].%s is written but has no row in the metric table", k)
+	}
 	// The other way: every row's path is a field.
 	for _, m := range metric.Table {
 		for _, p := range []string{m.Summary, m.Split, m.BenchSummary, m.BenchSplit} {
@@ -64,14 +99,20 @@ func TestEveryFigureHasARow(t *testing.T) {
 				t.Errorf("metric %s: %s is in neither summary.json nor a benchmark's figures", m.Name, p)
 			}
 		}
+		for _, p := range []string{"endpoints." + m.Endpoint, "routes." + m.Route, "routes_background." + m.RouteBackground} {
+			if !strings.HasSuffix(p, ".") && !jsonPath(reflect.TypeFor[schema.Summary](), p) {
+				t.Errorf("metric %s: %s is not in summary.json", m.Name, p)
+			}
+		}
 	}
 }
 
 // jsonPath reports whether the dotted path of JSON keys reaches a field
-// of t (a map's key is any key).
+// of t (a map's key is any key; a slice's elements are the objects the
+// key is in).
 func jsonPath(t reflect.Type, path string) bool {
 	for _, key := range strings.Split(path, ".") {
-		for t.Kind() == reflect.Pointer {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 			t = t.Elem()
 		}
 		switch t.Kind() {
