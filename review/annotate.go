@@ -22,21 +22,6 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 )
 
-// Annotation is one source line whose count grew.
-type Annotation struct {
-	Level   string  `json:"level"` // error (its metric failed its gate) or warning
-	File    string  `json:"file"`  // relative to the repository's root
-	Line    int     `json:"line"`  // in the head revision
-	Func    string  `json:"func"`
-	Item    string  `json:"item"`
-	Subject string  `json:"subject"` // the route or benchmark
-	Metric  string  `json:"metric"`  // allocs/req, copied-B/req, allocs/op...
-	Delta   float64 `json:"delta"`
-	Bytes   float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
-	Title   string  `json:"title"`
-	Message string  `json:"message"`
-}
-
 // siteKey is a line of the repository's code.
 type siteKey struct {
 	file string // relative to the root
@@ -63,15 +48,15 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 	}
 	todo := map[string]*want{} // profile -> what grew
 	// A request file's routes are annotated one by one, not as the mix.
-	routes := slices.ContainsFunc(it.Changes, func(c Change) bool { return c.Subject != it.route })
+	routes := slices.ContainsFunc(it.Changes, func(c Change) bool { return c.Subject != it.Route })
 	for _, c := range it.Changes {
-		if c.profile == "" || c.Verdict != "regression" || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.route {
+		if c.Profile == "" || c.Verdict != "regression" || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
 			continue
 		}
-		w := todo[c.profile]
+		w := todo[c.Profile]
 		if w == nil {
 			w = &want{}
-			todo[c.profile] = w
+			todo[c.Profile] = w
 		}
 		w.failed = w.failed || c.Failed
 		if w.metric == "" || c.Metric == "allocs/"+per {
@@ -83,7 +68,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies or retained
 		subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
 		if subject == "" {
-			subject = it.route
+			subject = it.Route
 		}
 		samples := map[string][]string{"allocs": {"alloc_objects", "alloc_space"}, "copies": {"copied_bytes"}, "retained": {"inuse_objects", "inuse_space"}}[kind]
 		before := readSites(ab.Profiles["before"][prof], ab.Worktrees["before"], samples)

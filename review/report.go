@@ -207,22 +207,22 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 	fmt.Fprintf(&b, "### %s: %s\n\n", safetext.Markdown(what(it, c)), strings.Join(figs, ", "))
 	profiles := map[string]bool{}
 	for _, x := range cs {
-		if x.profile == "" || profiles[x.profile] {
+		if x.Profile == "" || profiles[x.Profile] {
 			continue
 		}
-		profiles[x.profile] = true
+		profiles[x.Profile] = true
 		var rows []string
 		for _, f := range it.Functions {
-			if f.Profile == x.profile && len(rows) < 8 {
+			if f.Profile == x.Profile && len(rows) < 8 {
 				rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
 			}
 		}
 		if len(rows) == 0 {
-			fmt.Fprintf(&b, "%s: no function's share moved by a hundredth or more.\n\n", safetext.Markdown(x.profile))
+			fmt.Fprintf(&b, "%s: no function's share moved by a hundredth or more.\n\n", safetext.Markdown(x.Profile))
 			continue
 		}
-		unit := it.Functions[slices.IndexFunc(it.Functions, func(f probe.ABFunction) bool { return f.Profile == x.profile })].Sample
-		fmt.Fprintf(&b, "| function (%s, %s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(x.profile), safetext.Markdown(unit))
+		unit := it.Functions[slices.IndexFunc(it.Functions, func(f probe.ABFunction) bool { return f.Profile == x.Profile })].Sample
+		fmt.Fprintf(&b, "| function (%s, %s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(x.Profile), safetext.Markdown(unit))
 		b.WriteString(strings.Join(rows, ""))
 		b.WriteString("\n")
 	}

@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // bigResult is a review with n changed routes, each with functions and
 // annotated lines.
 func bigResult(n int) *Result {
 	gate := 0.0
-	it := &Item{Kind: "server", Name: "api", route: "the request mix"}
-	r := &Result{Base: map[string]string{"rev": "main", "commit": "aaaaaaaaaaaaaaaa"}, Head: map[string]string{"rev": "HEAD", "commit": "bbbbbbbbbbbbbbbb"},
-		Verdict: "fail", Config: ".perfspy.yml", Items: []*Item{it}}
+	it := &Item{Kind: "server", Name: "api", Route: "the request mix"}
+	r := &Result{Review: schema.Review{Base: map[string]string{"rev": "main", "commit": "aaaaaaaaaaaaaaaa"}, Head: map[string]string{"rev": "HEAD", "commit": "bbbbbbbbbbbbbbbb"},
+		Verdict: "fail", Config: ".perfspy.yml", Items: []*Item{it}}}
 	for i := range n {
 		route := fmt.Sprintf("GET /route/%d|`*[x]", i)
-		it.Changes = append(it.Changes, Change{Subject: route, Metric: "allocs/req", Before: 10, After: 11, Delta: 1, DeltaPct: 10, Verdict: "regression", Gate: &gate, Failed: true, profile: route + " allocs"})
+		it.Changes = append(it.Changes, Change{Subject: route, Metric: "allocs/req", Before: 10, After: 11, Delta: 1, DeltaPct: 10, Verdict: "regression", Gate: &gate, Failed: true, Profile: route + " allocs"})
 		for j := range 5 {
 			it.Functions = append(it.Functions, probe.ABFunction{Profile: route + " allocs", Key: fmt.Sprintf("example.com/app/pkg%d.Func%d", i, j), Before: 1, After: 2, Delta: 1, Sample: "alloc_objects"})
 		}

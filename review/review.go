@@ -21,10 +21,11 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // Schema is review.json's schema name.
-const Schema = "perfspy.review/v1"
+const Schema = schema.ReviewSchema
 
 // Options are probe review's flags.
 type Options struct {
@@ -46,49 +47,19 @@ type Options struct {
 	Getenv func(string) string
 }
 
-// Result is review.json.
+// Result is review.json (schema.Review), and the review's folder.
 type Result struct {
-	Schema      string            `json:"schema"`
-	Base        map[string]string `json:"base"`
-	Head        map[string]string `json:"head"`
-	Verdict     string            `json:"verdict"` // pass, fail or not judged
-	Items       []*Item           `json:"items"`
-	Annotations []Annotation      `json:"annotations"`
-	GateFailed  []string          `json:"gate_failed,omitempty"`
-	Reasons     []string          `json:"reasons,omitempty"`
-	Config      string            `json:"config"`
-	Dir         string            `json:"-"`
-	cfg         *Config
+	schema.Review
+	Dir string `json:"-"`
+	cfg *Config
 }
 
-// Item is one server or benchmark package, compared.
-type Item struct {
-	Kind    string   `json:"kind"` // server or benchmarks
-	Name    string   `json:"name"`
-	Dir     string   `json:"dir"` // its probe ab folder, relative to the review's
-	Judged  bool     `json:"judged"`
-	Reasons []string `json:"reasons,omitempty"`
-	// Changes are its metrics, each route's or benchmark's, in the order
-	// probe ab lists them.
-	Changes   []Change           `json:"metrics"`
-	Functions []probe.ABFunction `json:"functions"`
-	// route is the request a server without a request file sends.
-	route string
-}
-
-// Change is one metric of a route (or of the whole mix) or of a benchmark.
-type Change struct {
-	Subject  string   `json:"subject"` // "GET /users/{id}", "BenchmarkEncode-2"
-	Metric   string   `json:"metric"`  // allocs/req, B/op...
-	Before   float64  `json:"before"`
-	After    float64  `json:"after"`
-	Delta    float64  `json:"delta"`
-	DeltaPct float64  `json:"delta_pct"`
-	Verdict  string   `json:"verdict"`
-	Gate     *float64 `json:"gate,omitempty"` // allowed growth in percent, when gated
-	Failed   bool     `json:"failed"`
-	profile  string   // the profile explaining it: "allocs", "GET /x allocs", "BenchmarkX-2 allocs"
-}
+// The parts of review.json (package schema's).
+type (
+	Item       = schema.ReviewItem
+	Change     = schema.ReviewChange
+	Annotation = schema.Annotation
+)
 
 // ErrGate is returned when a gate failed; ErrNotJudged when nothing could
 // be judged.
@@ -125,7 +96,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Schema: Schema, Base: base, Head: head, Config: opt.Config, cfg: cfg}
+	res := &Result{Review: schema.Review{Schema: Schema, Base: base, Head: head, Config: opt.Config}, cfg: cfg}
 	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
 		return nil, err
 	}
@@ -229,11 +200,11 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 		return nil, nil, err
 	}
 	it := &Item{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
-	it.route = "the request mix"
+	it.Route = "the request mix"
 	if s.Requests == "" {
-		it.route = routeOf(abc)
+		it.Route = routeOf(abc)
 	}
-	it.Changes = changes(ab, m.cfg, it.route, "req")
+	it.Changes = changes(ab, m.cfg, it.Route, "req")
 	return it, ab, nil
 }
 
@@ -383,19 +354,19 @@ func changes(ab *probe.ABResult, cfg *Config, route, per string) []Change {
 		c := Change{Subject: subject, Metric: unit, Before: m.Before, After: m.After, Delta: m.Delta, DeltaPct: m.DeltaPct, Verdict: m.Verdict}
 		switch {
 		case unit == "retained-B/"+per:
-			c.profile = "retained"
+			c.Profile = "retained"
 		case unit == "goroutines-left/"+per:
 			// Judged and gated; its profile's stacks are the goroutines'
 			// own, not lines of the change to annotate.
 		case strings.HasSuffix(unit, "allocs/"+per) || strings.HasSuffix(unit, "B/"+per) && !strings.HasPrefix(unit, "copied"):
-			c.profile = "allocs"
+			c.Profile = "allocs"
 		case unit == "copied-B/"+per:
-			c.profile = "copies"
+			c.Profile = "copies"
 		case unit == "syscalls/"+per:
-			c.profile = "syscalls"
+			c.Profile = "syscalls"
 		}
-		if c.profile != "" && subject != route {
-			c.profile = subject + " " + c.profile
+		if c.Profile != "" && subject != route {
+			c.Profile = subject + " " + c.Profile
 		}
 		if pct, gated := cfg.Gate(unit); gated {
 			c.Gate = &pct

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // The test repository: a server whose GET /users/{id} handler and a codec
@@ -201,9 +202,15 @@ func TestReview(t *testing.T) {
 	if s := readFile(t, summary); s != md+"\n" {
 		t.Errorf("GITHUB_STEP_SUMMARY holds %d bytes, not review.md", len(s))
 	}
-	var res Result
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "review.json"))), &res); err != nil {
-		t.Fatal(err)
+	// review.json decodes into package schema's type, every key known.
+	var res schema.Review
+	dec := json.NewDecoder(strings.NewReader(readFile(t, filepath.Join(out, "review.json"))))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("review.json into schema.Review: %v", err)
+	}
+	if res.Items[0].Route == "" {
+		t.Errorf("review.json names no route for server %s", res.Items[0].Name)
 	}
 	if res.Schema != Schema || res.Verdict != "fail" || len(res.Annotations) < 2 {
 		t.Errorf("review.json: schema %s, verdict %s, %d annotations", res.Schema, res.Verdict, len(res.Annotations))

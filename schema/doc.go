@@ -1,9 +1,11 @@
 // Package schema is the JSON that perfspy writes, as Go types: a run's
 // summary.json (Summary, schema perfspy.summary/v1), probe run -bench's
-// (BenchSummary), probe ab's ab.json (ABResult, perfspy.ab/v1) and the
-// build-list check they carry. A program that reads perfspy's results
-// decodes them with encoding/json into these types, without linking the
-// probe command; probe review and perfspy's cost commands do so too.
+// (BenchSummary), probe ab's ab.json (ABResult, perfspy.ab/v1), probe
+// review's review.json (Review, perfspy.review/v1), probe bulk's
+// sweep.json (SweepResult) and the build-list check they carry. A
+// program that reads perfspy's results decodes them with encoding/json
+// into these types, without linking the probe command; probe review and
+// perfspy's cost commands do so too.
 // Figures not measured are null (nil pointers), never zero; each
 // figure's meaning, unit and judgement is a row of package metric.
 package schema

@@ -1,0 +1,66 @@
+package schema
+
+// ReviewSchema is the schema name of review.json.
+const ReviewSchema = "perfspy.review/v1"
+
+// Review is probe review's review.json: the two revisions, each server's
+// and benchmark package's comparison, the lines annotated, the gates that
+// failed and the verdict.
+type Review struct {
+	Schema      string            `json:"schema"`
+	Base        map[string]string `json:"base"`
+	Head        map[string]string `json:"head"`
+	Verdict     string            `json:"verdict"` // pass, fail or not judged
+	Items       []*ReviewItem     `json:"items"`
+	Annotations []Annotation      `json:"annotations"`
+	GateFailed  []string          `json:"gate_failed,omitempty"`
+	Reasons     []string          `json:"reasons,omitempty"`
+	Config      string            `json:"config"`
+}
+
+// ReviewItem is one server or benchmark package, compared.
+type ReviewItem struct {
+	Kind    string   `json:"kind"` // server or benchmarks
+	Name    string   `json:"name"`
+	Dir     string   `json:"dir"` // its probe ab folder, relative to the review's
+	Judged  bool     `json:"judged"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Changes are its metrics, each route's or benchmark's, in the order
+	// probe ab lists them.
+	Changes   []ReviewChange `json:"metrics"`
+	Functions []ABFunction   `json:"functions"`
+	// Route is the request a server without a request file sends
+	// ("GET /hello"), or "the request mix"; "" for benchmarks.
+	Route string `json:"route,omitempty"`
+}
+
+// ReviewChange is one metric of a route (or of the whole mix) or of a benchmark.
+type ReviewChange struct {
+	Subject  string   `json:"subject"` // "GET /users/{id}", "BenchmarkEncode-2"
+	Metric   string   `json:"metric"`  // allocs/req, B/op...
+	Before   float64  `json:"before"`
+	After    float64  `json:"after"`
+	Delta    float64  `json:"delta"`
+	DeltaPct float64  `json:"delta_pct"`
+	Verdict  string   `json:"verdict"`
+	Gate     *float64 `json:"gate,omitempty"` // allowed growth in percent, when gated
+	Failed   bool     `json:"failed"`
+	// Profile is the results profile that explains it: "allocs",
+	// "GET /x allocs", "BenchmarkX-2 allocs" ("" when none does).
+	Profile string `json:"profile,omitempty"`
+}
+
+// Annotation is one source line whose count grew.
+type Annotation struct {
+	Level   string  `json:"level"` // error (its metric failed its gate) or warning
+	File    string  `json:"file"`  // relative to the repository's root
+	Line    int     `json:"line"`  // in the head revision
+	Func    string  `json:"func"`
+	Item    string  `json:"item"`
+	Subject string  `json:"subject"` // the route or benchmark
+	Metric  string  `json:"metric"`  // allocs/req, copied-B/req, allocs/op...
+	Delta   float64 `json:"delta"`
+	Bytes   float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
+	Title   string  `json:"title"`
+	Message string  `json:"message"`
+}
