@@ -57,13 +57,39 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 	routed := slices.ContainsFunc(sites, func(s wire.AllocSite) bool { return s.Route != "" })
 	for _, s := range sites {
 		stack, via := wire.AllocStack(s.Stack)
+		labels := map[string][]string{"via": {via}}
+		if e := runtimeEntry(s.Stack); e != "" && e != via {
+			labels[EntryLabel] = []string{e}
+		}
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(stack),
 			Value:    []int64{int64(s.Objects), int64(s.AllocBytes), int64(s.Blocks), int64(s.ReqBytes)},
-			Label:    routeLabel(map[string][]string{"via": {via}}, routed, s.Route),
+			Label:    routeLabel(labels, routed, s.Route),
 		})
 	}
 	return p
+}
+
+// EntryLabel is the sample label naming the runtime function the code
+// called that allocated (runtime.mapassign_faststr for a map that grew,
+// runtime.growslice, runtime.concatstrings), when it is not the "via"
+// label's function itself: the stack drops the runtime's frames, and a
+// reader that tells a map's growth from the code's own asks needs it.
+const EntryLabel = "entry"
+
+// runtimeEntry is the outermost runtime frame below the stack's first
+// frame outside the runtime: the runtime function the code called.
+func runtimeEntry(stack []wire.PCFrames) string {
+	entry := ""
+	for _, pf := range wire.Logical(stack) {
+		for _, f := range pf.Frames {
+			if !wire.IsRuntime(f.Func) {
+				return entry
+			}
+			entry = f.Func
+		}
+	}
+	return ""
 }
 
 // Totals sums a report: objects, bytes taken, blocks, bytes asked for.

@@ -36,21 +36,22 @@ type siteCounts struct {
 	requests int64
 }
 
-// addAnnotations annotates the lines behind each count of it that grew.
+// addAnnotations annotates the lines behind each count of it that
+// changed: each line's net change in the head (its count less the base's
+// that follows it through the line map), growth a warning, or an error
+// when its metric failed its gate, a decrease a notice.
 func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *probe.ABResult) {
 	per := "req"
 	if it.Kind == "benchmarks" {
 		per = "op"
 	}
-	type want struct {
-		failed bool
-		metric string
-	}
-	todo := map[string]*want{} // profile -> what grew
+	type want struct{ failed bool }
+	todo := map[string]*want{} // profile -> whether a metric of it failed its gate
 	// A request file's routes are annotated one by one, not as the mix.
 	routes := slices.ContainsFunc(it.Changes, func(c Change) bool { return c.Subject != it.Route })
 	for _, c := range it.Changes {
-		if c.Profile == "" || c.Verdict != "regression" || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
+		changed := c.Verdict == "regression" || c.Verdict == "improvement"
+		if c.Profile == "" || !changed || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
 			continue
 		}
 		w := todo[c.Profile]
@@ -59,10 +60,8 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			todo[c.Profile] = w
 		}
 		w.failed = w.failed || c.Failed
-		if w.metric == "" || c.Metric == "allocs/"+per {
-			w.metric = c.Metric
-		}
 	}
+	lines := &lineMaps{ctx: ctx, root: root, base: r.Base["commit"], head: r.Head["commit"], m: map[string][]hunk{}}
 	for _, prof := range sortedKeys(todo) {
 		w := todo[prof]
 		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies or retained
@@ -70,55 +69,21 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 		if subject == "" {
 			subject = it.Route
 		}
-		samples := map[string][]string{"allocs": {"alloc_objects", "alloc_space"}, "copies": {"copied_bytes"}, "retained": {"inuse_objects", "inuse_space"}}[kind]
-		before := readSites(ab.Profiles["before"][prof], ab.Worktrees["before"], samples)
-		after := readSites(ab.Profiles["after"][prof], ab.Worktrees["after"], samples)
+		before := readKind(ab.Profiles["before"][prof], ab.Worktrees["before"], kind)
+		after := readKind(ab.Profiles["after"][prof], ab.Worktrees["after"], kind)
 		if before.requests == 0 || after.requests == 0 {
 			continue
 		}
-		lines := lineMaps{ctx: ctx, root: root, base: r.Base["commit"], head: r.Head["commit"], m: map[string][]hunk{}}
-		grown := map[siteKey][2]float64{}
-		for k, v := range after.v {
-			grown[k] = [2]float64{v[0] / float64(after.requests), v[1] / float64(after.requests)}
-		}
-		for k, v := range before.v {
-			line, ok := lines.toHead(k.file, k.line)
-			if !ok {
-				continue // the line is gone in the head
+		for _, lc := range lines.netChanges(before, after) {
+			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
+				a.Item = it.Name
+				r.Annotations = append(r.Annotations, a)
 			}
-			hk := siteKey{k.file, line, k.fn}
-			g := grown[hk]
-			g[0] -= v[0] / float64(before.requests)
-			g[1] -= v[1] / float64(before.requests)
-			grown[hk] = g
-		}
-		for k, g := range grown {
-			a := Annotation{Level: "warning", File: k.file, Line: k.line, Func: k.fn, Item: it.Name, Subject: subject, Metric: w.metric, Delta: g[0]}
-			if w.failed {
-				a.Level = "error"
-			}
-			switch {
-			case kind == "retained" && g[1] >= 0.5:
-				a.Metric, a.Bytes = "retained-B/"+per, g[1]
-				a.Message = fmt.Sprintf("%s B/%s (%+.2f objects) left live in %s", signedNum(g[1]), per, g[0], subject)
-				a.Title = "perfspy: memory left live grew in " + shortFunc(k.fn)
-			case kind == "copies" && g[0] >= 0.5:
-				a.Metric = "copied-B/" + per
-				a.Message = fmt.Sprintf("%s copied B/%s in %s", signedNum(g[0]), per, subject)
-				a.Title = "perfspy: bytes copied grew in " + shortFunc(k.fn)
-			case kind == "allocs" && (g[0] >= 0.005 || g[1] >= 0.5):
-				a.Metric, a.Bytes = "allocs/"+per, g[1]
-				a.Message = fmt.Sprintf("%+.2f allocs/%s (%s B) in %s", g[0], per, signedNum(g[1]), subject)
-				a.Title = "perfspy: allocations grew in " + shortFunc(k.fn)
-			default:
-				continue
-			}
-			r.Annotations = append(r.Annotations, a)
 		}
 	}
 	slices.SortFunc(r.Annotations, func(a, b Annotation) int {
 		if a.Level != b.Level {
-			return strings.Compare(a.Level, b.Level) // error before warning
+			return levelOrder[a.Level] - levelOrder[b.Level] // errors first
 		}
 		if a.File != b.File {
 			return strings.Compare(a.File, b.File)
@@ -128,6 +93,201 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 		}
 		return strings.Compare(a.Subject+a.Metric, b.Subject+b.Metric)
 	})
+}
+
+var levelOrder = map[string]int{"error": 0, "warning": 1, "notice": 2}
+
+// readKind reads one profile kind's sites: allocations by count and
+// requested bytes (the bytes the code asked for: size-class bytes move
+// when the tiny allocator's 16-byte blocks are opened by another site),
+// copies by bytes, memory left live by objects and bytes.
+func readKind(files []string, worktree, kind string) siteCounts {
+	switch kind {
+	case "allocs":
+		// What follows the GC's cadence is judged apart (judge.go), not
+		// put on lines.
+		sc := readSites(files, worktree, []string{"alloc_objects", "requested_space"}, cadence)
+		if sc.requests == 0 { // the heap profile has no requested bytes
+			sc = readSites(files, worktree, []string{"alloc_objects", "alloc_space"}, cadence)
+		}
+		return sc
+	case "copies":
+		return readSites(files, worktree, []string{"copied_bytes"}, nil)
+	case "retained":
+		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, nil)
+	}
+	return siteCounts{}
+}
+
+// annotation is a line's net change as an annotation, when it is one:
+// at least 0.005 allocations or half a byte per request (op), growth or
+// decrease.
+func annotation(lc lineChange, kind, per, subject string, failed bool) (Annotation, bool) {
+	g, k := lc.v, lc.k
+	a := Annotation{File: k.file, Line: k.line, Func: k.fn, Subject: subject, Delta: g[0]}
+	grew := g[0] > 0 || g[0] == 0 && g[1] > 0
+	where := subject
+	if lc.from != "" {
+		where += " (" + lc.from + ")"
+	}
+	verb := "grew"
+	if !grew {
+		verb = "fell"
+	}
+	switch {
+	case kind == "retained" && math.Abs(g[1]) >= 0.5:
+		grew = g[1] > 0
+		a.Metric, a.Bytes = "retained-B/"+per, g[1]
+		a.Message = fmt.Sprintf("%s B/%s (%+.2f objects) left live in %s", signedNum(g[1]), per, g[0], where)
+		a.Title = "perfspy: memory left live " + verbOf(grew) + " in " + shortFunc(k.fn)
+	case kind == "copies" && math.Abs(g[0]) >= 0.5:
+		a.Metric = "copied-B/" + per
+		a.Message = fmt.Sprintf("%s copied B/%s in %s", signedNum(g[0]), per, where)
+		a.Title = "perfspy: bytes copied " + verb + " in " + shortFunc(k.fn)
+	case kind == "allocs" && (math.Abs(g[0]) >= 0.005 || math.Abs(g[1]) >= 0.5):
+		a.Metric, a.Bytes = "allocs/"+per, g[1]
+		a.Message = fmt.Sprintf("%s allocs/%s (%s B asked for) in %s", signedFixed(g[0]), per, signedNum(g[1]), where)
+		a.Title = "perfspy: allocations " + verb + " in " + shortFunc(k.fn)
+	default:
+		return a, false
+	}
+	switch {
+	case !grew:
+		a.Level = "notice"
+	case failed:
+		a.Level = "error"
+	default:
+		a.Level = "warning"
+	}
+	return a, true
+}
+
+func verbOf(grew bool) string {
+	if grew {
+		return "grew"
+	}
+	return "fell"
+}
+
+// signedFixed is v with its sign and two decimals.
+func signedFixed(v float64) string {
+	if math.Abs(v) < 0.005 {
+		return "+0.00"
+	}
+	return fmt.Sprintf("%+.2f", v)
+}
+
+// lineChange is one line's net change in the head, per request (op).
+type lineChange struct {
+	k    siteKey
+	v    [2]float64
+	from string // for lines the head changed: what the figure nets
+}
+
+// netChanges are the lines whose figures changed between before and
+// after, per request (op). A line the head left alone is compared with
+// itself, moved by the lines added or removed above it. Lines the head
+// changed are compared as one with the base lines they replaced, in the
+// same function (the old line's count follows it: a make(64) that became
+// make(16) on the next line is -48 B, not +16 B); the change is put on
+// the changed line that allocates most in the head, or on the hunk's
+// first line when none does.
+func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
+	type groupKey struct {
+		file string
+		h    int
+		fn   string
+	}
+	type group struct {
+		head map[int][2]float64
+		base [2]float64
+		hunk hunk
+	}
+	plain := map[siteKey][2]float64{}
+	groups := map[groupKey]*group{}
+	get := func(k groupKey, h hunk) *group {
+		g := groups[k]
+		if g == nil {
+			g = &group{head: map[int][2]float64{}, hunk: h}
+			groups[k] = g
+		}
+		return g
+	}
+	for k, v := range after.v {
+		per := [2]float64{v[0] / float64(after.requests), v[1] / float64(after.requests)}
+		hs := lm.hunks(k.file)
+		if i := headHunk(hs, k.line); i >= 0 {
+			g := get(groupKey{k.file, i, k.fn}, hs[i])
+			g.head[k.line] = add(g.head[k.line], per, 1)
+			continue
+		}
+		plain[k] = add(plain[k], per, 1)
+	}
+	for k, v := range before.v {
+		per := [2]float64{v[0] / float64(before.requests), v[1] / float64(before.requests)}
+		hs := lm.hunks(k.file)
+		if i := baseHunk(hs, k.line); i >= 0 {
+			g := get(groupKey{k.file, i, k.fn}, hs[i])
+			g.base = add(g.base, per, 1)
+			continue
+		}
+		line, _ := mapLine(hs, k.line)
+		hk := siteKey{k.file, line, k.fn}
+		plain[hk] = add(plain[hk], per, -1)
+	}
+	var out []lineChange
+	for k, v := range plain {
+		out = append(out, lineChange{k: k, v: v})
+	}
+	for k, g := range groups {
+		net := add([2]float64{}, g.base, -1)
+		line, most := g.hunk.c, -1.0
+		for l, v := range g.head {
+			net = add(net, v, 1)
+			if v[0] > most || v[0] == most && l < line {
+				line, most = l, v[0]
+			}
+		}
+		from := fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
+		if g.hunk.b == 0 {
+			from = fmt.Sprintf("head lines %s, new", span(g.hunk.c, g.hunk.d))
+		} else if g.hunk.d == 0 {
+			from = fmt.Sprintf("base lines %s, removed", span(g.hunk.a, g.hunk.b))
+		}
+		out = append(out, lineChange{k: siteKey{k.file, max(line, 1), k.fn}, v: net, from: from})
+	}
+	slices.SortFunc(out, func(a, b lineChange) int {
+		if c := strings.Compare(a.k.file, b.k.file); c != 0 {
+			return c
+		}
+		if a.k.line != b.k.line {
+			return a.k.line - b.k.line
+		}
+		return strings.Compare(a.k.fn, b.k.fn)
+	})
+	return out
+}
+
+func add(a, b [2]float64, sign float64) [2]float64 {
+	return [2]float64{a[0] + sign*b[0], a[1] + sign*b[1]}
+}
+
+// span writes n lines from first: "12", "12-14".
+func span(first, n int) string {
+	if n <= 1 {
+		return strconv.Itoa(first)
+	}
+	return fmt.Sprintf("%d-%d", first, first+n-1)
+}
+
+// headHunk is the hunk whose head lines hold line, or -1.
+func headHunk(hs []hunk, line int) int {
+	return slices.IndexFunc(hs, func(h hunk) bool { return h.d > 0 && line >= h.c && line < h.c+h.d })
+}
+
+// baseHunk is the hunk whose base lines hold line, or -1.
+func baseHunk(hs []hunk, line int) int {
+	return slices.IndexFunc(hs, func(h hunk) bool { return h.b > 0 && line >= h.a && line < h.a+h.b })
 }
 
 // num prints a per-request figure: whole numbers as they are, others with
@@ -157,8 +317,9 @@ func shortFunc(fn string) string {
 
 // readSites sums the samples of files by the innermost frame in the
 // worktree (the repository's own code, vendored code left out), with the
-// requests the files carry. An unreadable file is left out.
-func readSites(files []string, worktree string, samples []string) siteCounts {
+// requests the files carry, the samples skip says leaving out. An
+// unreadable file is left out.
+func readSites(files []string, worktree string, samples []string, skip func(*profile.Sample) bool) siteCounts {
 	sc := siteCounts{v: map[siteKey][2]float64{}}
 	prefix := strings.TrimSuffix(worktree, "/") + "/"
 	for _, f := range files {
@@ -180,6 +341,9 @@ func readSites(files []string, worktree string, samples []string) siteCounts {
 		}
 		sc.requests += n
 		for _, s := range p.Sample {
+			if skip != nil && skip(s) {
+				continue
+			}
 			k, ok := ownFrame(s, prefix)
 			if !ok {
 				continue
@@ -232,20 +396,18 @@ type lineMaps struct {
 
 var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
 
-// toHead is line's number in the head, or false when the head changed or
-// removed it.
-func (lm *lineMaps) toHead(file string, line int) (int, bool) {
-	hunks, ok := lm.m[file]
+// hunks are the file's changes from the base to the head (none when
+// git cannot say: the lines are then taken as they are).
+func (lm *lineMaps) hunks(file string) []hunk {
+	hs, ok := lm.m[file]
 	if !ok {
 		out, err := git(lm.ctx, lm.root, "diff", "-U0", "--no-color", "--no-ext-diff", lm.base, lm.head, "--", file)
-		if err != nil {
-			lm.m[file] = nil
-			return line, true
+		if err == nil {
+			hs = parseHunks(out)
 		}
-		hunks = parseHunks(out)
-		lm.m[file] = hunks
+		lm.m[file] = hs
 	}
-	return mapLine(hunks, line)
+	return hs
 }
 
 func parseHunks(diff string) []hunk {
@@ -312,7 +474,7 @@ func codeQuality(as []Annotation) ([]byte, error) {
 		q.Description = a.Title + ": " + a.Message
 		q.CheckName = "perfspy-" + strings.NewReplacer("/", "-per-").Replace(a.Metric)
 		q.Fingerprint = fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{a.Item, a.Subject, a.Metric, a.File, a.Func, strconv.Itoa(a.Line)}, "\x00"))))[:32]
-		q.Severity = map[string]string{"error": "major", "warning": "minor"}[a.Level]
+		q.Severity = map[string]string{"error": "major", "warning": "minor", "notice": "info"}[a.Level]
 		q.Location.Path = a.File
 		q.Location.Lines.Begin = a.Line
 		issues = append(issues, q)

@@ -176,6 +176,9 @@ func changeRow(it *Item, c Change) string {
 	case c.Verdict == "improvement":
 		verdict = "✅ improvement"
 	}
+	if c.Why != "" {
+		verdict += ": " + safetext.Markdown(c.Why)
+	}
 	return fmt.Sprintf("| %s | %s | %s | %s | %s (%+.1f%%) | %s |\n", safetext.Markdown(what(it, c)), safetext.Markdown(c.Metric),
 		fig(c.Before), fig(c.After), signed(c.Delta), c.DeltaPct, verdict)
 }

@@ -82,3 +82,41 @@ func TestWorkflowCommand(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestNetChanges: a line the head left alone is compared with itself
+// (moved by the lines above it); a line the head changed is netted with
+// the base lines it replaced in the same function, so a 64-byte
+// allocation made 16 on the next line is -48 B, one allocation fewer
+// nowhere, and an unchanged line is no change.
+func TestNetChanges(t *testing.T) {
+	// Base: line 5 allocates 64 B (main.h), line 9 2 B (main.ok). Head:
+	// base line 5 replaced by head lines 5-6 (a comment, then a 16-byte
+	// allocation); so base line 9 is head line 10.
+	lm := &lineMaps{m: map[string][]hunk{"a.go": parseHunks("@@ -5 +5,2 @@\n")}}
+	before := siteCounts{requests: 100, v: map[siteKey][2]float64{{"a.go", 5, "main.h"}: {100, 6400}, {"a.go", 9, "main.ok"}: {100, 200}}}
+	after := siteCounts{requests: 200, v: map[siteKey][2]float64{{"a.go", 6, "main.h"}: {200, 3200}, {"a.go", 10, "main.ok"}: {200, 400}}}
+	got := lm.netChanges(before, after)
+	if len(got) != 2 {
+		t.Fatalf("%d lines, want 2: %+v", len(got), got)
+	}
+	h, ok := got[0], got[1]
+	if h.k != (siteKey{"a.go", 6, "main.h"}) || h.v != [2]float64{0, -48} || !strings.Contains(h.from, "head lines 5-6, which replaced base lines 5") {
+		t.Errorf("the changed line: %+v", h)
+	}
+	if ok.k != (siteKey{"a.go", 10, "main.ok"}) || ok.v != [2]float64{0, 0} {
+		t.Errorf("the line left alone: %+v", ok)
+	}
+	if a, is := annotation(h, "allocs", "req", "GET /", true); !is || a.Level != "notice" || !strings.Contains(a.Message, "+0.00 allocs/req (-48 B asked for)") {
+		t.Errorf("a decrease is a notice, not an error: %+v %v", a, is)
+	}
+	if _, is := annotation(ok, "allocs", "req", "GET /", true); is {
+		t.Error("an unchanged line is annotated")
+	}
+	// A removed allocation: its base line is gone, the change lands on
+	// the hunk's place in the head.
+	lm = &lineMaps{m: map[string][]hunk{"a.go": parseHunks("@@ -5 +4,0 @@\n")}}
+	got = lm.netChanges(before, siteCounts{requests: 100, v: map[siteKey][2]float64{{"a.go", 8, "main.ok"}: {100, 200}}})
+	if len(got) != 2 || got[0].v != [2]float64{-1, -64} || got[0].k.line != 4 || !strings.Contains(got[0].from, "removed") || got[1].v != [2]float64{0, 0} {
+		t.Errorf("a removed line: %+v", got)
+	}
+}

@@ -205,6 +205,7 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 		it.Route = routeOf(abc)
 	}
 	it.Changes = changes(ab, m.cfg, it.Route, "req")
+	rejudge(it, ab, m.cfg)
 	return it, ab, nil
 }
 
@@ -231,6 +232,7 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.AB
 	}
 	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.Changes = changes(ab, m.cfg, "", "op")
+	rejudge(it, ab, m.cfg)
 	return it, ab, nil
 }
 

@@ -45,6 +45,12 @@ type ReviewChange struct {
 	Verdict  string   `json:"verdict"`
 	Gate     *float64 `json:"gate,omitempty"` // allowed growth in percent, when gated
 	Failed   bool     `json:"failed"`
+	// Why says how the review judged it when that is not probe ab's
+	// verdict on the figure: allocations and bytes are read again from
+	// their profiles, bytes as the code asked for them (requested), the
+	// allocations that follow the GC's cadence (sync.Pool, a map's
+	// growth) apart, judged by their spread across rounds.
+	Why string `json:"why,omitempty"`
 	// Profile is the results profile that explains it: "allocs",
 	// "GET /x allocs", "BenchmarkX-2 allocs" ("" when none does).
 	Profile string `json:"profile,omitempty"`

@@ -1,0 +1,217 @@
+package review
+
+// The review's own judgement of allocations and bytes, read again from
+// their profiles before any gate. probe ab judges a metric's total as an
+// exact count; two things move such totals with no change to the code:
+//
+//   - size-class bytes: the tiny allocator packs small pointer-free
+//     objects into 16-byte blocks and charges the block's bytes to the
+//     site that opens it, so new tiny allocations anywhere move other
+//     sites' bytes. The bytes the code asked for (requested_space) do
+//     not move: they are what the review gates.
+//   - allocations that follow the GC's cadence, not the requests: a
+//     sync.Pool's New runs after each GC empties the pool, and a map's
+//     growth happens at the insert that crosses its load, wherever the
+//     window starts. These (a stack through sync.(*Pool).Get, or the
+//     allocspy label entry runtime.mapassign*) are judged by their spread
+//     across rounds; every other allocation stays an exact count.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/profkey"
+)
+
+// cadence reports whether a sample's allocations follow the GC's cadence
+// rather than the requests.
+func cadence(s *profile.Sample) bool {
+	if e := s.Label[allocspy.EntryLabel]; len(e) == 1 && strings.HasPrefix(e[0], "runtime.mapassign") {
+		return true
+	}
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			if l.Function != nil && l.Function.Name == "sync.(*Pool).Get" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// split is one round's allocations per request (op), objects and
+// requested bytes: the code's own, and those that follow the GC's
+// cadence.
+type split struct{ own, gc [2]float64 }
+
+// readSplit reads one round's allocations profile; false when it has no
+// requested bytes (the heap profile's) or no requests.
+func readSplit(path string) (split, bool) {
+	p, err := readProfile(path)
+	if err != nil {
+		return split{}, false
+	}
+	n := profkey.Requests(p)
+	oi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "alloc_objects" })
+	bi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "requested_space" })
+	if n <= 0 || oi < 0 || bi < 0 {
+		return split{}, false
+	}
+	var sp split
+	for _, s := range p.Sample {
+		part := &sp.own
+		if cadence(s) {
+			part = &sp.gc
+		}
+		part[0] += float64(s.Value[oi]) / float64(n)
+		part[1] += float64(s.Value[bi]) / float64(n)
+	}
+	return sp, true
+}
+
+// readSplits reads every round of an arm; nil when any cannot be read.
+func readSplits(files []string) []split {
+	var out []split
+	for _, f := range files {
+		sp, ok := readSplit(f)
+		if !ok {
+			return nil
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// figureOf reads one figure of a round: objects (0) or bytes (1), own or
+// the GC cadence's.
+type figureOf func(split) float64
+
+func median(rounds []split, f figureOf) float64 {
+	v := make([]float64, len(rounds))
+	for i, r := range rounds {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func bounds(rounds []split, f figureOf) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range rounds {
+		lo, hi = min(lo, f(r)), max(hi, f(r))
+	}
+	return lo, hi
+}
+
+// exactChanged says whether an exact count moved past rounding, as probe
+// ab judges exact counts: by more than 0.02 and 0.5%, and bytes by at
+// least one byte.
+func exactChanged(before, after float64, bytes bool) bool {
+	d := math.Abs(after - before)
+	return d > 0.02 && d > 0.005*math.Abs(before) && (!bytes || d >= 1)
+}
+
+// spreadChanged says whether a figure that follows the GC's cadence
+// moved beyond its spread: the arms' rounds do not overlap and the
+// medians differ by more than twice the wider arm's spread. With fewer
+// than two rounds in an arm it cannot be judged.
+func spreadChanged(before, after []split, f figureOf) (changed, judged bool) {
+	if len(before) < 2 || len(after) < 2 {
+		return false, false
+	}
+	blo, bhi := bounds(before, f)
+	alo, ahi := bounds(after, f)
+	spread := max(bhi-blo, ahi-alo)
+	overlap := alo <= bhi && blo <= ahi
+	return !overlap && math.Abs(median(after, f)-median(before, f)) > 2*spread, true
+}
+
+// rejudge judges each allocation count and byte figure of it again from
+// its rounds' profiles (see the file's comment), and its gate with it.
+func rejudge(it *Item, ab *probe.ABResult, cfg *Config) {
+	for i := range it.Changes {
+		c := &it.Changes[i]
+		if !strings.HasSuffix(c.Profile, "allocs") {
+			continue
+		}
+		vi := 0
+		switch {
+		case strings.HasPrefix(c.Metric, "allocs/"):
+		case strings.HasPrefix(c.Metric, "B/"):
+			vi = 1
+		default:
+			continue
+		}
+		before, after := readSplits(ab.Profiles["before"][c.Profile]), readSplits(ab.Profiles["after"][c.Profile])
+		if len(before) == 0 || len(after) == 0 {
+			continue
+		}
+		judgeSplit(c, before, after, vi, cfg)
+	}
+}
+
+// judgeSplit sets c's verdict, why and gate from its rounds' splits.
+func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
+	own := func(s split) float64 { return s.own[vi] }
+	gc := func(s split) float64 { return s.gc[vi] }
+	ob, oa, gb, ga := median(before, own), median(after, own), median(before, gc), median(after, gc)
+	what := "allocations"
+	if vi == 1 {
+		what = "bytes asked for"
+	}
+	ownMoved := exactChanged(ob, oa, vi == 1)
+	gcMoved, gcJudged := spreadChanged(before, after, gc)
+	var why []string
+	if vi == 1 || gb > 0 || ga > 0 {
+		why = append(why, fmt.Sprintf("the code's own %s %s → %s", what, num(ob), num(oa)))
+	}
+	if gb > 0 || ga > 0 {
+		note := "within their spread across rounds"
+		switch {
+		case !gcJudged:
+			note = "not judged with one round per revision"
+		case gcMoved:
+			note = "beyond their spread across rounds"
+		}
+		why = append(why, fmt.Sprintf("under sync.Pool and map growth, which follow the GC's cadence, %s → %s, %s", num(gb), num(ga), note))
+	}
+	delta := 0.0
+	switch {
+	case ownMoved:
+		delta = oa - ob
+	case gcMoved:
+		delta = ga - gb
+	}
+	old := c.Verdict
+	switch {
+	case delta > 0:
+		c.Verdict = "regression"
+	case delta < 0:
+		c.Verdict = "improvement"
+	default:
+		c.Verdict = "no change"
+	}
+	if vi == 1 && c.Verdict == "no change" && old != "no change" {
+		why = append(why, "the size-class bytes moved: the tiny allocator's 16-byte blocks are charged to the site that opens them")
+	}
+	if len(why) > 0 {
+		c.Why = strings.Join(why, "; ")
+	}
+	if pct, gated := cfg.Gate(c.Metric); gated {
+		base := ob + gb
+		grown := math.Inf(1)
+		if base > 0 {
+			grown = 100 * delta / base
+		}
+		c.Failed = c.Verdict == "regression" && (pct == 0 || grown > pct)
+	}
+}

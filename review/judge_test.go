@@ -1,0 +1,70 @@
+package review
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/allocspy"
+)
+
+// TestJudgeSplit: the review's own judgement of allocations and bytes.
+// An unchanged route whose size-class bytes moved (the tiny allocator's
+// blocks opened elsewhere) is no change; allocations under sync.Pool and
+// map growth that move with the GC's cadence are no change within their
+// spread, or with one round; one more allocation of the code's own is a
+// regression that fails the 0% gate, whatever the pool did.
+func TestJudgeSplit(t *testing.T) {
+	cfg := &Config{Gates: map[string]float64{"B/req": 1}}
+	round := func(own, gc [2]float64) split { return split{own: own, gc: gc} }
+	for _, tc := range []struct {
+		name          string
+		metric        string
+		vi            int
+		before, after []split
+		verdict       string
+		failed        bool
+		why           string
+	}{
+		{"tiny blocks moved", "B/req", 1,
+			[]split{round([2]float64{1, 2}, [2]float64{})}, []split{round([2]float64{1, 2}, [2]float64{})},
+			"no change", false, "the tiny allocator"},
+		{"pool after each GC, one round", "allocs/req", 0,
+			[]split{round([2]float64{5, 80}, [2]float64{0.2, 200})}, []split{round([2]float64{5, 80}, [2]float64{0.9, 900})},
+			"no change", false, "not judged with one round"},
+		{"pool within its spread", "allocs/req", 0,
+			[]split{round([2]float64{5, 80}, [2]float64{0.2, 200}), round([2]float64{5, 80}, [2]float64{0.8, 800})},
+			[]split{round([2]float64{5, 80}, [2]float64{0.3, 300}), round([2]float64{5, 80}, [2]float64{0.9, 900})},
+			"no change", false, "within their spread"},
+		{"one more of the code's own", "allocs/req", 0,
+			[]split{round([2]float64{5, 80}, [2]float64{0.2, 200})}, []split{round([2]float64{6, 144}, [2]float64{0.7, 700})},
+			"regression", true, "the code's own allocations 5 → 6"},
+		{"16 B more asked for, past 1%", "B/req", 1,
+			[]split{round([2]float64{5, 80}, [2]float64{})}, []split{round([2]float64{5, 96}, [2]float64{})},
+			"regression", true, "bytes asked for 80 → 96"},
+		{"48 B fewer", "B/req", 1,
+			[]split{round([2]float64{1, 64}, [2]float64{})}, []split{round([2]float64{1, 16}, [2]float64{})},
+			"improvement", false, "64 → 16"},
+	} {
+		c := Change{Metric: tc.metric, Verdict: "regression"}
+		judgeSplit(&c, tc.before, tc.after, tc.vi, cfg)
+		if c.Verdict != tc.verdict || c.Failed != tc.failed || !strings.Contains(c.Why, tc.why) {
+			t.Errorf("%s: %s, failed %v, why %q; want %s, %v, %q", tc.name, c.Verdict, c.Failed, c.Why, tc.verdict, tc.failed, tc.why)
+		}
+	}
+}
+
+// TestCadence: a sample under sync.(*Pool).Get or from a map's growth
+// follows the GC's cadence; any other does not.
+func TestCadence(t *testing.T) {
+	fn := func(name string) *profile.Location {
+		return &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: name}}}}
+	}
+	pool := &profile.Sample{Location: []*profile.Location{fn("main.newBuf"), fn("sync.(*Pool).Get"), fn("main.handler")}}
+	grow := &profile.Sample{Location: []*profile.Location{fn("main.remember")}, Label: map[string][]string{allocspy.EntryLabel: {"runtime.mapassign_faststr"}}}
+	own := &profile.Sample{Location: []*profile.Location{fn("main.handler")}, Label: map[string][]string{allocspy.EntryLabel: {"runtime.makeslice"}}}
+	if !cadence(pool) || !cadence(grow) || cadence(own) {
+		t.Errorf("pool %v, map growth %v, own %v", cadence(pool), cadence(grow), cadence(own))
+	}
+}
