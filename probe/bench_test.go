@@ -92,9 +92,15 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 		"BenchmarkSyscall":   {0, 0, -1, "getppid"},
 		"BenchmarkSub/small": {1, 16, -1, ""},
 		"BenchmarkSub/big":   {1, 1024, -1, ""},
-		"BenchmarkParallel":  {-1, -1, -1, ""},
-		"BenchmarkWait":      {-1, -1, -1, ""}, // its goroutine's first Sleep allocates a timer
-		"BenchmarkLeak":      {-1, -1, -1, ""}, // keeps 1×256 B, starts a goroutine every 10th op
+		// Named from a map: another order in each run, matched by name.
+		"BenchmarkMap/m32":  {1, 32, -1, ""},
+		"BenchmarkMap/m64":  {1, 64, -1, ""},
+		"BenchmarkMap/m128": {1, 128, -1, ""},
+		"BenchmarkMap/m256": {1, 256, -1, ""},
+		"BenchmarkMap/m512": {1, 512, -1, ""},
+		"BenchmarkParallel": {-1, -1, -1, ""},
+		"BenchmarkWait":     {-1, -1, -1, ""}, // its goroutine's first Sleep allocates a timer
+		"BenchmarkLeak":     {-1, -1, -1, ""}, // keeps 1×256 B, starts a goroutine every 10th op
 	}
 	runs := map[string]int{}
 	for _, f := range s.Benchmarks {
@@ -133,6 +139,11 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 	for name := range want {
 		if runs[name] != 2 {
 			t.Errorf("%s: %d results, want 2 (-count 2)", name, runs[name])
+		}
+	}
+	for _, b := range s.Blind {
+		if strings.Contains(b, "the traced run") || strings.Contains(b, "the retained run") {
+			t.Errorf("a result not matched across the runs: %s", b)
 		}
 	}
 	checkBenchText(t, filepath.Join(out, "bench.txt"), len(s.Benchmarks))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,6 +33,9 @@ type benchOutput struct {
 	s        *BenchSummary
 	mismatch []string
 	top      map[string][]report.TopTable // by benchmark folder, for report.md
+	// traced and kept are the traced and retained runs' results by name
+	// (occurrences).
+	traced, kept map[string][]int
 }
 
 // countedNote says how long the counted run's benchmarks ran when it
@@ -77,6 +81,14 @@ func (o *benchOutput) write() error {
 		o.s.Blind = append(o.s.Blind, "ns/op: the binary ran under -exec "+o.cfg.Exec[0]+" (an emulator's time, not the machine's); counts are the program's own")
 	}
 	o.top = map[string][]report.TopTable{}
+	// Each run's results are matched by name and occurrence, never by
+	// position: sub-benchmarks named from a map come in another order in
+	// each run.
+	o.traced = occurrences(o.win.offcpu, func(w benchWaits) string { return w.name })
+	o.kept = occurrences(o.win.retained, func(e benchwin.Event) string { return e.Name })
+	counted := occurrences(o.win.events, func(e benchwin.Event) string { return e.Name })
+	o.s.Blind = append(o.s.Blind, unmatched("the traced run", counted, o.traced, len(o.win.offcpu) > 0)...)
+	o.s.Blind = append(o.s.Blind, unmatched("the retained run", counted, o.kept, len(o.win.retained) > 0)...)
 	seen := map[string]int{}
 	for _, e := range o.win.events {
 		k := seen[e.Name]
@@ -88,6 +100,36 @@ func (o *benchOutput) write() error {
 		o.s.Benchmarks = append(o.s.Benchmarks, f)
 	}
 	return o.finish()
+}
+
+// occurrences indexes a run's results by name: the positions of each
+// name's results, in the run's order.
+func occurrences[T any](rs []T, name func(T) string) map[string][]int {
+	out := map[string][]int{}
+	for i, r := range rs {
+		out[name(r)] = append(out[name(r)], i)
+	}
+	return out
+}
+
+// unmatched says which results one run had and the other did not, when
+// that run ran: the counted run's results it lacks have no figures of it.
+func unmatched(run string, counted, other map[string][]int, ran bool) []string {
+	if !ran {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(counted)) {
+		if n, m := len(counted[name]), len(other[name]); m < n {
+			out = append(out, fmt.Sprintf("%s: %d of its %d results are not in %s, which has no figures for them", name, n-m, n, run))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(other)) {
+		if n, m := len(counted[name]), len(other[name]); m > n {
+			out = append(out, fmt.Sprintf("%s: %s has %d results of it, the counted run %d; the rest are left out", name, run, m, n))
+		}
+	}
+	return out
 }
 
 // finish writes summary.json, bench.txt and report.md beside the profiles.
@@ -135,10 +177,10 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 			return f, err
 		}
 	}
-	if err := o.offCPUFigures(&f, e, folder, comments); err != nil {
+	if err := o.offCPUFigures(&f, e, k, folder, comments); err != nil {
 		return f, err
 	}
-	if err := o.retainedFigures(&f, folder, comments); err != nil {
+	if err := o.retainedFigures(&f, k, folder, comments); err != nil {
 		return f, err
 	}
 	if ns := o.plain[e.Name]; k < len(ns) {
@@ -211,16 +253,13 @@ func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder s
 }
 
 // offCPUFigures gives the result its waits from the traced run: the
-// result of the same place in that run's order.
-func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
-	i := len(o.s.Benchmarks)
-	if i >= len(o.win.offcpu) {
-		return nil
+// k-th result of its name there.
+func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, k int, folder string, comments []string) error {
+	at := o.traced[e.Name]
+	if k >= len(at) {
+		return nil // not in the traced run (summary.json's blind says so)
 	}
-	w := o.win.offcpu[i]
-	if w.name != e.Name {
-		return fmt.Errorf("the traced run's result %d is %s, the counted run's %s", i+1, w.name, e.Name)
-	}
+	w := o.win.offcpu[at[k]]
 	f.PerOp.OffCPUNS = map[string]float64{}
 	for reason, ns := range w.nanos {
 		f.PerOp.OffCPUNS[reason] = round(float64(ns)/float64(e.N), 2)
@@ -230,17 +269,14 @@ func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, folder st
 }
 
 // retainedFigures gives the result what its ops left, from the retained
-// run: the result of the same place in that run's order, divided by that
-// run's N.
-func (o *benchOutput) retainedFigures(f *BenchFigures, folder string, comments []string) error {
-	i := len(o.s.Benchmarks)
-	if i >= len(o.win.retained) {
-		return nil
+// run: the k-th result of its name there, divided by that run's N.
+func (o *benchOutput) retainedFigures(f *BenchFigures, k int, folder string, comments []string) error {
+	at := o.kept[f.Name]
+	if k >= len(at) {
+		return nil // not in the retained run (summary.json's blind says so)
 	}
-	e := o.win.retained[i]
+	e := o.win.retained[at[k]]
 	switch {
-	case e.Name != f.Name:
-		return fmt.Errorf("the retained run's result %d is %s, the counted run's %s", i+1, e.Name, f.Name)
 	case e.Error != "":
 		return fmt.Errorf("%s: the retained run: %s", e.Name, e.Error)
 	case e.N <= 0 || e.Retained == "":

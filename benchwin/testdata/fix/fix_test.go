@@ -74,6 +74,18 @@ func BenchmarkSub(b *testing.B) {
 	}
 }
 
+// BenchmarkMap: sub-benchmarks named from a map, so in another order in
+// each run; each makes one allocation of its size per op.
+func BenchmarkMap(b *testing.B) {
+	for name, n := range map[string]int{"m32": 32, "m64": 64, "m128": 128, "m256": 256, "m512": 512} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				sinkB = make([]byte, n)
+			}
+		})
+	}
+}
+
 // BenchmarkParallel: RunParallel, one allocation of 48 B per op.
 func BenchmarkParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
