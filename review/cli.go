@@ -17,8 +17,10 @@ Measures every server and benchmark of the repository's .perfspy.yml at the
 base and head revisions (as probe ab does), applies the file's gates, and
 writes review.md (a pull request comment), review.json and annotations.txt.
 Each annotation is also printed as a GitHub workflow command (::error or
-::warning on the line in the head revision). Exit 1 when a gate failed, 2
-for a bad configuration, 3 when nothing could be judged. docs/review.md.
+::warning on the line in the head revision, ::notice for a decrease).
+Exit 1 when a gate failed or an item could not be measured (the others
+are reported), 2 for a bad configuration, 3 when nothing could be judged.
+docs/review.md.
 
 `
 
@@ -67,7 +69,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ce):
 		fmt.Fprintf(stderr, "probe review: %v\n", err)
 		return cmdmain.Usage
-	case errors.Is(err, ErrGate):
+	case errors.Is(err, ErrGate), errors.Is(err, ErrItems):
 		fmt.Fprintf(stderr, "probe review: %v\n", err)
 		return cmdmain.Failed
 	case errors.Is(err, ErrNotJudged):

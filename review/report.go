@@ -66,7 +66,7 @@ func (r *Result) Markdown(limit int) string {
 	// The marker by which the GitHub action finds its comment to update.
 	head.WriteString(CommentMarker + "\n")
 	changed := r.changed()
-	title := map[string]string{"pass": "pass", "fail": "FAIL", "not judged": "not judged"}[r.Verdict]
+	title := map[string]string{"pass": "pass", "fail": "FAIL", "incomplete": "INCOMPLETE", "not judged": "not judged"}[r.Verdict]
 	switch {
 	case r.Verdict == "fail":
 		fmt.Fprintf(&head, "## perfspy review: %s, %d gate(s) failed\n\n", title, len(r.GateFailed))
@@ -85,6 +85,10 @@ func (r *Result) Markdown(limit int) string {
 		head.WriteString("\n")
 	}
 	for _, why := range r.Reasons {
+		if strings.Contains(why, " could not be measured: ") {
+			fmt.Fprintf(&head, "- ❌ %s\n", safetext.Markdown(why))
+			continue
+		}
 		fmt.Fprintf(&head, "- not judged: %s\n", safetext.Markdown(why))
 	}
 	if len(r.Reasons) > 0 {

@@ -120,3 +120,22 @@ func TestNetChanges(t *testing.T) {
 		t.Errorf("a removed line: %+v", got)
 	}
 }
+
+// TestItemError: an item that could not be measured is named with its
+// error in review.md and review.json's reasons, the others are reported,
+// and the verdict is incomplete (exit 1), or fail when a gate failed too.
+func TestItemError(t *testing.T) {
+	ok := &Item{Kind: "server", Name: "api", Judged: true, Changes: []Change{{Subject: "GET /", Metric: "allocs/req", Before: 3, After: 3, Verdict: "no change"}}}
+	broken := &Item{Kind: "benchmarks", Name: "./codec .", Error: "probe run -bench: the traced run: exit status 2"}
+	r := &Result{Review: schema.Review{Items: []*Item{ok, broken}}}
+	r.verdict()
+	md := r.Markdown(CommentLimit)
+	if r.Verdict != "incomplete" || !strings.Contains(md, "INCOMPLETE") || !strings.Contains(md, "❌ benchmarks ./codec . could not be measured: probe run -bench: the traced run: exit status 2") || !strings.Contains(md, "| server api, GET / | allocs/req | 3 | 3 |") {
+		t.Errorf("verdict %s, review.md:\n%s", r.Verdict, md)
+	}
+	ok.Changes[0].Failed, ok.Changes[0].Verdict = true, "regression"
+	r = &Result{Review: schema.Review{Items: []*Item{ok, broken}}}
+	if r.verdict(); r.Verdict != "fail" {
+		t.Errorf("a gate failed beside the error: %s", r.Verdict)
+	}
+}

@@ -61,10 +61,12 @@ type (
 	Annotation = schema.Annotation
 )
 
-// ErrGate is returned when a gate failed; ErrNotJudged when nothing could
-// be judged.
+// ErrGate is returned when a gate failed; ErrItems when no gate failed
+// but an item could not be measured (the others are reported);
+// ErrNotJudged when nothing could be judged.
 var (
 	ErrGate      = errors.New("gate failed")
+	ErrItems     = errors.New("not every item could be measured")
 	ErrNotJudged = errors.New("nothing could be judged")
 )
 
@@ -102,8 +104,8 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	}
 	// Every server, then every benchmark package: one probe ab each.
 	type job struct {
-		what    string
-		measure func() (*Item, *probe.ABResult, error)
+		what, kind, name string
+		measure          func() (*Item, *probe.ABResult, error)
 	}
 	var jobs []job
 	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
@@ -111,12 +113,12 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		m.cache = openCache(opt.Cache)
 	}
 	for _, s := range cfg.Servers {
-		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", func() (*Item, *probe.ABResult, error) {
+		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", "server", s.Name, func() (*Item, *probe.ABResult, error) {
 			return m.server(ctx, s)
 		}})
 	}
 	for _, b := range cfg.Benchmarks {
-		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, func() (*Item, *probe.ABResult, error) {
+		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, "benchmarks", b.Package + " " + b.Bench, func() (*Item, *probe.ABResult, error) {
 			return m.benchmarks(ctx, b)
 		}})
 	}
@@ -124,7 +126,13 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		logf("%s at %s and %s", j.what, short(base["commit"]), short(head["commit"]))
 		it, ab, err := j.measure()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", j.what, err)
+			if ctx.Err() != nil { // interrupted: nothing more is measured
+				return nil, fmt.Errorf("%s: %w", j.what, err)
+			}
+			// One item that cannot be measured is named with its error;
+			// the others are measured and reported.
+			logf("%s: %v", j.what, err)
+			it = &Item{Kind: j.kind, Name: j.name, Error: err.Error()}
 		}
 		res.Items = append(res.Items, it)
 		if ab != nil {
@@ -138,6 +146,8 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	switch res.Verdict {
 	case "fail":
 		return res, fmt.Errorf("%w: %s", ErrGate, strings.Join(res.GateFailed, "; "))
+	case "incomplete":
+		return res, fmt.Errorf("%w: %s", ErrItems, strings.Join(res.Reasons, "; "))
 	case "not judged":
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
 	}
@@ -379,10 +389,11 @@ func changes(ab *probe.ABResult, cfg *Config, route, per string) []Change {
 	return out
 }
 
-// verdict sets the review's verdict: fail when a gate failed, not judged
-// when no item compared a count, else pass.
+// verdict sets the review's verdict: fail when a gate failed, incomplete
+// when an item could not be measured, not judged when no item compared a
+// count, else pass.
 func (r *Result) verdict() {
-	counted := false
+	counted, failed := false, 0
 	for _, it := range r.Items {
 		for _, c := range it.Changes {
 			if c.Failed {
@@ -393,10 +404,16 @@ func (r *Result) verdict() {
 		for _, why := range it.Reasons {
 			r.Reasons = append(r.Reasons, it.Name+": "+why)
 		}
+		if it.Error != "" {
+			failed++
+			r.Reasons = append(r.Reasons, it.Kind+" "+it.Name+" could not be measured: "+it.Error)
+		}
 	}
 	switch {
 	case len(r.GateFailed) > 0:
 		r.Verdict = "fail"
+	case failed > 0:
+		r.Verdict = "incomplete"
 	case !counted:
 		r.Verdict = "not judged"
 		if len(r.Reasons) == 0 {

@@ -10,7 +10,7 @@ type Review struct {
 	Schema      string            `json:"schema"`
 	Base        map[string]string `json:"base"`
 	Head        map[string]string `json:"head"`
-	Verdict     string            `json:"verdict"` // pass, fail or not judged
+	Verdict     string            `json:"verdict"` // pass, fail, incomplete or not judged
 	Items       []*ReviewItem     `json:"items"`
 	Annotations []Annotation      `json:"annotations"`
 	GateFailed  []string          `json:"gate_failed,omitempty"`
@@ -25,6 +25,9 @@ type ReviewItem struct {
 	Dir     string   `json:"dir"` // its probe ab folder, relative to the review's
 	Judged  bool     `json:"judged"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Error is why the item could not be measured; the review went on
+	// with the others.
+	Error string `json:"error,omitempty"`
 	// Changes are its metrics, each route's or benchmark's, in the order
 	// probe ab lists them.
 	Changes   []ReviewChange `json:"metrics"`
