@@ -248,11 +248,14 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 				line, most = l, v[0]
 			}
 		}
-		from := fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
-		if g.hunk.b == 0 {
-			from = fmt.Sprintf("head lines %s, new", span(g.hunk.c, g.hunk.d))
-		} else if g.hunk.d == 0 {
+		// Say what was netted when the base's lines had a count.
+		from := ""
+		switch {
+		case g.base == [2]float64{}:
+		case g.hunk.d == 0:
 			from = fmt.Sprintf("base lines %s, removed", span(g.hunk.a, g.hunk.b))
+		default:
+			from = fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
 		}
 		out = append(out, lineChange{k: siteKey{k.file, max(line, 1), k.fn}, v: net, from: from})
 	}

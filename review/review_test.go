@@ -185,7 +185,7 @@ func TestReview(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (a gate failed)\n%s%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B) in GET /users/{id}", lineOf(t, serverHead, "one more per request")),
+		fmt.Sprintf("::error file=server/main.go,line=%d,title=perfspy%%3A allocations grew in main.user::+1.00 allocs/req (+64 B asked for) in GET /users/{id}", lineOf(t, serverHead, "one more per request")),
 		fmt.Sprintf("::error file=codec/codec.go,line=%d,title=perfspy%%3A allocations grew in codec.Encode::", lineOf(t, codecHead, "one more per op")),
 		fmt.Sprintf("::error file=codec/codec.go,line=%d,title=perfspy%%3A memory left live grew in codec.Encode::", lineOf(t, codecHead, "one more per op")),
 	} {
