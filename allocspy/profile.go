@@ -58,8 +58,8 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 	for _, s := range sites {
 		stack, via := wire.AllocStack(s.Stack)
 		labels := map[string][]string{"via": {via}}
-		if e := runtimeEntry(s.Stack); e != "" && e != via {
-			labels[EntryLabel] = []string{e}
+		if e := stacks.RuntimeEntry(s.Stack); e != "" && e != via {
+			labels[profkey.EntryLabel] = []string{e}
 		}
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: b.Locations(stack),
@@ -68,28 +68,6 @@ func Profile(r *wire.AllocReport) *profile.Profile {
 		})
 	}
 	return p
-}
-
-// EntryLabel is the sample label naming the runtime function the code
-// called that allocated (runtime.mapassign_faststr for a map that grew,
-// runtime.growslice, runtime.concatstrings), when it is not the "via"
-// label's function itself: the stack drops the runtime's frames, and a
-// reader that tells a map's growth from the code's own asks needs it.
-const EntryLabel = "entry"
-
-// runtimeEntry is the outermost runtime frame below the stack's first
-// frame outside the runtime: the runtime function the code called.
-func runtimeEntry(stack []wire.PCFrames) string {
-	entry := ""
-	for _, pf := range wire.Logical(stack) {
-		for _, f := range pf.Frames {
-			if !wire.IsRuntime(f.Func) {
-				return entry
-			}
-			entry = f.Func
-		}
-	}
-	return ""
 }
 
 // Totals sums a report: objects, bytes taken, blocks, bytes asked for.

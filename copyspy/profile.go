@@ -33,7 +33,8 @@ const ProfileVersion = "perfspy.copies_profile=v2"
 // copy_calls/count, copied_bytes/bytes (memmove), clear_calls/count and
 // cleared_bytes/bytes (memclr), one sample per stack, kind and size bucket
 // (the other kind's pair is 0), with labels "bucket", "kind" and "via"
-// (the function that called memmove or memclr), and "route" when the
+// (the function that called memmove or memclr), "entry" (the runtime
+// function the code called, profkey.EntryLabel), and "route" when the
 // target marks requests (profkey.RouteLabel). Runtime frames above the
 // first frame outside the runtime are dropped, so the leaf is the site.
 func Profile(r *wire.CopyReport) *profile.Profile {
@@ -50,6 +51,7 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 	for _, s := range sortedSites(r.Sites) {
 		user, via := stacks.UserStack(s.Stack)
 		stack := b.Locations(user)
+		entry := stacks.RuntimeEntry(s.Stack)
 		for bk := range Buckets {
 			if s.Calls[bk] == 0 {
 				continue
@@ -63,6 +65,9 @@ func Profile(r *wire.CopyReport) *profile.Profile {
 				Value:    v,
 				Label:    map[string][]string{"bucket": {Buckets[bk]}, "kind": {s.Kind}, "via": {via}},
 			})
+			if entry != "" && entry != via {
+				p.Sample[len(p.Sample)-1].Label[profkey.EntryLabel] = []string{entry}
+			}
 			if routed {
 				route := s.Route
 				if route == "" {

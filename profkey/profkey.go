@@ -33,6 +33,14 @@ const (
 	BeforeRouting = "(before routing)"
 )
 
+// EntryLabel is the sample label of allocations and copies that names
+// the runtime function the code called when another runtime function
+// made them (runtime.mapassign_faststr for a map that grew, whose copies
+// go through runtime.typedmemmove): the stacks drop the runtime's frames,
+// and a reader that tells a map's growth from the code's own work needs
+// it.
+const EntryLabel = "entry"
+
 // RouteRequestsComment prefixes the comments that carry each route's
 // requests in the window: "perfspy.route_requests=N route" (the route
 // last, as it may hold spaces).

@@ -112,7 +112,7 @@ func readKind(files []string, worktree, kind string) siteCounts {
 		}
 		return sc
 	case "copies":
-		return readSites(files, worktree, []string{"copied_bytes"}, nil)
+		return readSites(files, worktree, []string{"copied_bytes"}, cadence)
 	case "retained":
 		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, nil)
 	}

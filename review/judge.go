@@ -9,12 +9,13 @@ package review
 //     site that opens it, so new tiny allocations anywhere move other
 //     sites' bytes. The bytes the code asked for (requested_space) do
 //     not move: they are what the review gates.
-//   - allocations that follow the GC's cadence, not the requests: a
-//     sync.Pool's New runs after each GC empties the pool, and a map's
-//     growth happens at the insert that crosses its load, wherever the
-//     window starts. These (a stack through sync.(*Pool).Get, or the
-//     allocspy label entry runtime.mapassign*) are judged by their spread
-//     across rounds; every other allocation stays an exact count.
+//   - allocations and copies that follow the GC's cadence, not the
+//     requests: a sync.Pool's New runs after each GC empties the pool,
+//     and a map's growth (its new groups, the entries it moves) happens
+//     at the insert that crosses its load, wherever the window starts.
+//     These (a stack through sync.(*Pool).Get, or the label entry
+//     runtime.mapassign*) are judged by their spread across rounds; every
+//     other allocation and copy stays an exact count.
 
 import (
 	"fmt"
@@ -24,7 +25,6 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -32,7 +32,7 @@ import (
 // cadence reports whether a sample's allocations follow the GC's cadence
 // rather than the requests.
 func cadence(s *profile.Sample) bool {
-	if e := s.Label[allocspy.EntryLabel]; len(e) == 1 && strings.HasPrefix(e[0], "runtime.mapassign") {
+	if e := s.Label[profkey.EntryLabel]; len(e) == 1 && strings.HasPrefix(e[0], "runtime.mapassign") {
 		return true
 	}
 	for _, loc := range s.Location {
@@ -50,16 +50,17 @@ func cadence(s *profile.Sample) bool {
 // cadence.
 type split struct{ own, gc [2]float64 }
 
-// readSplit reads one round's allocations profile; false when it has no
-// requested bytes (the heap profile's) or no requests.
-func readSplit(path string) (split, bool) {
+// readSplit reads one round's profile, a count and a byte sample type
+// (types); false when it lacks one (the heap profile has no requested
+// bytes) or has no requests.
+func readSplit(path string, types [2]string) (split, bool) {
 	p, err := readProfile(path)
 	if err != nil {
 		return split{}, false
 	}
 	n := profkey.Requests(p)
-	oi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "alloc_objects" })
-	bi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "requested_space" })
+	oi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == types[0] })
+	bi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == types[1] })
 	if n <= 0 || oi < 0 || bi < 0 {
 		return split{}, false
 	}
@@ -76,10 +77,10 @@ func readSplit(path string) (split, bool) {
 }
 
 // readSplits reads every round of an arm; nil when any cannot be read.
-func readSplits(files []string) []split {
+func readSplits(files []string, types [2]string) []split {
 	var out []split
 	for _, f := range files {
-		sp, ok := readSplit(f)
+		sp, ok := readSplit(f, types)
 		if !ok {
 			return nil
 		}
@@ -140,18 +141,19 @@ func spreadChanged(before, after []split, f figureOf) (changed, judged bool) {
 func rejudge(it *Item, ab *probe.ABResult, cfg *Config) {
 	for i := range it.Changes {
 		c := &it.Changes[i]
-		if !strings.HasSuffix(c.Profile, "allocs") {
-			continue
-		}
+		var types [2]string
 		vi := 0
 		switch {
-		case strings.HasPrefix(c.Metric, "allocs/"):
-		case strings.HasPrefix(c.Metric, "B/"):
-			vi = 1
+		case strings.HasSuffix(c.Profile, "allocs") && strings.HasPrefix(c.Metric, "allocs/"):
+			types = [2]string{"alloc_objects", "requested_space"}
+		case strings.HasSuffix(c.Profile, "allocs") && strings.HasPrefix(c.Metric, "B/"):
+			types, vi = [2]string{"alloc_objects", "requested_space"}, 1
+		case strings.HasSuffix(c.Profile, "copies") && strings.HasPrefix(c.Metric, "copied-B/"):
+			types, vi = [2]string{"copy_calls", "copied_bytes"}, 1
 		default:
 			continue
 		}
-		before, after := readSplits(ab.Profiles["before"][c.Profile]), readSplits(ab.Profiles["after"][c.Profile])
+		before, after := readSplits(ab.Profiles["before"][c.Profile], types), readSplits(ab.Profiles["after"][c.Profile], types)
 		if len(before) == 0 || len(after) == 0 {
 			continue
 		}
@@ -165,16 +167,24 @@ func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
 	gc := func(s split) float64 { return s.gc[vi] }
 	ob, oa, gb, ga := median(before, own), median(after, own), median(before, gc), median(after, gc)
 	what := "allocations"
-	if vi == 1 {
+	switch {
+	case strings.HasPrefix(c.Metric, "copied-"):
+		what = "bytes copied"
+	case vi == 1:
 		what = "bytes asked for"
 	}
 	ownMoved := exactChanged(ob, oa, vi == 1)
 	gcMoved, gcJudged := spreadChanged(before, after, gc)
+	// Say how it was judged where that tells more than the figure:
+	// when the GC's cadence had a part in it, or when the bytes asked for
+	// moved otherwise than the size-class bytes shown.
+	material := func(v float64) bool { return vi == 0 && math.Abs(v) >= 0.01 || vi == 1 && math.Abs(v) >= 1 }
+	showGC := material(gb) || material(ga)
 	var why []string
-	if vi == 1 || gb > 0 || ga > 0 {
+	if showGC || vi == 1 && math.Abs((oa-ob)-c.Delta) >= 1 {
 		why = append(why, fmt.Sprintf("the code's own %s %s → %s", what, num(ob), num(oa)))
 	}
-	if gb > 0 || ga > 0 {
+	if showGC {
 		note := "within their spread across rounds"
 		switch {
 		case !gcJudged:
@@ -200,7 +210,7 @@ func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
 	default:
 		c.Verdict = "no change"
 	}
-	if vi == 1 && c.Verdict == "no change" && old != "no change" {
+	if what == "bytes asked for" && c.Verdict == "no change" && old != "no change" {
 		why = append(why, "the size-class bytes moved: the tiny allocator's 16-byte blocks are charged to the site that opens them")
 	}
 	if len(why) > 0 {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/profkey"
 )
 
 // TestJudgeSplit: the review's own judgement of allocations and bytes.
@@ -62,8 +62,8 @@ func TestCadence(t *testing.T) {
 		return &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: name}}}}
 	}
 	pool := &profile.Sample{Location: []*profile.Location{fn("main.newBuf"), fn("sync.(*Pool).Get"), fn("main.handler")}}
-	grow := &profile.Sample{Location: []*profile.Location{fn("main.remember")}, Label: map[string][]string{allocspy.EntryLabel: {"runtime.mapassign_faststr"}}}
-	own := &profile.Sample{Location: []*profile.Location{fn("main.handler")}, Label: map[string][]string{allocspy.EntryLabel: {"runtime.makeslice"}}}
+	grow := &profile.Sample{Location: []*profile.Location{fn("main.remember")}, Label: map[string][]string{profkey.EntryLabel: {"runtime.mapassign_faststr"}}}
+	own := &profile.Sample{Location: []*profile.Location{fn("main.handler")}, Label: map[string][]string{profkey.EntryLabel: {"runtime.makeslice"}}}
 	if !cadence(pool) || !cadence(grow) || cadence(own) {
 		t.Errorf("pool %v, map growth %v, own %v", cadence(pool), cadence(grow), cadence(own))
 	}

@@ -68,6 +68,22 @@ var (
 	UserStack = wire.UserStack
 )
 
+// RuntimeEntry is the outermost runtime frame below the stack's first
+// frame outside the runtime: the runtime function the code called ("" when
+// the code called the allocating or copying function directly).
+func RuntimeEntry(stack []wire.PCFrames) string {
+	entry := ""
+	for _, pf := range wire.Logical(stack) {
+		for _, f := range pf.Frames {
+			if !wire.IsRuntime(f.Func) {
+				return entry
+			}
+			entry = f.Func
+		}
+	}
+	return ""
+}
+
 // Key orders stacks deterministically.
 func Key(stack []wire.PCFrames) string {
 	var b strings.Builder
