@@ -78,6 +78,10 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
 				a.Item = it.Name
 				r.Annotations = append(r.Annotations, a)
+				if r.baseLines == nil {
+					r.baseLines = map[string][]int{}
+				}
+				r.baseLines[annKey(a)] = lc.base
 			}
 		}
 	}
@@ -182,6 +186,9 @@ type lineChange struct {
 	k    siteKey
 	v    [2]float64
 	from string // for lines the head changed: what the figure nets
+	// base are the base's lines it is compared with (none for a new
+	// line): where the compiler's diagnostics of the base are read.
+	base []int
 }
 
 // netChanges are the lines whose figures changed between before and
@@ -237,7 +244,7 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 	}
 	var out []lineChange
 	for k, v := range plain {
-		out = append(out, lineChange{k: k, v: v})
+		out = append(out, lineChange{k: k, v: v, base: []int{baseLine(lm.hunks(k.file), k.line)}})
 	}
 	for k, g := range groups {
 		net := add([2]float64{}, g.base, -1)
@@ -257,7 +264,11 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 		default:
 			from = fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
 		}
-		out = append(out, lineChange{k: siteKey{k.file, max(line, 1), k.fn}, v: net, from: from})
+		var base []int
+		for l := g.hunk.a; l < g.hunk.a+g.hunk.b; l++ {
+			base = append(base, l)
+		}
+		out = append(out, lineChange{k: siteKey{k.file, max(line, 1), k.fn}, v: net, from: from, base: base})
 	}
 	slices.SortFunc(out, func(a, b lineChange) int {
 		if c := strings.Compare(a.k.file, b.k.file); c != 0 {
@@ -430,6 +441,16 @@ func parseHunks(diff string) []hunk {
 		hs = append(hs, hunk{at(1, 0), at(2, 1), at(3, 0), at(4, 1)})
 	}
 	return hs
+}
+
+// baseLine is the base's line that a head line the head left alone was.
+func baseLine(hunks []hunk, line int) int {
+	back := make([]hunk, len(hunks))
+	for i, h := range hunks {
+		back[i] = hunk{h.c, h.d, h.a, h.b}
+	}
+	l, _ := mapLine(back, line)
+	return l
 }
 
 // mapLine moves a base line past the hunks before it.

@@ -52,6 +52,9 @@ type Result struct {
 	schema.Review
 	Dir string `json:"-"`
 	cfg *Config
+	// baseLines are the base's lines each annotation's line is compared
+	// with (annKey), for the compiler's reasons.
+	baseLines map[string][]int
 }
 
 // The parts of review.json (package schema's).
@@ -138,6 +141,11 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		if ab != nil {
 			res.addAnnotations(ctx, root, it, ab)
 		}
+	}
+	if took, err := res.explain(ctx, root); err != nil {
+		logf("the compiler's reasons: %v", err)
+	} else if took > 0 {
+		logf("the compiler's reasons (-gcflags=-m=2, both revisions): %.1f s", took.Seconds())
 	}
 	res.verdict()
 	if err := res.write(opt.Getenv); err != nil {

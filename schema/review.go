@@ -72,4 +72,8 @@ type Annotation struct {
 	Bytes   float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
 	Title   string  `json:"title"`
 	Message string  `json:"message"`
+	// Compiler is the compiler's reason for an allocation's change at
+	// the line: the escape-analysis and inlining diagnostics
+	// (-gcflags=-m=2) that differ between the revisions, or that none do.
+	Compiler []string `json:"compiler,omitempty"`
 }

@@ -1,0 +1,221 @@
+package review
+
+// The compiler's reason on the line that allocates: the escape-analysis
+// and inlining diagnostics (go build -gcflags=-m=2) of both revisions, for
+// the packages that hold an annotated allocation only, matched through
+// the same line map as the counts. "now moved to heap: p (from last = p
+// (assign) at main.go:20)" says why a line allocates since this change;
+// "keep is no longer inlined (function too complex: cost 85 exceeds budget
+// 80)" why an argument now leaks; a line whose diagnostics did not change
+// allocates because the code asks it to (a new make, new or call).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// diag is one diagnostic of the compiler's at a line: its message and,
+// for an escape, the last step of its flow (the assignment that made it
+// escape).
+type diag struct{ msg, from string }
+
+// diagnostics are a revision's diagnostics by root-relative file and line,
+// and its "cannot inline F: reason" by function.
+type diagnostics struct {
+	at       map[string]map[int][]diag
+	noInline map[string]string
+}
+
+var (
+	diagLine = regexp.MustCompile(`^(.+?\.go):(\d+):\d+: (.*)$`)
+	position = regexp.MustCompile(`(\S+?\.go):(\d+):\d+`)
+)
+
+// parseDiagnostics reads -m=2's output of the package in dir (the root-
+// relative folder the paths are relative to).
+func parseDiagnostics(out, dir string, d *diagnostics) {
+	if d.at == nil {
+		d.at, d.noInline = map[string]map[int][]diag{}, map[string]string{}
+	}
+	type block struct{ file, subject, from string }
+	var cur *block
+	froms := map[string]string{} // "file:line subject" -> the flow's last step
+	var keep []struct {
+		file string
+		line int
+		msg  string
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := diagLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		file := filepath.ToSlash(filepath.Clean(filepath.Join(dir, m[1])))
+		line, _ := strconv.Atoi(m[2])
+		msg := m[3]
+		if strings.HasPrefix(msg, " ") { // a flow's step, under its header
+			if step, ok := strings.CutPrefix(strings.TrimSpace(msg), "from "); ok && cur != nil {
+				froms[cur.file+":"+strconv.Itoa(line)+" "+cur.subject] = position.ReplaceAllStringFunc(step, shortPos)
+			}
+			continue
+		}
+		cur = nil
+		if subject, _, ok := strings.Cut(msg, " escapes to heap in "); ok && strings.HasSuffix(msg, ":") {
+			cur = &block{file: file, subject: subject}
+			continue
+		}
+		if fn, why, ok := strings.Cut(strings.TrimPrefix(msg, "cannot inline "), ": "); ok && strings.HasPrefix(msg, "cannot inline ") {
+			d.noInline[fn] = why
+			continue
+		}
+		if strings.HasPrefix(msg, "can inline ") || strings.HasPrefix(msg, "leaking param") {
+			continue
+		}
+		keep = append(keep, struct {
+			file string
+			line int
+			msg  string
+		}{file, line, msg})
+	}
+	for _, k := range keep {
+		subject := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(k.msg, "moved to heap: "), " escapes to heap"), " does not escape")
+		dg := diag{msg: k.msg, from: froms[k.file+":"+strconv.Itoa(k.line)+" "+subject]}
+		if d.at[k.file] == nil {
+			d.at[k.file] = map[int][]diag{}
+		}
+		if !slices.Contains(d.at[k.file][k.line], dg) {
+			d.at[k.file][k.line] = append(d.at[k.file][k.line], dg)
+		}
+	}
+}
+
+// shortPos writes a position as file:line, the file's base name.
+func shortPos(p string) string {
+	m := position.FindStringSubmatch(p)
+	return filepath.Base(m[1]) + ":" + m[2]
+}
+
+// compilerReasons compares the head's diagnostics at a line with the
+// base's at the lines it came from.
+func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int) []string {
+	var h, b []diag
+	h = head.at[file][line]
+	for _, l := range baseLines {
+		b = append(b, base.at[file][l]...)
+	}
+	has := func(ds []diag, msg string) bool { return slices.ContainsFunc(ds, func(d diag) bool { return d.msg == msg }) }
+	var out []string
+	for _, d := range h {
+		if has(b, d.msg) {
+			continue
+		}
+		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
+			out = append(out, fn+" is now inlined")
+			continue
+		}
+		r := "now " + d.msg
+		if len(baseLines) == 0 {
+			r = d.msg
+		}
+		if d.from != "" {
+			r += " (from " + d.from + ")"
+		}
+		out = append(out, r)
+	}
+	for _, d := range b {
+		if has(h, d.msg) {
+			continue
+		}
+		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
+			r := fn + " is no longer inlined"
+			if why, ok := head.noInline[fn]; ok {
+				r += " (" + why + ")"
+			}
+			out = append(out, r)
+			continue
+		}
+		out = append(out, "no longer "+d.msg)
+	}
+	if len(out) == 0 {
+		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new or call)")
+	}
+	return out
+}
+
+// diagnose builds each folder of dirs at commit, in a worktree of its own,
+// with -gcflags=-m=2 (with its tests when tests says so), and reads the
+// diagnostics. A folder that does not build gives none.
+func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*diagnostics, error) {
+	tmp, err := os.MkdirTemp("", "perfspy-review-m-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	wt := filepath.Join(tmp, "src")
+	if _, err := git(ctx, root, "worktree", "add", "--detach", "--quiet", wt, commit); err != nil {
+		return nil, err
+	}
+	defer git(context.WithoutCancel(ctx), root, "worktree", "remove", "--force", wt)
+	d := &diagnostics{}
+	for _, dir := range sortedKeys(dirs) {
+		args := []string{"build", "-o", filepath.Join(tmp, "bin"), "-gcflags=-m=2", "."}
+		if dirs[dir] {
+			args = []string{"test", "-c", "-o", filepath.Join(tmp, "test"), "-gcflags=-m=2", "."}
+		}
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = filepath.Join(wt, dir)
+		out, _ := cmd.CombinedOutput() // the diagnostics are on standard error either way
+		parseDiagnostics(string(out), dir, d)
+	}
+	return d, nil
+}
+
+// explain gives each allocation annotation the compiler's reason: the
+// packages that hold one are built at both revisions with -m=2. It
+// returns how long that took.
+func (r *Result) explain(ctx context.Context, root string) (time.Duration, error) {
+	start := time.Now()
+	dirs := map[string]bool{} // folder -> an annotated line is in a test file
+	for _, a := range r.Annotations {
+		if strings.HasPrefix(a.Metric, "allocs/") || strings.HasPrefix(a.Metric, "retained-B/") {
+			dir := filepath.ToSlash(filepath.Dir(a.File))
+			dirs[dir] = dirs[dir] || strings.HasSuffix(a.File, "_test.go")
+		}
+	}
+	if len(dirs) == 0 {
+		return 0, nil
+	}
+	head, err := diagnose(ctx, root, r.Head["commit"], dirs)
+	if err != nil {
+		return time.Since(start), fmt.Errorf("the head's diagnostics: %w", err)
+	}
+	base, err := diagnose(ctx, root, r.Base["commit"], dirs)
+	if err != nil {
+		return time.Since(start), fmt.Errorf("the base's diagnostics: %w", err)
+	}
+	for i := range r.Annotations {
+		a := &r.Annotations[i]
+		if !strings.HasPrefix(a.Metric, "allocs/") && !strings.HasPrefix(a.Metric, "retained-B/") {
+			continue
+		}
+		a.Compiler = compilerReasons(head, base, a.File, a.Line, r.baseLines[annKey(*a)])
+		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
+	}
+	return time.Since(start), nil
+}
+
+// annKey names an annotation for the base lines kept beside it.
+func annKey(a Annotation) string {
+	return strings.Join([]string{a.File, strconv.Itoa(a.Line), a.Item, a.Subject, a.Metric}, "\x00")
+}

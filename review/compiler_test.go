@@ -1,0 +1,72 @@
+package review
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+const escBase = `package main
+
+var last *point
+
+type point struct{ x, y int }
+
+//go:noinline
+func use(p *point) int { return p.x + p.y }
+
+func keep(p *point) int {
+	return p.x * p.y
+}
+
+func handler(n int) int {
+	p := point{n, n}
+	s := use(&p)
+	return s + keep(&p)
+}
+
+func main() { println(handler(3)) }
+`
+
+// TestCompilerReasons: the head makes a local struct escape through a
+// package variable, and makes keep too big to inline; the compiler's
+// diagnostics at both revisions, through the line map, say so on the
+// line that allocates, and a line whose diagnostics did not change says
+// that.
+func TestCompilerReasons(t *testing.T) {
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	base := r.commit(map[string]string{"go.mod": "module example.com/esc\n\ngo 1.26\n", "main.go": escBase}, "base")
+	big := "\ts := 0\n" + strings.Repeat("\ts += p.x * p.y / (p.x + 1)\n", 12) + "\treturn s\n"
+	headSrc := strings.Replace(escBase, "\treturn p.x * p.y\n", big, 1)
+	headSrc = strings.Replace(headSrc, "\ts := use(&p)\n", "\ts := use(&p)\n\tlast = &p\n", 1)
+	head := r.commit(map[string]string{"main.go": headSrc}, "head")
+	ctx := context.Background()
+	dirs := map[string]bool{".": false}
+	hd, err := diagnose(ctx, r.dir, head, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := diagnose(ctx, r.dir, base, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pLine := lineOf(t, headSrc, "p := point{n, n}")
+	got := strings.Join(compilerReasons(hd, bd, "main.go", pLine, []int{lineOf(t, escBase, "p := point{n, n}")}), "; ")
+	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at main.go:") {
+		t.Errorf("the escaping struct's line: %q", got)
+	}
+	call := lineOf(t, headSrc, "return s + keep(&p)")
+	got = strings.Join(compilerReasons(hd, bd, "main.go", call, []int{lineOf(t, escBase, "return s + keep(&p)")}), "; ")
+	if !strings.Contains(got, "keep is no longer inlined (function too complex: cost") {
+		t.Errorf("the call no longer inlined: %q", got)
+	}
+	use := lineOf(t, headSrc, "s := use(&p)")
+	got = strings.Join(compilerReasons(hd, bd, "main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}), "; ")
+	if !strings.HasPrefix(got, "no change in escape analysis or inlining") {
+		t.Errorf("an unchanged line: %q", got)
+	}
+	if out := r.git("worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Errorf("worktrees left:\n%s", out)
+	}
+}
