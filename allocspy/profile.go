@@ -111,8 +111,12 @@ func RetainedProfile(r *wire.RetainedReport) *profile.Profile {
 	sites := slices.Clone(r.Sites)
 	slices.SortFunc(sites, func(x, y wire.RetainedSite) int { return strings.Compare(stacks.Key(x.Stack), stacks.Key(y.Stack)) })
 	for _, s := range sites {
-		user, _ := wire.UserStack(s.Stack)
-		p.Sample = append(p.Sample, &profile.Sample{Location: b.Locations(user), Value: []int64{s.Objects, s.Bytes}})
+		user, via := wire.UserStack(s.Stack)
+		sample := &profile.Sample{Location: b.Locations(user), Value: []int64{s.Objects, s.Bytes}}
+		if e := stacks.RuntimeEntry(s.Stack); e != "" && e != via {
+			sample.Label = map[string][]string{profkey.EntryLabel: {e}}
+		}
+		p.Sample = append(p.Sample, sample)
 	}
 	return p
 }

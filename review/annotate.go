@@ -118,7 +118,7 @@ func readKind(files []string, worktree, kind string) siteCounts {
 	case "copies":
 		return readSites(files, worktree, []string{"copied_bytes"}, cadence)
 	case "retained":
-		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, nil)
+		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, cadence)
 	}
 	return siteCounts{}
 }

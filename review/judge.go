@@ -9,13 +9,14 @@ package review
 //     site that opens it, so new tiny allocations anywhere move other
 //     sites' bytes. The bytes the code asked for (requested_space) do
 //     not move: they are what the review gates.
-//   - allocations and copies that follow the GC's cadence, not the
-//     requests: a sync.Pool's New runs after each GC empties the pool,
-//     and a map's growth (its new groups, the entries it moves) happens
-//     at the insert that crosses its load, wherever the window starts.
-//     These (a stack through sync.(*Pool).Get, or the label entry
-//     runtime.mapassign*) are judged by their spread across rounds; every
-//     other allocation and copy stays an exact count.
+//   - allocations, copies and memory left live that follow the GC's
+//     cadence, not the requests: a sync.Pool's New runs after each GC
+//     empties the pool, and a map's growth (its new groups, the entries
+//     it moves, the groups it keeps) happens at the insert that crosses
+//     its load, wherever the window starts. These (a stack through
+//     sync.(*Pool).Get, or the label entry runtime.mapassign*) are judged
+//     by their spread across rounds; every other allocation, copy and
+//     byte left live stays an exact count.
 
 import (
 	"fmt"
@@ -150,6 +151,8 @@ func rejudge(it *Item, ab *probe.ABResult, cfg *Config) {
 			types, vi = [2]string{"alloc_objects", "requested_space"}, 1
 		case strings.HasSuffix(c.Profile, "copies") && strings.HasPrefix(c.Metric, "copied-B/"):
 			types, vi = [2]string{"copy_calls", "copied_bytes"}, 1
+		case strings.HasSuffix(c.Profile, "retained") && strings.HasPrefix(c.Metric, "retained-B/"):
+			types, vi = [2]string{"inuse_objects", "inuse_space"}, 1
 		default:
 			continue
 		}
@@ -170,6 +173,8 @@ func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
 	switch {
 	case strings.HasPrefix(c.Metric, "copied-"):
 		what = "bytes copied"
+	case strings.HasPrefix(c.Metric, "retained-"):
+		what = "bytes left live"
 	case vi == 1:
 		what = "bytes asked for"
 	}
