@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -34,6 +35,10 @@ type siteKey struct {
 type siteCounts struct {
 	v        map[siteKey][2]float64
 	requests int64
+	// path is each site's heaviest stack, from the repository's outermost
+	// frame (the handler, the benchmark) down to the allocating frame.
+	path   map[siteKey][]string
+	weight map[siteKey]int64
 }
 
 // addAnnotations annotates the lines behind each count of it that
@@ -128,7 +133,7 @@ func readKind(files []string, worktree, kind string) siteCounts {
 // decrease.
 func annotation(lc lineChange, kind, per, subject string, failed bool) (Annotation, bool) {
 	g, k := lc.v, lc.k
-	a := Annotation{File: k.file, Line: k.line, Func: k.fn, Subject: subject, Delta: g[0]}
+	a := Annotation{File: k.file, Line: k.line, Func: k.fn, Subject: subject, Delta: g[0], Stack: lc.path}
 	grew := g[0] > 0 || g[0] == 0 && g[1] > 0
 	where := subject
 	if lc.from != "" {
@@ -189,6 +194,7 @@ type lineChange struct {
 	// base are the base's lines it is compared with (none for a new
 	// line): where the compiler's diagnostics of the base are read.
 	base []int
+	path []string // the head's heaviest stack to it (else the base's)
 }
 
 // netChanges are the lines whose figures changed between before and
@@ -243,8 +249,20 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 		plain[hk] = add(plain[hk], per, -1)
 	}
 	var out []lineChange
+	pathOf := func(k siteKey, bk []siteKey) []string {
+		if p := after.path[k]; p != nil {
+			return p
+		}
+		for _, b := range bk {
+			if p := before.path[b]; p != nil {
+				return p
+			}
+		}
+		return nil
+	}
 	for k, v := range plain {
-		out = append(out, lineChange{k: k, v: v, base: []int{baseLine(lm.hunks(k.file), k.line)}})
+		bl := baseLine(lm.hunks(k.file), k.line)
+		out = append(out, lineChange{k: k, v: v, base: []int{bl}, path: pathOf(k, []siteKey{{k.file, bl, k.fn}})})
 	}
 	for k, g := range groups {
 		net := add([2]float64{}, g.base, -1)
@@ -265,10 +283,12 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 			from = fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
 		}
 		var base []int
+		var bk []siteKey
 		for l := g.hunk.a; l < g.hunk.a+g.hunk.b; l++ {
-			base = append(base, l)
+			base, bk = append(base, l), append(bk, siteKey{k.file, l, k.fn})
 		}
-		out = append(out, lineChange{k: siteKey{k.file, max(line, 1), k.fn}, v: net, from: from, base: base})
+		hk := siteKey{k.file, max(line, 1), k.fn}
+		out = append(out, lineChange{k: hk, v: net, from: from, base: base, path: pathOf(hk, bk)})
 	}
 	slices.SortFunc(out, func(a, b lineChange) int {
 		if c := strings.Compare(a.k.file, b.k.file); c != 0 {
@@ -334,7 +354,7 @@ func shortFunc(fn string) string {
 // requests the files carry, the samples skip says leaving out. An
 // unreadable file is left out.
 func readSites(files []string, worktree string, samples []string, skip func(*profile.Sample) bool) siteCounts {
-	sc := siteCounts{v: map[siteKey][2]float64{}}
+	sc := siteCounts{v: map[siteKey][2]float64{}, path: map[siteKey][]string{}, weight: map[siteKey]int64{}}
 	prefix := strings.TrimSuffix(worktree, "/") + "/"
 	for _, f := range files {
 		p, err := readProfile(f)
@@ -367,9 +387,39 @@ func readSites(files []string, worktree string, samples []string, skip func(*pro
 				v[j] += float64(s.Value[i])
 			}
 			sc.v[k] = v
+			if w := s.Value[idx[0]]; w > sc.weight[k] || sc.path[k] == nil {
+				sc.weight[k], sc.path[k] = w, stackPath(s, prefix)
+			}
 		}
 	}
 	return sc
+}
+
+// stackPath is a sample's stack from its outermost frame in the
+// repository's own code down to its leaf, outermost first: "main.user
+// (server/main.go:17)", then each frame below it, the standard
+// library's by file name.
+func stackPath(s *profile.Sample, prefix string) []string {
+	var frames []string
+	outer := -1
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			if l.Function == nil {
+				continue
+			}
+			file := filepath.Base(l.Function.Filename)
+			if rel, ok := strings.CutPrefix(l.Function.Filename, prefix); ok && !strings.HasPrefix(rel, "vendor/") {
+				file, outer = rel, len(frames)
+			}
+			frames = append(frames, fmt.Sprintf("%s (%s:%d)", l.Function.Name, file, l.Line))
+		}
+	}
+	if outer < 0 {
+		return nil
+	}
+	path := frames[:outer+1]
+	slices.Reverse(path)
+	return path
 }
 
 // ownFrame is the sample's innermost line in the repository's own code.

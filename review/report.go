@@ -233,7 +233,17 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 		b.WriteString(strings.Join(rows, ""))
 		b.WriteString("\n")
 	}
+	var graphs []string
+	for _, x := range cs {
+		if x.Flame != "" && !slices.Contains(graphs, safetext.Code(x.Flame)) {
+			graphs = append(graphs, safetext.Code(x.Flame))
+		}
+	}
+	if len(graphs) > 0 {
+		fmt.Fprintf(&b, "Differential flame graphs (head against base, the results folder): %s.\n\n", strings.Join(graphs, ", "))
+	}
 	n := 0
+	var paths strings.Builder
 	for _, a := range r.Annotations {
 		if a.Item == it.Name && a.Subject == c.Subject {
 			if n == 0 {
@@ -241,6 +251,7 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 			}
 			if n < 10 {
 				fmt.Fprintf(&b, "- %s %s: %s\n", safetext.Code(fmt.Sprintf("%s:%d", a.File, a.Line)), safetext.Code(a.Func), safetext.Markdown(a.Message))
+				writePath(&paths, a)
 			}
 			n++
 		}
@@ -251,7 +262,23 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 	if n > 0 {
 		b.WriteString("\n")
 	}
+	if paths.Len() > 0 {
+		fmt.Fprintf(&b, "<details><summary>The path to each line, from the handler or benchmark</summary>\n\n```text\n%s```\n\n</details>\n\n", paths.String())
+	}
 	return b.String()
+}
+
+// writePath writes an annotation's stack, outermost first, indented by
+// depth, as text in a fenced block (no fence can be closed from inside).
+func writePath(w *strings.Builder, a Annotation) {
+	if len(a.Stack) == 0 {
+		return
+	}
+	clean := func(s string) string { return strings.ReplaceAll(safetext.Text(s), "`", "'") }
+	fmt.Fprintf(w, "%s:%d, %s\n", clean(a.File), a.Line, clean(a.Subject))
+	for i, f := range a.Stack {
+		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", i+1), clean(f))
+	}
 }
 
 // details is the folded rest: every figure of every item, and the

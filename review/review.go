@@ -7,6 +7,7 @@
 package review
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -224,6 +226,7 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 	}
 	it.Changes = changes(ab, m.cfg, it.Route, "req")
 	rejudge(it, ab, m.cfg)
+	m.flames(it, ab)
 	return it, ab, nil
 }
 
@@ -251,7 +254,66 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.AB
 	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.Changes = changes(ab, m.cfg, "", "op")
 	rejudge(it, ab, m.cfg)
+	m.flames(it, ab)
 	return it, ab, nil
+}
+
+// flameSample is the sample type each profile kind's differential flame
+// graph shows: what the review judges.
+var flameSample = map[string]string{"allocs": "requested_space", "copies": "copied_bytes", "retained": "inuse_space"}
+
+// flames draws, for each profile behind a change of it, the differential
+// flame graph of the revisions' first rounds into the review's flames
+// folder, and names it in the change. One that cannot be drawn is left
+// out.
+func (m measurer) flames(it *Item, ab *probe.ABResult) {
+	drawn := map[string]string{}
+	for i := range it.Changes {
+		c := &it.Changes[i]
+		kind := c.Profile[strings.LastIndex(c.Profile, " ")+1:]
+		if c.Verdict != "regression" && c.Verdict != "improvement" || flameSample[kind] == "" {
+			continue
+		}
+		if f, ok := drawn[c.Profile]; ok {
+			c.Flame = f
+			continue
+		}
+		b, a := ab.Profiles["before"][c.Profile], ab.Profiles["after"][c.Profile]
+		if len(b) == 0 || len(a) == 0 {
+			continue
+		}
+		name := filepath.Join("flames", safeName(it.Name+"_"+c.Profile)+".svg")
+		if err := diffFlame(b[0], a[0], flameSample[kind], filepath.Join(m.out, name), it.Name+", "+c.Profile+": head vs base"); err != nil {
+			continue
+		}
+		drawn[c.Profile], c.Flame = name, name
+	}
+}
+
+// diffFlame writes the differential flame graph of two profiles.
+func diffFlame(before, after, sample, out, title string) error {
+	b, err := os.Open(before)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	a, err := os.Open(after)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := flame.ReadDiff(b, a, flame.Options{Sample: sample})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := flame.WriteSVG(&buf, t, flame.SVGOptions{Title: title}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(out, buf.Bytes(), 0o644)
 }
 
 // runAB runs probe ab as abc says. With -timings=false it compares

@@ -54,6 +54,10 @@ type ReviewChange struct {
 	// allocations that follow the GC's cadence (sync.Pool, a map's
 	// growth) apart, judged by their spread across rounds.
 	Why string `json:"why,omitempty"`
+	// Flame is the differential flame graph of its profile (the first
+	// round of each revision), relative to the review's folder, when it
+	// changed.
+	Flame string `json:"flame,omitempty"`
 	// Profile is the results profile that explains it: "allocs",
 	// "GET /x allocs", "BenchmarkX-2 allocs" ("" when none does).
 	Profile string `json:"profile,omitempty"`
@@ -72,6 +76,11 @@ type Annotation struct {
 	Bytes   float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
 	Title   string  `json:"title"`
 	Message string  `json:"message"`
+	// Stack is the heaviest stack to the line in the head (the base's
+	// for a line that no longer allocates), from the repository's
+	// outermost frame, the handler or the benchmark, down to the frame
+	// that allocated or copied: "main.user (server/main.go:17)".
+	Stack []string `json:"stack,omitempty"`
 	// Compiler is the compiler's reason for an allocation's change at
 	// the line: the escape-analysis and inlining diagnostics
 	// (-gcflags=-m=2) that differ between the revisions, or that none do.
