@@ -139,3 +139,25 @@ func TestItemError(t *testing.T) {
 		t.Errorf("a gate failed beside the error: %s", r.Verdict)
 	}
 }
+
+// TestRouteOf: a server given by path: is named by its request, whatever
+// its mux's pattern; a gRPC server by its method.
+func TestRouteOf(t *testing.T) {
+	for _, tc := range []struct {
+		path, method, want string
+	}{
+		{"/hello?name=x", "", "GET /hello?name=x"},
+		{"", "", "GET /"},
+		{"/items", "POST", "POST /items"},
+		{"", "echo.Echo/Say", "echo.Echo/Say"},
+	} {
+		ab, err := probe.NewABConfig("./x", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab.Run.Path, ab.Run.Method = tc.path, tc.method
+		if got := routeOf(ab); got != tc.want {
+			t.Errorf("path %q method %q: %q, want %q", tc.path, tc.method, got, tc.want)
+		}
+	}
+}
