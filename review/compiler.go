@@ -114,7 +114,9 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 	for _, l := range baseLines {
 		b = append(b, base.at[file][l]...)
 	}
-	has := func(ds []diag, msg string) bool { return slices.ContainsFunc(ds, func(d diag) bool { return d.msg == msg }) }
+	has := func(ds []diag, msg string) bool {
+		return slices.ContainsFunc(ds, func(d diag) bool { return d.msg == msg })
+	}
 	var out []string
 	for _, d := range h {
 		if has(b, d.msg) {
