@@ -46,7 +46,7 @@ func parseDiagnostics(out, dir string, d *diagnostics) {
 	if d.at == nil {
 		d.at, d.noInline = map[string]map[int][]diag{}, map[string]string{}
 	}
-	type block struct{ file, subject, from string }
+	type block struct{ file, subject string }
 	var cur *block
 	froms := map[string]string{} // "file:line subject" -> the flow's last step
 	var keep []struct {
