@@ -19,9 +19,11 @@ import (
 
 // GRPCOptions configures the gRPC unary driver. Zero fields get defaults.
 type GRPCOptions struct {
-	Addr   string
-	Method string // package.Service/Method
-	Data   []byte // the request message as JSON (protojson); empty is the empty message
+	// Arrivals, when open, sends the calls on a clock (open-loop load).
+	Arrivals Arrivals
+	Addr     string
+	Method   string // package.Service/Method
+	Data     []byte // the request message as JSON (protojson); empty is the empty message
 	// Headers are sent as metadata with every call.
 	Headers map[string]string
 	Conns   int // connections, one call at a time each; default 8
@@ -75,7 +77,7 @@ func NewGRPC(ctx context.Context, opt GRPCOptions) (*GRPC, error) {
 		return nil, err
 	}
 	d := &GRPC{opt: opt, method: method, req: req, md: metadata.New(opt.Headers)}
-	d.workers.n, d.workers.step = opt.Conns, d.step
+	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
 	d.conns = make([]*grpc.ClientConn, opt.Conns)
 	for i := range d.conns {
 		if d.conns[i], err = d.dial(); err != nil {

@@ -83,7 +83,7 @@ func NewGRPCLean(ctx context.Context, opt GRPCOptions) (*GRPCLean, error) {
 		return nil, fmt.Errorf("load: the request is %d bytes encoded; the lean gRPC driver sends at most %d", len(req), MaxLeanGRPCRequest)
 	}
 	d := &GRPCLean{opt: opt, conns: make([]*h2Conn, opt.Conns)}
-	d.workers.n, d.workers.step = opt.Conns, d.step
+	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
 	fields := callFields(method, opt.Addr, opt.Headers)
 	d.first = encodeFrames(headerBlock(fields, blockFirst), req)
 	d.steady = encodeFrames(headerBlock(fields, blockSteady), req)

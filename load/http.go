@@ -28,6 +28,8 @@ type HTTPOptions struct {
 	// adds its headers: the requests are sent in Interleave's order, each
 	// worker taking the next.
 	Mix []Request
+	// Arrivals, when open, sends the requests on a clock (open-loop load).
+	Arrivals Arrivals
 }
 
 // HTTP is a keep-alive HTTP/1.1 driver: Conns workers, each with its own
@@ -130,7 +132,9 @@ func (d *HTTP) Close() error {
 
 // Run implements Driver.
 func (d *HTTP) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return d.runWith(func(step func(int, *Result)) (*Result, error) { return phase(ctx, dur, d.workers, step) }, ctx)
+	return d.runWith(func(step func(int, *Result)) (*Result, error) {
+		return phaseAt(ctx, dur, d.workers, d.opt.Arrivals, step)
+	}, ctx)
 }
 
 // RunN implements Driver.

@@ -61,7 +61,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 		opt.Conns = 8
 	}
 	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns)}
-	d.workers.n, d.workers.step = opt.Conns, d.step
+	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
 	port := "80"
 	if u.Scheme == "https" {
 		d.tls, port = opt.TLS, "443"

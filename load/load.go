@@ -44,6 +44,14 @@ type Result struct {
 	Datagrams, DatagramBytes int64
 	MaxDatagram              int64  // the largest datagram's bytes since the driver started
 	DatagramSource           string // how the driver counts them
+	// Open-loop load (Arrivals): Latency is then from each request's
+	// intended send time, RawLatency from its actual send; Scheduled
+	// sends the clock gave the phase, Late those started more than a
+	// millisecond behind it, Dropped those no connection could start
+	// before the phase ended.
+	Arrivals                 Arrivals
+	RawLatency               *hdrhistogram.Histogram
+	Scheduled, Late, Dropped int64
 }
 
 // Latency is recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
@@ -134,16 +142,18 @@ type answeredError interface {
 
 // workers are the Run and RunN of a driver whose n workers each keep a
 // connection and make one exchange per step; dials counts the
-// connections opened, for Result.Dials.
+// connections opened, for Result.Dials; arrivals, when open, sends on a
+// clock.
 type workers struct {
-	n     int
-	dials atomic.Int64
-	step  func(ctx context.Context) func(i int, r *Result)
+	n        int
+	dials    atomic.Int64
+	step     func(ctx context.Context) func(i int, r *Result)
+	arrivals Arrivals
 }
 
 // Run implements Driver.
 func (w *workers) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return countDials(&w.dials, func() (*Result, error) { return phase(ctx, dur, w.n, w.step(ctx)) })
+	return countDials(&w.dials, func() (*Result, error) { return phaseAt(ctx, dur, w.n, w.arrivals, w.step(ctx)) })
 }
 
 // RunN implements Driver.
@@ -199,10 +209,18 @@ func countedStep(ctx context.Context, transfer func(ctx context.Context, i int) 
 // and the counts are merged at the end. No request starts after the
 // deadline; those in flight finish.
 func phase(ctx context.Context, d time.Duration, conns int, step func(i int, r *Result)) (*Result, error) {
+	return phaseAt(ctx, d, conns, Arrivals{}, step)
+}
+
+// phaseAt is phase, on a clock when a is open-loop load.
+func phaseAt(ctx context.Context, d time.Duration, conns int, a Arrivals, step func(i int, r *Result)) (*Result, error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("load: duration %v must be positive", d)
 	}
 	deadline := time.Now().Add(d)
+	if a.Open() {
+		return runOpen(ctx, conns, deadline, a, step)
+	}
 	return run(ctx, conns, func() bool { return time.Now().Before(deadline) }, step)
 }
 

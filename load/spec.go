@@ -39,4 +39,7 @@ type Spec struct {
 	Size    int64
 	Streams int
 	Pkt     int
+	// Arrivals, when open (-rate), sends on a clock: the HTTP, h2 and
+	// gRPC drivers.
+	Arrivals Arrivals
 }

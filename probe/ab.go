@@ -409,7 +409,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 // ingest takes one round's results folder into arm's figures, profiles
 // and bench.txt.
 func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
-	if s.Verdict != VerdictServerBound && s.Verdict != VerdictCountsOnly && !ab.cfg.CountsOnly {
+	if !judgedVerdict(s.Verdict) && s.Verdict != VerdictCountsOnly && !ab.cfg.CountsOnly {
 		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
 	}
 	for k, v := range metricValues(s) {

@@ -168,6 +168,8 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	f.maxBody = fs.Int64("max-body", limits.Body, "refuse a request body (-body, -data @file, a request file's body=@) over this many `bytes`")
 	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
+	fs.Float64Var(&cfg.Arrivals.Rate, "rate", 0, "open-loop load: send `R` requests per second on a clock, whatever the server answers, latency from each request's intended send time (http, https, h2c, h2, grpc; 0: closed loop, each connection sending when its last request answered)")
+	fs.Var(arrivalsFlag{&cfg.Arrivals}, "arrivals", "with -rate: constant gaps, or poisson (exponential gaps of the same mean)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
 	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
@@ -709,6 +711,28 @@ func recordedFlags(fs *flag.FlagSet) []string {
 		out = append(out, "-"+f.Name+"="+redactFlag(f.Name, f.Value.String()))
 	})
 	return out
+}
+
+// arrivalsFlag is -arrivals: constant or poisson.
+type arrivalsFlag struct{ a *load.Arrivals }
+
+func (f arrivalsFlag) String() string {
+	if f.a != nil && f.a.Poisson {
+		return "poisson"
+	}
+	return "constant"
+}
+
+func (f arrivalsFlag) Set(v string) error {
+	switch v {
+	case "constant":
+		f.a.Poisson = false
+	case "poisson":
+		f.a.Poisson = true
+	default:
+		return fmt.Errorf("want constant or poisson, not %q", v)
+	}
+	return nil
 }
 
 // configFlags are the flags that would give cfg, for meta, when it was

@@ -64,6 +64,8 @@ func runLandings(t *testing.T) map[string]landing {
 		"max-body":           {[]string{"-max-body", "3", "-body", file}, nil}, // read: the body is over it (TestRefusedBeforeBuild)
 		"results-mode":       {[]string{"-results-mode", "0750"}, func(c Config, o cliOptions) bool { return c.ResultsMode == 0o750 }},
 		"conns":              {[]string{"-conns", "3"}, func(c Config, o cliOptions) bool { return c.Conns == 3 }},
+		"rate":               {[]string{"-rate", "2500"}, func(c Config, o cliOptions) bool { return c.Arrivals.Rate == 2500 && !c.Arrivals.Poisson }},
+		"arrivals":           {[]string{"-rate", "10", "-arrivals", "poisson"}, func(c Config, o cliOptions) bool { return c.Arrivals.Poisson }},
 		"proto":              {[]string{"-proto", "h2c"}, func(c Config, o cliOptions) bool { return c.Proto == "h2c" }},
 		"http-driver":        {[]string{"-http-driver", "nethttp"}, func(c Config, o cliOptions) bool { return c.HTTPDriver == "nethttp" }},
 		"grpc-driver":        {[]string{"-grpc-driver", "grpcgo"}, func(c Config, o cliOptions) bool { return c.GRPCDriver == "grpcgo" }},

@@ -19,6 +19,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/schema"
 	"github.com/perfspy/perfspy/syscalls"
@@ -142,6 +143,16 @@ func (o *runOutput) summarize() {
 		Checks: map[string]float64{},
 	}
 	o.s = s
+	if a := cl.Arrivals; a.Open() {
+		w := &s.Window
+		w.Rate, w.Arrivals = a.Rate, "constant"
+		if a.Poisson {
+			w.Arrivals = "poisson"
+		}
+		raw := &load.Result{Latency: cl.RawLatency}
+		w.LatencyRawUS = map[string]int64{"p50": raw.Percentile(50), "p99": raw.Percentile(99), "p999": raw.Percentile(99.9)}
+		w.ScheduledSends, w.LateSends, w.DroppedSends = cl.Scheduled, cl.Late, cl.Dropped
+	}
 	if len(o.ses.cfg.Exec) > 0 {
 		s.Sources["cpu"] += " of " + o.ses.cfg.Exec[0] + " (-exec: the emulator's CPU time, not the program's on its machine)"
 	}
@@ -197,6 +208,20 @@ func (o *runOutput) timingReasons() []string {
 	}
 	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
 	reasons := windowReasons(named, min)
+	if a := o.ses.cfg.Arrivals; a.Open() {
+		// Open-loop load is judged by whether the driver held its rate,
+		// not by the server's cores: a rate below the server's capacity
+		// leaves them idle by design.
+		for _, w := range named {
+			if w.w == nil || w.w.load == nil {
+				continue
+			}
+			if held, why := w.w.load.Held(); !held {
+				reasons = append(reasons, w.name+": "+why)
+			}
+		}
+		return reasons
+	}
 	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
 		reasons = append(reasons, o.paceReason())
 	}
@@ -432,6 +457,9 @@ func (o *runOutput) judge() error {
 	o.judged = true
 	o.s.Reasons = o.reasons
 	o.s.Verdict = VerdictServerBound
+	if o.ses != nil && o.ses.cfg.Arrivals.Open() {
+		o.s.Verdict = VerdictRateHeld
+	}
 	if len(o.reasons) > 0 {
 		o.s.Verdict = VerdictNotJudged
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -203,6 +204,12 @@ func (cfg Config) validate() (CPUPlan, error) {
 	if cfg.Sample < 0 || cfg.Sample > 1<<20 {
 		return CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
 	}
+	if a := cfg.Arrivals; a.Rate < 0 || math.IsNaN(a.Rate) || math.IsInf(a.Rate, 0) || a.Rate > 10_000_000 {
+		return CPUPlan{}, fmt.Errorf("-rate %g: want requests per second, above 0 and at most 1e7 (0: closed loop)", a.Rate)
+	}
+	if cfg.Arrivals.Open() && cfg.Instructions {
+		return CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
+	}
 	if cfg.Live && !cfg.Instructions {
 		return CPUPlan{}, errors.New("-live: only with -instructions (probe build makes the live binary; docs/live.md)")
 	}
@@ -385,7 +392,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Summary.Verdict != VerdictServerBound {
+	if !judgedVerdict(res.Summary.Verdict) {
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Summary.Reasons, "; "))
 	}
 	return res, nil
@@ -421,7 +428,11 @@ func driverName(cfg Config, ep proc.Endpoint) string {
 // newDriver makes the load driver of cfg.Proto, -proto auto resolved
 // (resolveProto).
 func newDriver(cfg Config, ep proc.Endpoint) (load.Driver, error) {
-	switch proto := driverProto(cfg, ep); proto {
+	proto := driverProto(cfg, ep)
+	if cfg.Arrivals.Open() && (proto == "framed" || proto == "quic" || proto == "udp") {
+		return nil, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", proto)
+	}
+	switch proto {
 	case "framed":
 		return load.NewFramed(load.FramedOptions{Addr: ep.Addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
 	case "quic":
@@ -438,7 +449,7 @@ func newDriver(cfg Config, ep proc.Endpoint) (load.Driver, error) {
 				method = m
 			}
 		}
-		opt := load.GRPCOptions{Addr: ep.Addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns}
+		opt := load.GRPCOptions{Addr: ep.Addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns, Arrivals: cfg.Arrivals}
 		if len(cfg.ProtoFiles) > 0 {
 			var err error
 			if opt.Files, err = load.ProtoFiles(ctx, cfg.ProtoFiles, cfg.ImportPaths); err != nil {
@@ -471,7 +482,7 @@ func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, err
 	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 	}
-	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix}
+	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix, Arrivals: cfg.Arrivals}
 	if len(cfg.Mix) > 0 && (proto == "h2c" || proto == "h2" || cfg.HTTPDriver != "lean") {
 		return nil, fmt.Errorf("-requests %s: request files are sent by the lean HTTP/1.1 driver (http or https, -http-driver lean)", cfg.RequestFile)
 	}

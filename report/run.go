@@ -57,7 +57,13 @@ func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, t
 	}
 	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
-	fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	if ow := s.Window; ow.Rate > 0 {
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window; open loop at %g req/s (%s arrivals), from each request's intended send time |\n", ow.LatencyUS["p50"], ow.LatencyUS["p99"], ow.LatencyUS["p999"], ow.Rate, ow.Arrivals)
+		fmt.Fprintf(w, "| latency from the actual send | %d / %d / %d µs | the same requests, as a closed loop would time them |\n", ow.LatencyRawUS["p50"], ow.LatencyRawUS["p99"], ow.LatencyRawUS["p999"])
+		fmt.Fprintf(w, "| sends | %d scheduled, %d late (> 1 ms), %d dropped | load driver's clock, timing window |\n", ow.ScheduledSends, ow.LateSends, ow.DroppedSends)
+	} else {
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	}
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f%s | %s, timing window |\n", s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil {
@@ -210,7 +216,12 @@ func (r *Run) Terminal(w io.Writer) {
 		fmt.Fprintf(w, "  build         %s\n", BuildLine(b))
 	}
 	fmt.Fprintf(w, "  window        %d requests in %.2fs, %.0f req/s, errors %d\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS, s.Window.Errors+s.Window.Non2xx)
-	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	fmt.Fprintf(w, "  latency       p50 %dµs  p99 %dµs  p99.9 %dµs", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
+	if ow := s.Window; ow.Rate > 0 {
+		fmt.Fprintf(w, "  [open loop, %g req/s %s, from the intended send]\n  raw latency   p50 %dµs  p99 %dµs  p99.9 %dµs  [from the actual send]; sends %d scheduled, %d late, %d dropped",
+			ow.Rate, ow.Arrivals, ow.LatencyRawUS["p50"], ow.LatencyRawUS["p99"], ow.LatencyRawUS["p999"], ow.ScheduledSends, ow.LateSends, ow.DroppedSends)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used%s  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil && m.Busy {
 		fmt.Fprintf(w, "  machine       busy: %s  [%s]\n", machineLine(m), m.Source)

@@ -19,7 +19,10 @@ const (
 // Verdicts of a run (Summary.Verdict).
 const (
 	VerdictServerBound = "server-bound"
-	VerdictNotJudged   = "not-judged"
+	// VerdictRateHeld is an open-loop run's (-rate): the driver held the
+	// rate asked for, whatever the server's cores did.
+	VerdictRateHeld  = "rate-held"
+	VerdictNotJudged = "not-judged"
 )
 
 // ABResult is ab.json: the two builds, the rounds, each metric's

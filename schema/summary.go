@@ -121,6 +121,20 @@ type WindowSummary struct {
 	Dials     int64            `json:"new_connections"`
 	RPS       float64          `json:"rps"`
 	LatencyUS map[string]int64 `json:"latency_us"`
+	// Open-loop load (-rate): Rate is the requests per second asked for,
+	// Arrivals "constant" or "poisson". LatencyUS is then from each
+	// request's intended send time (as wrk2 reports it: a stall's wait
+	// lands on every request the clock scheduled during it), and
+	// LatencyRawUS from its actual send (what a closed loop reports).
+	// ScheduledSends are the sends the clock gave the window, LateSends
+	// those started more than a millisecond behind, DroppedSends those no
+	// connection could start before the window ended.
+	Rate           float64          `json:"rate,omitempty"`
+	Arrivals       string           `json:"arrivals,omitempty"`
+	LatencyRawUS   map[string]int64 `json:"latency_raw_us,omitempty"`
+	ScheduledSends int64            `json:"scheduled_sends,omitempty"`
+	LateSends      int64            `json:"late_sends,omitempty"`
+	DroppedSends   int64            `json:"dropped_sends,omitempty"`
 }
 
 // AttributionSummary describes the window that gives exact counts.
