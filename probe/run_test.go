@@ -1214,3 +1214,28 @@ func stackString(s *profile.Sample) string {
 	}
 	return strings.Join(fns, " < ")
 }
+
+// TestOpenLoop: probetarget's /stall holds a lock 100 ms once a second.
+// With -rate 2000, latency from each request's intended send has the
+// stall's arithmetic, p99 = 100 - 1% of 1000 = 90 ms (within 5%); the same
+// requests timed from their actual send, as a closed loop times them,
+// show a p99 that hides the stall; the run is judged by the rate held,
+// not by the server's idle cores.
+func TestOpenLoop(t *testing.T) {
+	skipShort(t)
+	m := runTarget(t, "/stall", "-rate", "2000", "-duration", "3s", "-exact-duration", "1s", "-warmup", "1s", "-offcpu=false", "-retained=false")
+	w := m.summary["window"].(map[string]any)
+	p99 := w["latency_us"].(map[string]any)["p99"].(float64) / 1000
+	raw := w["latency_raw_us"].(map[string]any)["p99"].(float64) / 1000
+	t.Logf("p99 %.1f ms from the intended send, %.1f ms from the actual send; %v scheduled, %v late, %v dropped; verdict %v %v",
+		p99, raw, w["scheduled_sends"], w["late_sends"], w["dropped_sends"], m.summary["verdict"], m.summary["reasons"])
+	if math.Abs(p99-90)/90 > 0.05 {
+		t.Errorf("p99 from the intended send %.1f ms, want 90 ms within 5%%", p99)
+	}
+	if raw > 20 {
+		t.Errorf("p99 from the actual send %.1f ms: want it to hide the stall", raw)
+	}
+	if w["rate"] != 2000.0 || w["arrivals"] != "constant" || m.summary["verdict"] != VerdictRateHeld {
+		t.Errorf("rate %v arrivals %v verdict %v", w["rate"], w["arrivals"], m.summary["verdict"])
+	}
+}
