@@ -169,6 +169,10 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	fs.Var(modeFlag{&cfg.ResultsMode}, "results-mode", "the results folder's permission `mode` in octal; its files get the same without execute (default 0700: the results name the target, its flags and its sites)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections kept across windows (default 8; 1 for the bulk drivers quic and udp)")
 	fs.Float64Var(&cfg.Arrivals.Rate, "rate", 0, "open-loop load: send `R` requests per second on a clock, whatever the server answers, latency from each request's intended send time (http, https, h2c, h2, grpc; 0: closed loop, each connection sending when its last request answered)")
+	fs.Func("rate-steps", "one open-loop run per `RATES` (requests per second, increasing, comma-separated: 1000,2000,4000): latency, CPU, allocations and off-CPU per request at each, and the knee (steps.json, report.md)", func(v string) (err error) {
+		opt.rateSteps, err = parseRates(v)
+		return err
+	})
 	fs.Var(arrivalsFlag{&cfg.Arrivals}, "arrivals", "with -rate: constant gaps, or poisson (exponential gaps of the same mean)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
@@ -214,11 +218,25 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 type cliOptions struct {
 	quiet bool
 	bench BenchConfig // bench.Bench != "": probe run -bench, probe ab -bench
+	// rateSteps, from -rate-steps: one open-loop run per rate.
+	rateSteps []float64
 }
 
 // checkMode validates the mode the flags chose, once: the benchmark
 // mode's options (taking the run flags it shares), or the run's.
 func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) error {
+	if len(opt.rateSteps) > 0 {
+		switch {
+		case cfg.Arrivals.Open():
+			return errors.New("-rate-steps: not with -rate (each step is a rate)")
+		case opt.bench.Bench != "":
+			return errors.New("-rate-steps: not with -bench (benchmarks are not driven by a clock)")
+		}
+		check := *cfg
+		check.Arrivals.Rate = opt.rateSteps[0]
+		_, err := check.check()
+		return err
+	}
 	if opt.bench.Bench == "" {
 		cfg.Exec = opt.bench.Exec
 		_, err := cfg.check()
@@ -270,6 +288,13 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if opt.bench.Bench != "" {
 		return mainBench(ctx, cfg, opt.bench, logw, stdout, stderr)
+	}
+	if len(opt.rateSteps) > 0 {
+		res, dir, err := RateSteps(ctx, cfg, opt.rateSteps, logw)
+		if res != nil && dir != "" && len(res.Steps) > 0 {
+			report.StepsTerminal(stdout, res, dir)
+		}
+		return exitCode(stderr, "probe run", err)
 	}
 	res, err := Run(ctx, cfg, logw)
 	if res != nil {

@@ -65,6 +65,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"results-mode":       {[]string{"-results-mode", "0750"}, func(c Config, o cliOptions) bool { return c.ResultsMode == 0o750 }},
 		"conns":              {[]string{"-conns", "3"}, func(c Config, o cliOptions) bool { return c.Conns == 3 }},
 		"rate":               {[]string{"-rate", "2500"}, func(c Config, o cliOptions) bool { return c.Arrivals.Rate == 2500 && !c.Arrivals.Poisson }},
+		"rate-steps":         {[]string{"-rate-steps", "100,200"}, func(c Config, o cliOptions) bool { return slices.Equal(o.rateSteps, []float64{100, 200}) }},
 		"arrivals":           {[]string{"-rate", "10", "-arrivals", "poisson"}, func(c Config, o cliOptions) bool { return c.Arrivals.Poisson }},
 		"proto":              {[]string{"-proto", "h2c"}, func(c Config, o cliOptions) bool { return c.Proto == "h2c" }},
 		"http-driver":        {[]string{"-http-driver", "nethttp"}, func(c Config, o cliOptions) bool { return c.HTTPDriver == "nethttp" }},

@@ -1,0 +1,83 @@
+package probe
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/schema"
+)
+
+// TestParseRates: increasing positive rates, at most MaxRateSteps; the
+// rest refused naming the flag.
+func TestParseRates(t *testing.T) {
+	if r, err := parseRates("1000, 2000,4000"); err != nil || len(r) != 3 || r[2] != 4000 {
+		t.Errorf("good steps: %v %v", r, err)
+	}
+	for _, bad := range []string{"", "0", "-5", "2000,1000", "1,2,3,4,5,6,7,8,9", "x", "1e9"} {
+		if _, err := parseRates(bad); err == nil || !strings.Contains(err.Error(), "-rate-steps") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestKnee: the first step not held, or whose p99 is past twice the
+// first step's; none when every step held with a flat p99.
+func TestKnee(t *testing.T) {
+	step := func(rate float64, verdict string, p99 int64, reasons ...string) schema.RateStep {
+		return schema.RateStep{Rate: rate, Verdict: verdict, LatencyUS: map[string]int64{"p99": p99}, Reasons: reasons}
+	}
+	for _, tc := range []struct {
+		steps []schema.RateStep
+		knee  float64
+		why   string
+	}{
+		{[]schema.RateStep{step(1000, VerdictRateHeld, 200), step(2000, VerdictRateHeld, 250)}, 0, ""},
+		{[]schema.RateStep{step(1000, VerdictRateHeld, 200), step(2000, VerdictRateHeld, 500), step(4000, VerdictNotJudged, 9000, "timing window: the driver could not hold 4000/s constant")}, 2000, "more than twice"},
+		{[]schema.RateStep{step(1000, VerdictRateHeld, 200), step(4000, VerdictNotJudged, 9000, "timing window: the driver could not hold 4000/s constant")}, 4000, "could not hold"},
+	} {
+		k, why := knee(tc.steps)
+		if k != tc.knee || !strings.Contains(why, tc.why) {
+			t.Errorf("knee %v (%s), want %v (%s)", k, why, tc.knee, tc.why)
+		}
+	}
+}
+
+// TestRateSteps: probetarget's /spin?us=100 (about 100 µs of CPU a
+// request: some 10000 a second on its one core) stepped at 1000, 3000 and
+// 30000 a second: the first two hold their rate with the same exact
+// allocations per request; the last is past the server's capacity, the
+// driver cannot hold it, and it is the knee.
+func TestRateSteps(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "steps")
+	code, stdout, stderr := probeRun(t, "-q", "-out", out, "-path", "/spin?us=100", "-rate-steps", "1000,3000,30000",
+		"-duration", "1s", "-exact-duration", "500ms", "-warmup", "500ms", "-retained=false", "-wallclock=false", "./testdata/probetarget")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "steps.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r schema.StepsResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", stdout)
+	if len(r.Steps) != 3 || r.Knee != 30000 {
+		t.Fatalf("steps %d, knee %v (%s)", len(r.Steps), r.Knee, r.KneeWhy)
+	}
+	a, c := r.Steps[0], r.Steps[1]
+	if a.Verdict != VerdictRateHeld || c.Verdict != VerdictRateHeld || a.Allocs == nil || c.Allocs == nil || *a.Allocs != *c.Allocs {
+		t.Errorf("held steps: %s %v, %s %v", a.Verdict, a.Allocs, c.Verdict, c.Allocs)
+	}
+	if r.Steps[2].DroppedSends == 0 {
+		t.Errorf("the step past capacity dropped no send: %+v", r.Steps[2])
+	}
+	if _, err := os.Stat(filepath.Join(out, "rate-3000", "summary.json")); err != nil {
+		t.Error(err)
+	}
+}
