@@ -42,6 +42,11 @@ func (a Arrivals) String() string {
 // as late: the timers' own precision.
 const lateSlack = time.Millisecond
 
+// openGrace is how long after a phase's end the sends whose time came
+// before it may still start: a stall just before the end delays them, as
+// it delays the others; past it they are dropped.
+const openGrace = time.Second
+
 // schedule hands out the intended send times, in order, to the workers.
 type schedule struct {
 	mu   sync.Mutex
@@ -77,10 +82,10 @@ func (s *schedule) take() time.Time {
 }
 
 // runOpen is run on a clock: each worker takes the next intended time,
-// waits for it when early, and sends; the phase ends at the deadline. A
-// send whose time came before the deadline but that no worker could
-// start by then (every connection busy) is dropped; one started more than
-// lateSlack after its time is late. Latency is from the intended time,
+// waits for it when early, and sends; the clock schedules nothing from
+// the deadline on. A send whose time came before the deadline but that no
+// worker could start within openGrace after it (every connection busy) is
+// dropped; one started more than lateSlack after its time is late. Latency is from the intended time,
 // RawLatency from the send.
 func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, step func(i int, r *Result)) (*Result, error) {
 	res := &Result{Latency: newHistogram(), RawLatency: newHistogram(), Arrivals: a}
@@ -110,8 +115,8 @@ func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, ste
 						continue
 					case <-timer.C:
 					}
-				} else if !time.Now().Before(deadline) {
-					local.Dropped++ // its time came, the window ended first
+				} else if !time.Now().Before(deadline.Add(openGrace)) {
+					local.Dropped++ // its time came, no connection was free in time
 					continue
 				} else if -wait > lateSlack {
 					local.Late++

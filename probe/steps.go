@@ -103,7 +103,7 @@ func knee(steps []schema.RateStep) (float64, string) {
 		if s.Verdict != VerdictRateHeld {
 			fell := slices.ContainsFunc(s.Reasons, func(r string) bool { return strings.Contains(r, "could not hold") })
 			if fell {
-				return s.Rate, "the driver could not hold it: the server fell behind the clock (" + strings.Join(s.Reasons, "; ") + ")"
+				return s.Rate, "the driver could not hold it: the server fell behind the clock (" + s.Reasons[0] + ")"
 			}
 			return s.Rate, "the step was not judged: " + strings.Join(s.Reasons, "; ")
 		}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,9 @@ func TestRateSteps(t *testing.T) {
 		t.Fatalf("steps %d, knee %v (%s)", len(r.Steps), r.Knee, r.KneeWhy)
 	}
 	a, c := r.Steps[0], r.Steps[1]
-	if a.Verdict != VerdictRateHeld || c.Verdict != VerdictRateHeld || a.Allocs == nil || c.Allocs == nil || *a.Allocs != *c.Allocs {
+	// Allocations are exact: the same per request at both rates, but for
+	// the background's share (under 0.02, as probe ab judges counts).
+	if a.Verdict != VerdictRateHeld || c.Verdict != VerdictRateHeld || a.Allocs == nil || c.Allocs == nil || math.Abs(*a.Allocs-*c.Allocs) > 0.02 {
 		t.Errorf("held steps: %s %v, %s %v", a.Verdict, a.Allocs, c.Verdict, c.Allocs)
 	}
 	if r.Steps[2].DroppedSends == 0 {
