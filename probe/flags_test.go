@@ -183,10 +183,10 @@ func TestConfigFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := ab.Run
-	c.Duration, c.Conns = 3*time.Second, 4
+	c.Duration, c.Conns = 7*time.Second, 4
 	c.Push.URL = "https://user:secret@store.example/x"
 	got := strings.Join(configFlags(c), " ")
-	for _, want := range []string{"-duration=3s", "-conns=4", "-push=https://REDACTED@store.example/x"} {
+	for _, want := range []string{"-duration=7s", "-conns=4", "-push=https://REDACTED@store.example/x"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("flags %q lack %s", got, want)
 		}

@@ -180,6 +180,9 @@ func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
 	}
 	ownMoved := exactChanged(ob, oa, vi == 1)
 	gcMoved, gcJudged := spreadChanged(before, after, gc)
+	// Beyond its spread, and past rounding too, as an exact count is: a
+	// few allocations in a million requests is no change either way.
+	gcMoved = gcMoved && exactChanged(gb, ga, vi == 1)
 	// Say how it was judged where that tells more than the figure:
 	// when the GC's cadence had a part in it, or when the bytes asked for
 	// moved otherwise than the size-class bytes shown.
