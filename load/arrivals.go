@@ -136,12 +136,7 @@ func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, ste
 				}
 			}
 			mu.Lock()
-			res.OK += raw.OK
-			res.Non2xx += raw.Non2xx
-			res.Errors += raw.Errors
-			if res.FirstErr == "" {
-				res.FirstErr = raw.FirstErr
-			}
+			res.addCounts(raw)
 			res.Scheduled += local.Scheduled
 			res.Late += local.Late
 			res.Dropped += local.Dropped

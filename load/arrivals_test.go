@@ -27,8 +27,10 @@ func stallServer(t *testing.T, stall, period time.Duration) *httptest.Server {
 			}
 		}
 	}()
+	served := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
+		served++ // under the lock a stall holds
 		mu.Unlock()
 		w.Write([]byte("ok"))
 	}))

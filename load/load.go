@@ -125,6 +125,16 @@ func Paced(ctx context.Context, d Driver, n int, gap time.Duration, idle func() 
 	return total, nil
 }
 
+// addCounts adds o's requests to r: successes, failures, the first error.
+func (r *Result) addCounts(o *Result) {
+	r.OK += o.OK
+	r.Non2xx += o.Non2xx
+	r.Errors += o.Errors
+	if r.FirstErr == "" {
+		r.FirstErr = o.FirstErr
+	}
+}
+
 // statusError is a complete response whose status is not a success: it
 // counts in Result.Non2xx, not in Errors.
 type statusError int
@@ -248,12 +258,7 @@ func run(ctx context.Context, conns int, more func() bool, step func(i int, r *R
 				step(i, local)
 			}
 			mu.Lock()
-			res.OK += local.OK
-			res.Non2xx += local.Non2xx
-			res.Errors += local.Errors
-			if res.FirstErr == "" {
-				res.FirstErr = local.FirstErr
-			}
+			res.addCounts(local)
 			res.Latency.Merge(local.Latency)
 			mu.Unlock()
 		}()

@@ -478,6 +478,7 @@ func main() {
 	// the hold wait for its end.
 	var stallMu sync.Mutex
 	var stallOnce sync.Once
+	var stalled int
 	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
 		stallOnce.Do(func() {
 			go func() {
@@ -490,6 +491,7 @@ func main() {
 			}()
 		})
 		stallMu.Lock()
+		stalled++ // under the lock the stall holds
 		stallMu.Unlock()
 		w.Write([]byte("ok"))
 	})
