@@ -180,7 +180,11 @@ type measurer struct {
 // server or a package the pull request adds. It is reported as new, with
 // nothing to compare, and the review goes on.
 func (m measurer) newInHead(ctx context.Context, kind, name, path string) (*Item, bool) {
-	if _, err := git(ctx, m.root, "cat-file", "-e", m.base+":"+filepath.ToSlash(filepath.Clean(path))); err == nil {
+	p := filepath.ToSlash(filepath.Clean(path))
+	if p == "." {
+		p = "" // the root: "REV:" is its tree
+	}
+	if _, err := git(ctx, m.root, "cat-file", "-e", m.base+":"+p); err == nil {
 		return nil, false
 	}
 	return &Item{Kind: kind, Name: name, Reasons: []string{fmt.Sprintf("new in the head: the base (%s) has no %s, so there is nothing to compare", short(m.base), path)}}, true

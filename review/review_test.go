@@ -363,4 +363,8 @@ func TestNewInHead(t *testing.T) {
 	if it, ok := m.newInHead(context.Background(), "server", "old", "./old"); ok {
 		t.Errorf("a server the base has is called new: %+v", it)
 	}
+	// The repository's root (package: .) is never new.
+	if it, ok := m.newInHead(context.Background(), "benchmarks", ". .", "."); ok {
+		t.Errorf("the root is called new: %+v", it)
+	}
 }
