@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,14 +46,9 @@ func parseRates(s string) ([]float64, error) {
 // step the driver could not hold is kept (it is the knee); the steps
 // after it are still measured.
 func RateSteps(ctx context.Context, cfg Config, rates []float64, logw io.Writer) (*schema.StepsResult, string, error) {
-	out := cfg.Out
-	if out == "" {
-		if err := os.MkdirAll("results", 0o755); err != nil {
-			return nil, "", err
-		}
-		out = filepath.Join("results", "steps_"+filepath.Base(filepath.Clean(cfg.Target)))
-	}
-	out, err := makeOutDir(out, "", "")
+	// As a run's own folder: results/<UTC>_steps_<target>, never one that
+	// exists, so that a second -rate-steps does not stop on the first's.
+	out, err := makeOutDir(cfg.Out, "steps", filepath.Base(filepath.Clean(cfg.Target)))
 	if err != nil {
 		return nil, "", err
 	}
