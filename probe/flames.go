@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/perfspy/perfspy/flame"
@@ -38,8 +39,11 @@ func addFlames(files map[string][]byte, s *Summary) error {
 // graph to draw).
 func flamePage(encoded []byte, title string) ([]byte, error) {
 	t, err := flame.Read(bytes.NewReader(encoded), flame.Options{})
-	if err != nil {
+	if errors.Is(err, flame.ErrEmpty) {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("flame graph of %s: %w", title, err)
 	}
 	var buf bytes.Buffer
 	if err := flame.WriteHTML(&buf, t, fmt.Sprintf("%s (%s)", title, t.Sample)); err != nil {

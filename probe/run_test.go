@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/report"
 
 	"github.com/google/pprof/profile"
 
@@ -425,7 +426,30 @@ func TestDefaultTarget(t *testing.T) {
 	if objs, _ := siteCount(p, "main.buildDocument"); objs != n {
 		t.Errorf("main.buildDocument: %d allocations for %d requests, want one each", objs, n)
 	}
-	for _, name := range []string{"cpu", "allocs"} {
+	// The CPU profile's coverage is its own total over the measured CPU;
+	// a busy machine can leave it without samples (then it has no graph,
+	// and the run says so).
+	cpu, err := readProfile(filepath.Join(out, "cpu.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sampled int64
+	for _, smp := range cpu.Sample {
+		sampled += smp.Value[1]
+	}
+	measured := *s.PerRequest.CPUUS * float64(s.Window.Requests) * 1e3
+	cov, ok := s.Checks["cpu_profile_coverage"]
+	if !ok || math.Abs(cov-float64(sampled)/measured) > 0.01 || !strings.Contains(s.Sources["cpu_profile"], "runtime/pprof") {
+		t.Errorf("cpu_profile_coverage %v (present %v), want %.3f: %d ns sampled of %.0f measured [%s]", cov, ok, float64(sampled)/measured, sampled, measured, s.Sources["cpu_profile"])
+	}
+	if cov < report.LowCPUProfileCoverage && !strings.Contains(stdout, "cpu profile") {
+		t.Errorf("coverage %.3f, and the terminal does not say so:\n%s", cov, stdout)
+	}
+	names := []string{"allocs"}
+	if sampled > 0 {
+		names = append(names, "cpu")
+	}
+	for _, name := range names {
 		fn := s.Files["flame_"+name]
 		if fn == "" || !strings.Contains(readFile(t, filepath.Join(out, fn)), "var DATA = ") {
 			t.Errorf("no flame graph of %s in the run folder (files %v)", name, s.Files)

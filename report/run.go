@@ -57,15 +57,12 @@ func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, t
 	}
 	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
-	if ow := s.Window; ow.Rate > 0 {
-		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window; open loop at %g req/s (%s arrivals), from each request's intended send time |\n", ow.LatencyUS["p50"], ow.LatencyUS["p99"], ow.LatencyUS["p999"], ow.Rate, ow.Arrivals)
-		fmt.Fprintf(w, "| latency from the actual send | %d / %d / %d µs | the same requests, as a closed loop would time them |\n", ow.LatencyRawUS["p50"], ow.LatencyRawUS["p99"], ow.LatencyRawUS["p999"])
-		fmt.Fprintf(w, "| sends | %d scheduled, %d late (> 1 ms), %d dropped | load driver's clock, timing window |\n", ow.ScheduledSends, ow.LateSends, ow.DroppedSends)
-	} else {
-		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", s.Window.LatencyUS["p50"], s.Window.LatencyUS["p99"], s.Window.LatencyUS["p999"])
-	}
+	latencyRows(w, s.Window)
 	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f%s | %s, timing window |\n", s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
+	if c, ok := s.Checks["cpu_profile_coverage"]; ok && c < LowCPUProfileCoverage {
+		fmt.Fprintf(w, "| CPU profile | %.0f%% of the measured CPU sampled | %s |\n", 100*c, s.Sources["cpu_profile"])
+	}
 	if m := s.Machine; m != nil {
 		fmt.Fprintf(w, "| machine | %s | %s, timing window |\n", machineLine(m), m.Source)
 	}
@@ -205,6 +202,23 @@ func writeSyscallReport(w io.Writer, s *schema.Summary) {
 	fmt.Fprintf(w, "| **total** | %s |\n", fmtPtr(s.PerRequest.Syscalls, 4))
 }
 
+// latencyRows are report.md's latency rows: an open loop's from the
+// intended send, with the raw latency and the sends beside them.
+func latencyRows(w io.Writer, ow schema.WindowSummary) {
+	if ow.Rate > 0 {
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window; open loop at %g req/s (%s arrivals), from each request's intended send time |\n", ow.LatencyUS["p50"], ow.LatencyUS["p99"], ow.LatencyUS["p999"], ow.Rate, ow.Arrivals)
+		fmt.Fprintf(w, "| latency from the actual send | %d / %d / %d µs | the same requests, as a closed loop would time them |\n", ow.LatencyRawUS["p50"], ow.LatencyRawUS["p99"], ow.LatencyRawUS["p999"])
+		fmt.Fprintf(w, "| sends | %d scheduled, %d late (> 1 ms), %d dropped | load driver's clock, timing window |\n", ow.ScheduledSends, ow.LateSends, ow.DroppedSends)
+	} else {
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 | %d / %d / %d µs | load driver, HDR histogram, timing window |\n", ow.LatencyUS["p50"], ow.LatencyUS["p99"], ow.LatencyUS["p999"])
+	}
+}
+
+// LowCPUProfileCoverage is the share of the server's measured CPU under
+// which a run's CPU profile is said to have lost most of its samples
+// (summary.json checks.cpu_profile_coverage).
+const LowCPUProfileCoverage = 0.5
+
 // Terminal prints the short table at the end of a run.
 func (r *Run) Terminal(w io.Writer) {
 	s := r.Summary
@@ -225,6 +239,9 @@ func (r *Run) Terminal(w io.Writer) {
 	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used%s  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil && m.Busy {
 		fmt.Fprintf(w, "  machine       busy: %s  [%s]\n", machineLine(m), m.Source)
+	}
+	if c, ok := s.Checks["cpu_profile_coverage"]; ok && c < LowCPUProfileCoverage {
+		fmt.Fprintf(w, "  cpu profile   %.0f%% of the measured CPU sampled (a busy machine held the kernel's ticks): cpu.pb.gz and its flame graph are thin, cpu µs/req is not  [runtime/pprof]\n", 100*c)
 	}
 	if d := s.Driver; d != nil {
 		fmt.Fprintf(w, "  driver        %s: %.2f µs/req of its own, %.2f cores  [%s]\n", d.Name, d.CPUUS, d.CoresUsed, d.Source)
