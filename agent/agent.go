@@ -47,6 +47,7 @@ import (
 	"runtime/trace"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/perfspy/perfspy/agent/wire"
@@ -63,6 +64,12 @@ type Counter interface {
 }
 
 var counters = map[string]Counter{}
+
+var billEvery atomic.Int64
+
+// BillEvery is the window's wire.Request.BillEvery, at least 1: the bills
+// counter reads it as it begins.
+func BillEvery() int { return int(billEvery.Load()) }
 
 // RegisterCounter installs a counter under name. It is called from an init.
 func RegisterCounter(name string, c Counter) { counters[name] = c }
@@ -260,6 +267,7 @@ func (w *window) begin(req wire.Request) error {
 		}
 	}
 	// Counters last, so the heap profile's GC is outside their window.
+	billEvery.Store(int64(max(req.BillEvery, 1)))
 	w.active, w.paths = nil, req.Counters
 	names := make([]string, 0, len(req.Counters))
 	for n := range req.Counters {

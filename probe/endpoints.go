@@ -61,9 +61,12 @@ func (s *session) endpointWindow(ctx context.Context, k int, e load.Request) (en
 		return ew, err
 	}
 	var raw rawFiles
-	full, _ := s.attributionRequest(&raw)
+	full, _ := s.attributionRequest(&raw, ew.timing.load.RPS())
 	req := wire.Request{Cmd: "begin", Counters: map[string]string{}}
 	for name := range full.Counters {
+		if name == "bills" {
+			continue // the run's window has them; an endpoint's has one request
+		}
 		path := filepath.Join(s.priv, "endpoint-"+strconv.Itoa(k)+"-"+name+".json")
 		req.Counters[name] = path
 		switch name {

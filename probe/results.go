@@ -47,6 +47,7 @@ const (
 type rawFiles struct {
 	cpu, heap, allocs, copies  string
 	routes                     string // requests per route in the attribution window
+	bills                      string // each request's own allocations in the attribution window
 	trace, blocking, wallclock string
 	wallclockPprof             bool   // wallclock is fgprof's pprof file, not the agent's report
 	retained                   string // the retained window's heap profiles and goroutine dumps
@@ -79,6 +80,7 @@ type runOutput struct {
 	// The attribution window's routes and its profiles, routes labelled.
 	routeRep               *wire.RouteReport
 	allocsProf, copiesProf *profile.Profile
+	allocRep               *wire.AllocReport // allocspy's report of the attribution window
 }
 
 // writeResults turns the windows into the results folder: summarize,
@@ -89,7 +91,7 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.reasons = append(o.reasons, o.timingReasons()...)
 	// The steps before judge may add reasons; those after it may not
 	// (addReason fails the run rather than lose one).
-	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
+	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.bills, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -319,6 +321,7 @@ func (o *runOutput) allocations() error {
 		if err != nil {
 			return fmt.Errorf("allocs: %w", err)
 		}
+		o.allocRep = rep
 		allocs = allocspy.Profile(rep)
 		allocs.Comments = o.comments(attr)
 		if err := o.readRoutes(); err != nil {

@@ -329,7 +329,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 	if s.cfg.timingOnly {
 		return w, raw, nil
 	}
-	attrReq, copiesApart := s.attributionRequest(&raw)
+	attrReq, copiesApart := s.attributionRequest(&raw, w.clean.load.RPS())
 	if w.attr, err = s.window(ctx, windowSpec{kind: attributionKind}, attrReq); err != nil {
 		return w, raw, err
 	}
@@ -379,7 +379,7 @@ func (s *session) offCPUWindow() bool {
 // copyspy counting, or the heap profile at rate 1. copiesApart says that
 // the copies need a window of their own: at MemProfileRate=1 the heap
 // profiler's own stack walks would count as copies.
-func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApart bool) {
+func (s *session) attributionRequest(raw *rawFiles, rps float64) (req wire.Request, copiesApart bool) {
 	useAllocspy := s.tgt.Allocs && slices.Contains(s.hello.Counters, "allocs")
 	useCopies := s.tgt.Copies && slices.Contains(s.hello.Counters, "copies")
 	req = wire.Request{Cmd: "begin", Counters: map[string]string{}}
@@ -401,6 +401,13 @@ func (s *session) attributionRequest(raw *rawFiles) (req wire.Request, copiesApa
 	if (useAllocspy || useCopies && !copiesApart) && slices.Contains(s.hello.Counters, "routes") {
 		raw.routes = filepath.Join(s.priv, "routes.json")
 		req.Counters["routes"] = raw.routes
+	}
+	// Each request's own bill, when the recorder keeps them.
+	if useAllocspy && slices.Contains(s.hello.Counters, "bills") {
+		raw.bills = filepath.Join(s.priv, "bills.json")
+		req.Counters["bills"] = raw.bills
+		_, dur := s.lengths(windowSpec{kind: attributionKind})
+		req.BillEvery = billEvery(rps, dur)
 	}
 	if s.cfg.seams.attributionCPUProfile {
 		req.CPUProfile = filepath.Join(s.priv, "cpu-attribution.pprof")

@@ -40,6 +40,7 @@ func (r *Run) Markdown(w io.Writer) {
 	}
 	writeSyscallReport(w, r.Summary)
 	writeOffCPUReport(w, r.Summary)
+	writeBills(w, r.Summary)
 }
 
 // writeReport writes report.md's first part: the per-request table with the source of
@@ -300,6 +301,9 @@ func (r *Run) Terminal(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  slowest 1%%    %.0f µs, most of it %s %.0f µs in %s%s\n", g.TotalUS, top.Reason, top.US, top.Func, woken)
 		}
+	}
+	if line := BillLine(s.Bills); line != "" {
+		fmt.Fprintf(w, "  tail bill     %s  [%s]\n", line, s.Bills.Source)
 	}
 	n := s.AttributionWindow.Requests
 	if n > 0 {

@@ -61,14 +61,14 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark uintptr // profiler labels; perfspy's request mark (route index, 0 none)\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr // profiler labels; perfspy's request mark (route index, 0 none) and bill\n"},
 	{"proc.go",
 		"\t\t\tnewg.labels = mp.curg.labels\n",
-		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark)\n"},
+		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill = mp.curg.perfspyBill\n"},
 	// A g is reused from the free list: it starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspySetMark(gp, 0)\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspySetMark(gp, 0); gp.perfspyBill = 0\n\tgp.timer = nil\n"},
 }
 
 // RuntimeOverlay writes the runtime files with the request mark into dir

@@ -58,6 +58,9 @@ const (
 	// SourceOffCPU: an execution trace of the off-CPU window, split at
 	// the requests' regions.
 	SourceOffCPU = "runtime-trace+request-regions"
+	// SourceBills: each request's own allocations, by site, on a bill the
+	// request mark carries (allocspy's slots; net/http requests).
+	SourceBills = "allocspy+request-bills"
 )
 
 // Scopes of ABResult.Scopes and ABFunction: whose code changed, apart (a

@@ -37,6 +37,9 @@ type Summary struct {
 	BackgroundTop      []WaitRow          `json:"background_top,omitempty"`
 	// Tail is the split of the median requests and of the slowest 1%.
 	Tail map[string]*TailGroup `json:"tail,omitempty"`
+	// Bills are each request's own allocations by site, and the slowest
+	// 1%'s mean bill against the median's (schema.Bills).
+	Bills *Bills `json:"bills,omitempty"`
 	// Floor is targets/floor measured with the same settings (-floor).
 	Floor       *FloorSummary `json:"floor,omitempty"`
 	ServerCores float64       `json:"server_cores"`
@@ -176,6 +179,9 @@ type TailGroup struct {
 	PartsUS   map[string]float64 `json:"parts_us"`
 	Remainder float64            `json:"remainder_us"`
 	Top       []WaitRow          `json:"top"`
+	// Bill is the group's mean bill (Bills.Groups), from the attribution
+	// window's bills: a group of other requests than the trace's.
+	Bill *Bill `json:"bill,omitempty"`
 }
 
 // WaitRow is time spent waiting at one place: per request of its group,

@@ -42,6 +42,7 @@ const (
 func init() {
 	t := spytable.Table{Name: "allocspy", Depth: depth, Words: words, Read: allocspyRead, Stack: allocspyStackOf, Layout: allocspyLayout}
 	agent.RegisterCounter("allocs", &source{t: t})
+	agent.RegisterCounter("bills", &bills{})
 	// The live loop reads the same table with a baseline of its own.
 	live := t
 	spytable.RegisterLive(&spytable.Live{Kind: "allocs", Table: &live, Sampled: allocspyEnableSampled, Report: func(sites []spytable.Site, dropped uint64, names []string) any {
@@ -115,6 +116,7 @@ func report(sites []spytable.Site, dropped uint64, names []string) *wire.AllocRe
 	for _, st := range sites {
 		site := wire.AllocSiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])
+		site.Slot = st.Words[1] + 1
 		rep.Sites = append(rep.Sites, site)
 	}
 	return rep

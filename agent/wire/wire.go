@@ -62,6 +62,9 @@ type Request struct {
 	// Counters maps a registered counter's name ("copies", "allocs") to the
 	// path of the report it writes at the end of the window.
 	Counters map[string]string `json:"counters,omitempty"`
+	// BillEvery: the "bills" counter gives one request in BillEvery a
+	// bill (every request when 0 or 1).
+	BillEvery int `json:"bill_every,omitempty"`
 }
 
 // Metrics are the runtime's cumulative counters at a snapshot.
@@ -177,10 +180,41 @@ type AllocClosure struct {
 type AllocSite struct {
 	Stack      []PCFrames `json:"stack"`           // innermost first: [0] is mallocgc's caller
 	Route      string     `json:"route,omitempty"` // the request's route (RouteReport); "" the background
+	Slot       uint64     `json:"slot,omitempty"`  // the table slot's index plus one, as bills name it
 	Objects    uint64     `json:"objects"`         // objects as the program asked for them
 	Blocks     uint64     `json:"blocks"`          // of those, the ones that took a heap slot of their own
 	ReqBytes   uint64     `json:"req_bytes"`       // bytes asked for
 	AllocBytes uint64     `json:"alloc_bytes"`     // bytes taken (size classes)
+}
+
+// BillReport is the JSON file the "bills" counter writes at the end of a
+// window: each request that began and ended in it, with its own
+// allocations by site (the slots of the window's AllocReport).
+type BillReport struct {
+	Began uint64 `json:"began"` // requests that began while billing was on
+	Every int    `json:"every"` // one request in Every took a bill
+	Cap   int    `json:"cap"`   // the most bills a window keeps
+	Open  int    `json:"open"`  // bills of requests that had not ended
+	Bills []Bill `json:"bills"` // the requests that ended, in the order they began
+}
+
+// Bill is one request's own bill.
+type Bill struct {
+	DurationNS uint64 `json:"duration_ns"` // the handler's start to the response's end
+	Route      string `json:"route,omitempty"`
+	// Allocs are its allocations by AllocSite.Slot; OverObjects and
+	// OverBytes those that found no room in the bill (its sites past the
+	// bill's entries).
+	Allocs      []BillSite `json:"allocs"`
+	OverObjects uint64     `json:"over_objects,omitempty"`
+	OverBytes   uint64     `json:"over_bytes,omitempty"`
+}
+
+// BillSite is a bill's count at one site: objects and bytes asked for.
+type BillSite struct {
+	Slot    uint64 `json:"slot"`
+	Objects uint64 `json:"objects"`
+	Bytes   uint64 `json:"bytes"`
 }
 
 // PCFrames is one return PC and the frames it expands to, inlined ones

@@ -198,6 +198,21 @@ func tailWait(d time.Duration) {
 
 var gsink any
 
+var (
+	rareCount atomic.Int64
+	rareSink  []byte
+)
+
+// rareFill makes n objects of 1 KiB, each kept past the call: one
+// allocation each.
+//
+//go:noinline
+func rareFill(n int) {
+	for i := 0; i < n; i++ {
+		rareSink = make([]byte, 1024)
+	}
+}
+
 //go:noinline
 func genAlloc[T any](n int) {
 	for i := 0; i < n; i++ {
@@ -448,6 +463,17 @@ func main() {
 		every, _ := strconv.ParseInt(r.URL.Query().Get("every"), 10, 64)
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		if every > 0 && tailCount.Add(1)%every == 0 {
+			tailWait(time.Duration(ms) * time.Millisecond)
+		}
+		w.Write([]byte("ok"))
+	})
+	// /rare?every=N&ms=M: one request in N also builds ten 1 KiB objects
+	// (rareFill) and waits M ms: the slowest requests' own bill.
+	mux.HandleFunc("/rare", func(w http.ResponseWriter, r *http.Request) {
+		every, _ := strconv.ParseInt(r.URL.Query().Get("every"), 10, 64)
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		if every > 0 && rareCount.Add(1)%every == 0 {
+			rareFill(10)
 			tailWait(time.Duration(ms) * time.Millisecond)
 		}
 		w.Write([]byte("ok"))

@@ -1,0 +1,78 @@
+package alloctable
+
+import (
+	"fmt"
+	_ "unsafe" // for go:linkname
+
+	"github.com/perfspy/perfspy/agent"
+	"github.com/perfspy/perfspy/agent/internal/spytable"
+	"github.com/perfspy/perfspy/agent/wire"
+)
+
+//go:linkname perfspyBillStart runtime.perfspyBillStart
+func perfspyBillStart(every uint32)
+
+//go:linkname perfspyBillStop runtime.perfspyBillStop
+func perfspyBillStop() uint64
+
+//go:linkname perfspyBillRead runtime.perfspyBillRead
+func perfspyBillRead(dst []uint64) int
+
+//go:linkname perfspyBillLayout runtime.perfspyBillLayout
+func perfspyBillLayout() (bills, sites, billSize int)
+
+// Bill layout, as the runtime file declares it: begin, end, route, the
+// overflow's objects and bytes, then billSites entries of key, count and
+// bytes (the key is the allocspy slot's index plus one; kind 0 above bit
+// 32).
+const (
+	billHeader = 5
+	billSites  = 64
+	billWords  = billHeader + 3*billSites
+)
+
+// bills is the "bills" counter: each request of the window with its own
+// allocations by site.
+type bills struct {
+	buf   []uint64
+	every int
+}
+
+func (b *bills) Begin() error {
+	n, sites, size := perfspyBillLayout()
+	if sites != billSites || size != billWords*8 {
+		return fmt.Errorf("bills: runtime layout %d sites of %d B, this reader knows %d of %d B", sites, size, billSites, billWords*8)
+	}
+	if b.buf == nil {
+		b.buf = make([]uint64, n*billWords)
+	}
+	b.every = agent.BillEvery()
+	perfspyBillStart(uint32(b.every))
+	return nil
+}
+
+// End stops billing and writes the bills of the requests that ended.
+func (b *bills) End(path string) error {
+	began := perfspyBillStop()
+	n := perfspyBillRead(b.buf)
+	kept, _, _ := perfspyBillLayout()
+	rep := &wire.BillReport{Began: began, Every: b.every, Cap: kept - 1}
+	names := spytable.Routes()
+	for i := 0; i+billWords <= n; i += billWords {
+		w := b.buf[i : i+billWords]
+		if w[1] == 0 || w[1] < w[0] {
+			rep.Open++
+			continue
+		}
+		bill := wire.Bill{DurationNS: w[1] - w[0], Route: spytable.RouteName(names, w[2]), OverObjects: w[3], OverBytes: w[4]}
+		for e := billHeader; e < billWords; e += 3 {
+			key := w[e]
+			if key == 0 || key>>32 != 0 {
+				continue
+			}
+			bill.Allocs = append(bill.Allocs, wire.BillSite{Slot: key, Objects: w[e+1], Bytes: w[e+2]})
+		}
+		rep.Bills = append(rep.Bills, bill)
+	}
+	return wire.WriteJSON(path, rep)
+}

@@ -1,0 +1,180 @@
+// Package bills reads the requests' own bills: each request's allocations
+// by site, which allocspy's recorder adds to the bill the request mark
+// carries, and its server-side duration. It ranks the bills by duration
+// and says what the slowest 1% did that the median requests did not:
+// mean bills per group, the sites where they differ, the slowest requests
+// as exemplars, and each group as an allocation profile for allocdiff and
+// flame -diff.
+package bills
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// Exemplars is how many of the slowest requests' bills are given whole.
+const Exemplars = 5
+
+// Tail is what the bills say of the tail: the summary's figures, and the
+// allocations of each group summed over its requests by site (an
+// AllocReport, as the window's, for a profile).
+type Tail struct {
+	Summary      *schema.Bills
+	Slow, Median *wire.AllocReport
+	// N is how many requests each group holds.
+	N int
+}
+
+// site is a slot's allocation site: its leaf line.
+type site struct {
+	fn, line string
+	stack    []wire.PCFrames
+	route    string
+}
+
+// Explain ranks rep's bills and compares the slowest 1% with the median
+// group; allocs is the same window's allocation report, whose slots the
+// bills name. A bill naming a slot the report lacks is an error: the two
+// reports are not of one window.
+func Explain(rep *wire.BillReport, allocs *wire.AllocReport) (*Tail, error) {
+	sites := map[uint64]site{}
+	for _, s := range allocs.Sites {
+		if s.Slot == 0 {
+			continue
+		}
+		stack, _ := wire.AllocStack(s.Stack)
+		st := site{fn: "(unknown)", line: "?", stack: s.Stack, route: s.Route}
+		if len(stack) > 0 && len(stack[0].Frames) > 0 {
+			f := stack[0].Frames[0]
+			st.fn, st.line = f.Func, fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+		sites[s.Slot] = st
+	}
+	for _, b := range rep.Bills {
+		for _, a := range b.Allocs {
+			if _, ok := sites[a.Slot]; !ok {
+				return nil, fmt.Errorf("bills: a bill names allocation slot %d, which the window's allocation report lacks", a.Slot-1)
+			}
+		}
+	}
+	out := &schema.Bills{Source: schema.SourceBills, Kept: len(rep.Bills), Began: rep.Began, Every: max(rep.Every, 1), Cap: rep.Cap, Open: rep.Open, Groups: map[string]*schema.Bill{}}
+	t := &Tail{Summary: out}
+	if len(rep.Bills) == 0 {
+		return t, nil
+	}
+	order := slices.Clone(rep.Bills)
+	// Slowest first; ties in the order the requests began (stable).
+	slices.SortStableFunc(order, func(a, b wire.Bill) int { return cmp.Compare(b.DurationNS, a.DurationNS) })
+	// The slowest 1%, rounded down: every request of a 1-in-100 path is
+	// then in it when those are the slowest.
+	n := max(1, len(order)/100)
+	mid := max(0, min(len(order)-n, len(order)/2-n/2))
+	slow, median := order[:n], order[mid:mid+n]
+	t.N = n
+	out.Groups["p99"] = mean(slow, sites)
+	out.Groups["p50"] = mean(median, sites)
+	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
+	for _, b := range order[:min(Exemplars, len(order))] {
+		e := mean([]wire.Bill{b}, sites)
+		e.Route = b.Route
+		out.Exemplars = append(out.Exemplars, *e)
+	}
+	t.Slow, t.Median = summed(slow, sites), summed(median, sites)
+	return t, nil
+}
+
+// mean is a group's mean bill, by line.
+func mean(group []wire.Bill, sites map[uint64]site) *schema.Bill {
+	n := float64(len(group))
+	by := map[[2]string]*schema.BillSite{}
+	var dur, objs, bytes, rObjs, rBytes float64
+	for _, b := range group {
+		dur += float64(b.DurationNS) / 1e3
+		rObjs += float64(b.OverObjects)
+		rBytes += float64(b.OverBytes)
+		for _, a := range b.Allocs {
+			st := sites[a.Slot]
+			k := [2]string{st.fn, st.line}
+			row := by[k]
+			if row == nil {
+				row = &schema.BillSite{Func: st.fn, Site: st.line}
+				by[k] = row
+			}
+			row.Allocs += float64(a.Objects)
+			row.Bytes += float64(a.Bytes)
+			objs += float64(a.Objects)
+			bytes += float64(a.Bytes)
+		}
+	}
+	g := &schema.Bill{Requests: len(group), DurationUS: round(dur / n), Allocs: round((objs + rObjs) / n), AllocBytes: round((bytes + rBytes) / n), RemainderAllocs: round(rObjs / n), RemainderBytes: round(rBytes / n)}
+	for _, row := range by {
+		row.Allocs, row.Bytes = round(row.Allocs/n), round(row.Bytes/n)
+		g.Sites = append(g.Sites, *row)
+	}
+	slices.SortFunc(g.Sites, func(a, b schema.BillSite) int {
+		return cmp.Or(cmp.Compare(b.Allocs, a.Allocs), cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site))
+	})
+	return g
+}
+
+// differ are the lines where slow's mean differs from median's, the
+// largest change in objects first (then in bytes).
+func differ(slow, median *schema.Bill) []schema.BillDiff {
+	by := map[[2]string]*schema.BillDiff{}
+	add := func(g *schema.Bill, sign float64) {
+		for _, s := range g.Sites {
+			k := [2]string{s.Func, s.Site}
+			d := by[k]
+			if d == nil {
+				d = &schema.BillDiff{Func: s.Func, Site: s.Site}
+				by[k] = d
+			}
+			d.Allocs += sign * s.Allocs
+			d.Bytes += sign * s.Bytes
+		}
+	}
+	add(slow, 1)
+	add(median, -1)
+	var out []schema.BillDiff
+	for _, d := range by {
+		d.Allocs, d.Bytes = round(d.Allocs), round(d.Bytes)
+		if d.Allocs != 0 || d.Bytes != 0 {
+			out = append(out, *d)
+		}
+	}
+	slices.SortFunc(out, func(a, b schema.BillDiff) int {
+		return cmp.Or(cmp.Compare(math.Abs(b.Allocs), math.Abs(a.Allocs)), cmp.Compare(math.Abs(b.Bytes), math.Abs(a.Bytes)), cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
+// summed is a group's allocations summed by slot, as an allocation report
+// (objects and bytes asked for; the bills do not keep size classes).
+func summed(group []wire.Bill, sites map[uint64]site) *wire.AllocReport {
+	by := map[uint64]*wire.AllocSite{}
+	for _, b := range group {
+		for _, a := range b.Allocs {
+			s := by[a.Slot]
+			if s == nil {
+				st := sites[a.Slot]
+				s = &wire.AllocSite{Stack: st.stack, Route: st.route, Slot: a.Slot}
+				by[a.Slot] = s
+			}
+			s.Objects += a.Objects
+			s.ReqBytes += a.Bytes
+		}
+	}
+	rep := &wire.AllocReport{}
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		rep.Sites = append(rep.Sites, *by[k])
+	}
+	return rep
+}
+
+func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }

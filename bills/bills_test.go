@@ -1,0 +1,68 @@
+package bills
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/agent/wire"
+)
+
+func allocSite(slot uint64, fn string, line int) wire.AllocSite {
+	return wire.AllocSite{Slot: slot, Objects: 1, Stack: []wire.PCFrames{{PC: slot, Frames: []wire.Frame{{Func: fn, File: "/src/x.go", Line: line}}}}}
+}
+
+// TestExplain: 300 bills, three of them slow with 4 more objects at a
+// line of their own: the slowest 1% are those three, +4 there exactly;
+// the median group is three bills from the middle, without it.
+func TestExplain(t *testing.T) {
+	allocs := &wire.AllocReport{Sites: []wire.AllocSite{allocSite(1, "main.common", 10), allocSite(2, "main.rare", 20), allocSite(3, "main.common", 10)}}
+	rep := &wire.BillReport{Began: 900, Every: 3, Cap: 4095}
+	for i := range 300 {
+		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}}
+		if i%100 == 7 {
+			b.DurationNS = 1e6 + uint64(i)
+			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
+			b.OverObjects, b.OverBytes = 1, 8
+		}
+		rep.Bills = append(rep.Bills, b)
+	}
+	tail, err := Explain(rep, allocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tail.Summary
+	slow, med := s.Groups["p99"], s.Groups["p50"]
+	if tail.N != 3 || slow.Requests != 3 || med.Requests != 3 || s.Kept != 300 || s.Every != 3 {
+		t.Fatalf("groups of %d: slow %d, median %d; kept %d every %d", tail.N, slow.Requests, med.Requests, s.Kept, s.Every)
+	}
+	// Two slots at one line are one row.
+	if len(med.Sites) != 1 || med.Sites[0].Allocs != 3 || med.Allocs != 3 || med.AllocBytes != 48 {
+		t.Errorf("median %+v", med)
+	}
+	if slow.Allocs != 8 || slow.RemainderAllocs != 1 || slow.AllocBytes != 48+4096+8 {
+		t.Errorf("slowest %+v", slow)
+	}
+	if len(s.Differ) != 1 || s.Differ[0].Func != "main.rare" || s.Differ[0].Allocs != 4 || s.Differ[0].Bytes != 4096 || s.Differ[0].Site != "/src/x.go:20" {
+		t.Errorf("differ %+v", s.Differ)
+	}
+	if len(s.Exemplars) != Exemplars || s.Exemplars[0].DurationUS != 1000.207 || s.Exemplars[3].DurationUS > 2 {
+		t.Errorf("exemplars %+v", s.Exemplars)
+	}
+	var objs uint64
+	for _, st := range tail.Slow.Sites {
+		objs += st.Objects
+	}
+	if objs != 3*7 || len(tail.Median.Sites) != 2 {
+		t.Errorf("slow group's report: %d objects (want 21), median's %d slots", objs, len(tail.Median.Sites))
+	}
+
+	// A bill naming a slot the window's report lacks: not one window.
+	rep.Bills[0].Allocs = append(rep.Bills[0].Allocs, wire.BillSite{Slot: 9, Objects: 1})
+	if _, err := Explain(rep, allocs); err == nil || !strings.Contains(err.Error(), "slot 8") {
+		t.Errorf("unknown slot: %v", err)
+	}
+	// No bills: no groups, no error.
+	if tail, err := Explain(&wire.BillReport{}, allocs); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
+		t.Errorf("no bills: %+v, %v", tail, err)
+	}
+}

@@ -1,0 +1,80 @@
+package probe
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/bills"
+)
+
+// bills: each request's own allocations in the attribution window, the
+// slowest 1%'s mean bill against the median group's, and each group as an
+// allocation profile (tail_allocs.pb.gz, median_allocs.pb.gz).
+func (o *runOutput) bills() error {
+	if o.raw.bills == "" || o.allocRep == nil {
+		return nil
+	}
+	var rep wire.BillReport
+	if err := wire.ReadJSON(o.raw.bills, &rep); err != nil {
+		return fmt.Errorf("bills: %w", err)
+	}
+	t, err := bills.Explain(&rep, o.allocRep)
+	if err != nil {
+		return err
+	}
+	o.s.Bills = t.Summary
+	o.s.Sources["bills"] = t.Summary.Source
+	for name, g := range t.Summary.Groups {
+		if tg := o.s.Tail[name]; tg != nil {
+			tg.Bill = g
+		}
+	}
+	if t.N == 0 {
+		return nil
+	}
+	secs := o.win.attr.load.Elapsed.Seconds()
+	for _, f := range []struct {
+		name, file string
+		rep        *wire.AllocReport
+	}{{"tail_allocs", "tail_allocs.pb.gz", t.Slow}, {"median_allocs", "median_allocs.pb.gz", t.Median}} {
+		p := billProfile(f.rep)
+		p.Comments = windowComments(int64(t.N), secs, o.ses.cfg.Target, o.ses.commit)
+		if err := o.addProfile(f.file, p); err != nil {
+			return err
+		}
+		o.s.Files[f.name] = f.file
+	}
+	return nil
+}
+
+// billsKept is the most bills a window keeps (the runtime's table), and
+// billsAim the share of it a window aims to fill: the timing window's
+// rate is a guess at the attribution window's.
+const (
+	billsKept = 4095
+	billsAim  = 0.7
+)
+
+// billEvery is how many requests apart the bills are taken, so that a
+// window of dur at rps requests a second fills about billsAim of the
+// table, spread over the whole window rather than its first moments.
+func billEvery(rps float64, dur time.Duration) int {
+	return max(1, int(math.Ceil(rps*dur.Seconds()/(billsKept*billsAim))))
+}
+
+// billProfile is a group's allocation profile: objects and bytes asked
+// for, the two figures a bill keeps.
+func billProfile(rep *wire.AllocReport) *profile.Profile {
+	p := allocspy.Profile(rep)
+	p.SampleType = []*profile.ValueType{p.SampleType[0], p.SampleType[3]}
+	p.DefaultSampleType = p.SampleType[1].Type
+	for _, s := range p.Sample {
+		s.Value = []int64{s.Value[0], s.Value[3]}
+	}
+	return p
+}

@@ -1,0 +1,83 @@
+package probe
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/schema"
+)
+
+// TestTailBill: probetarget's /rare makes one request in 50 build ten
+// 1 KiB objects in main.rareFill and wait 5 ms, so the slowest 1% of the
+// bills are such requests: their bill names main.rareFill with +10
+// objects and +10,240 bytes exactly, the median group's does not name it,
+// each exemplar holds it, and the groups' profiles say the same.
+func TestTailBill(t *testing.T) {
+	skipShort(t)
+	m := runTarget(t, "/rare?every=50&ms=5", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	b := s.Bills
+	if b == nil {
+		t.Fatalf("no bills; sources %v", s.Sources)
+	}
+	t.Logf("bills: %d kept of %d begun (one in %d), %d open", b.Kept, b.Began, b.Every, b.Open)
+	if b.Source != schema.SourceBills || b.Kept < 500 || b.Began < uint64(b.Kept) || b.Kept > b.Cap {
+		t.Fatalf("bills %+v", b)
+	}
+	rare := func(sites []schema.BillSite) (float64, float64) {
+		i := slices.IndexFunc(sites, func(s schema.BillSite) bool { return s.Func == "main.rareFill" })
+		if i < 0 {
+			return 0, 0
+		}
+		return sites[i].Allocs, sites[i].Bytes
+	}
+	slow, med := b.Groups["p99"], b.Groups["p50"]
+	if a, by := rare(slow.Sites); a != 10 || by != 10240 {
+		t.Errorf("slowest 1%% (%d requests, %.0f µs): main.rareFill %v objects, %v B; want 10 and 10240", slow.Requests, slow.DurationUS, a, by)
+	}
+	if a, _ := rare(med.Sites); a != 0 {
+		t.Errorf("median group: main.rareFill %v objects, want none", a)
+	}
+	if len(b.Differ) == 0 || b.Differ[0].Func != "main.rareFill" || b.Differ[0].Allocs != 10 || b.Differ[0].Bytes != 10240 {
+		t.Errorf("differ %+v: want main.rareFill +10, +10240 B first", b.Differ)
+	}
+	// Each group's rows add up to its total, with the remainder.
+	for name, g := range b.Groups {
+		var sum float64
+		for _, s := range g.Sites {
+			sum += s.Allocs
+		}
+		if d := g.Allocs - sum - g.RemainderAllocs; d > 1e-3 || d < -1e-3 {
+			t.Errorf("%s: sites %.4f + remainder %.4f != %.4f", name, sum, g.RemainderAllocs, g.Allocs)
+		}
+	}
+	if len(b.Exemplars) != 5 {
+		t.Errorf("%d exemplars, want 5", len(b.Exemplars))
+	}
+	for _, e := range b.Exemplars {
+		if a, _ := rare(e.Sites); a != 10 || e.Route != "GET /rare" {
+			t.Errorf("exemplar %.0f µs %s: main.rareFill %v, want 10", e.DurationUS, e.Route, a)
+		}
+	}
+	// The groups' profiles: the group's requests in the comment, its
+	// objects at the site.
+	for file, want := range map[string]int64{"tail_allocs.pb.gz": 10, "median_allocs.pb.gz": 0} {
+		p, err := readProfile(filepath.Join(m.dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := requestsComment(t, p)
+		if objs, bytes := siteCount(p, "main.rareFill"); n != int64(slow.Requests) || objs != want*n || bytes != want*1024*n {
+			t.Errorf("%s: %d requests, main.rareFill %d objects %d B; want %d requests, %d each", file, n, objs, bytes, slow.Requests, want)
+		}
+	}
+	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {
+		t.Errorf("report.md does not show the slowest requests' bill:\n%s", r)
+	}
+}

@@ -1,0 +1,59 @@
+package schema
+
+// Bills are the requests' own bills in the attribution window: each
+// request's allocations by site, its route and server-side duration, and
+// the slowest 1%'s mean bill against the median group's (summary.json
+// "bills"; tail.p50.bill and tail.p99.bill repeat the groups beside the
+// off-CPU split when the run has one).
+type Bills struct {
+	Source string `json:"source"`
+	// Kept are the bills of requests that began and ended in the window;
+	// Began the requests that began while billing was on, Cap the most a
+	// window keeps (the ones past it have none), Open the bills of
+	// requests that had not ended when the window closed.
+	Kept  int    `json:"kept"`
+	Began uint64 `json:"began"`
+	Every int    `json:"every"` // one request in Every, at random, took a bill
+	Cap   int    `json:"cap"`
+	Open  int    `json:"open"`
+	// Groups: "p99" the slowest 1% of the kept bills by server-side
+	// duration (at least one), "p50" as many bills ranked around the
+	// median.
+	Groups map[string]*Bill `json:"groups"`
+	// Differ are the sites where the slowest 1%'s mean bill differs from
+	// the median's, largest change in objects first.
+	Differ []BillDiff `json:"differ"`
+	// Exemplars are the five slowest requests' own bills.
+	Exemplars []Bill `json:"exemplars"`
+}
+
+// Bill is one request's bill, or a group's mean bill per request.
+type Bill struct {
+	Requests   int     `json:"requests"`
+	Route      string  `json:"route,omitempty"` // an exemplar's
+	DurationUS float64 `json:"duration_us"`     // the handler's start to the response's end
+	Allocs     float64 `json:"allocs"`
+	// AllocBytes are bytes asked for (requested_space).
+	AllocBytes float64    `json:"alloc_bytes"`
+	Sites      []BillSite `json:"sites"`
+	// Remainder is what the bills kept outside their sites (a request with
+	// more sites than a bill holds): Allocs is Sites' sum plus it.
+	RemainderAllocs float64 `json:"remainder_allocs"`
+	RemainderBytes  float64 `json:"remainder_bytes"`
+}
+
+// BillSite is a bill's allocations at one line, largest first.
+type BillSite struct {
+	Func   string  `json:"func"`
+	Site   string  `json:"site"` // file:line
+	Allocs float64 `json:"allocs"`
+	Bytes  float64 `json:"bytes"`
+}
+
+// BillDiff is the slowest 1%'s mean minus the median group's at one line.
+type BillDiff struct {
+	Func   string  `json:"func"`
+	Site   string  `json:"site"`
+	Allocs float64 `json:"allocs"`
+	Bytes  float64 `json:"bytes"`
+}
