@@ -123,6 +123,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 	if *f.fgprofOnly {
 		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
 	}
+	cfg.NoBills = !*f.bills
 	var err error
 	if opt.bench.Exec, err = shellwords.Split(*f.execCmd); err != nil {
 		fmt.Fprintf(stderr, "%s: -exec: %v\n", name, err)
@@ -145,7 +146,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 // runFlags are the flags whose values are read after parsing, beside
 // those that land in a Config or the benchmark options directly.
 type runFlags struct {
-	q, fgprofOnly        *bool
+	q, fgprofOnly, bills *bool
 	targetArgs, bodyFile string
 	execCmd              *string
 	maxBody              *int64
@@ -201,6 +202,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
 	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
 	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
+	f.bills = fs.Bool("bills", true, "in the attribution window, give requests bills of their own (allocations by site; one in N at random, up to 4095): the slowest 1% against the median (docs/bills.md)")
 	f.fgprofOnly = fs.Bool("fgprof-only", false, "with -offcpu, fgprof in the wall-clock window and no off-CPU window (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
 	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
 	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")

@@ -93,6 +93,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"offcpu":             {[]string{"-offcpu=false"}, func(c Config, o cliOptions) bool { return !c.OffCPU }},
 		"wallclock":          {[]string{"-wallclock=false"}, func(c Config, o cliOptions) bool { return !c.Wallclock }},
 		"retained":           {[]string{"-retained=false"}, func(c Config, o cliOptions) bool { return !c.Retained }},
+		"bills":              {[]string{"-bills=false"}, func(c Config, o cliOptions) bool { return c.NoBills }},
 		"fgprof-only":        {[]string{"-fgprof-only"}, func(c Config, o cliOptions) bool { return c.fgprofRef && c.noTrace }},
 		"syscalls":           {[]string{"-syscalls", "proc-io"}, func(c Config, o cliOptions) bool { return c.Syscalls == "proc-io" }},
 		"copies":             {[]string{"-copies", "off"}, func(c Config, o cliOptions) bool { return c.Copies == "off" }},

@@ -106,6 +106,9 @@ type Config struct {
 	// Retained adds the retained window: what the requests leave behind
 	// (heap still live after two GCs, goroutines still running).
 	Retained bool
+	// NoBills leaves the requests' own bills out of the attribution
+	// window (-bills=false).
+	NoBills bool
 	// fgprofRef makes fgprof the wall-clock profiler, the reference of
 	// the benchmark that sets it against the trace (perfspy's targets only).
 	fgprofRef bool

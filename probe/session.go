@@ -403,7 +403,7 @@ func (s *session) attributionRequest(raw *rawFiles, rps float64) (req wire.Reque
 		req.Counters["routes"] = raw.routes
 	}
 	// Each request's own bill, when the recorder keeps them.
-	if useAllocspy && slices.Contains(s.hello.Counters, "bills") {
+	if useAllocspy && !s.cfg.NoBills && slices.Contains(s.hello.Counters, "bills") {
 		raw.bills = filepath.Join(s.priv, "bills.json")
 		req.Counters["bills"] = raw.bills
 		_, dur := s.lengths(windowSpec{kind: attributionKind})
