@@ -267,7 +267,10 @@ func (w *window) begin(req wire.Request) error {
 		}
 	}
 	// Counters last, so the heap profile's GC is outside their window.
-	billEvery.Store(int64(max(req.BillEvery, 1)))
+	billEvery.Store(1)
+	if req.BillEvery > 1 {
+		billEvery.Store(int64(req.BillEvery))
+	}
 	w.active, w.paths = nil, req.Counters
 	names := make([]string, 0, len(req.Counters))
 	for n := range req.Counters {

@@ -59,7 +59,7 @@ type ABConfig struct {
 
 // abProfiles are the profiles whose functions ab compares, when a run
 // wrote them.
-var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left"}
+var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left", "tail_allocs"}
 
 // Scopes of ABFunction: whose code changed, apart (a toolchain upgrade
 // moves the runtime's and the standard library's, not the user's).
@@ -551,7 +551,7 @@ func (ab *abRun) functions() error {
 			return err
 		}
 		sample := ""
-		if p == "allocs" || strings.HasSuffix(p, " allocs") {
+		if p == "allocs" || p == "tail_allocs" || strings.HasSuffix(p, " allocs") {
 			sample = "alloc_objects" // allocations per request, as allocs/req counts them
 		}
 		c, err := diff.Compare(b, a, diff.Options{Sample: sample, Folds: profkey.DefaultFolds, Stacks: true})
