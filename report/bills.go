@@ -42,7 +42,7 @@ func writeBills(w io.Writer, s *schema.Summary) {
 	}
 	slow, med := b.Groups["p99"], b.Groups["p50"]
 	fmt.Fprintf(w, "\n## The slowest requests' own bill (attribution window, %s)\n\n", b.Source)
-	fmt.Fprintf(w, "Each request billed carries its own allocations by site (%d bills of the %d requests that began, one in %d at random; %d still open at the end, left out). Ranked by server-side duration (the handler's start to the response's end): the slowest 1%% and as many around the median, means per request. `tail_allocs.pb.gz` and `median_allocs.pb.gz` are the two groups' profiles (`allocdiff median_allocs.pb.gz tail_allocs.pb.gz`).\n\n",
+	fmt.Fprintf(w, "Each request billed carries its own allocations by site (%d bills of the %d requests that began, one in %d at random; %d still open at the end, left out). A bill runs from the handler's start to the response's end: the request's reading and parsing before it (`(before routing)`) is on no bill. Ranked by that duration: the slowest 1%% and as many around the median, means per request. `tail_allocs.pb.gz` and `median_allocs.pb.gz` are the two groups' profiles (`allocdiff median_allocs.pb.gz tail_allocs.pb.gz`).\n\n",
 		b.Kept, b.Began, b.Every, b.Open)
 	fmt.Fprintf(w, "| group | requests | duration µs | allocs | bytes asked for | outside the bill's sites |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, g := range []struct {
