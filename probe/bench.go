@@ -227,9 +227,18 @@ func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*
 	return nil
 }
 
-// runPlainBench runs the plain test binary and reads its ns/op, by
+// plainResult is one result of the plain run: what go test -bench
+// -benchmem prints at the user's -benchtime.
+type plainResult struct {
+	ns            float64
+	n             int
+	allocs, bytes float64 // per op, as testing prints them (whole numbers)
+	mem           bool    // -benchmem's figures were printed
+}
+
+// runPlainBench runs the plain test binary and reads its results, by
 // benchmark name, in the order of the runs (-count).
-func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, out string) (map[string][]float64, error) {
+func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, out string) (map[string][]plainResult, error) {
 	cmd := cfg.command(tgt.PlainBinary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env})
 	logPath := filepath.Join(out, "bench-plain.txt")
@@ -241,13 +250,17 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 		return nil, err
 	}
 	defer f.Close()
-	ns := map[string][]float64{}
+	ns := map[string][]plainResult{}
 	r := benchfmt.NewReader(f, logPath)
 	for r.Scan() {
 		if res, ok := r.Result().(*benchfmt.Result); ok {
 			if v, ok := res.Value("sec/op"); ok {
 				name := "Benchmark" + string(res.Name.Full())
-				ns[name] = append(ns[name], v*1e9)
+				pr := plainResult{ns: v * 1e9, n: res.Iters}
+				a, okA := res.Value("allocs/op")
+				b, okB := res.Value("B/op")
+				pr.allocs, pr.bytes, pr.mem = a, b, okA && okB
+				ns[name] = append(ns[name], pr)
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +118,13 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 		}
 		if f.PerOp.Allocs != f.Benchmem.Allocs || f.PerOp.AllocBytes != f.Benchmem.Bytes {
 			t.Errorf("%s: allocspy %v allocs/op %v B/op, -benchmem %v %v", f.Name, f.PerOp.Allocs, f.PerOp.AllocBytes, f.Benchmem.Allocs, f.Benchmem.Bytes)
+		}
+		// -benchtime 2000x: the counted run's b.N is go test's, and so
+		// are its allocations (a runtime allocation of its own in one
+		// run's timed region may move its bytes by a few per op: named).
+		if w.allocs >= 0 && (f.GoTest == nil || f.GoTest.N != f.N || f.GoTest.Allocs != w.allocs || math.Abs(f.GoTest.Bytes-w.bytes) > 0.01*w.bytes+1 ||
+			(f.CountsDiffer != "") != (f.GoTest.Bytes != math.Floor(f.PerOp.AllocBytes))) {
+			t.Errorf("%s: go test's line %+v, difference %q", f.Name, f.GoTest, f.CountsDiffer)
 		}
 		if w.allocs >= 0 {
 			objects, space := fixtureSum(t, out, f, "allocs", "")
@@ -441,5 +450,52 @@ func TestBenchCountedShort(t *testing.T) {
 		if own != 2*int64(b.N) {
 			t.Errorf("%s: BenchmarkLoop's lines allocated %d for N %d, want 2 per op", b.Name, own, b.N)
 		}
+	}
+}
+
+// TestBenchCountsDiffer: probe's counted run is shorter than go test's
+// (-benchtime 100ms against 1s), so an op whose allocations depend on b.N
+// counts differently from go test -benchmem's line: the result names the
+// difference, with both b.N; a steady op's counts equal go test's.
+func TestBenchCountsDiffer(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-bench", ".", "-offcpu=false", "-retained=false", "-copies", "off", "-out", out, "./testdata/amortized"}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, o.String(), e.String())
+	}
+	var s BenchSummary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, f := range s.Benchmarks {
+		g := f.GoTest
+		if g == nil {
+			t.Errorf("%s: no go test line beside it", f.Name)
+			continue
+		}
+		t.Logf("%s: counted N=%d %.4f allocs/op; go test N=%d %v allocs/op; %q", f.Name, f.N, f.PerOp.Allocs, g.N, g.Allocs, f.CountsDiffer)
+		switch procsSuffix.ReplaceAllString(f.Name, "") {
+		case "BenchmarkAmortized":
+			seen++
+			want := float64(100000 / g.N)
+			if g.N <= f.N || g.Allocs != want || f.PerOp.Allocs < 1 || !strings.Contains(f.CountsDiffer, fmt.Sprintf("b.N=%d", g.N)) {
+				t.Errorf("%s: go test N=%d %v allocs/op (want %v), counted N=%d %v: difference %q", f.Name, g.N, g.Allocs, want, f.N, f.PerOp.Allocs, f.CountsDiffer)
+			}
+		case "BenchmarkSteady":
+			seen++
+			if f.CountsDiffer != "" || g.Allocs != 1 || g.Bytes != 48 || f.PerOp.Allocs != 1 {
+				t.Errorf("%s: %q; go test %v allocs/op %v B/op, counted %v", f.Name, f.CountsDiffer, g.Allocs, g.Bytes, f.PerOp.Allocs)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d of the 2 benchmarks", seen)
+	}
+	if r := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(r, "Not go test's count") {
+		t.Errorf("report.md does not name the difference")
 	}
 }

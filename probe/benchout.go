@@ -27,7 +27,7 @@ type benchOutput struct {
 	tgt      *withagent.Binary
 	commit   string
 	dir      string
-	plain    map[string][]float64
+	plain    map[string][]plainResult
 	win      *benchWindow
 	files    map[string][]byte
 	s        *BenchSummary
@@ -183,9 +183,10 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	if err := o.retainedFigures(&f, k, folder, comments); err != nil {
 		return f, err
 	}
-	if ns := o.plain[e.Name]; k < len(ns) {
-		v := round(ns[k], 2)
+	if ps := o.plain[e.Name]; k < len(ps) {
+		v := round(ps[k].ns, 2)
 		f.PerOp.NS = &v
+		o.goTest(&f, e, ps[k])
 	}
 	return f, nil
 }
@@ -344,4 +345,26 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 	}
 	rows = rows[:min(len(rows), 8)]
 	o.top[folder] = append(o.top[folder], report.TopTable{What: what, Unit: unit, Rows: rows, Value: vi, Total: total, Remainder: total - shown})
+}
+
+// goTest sets beside a result what go test -bench -benchmem printed for
+// it at the user's -benchtime (the plain run), and names the difference
+// when the counted run gave other whole allocations or bytes per op,
+// compared as testing prints them (total / N, rounded down): an op whose
+// cost depends on b.N (a setup amortized over it), or work beside the ops.
+func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult) {
+	if !p.mem {
+		return
+	}
+	f.GoTest = &BenchGoTest{N: p.n, Allocs: p.allocs, Bytes: p.bytes}
+	ca, cb := float64(e.BenchmemAllocs/uint64(e.N)), float64(e.BenchmemBytes/uint64(e.N))
+	if ca == p.allocs && cb == p.bytes {
+		return
+	}
+	bt := o.cfg.BenchTime
+	if bt == "" {
+		bt = "1s"
+	}
+	f.CountsDiffer = fmt.Sprintf("counted at b.N=%d: %.0f allocs/op, %.0f B/op; go test -benchmem at -benchtime %s (b.N=%d): %.0f allocs/op, %.0f B/op. The counts are of the counted run's ops: an op whose cost depends on b.N (a setup amortized over it) or work the run did in its timed region beside the ops (the runtime's) count otherwise",
+		e.N, ca, cb, bt, p.n, p.allocs, p.bytes)
 }

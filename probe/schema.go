@@ -31,6 +31,7 @@ type (
 	BenchFigures       = schema.BenchFigures
 	BenchPerOp         = schema.BenchPerOp
 	BenchMem           = schema.BenchMem
+	BenchGoTest        = schema.BenchGoTest
 	ABMetric           = schema.ABMetric
 	ABFunction         = schema.ABFunction
 )

@@ -202,6 +202,9 @@ func (o *Bench) Markdown(w io.Writer) {
 		seen[b.Name]++
 		folder := BenchFolder(b.Name, k)
 		fmt.Fprintf(w, "\n## %s\n", folder)
+		if b.CountsDiffer != "" {
+			fmt.Fprintf(w, "\n**Not go test's count:** %s.\n", b.CountsDiffer)
+		}
 		for _, t := range o.Top[folder] {
 			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.What, b.N)
 			for _, r := range t.Rows {
@@ -243,6 +246,9 @@ func (r *Bench) Terminal(w io.Writer) {
 	for _, b := range s.Benchmarks {
 		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))
 		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+		if b.CountsDiffer != "" {
+			fmt.Fprintf(w, "    go test     %s\n", b.CountsDiffer)
+		}
 		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
 		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
 		switch {

@@ -26,11 +26,17 @@ type BenchSummary struct {
 // BenchFigures are one benchmark result's figures: the run testing
 // reported, divided by its op count N.
 type BenchFigures struct {
-	Name     string            `json:"name"` // as testing prints it, with the -cpu suffix
-	N        int               `json:"n"`
-	PerOp    BenchPerOp        `json:"per_op"`
-	Benchmem BenchMem          `json:"benchmem"`
-	Files    map[string]string `json:"files"`
+	Name     string     `json:"name"` // as testing prints it, with the -cpu suffix
+	N        int        `json:"n"`
+	PerOp    BenchPerOp `json:"per_op"`
+	Benchmem BenchMem   `json:"benchmem"`
+	// GoTest is what go test -bench -benchmem printed for the same result
+	// at the user's -benchtime (the timing run); CountsDiffer names the
+	// difference when its whole allocs/op or B/op are not the counted
+	// run's.
+	GoTest       *BenchGoTest      `json:"go_test,omitempty"`
+	CountsDiffer string            `json:"counts_differ,omitempty"`
+	Files        map[string]string `json:"files"`
 	// RetainedSites are the sites whose objects the ops left live, per
 	// op, most bytes first; GoroutinesLeft the goroutines they left
 	// running (the retained run).
@@ -64,4 +70,12 @@ type BenchMem struct {
 	Bytes       float64 `json:"bytes"`
 	AllocsTotal uint64  `json:"allocs_total"`
 	BytesTotal  uint64  `json:"bytes_total"`
+}
+
+// BenchGoTest is go test -bench -benchmem's line for a result: its b.N
+// and whole allocations and bytes per op.
+type BenchGoTest struct {
+	N      int     `json:"n"`
+	Allocs float64 `json:"allocs"`
+	Bytes  float64 `json:"bytes"`
 }

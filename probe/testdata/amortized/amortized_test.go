@@ -1,0 +1,44 @@
+// Package amortized holds a benchmark whose allocations per op depend on
+// b.N, and one whose do not: probe's counted run (a shorter -benchtime)
+// names the first's difference from go test -benchmem, not the second's.
+package amortized
+
+import "testing"
+
+var (
+	sink  any
+	spinX int
+)
+
+// spin is about 20 µs of work that allocates nothing.
+//
+//go:noinline
+func spin() {
+	x := spinX
+	for i := 0; i < 20000; i++ {
+		x = x*1664525 + 1013904223
+	}
+	spinX = x
+}
+
+// BenchmarkAmortized: each run's first op builds 100,000 objects (a cache
+// filled inside the timed region), then every op spins: allocs/op is
+// 100,000 / b.N, so a run of fewer ops counts more per op.
+func BenchmarkAmortized(b *testing.B) {
+	for i := range b.N {
+		if i == 0 {
+			for range 100000 {
+				sink = new(int64)
+			}
+		}
+		spin()
+	}
+}
+
+// BenchmarkSteady: one 48-byte allocation per op, whatever b.N.
+func BenchmarkSteady(b *testing.B) {
+	for range b.N {
+		sink = new([6]int64)
+		spin()
+	}
+}
