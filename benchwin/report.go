@@ -2,8 +2,11 @@ package benchwin
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -47,6 +50,31 @@ func ReadEvents(dir string) ([]Event, error) {
 		out = append(out, e)
 	}
 	return out, sc.Err()
+}
+
+// ReadFinished reads the events of a run that was stopped: a last line
+// the recorder had not finished writing is left out, as its result is.
+func ReadFinished(dir string) ([]Event, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // stopped before its first result
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for line := 1; ; line++ {
+		l, rest, ok := bytes.Cut(b, []byte("\n"))
+		if !ok {
+			return out, nil
+		}
+		var e Event
+		if err := json.Unmarshal(l, &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", filepath.Join(dir, "events.jsonl"), line, err)
+		}
+		out = append(out, e)
+		b = rest
+	}
 }
 
 // tableReport is a table's report: its slots' counter words (those after

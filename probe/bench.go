@@ -175,33 +175,74 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 		counted.BenchTime = countedBenchTime
 	}
 	logf("counting the benchmarks' timed regions")
+	start := time.Now()
 	win, err := runBenchWindow(ctx, tgt, counted, priv, out)
 	if err != nil {
 		return nil, err
 	}
+	// The traced and retained runs are bounded, and what they finished is
+	// kept when they are cut or interrupted: their figures are extras
+	// beside the counts.
+	bound := extraRunBound(time.Since(start))
+	var cuts []string
+	extra := func(what string, run func(ctx context.Context) error) {
+		if ctx.Err() != nil {
+			cuts = append(cuts, what+": not run (interrupted)")
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		err := run(rctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			cuts = append(cuts, what+": interrupted; the results it finished are kept")
+		case rctx.Err() != nil:
+			cuts = append(cuts, fmt.Sprintf("%s: cut at its bound of %v (4 times the counted run's time, plus %v); the results it finished are kept", what, bound.Round(time.Second), extraRunFloor))
+		default:
+			cuts = append(cuts, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
-		if win.offcpu, err = runBenchTrace(ctx, tgt, counted, priv, out); err != nil {
-			return nil, err
-		}
+		extra("the traced run", func(ctx context.Context) (err error) {
+			win.offcpu, err = runBenchTrace(ctx, tgt, counted, priv, out)
+			return err
+		})
 	}
 	if cfg.Retained {
 		logf("measuring what the benchmarks' ops leave live (heap after two GCs, goroutines)")
-		if win.retainedDir, win.retained, err = runBenchRetained(ctx, tgt, counted, priv, out); err != nil {
-			return nil, err
-		}
+		extra("the retained run", func(ctx context.Context) (err error) {
+			win.retainedDir, win.retained, err = runBenchRetained(ctx, tgt, counted, priv, out)
+			return err
+		})
 	}
-	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}}
+	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}, cuts: cuts}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
 		return nil, err
 	}
 	res := &BenchResult{Dir: out, Summary: bo.s}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("%w; the runs that finished are written", ctx.Err())
+	}
 	if len(bo.mismatch) > 0 {
 		return res, fmt.Errorf("%w: %s", ErrBenchmemMismatch, strings.Join(bo.mismatch, "; "))
 	}
 	return res, nil
 }
+
+// extraRunBound is how long the traced and the retained runs may take:
+// four times the counted run (the same benchmarks, the same -benchtime;
+// the retained run's MemProfileRate=1 and the tracer slow each op) plus
+// 30 s for their set-ups.
+func extraRunBound(counted time.Duration) time.Duration {
+	return 4*counted + extraRunFloor
+}
+
+// extraRunFloor is extraRunBound's allowance for set-ups (a variable: the
+// tests that cut a run lower it).
+var extraRunFloor = 30 * time.Second
 
 // benchRun runs a test binary to its end in the package's folder, its
 // output in logPath; started, when set, runs once it has started.
@@ -299,8 +340,10 @@ func runBenchRetained(ctx context.Context, tgt *withagent.Binary, cfg BenchConfi
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1")
-	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); err != nil {
-		return "", nil, fmt.Errorf("the retained benchmark run: %w", err)
+	if runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); runErr != nil {
+		// A run cut short keeps the results it reported.
+		events, err := benchwin.ReadFinished(dir)
+		return dir, events, errors.Join(fmt.Errorf("the retained benchmark run: %w", runErr), err)
 	}
 	events, err := benchwin.ReadEvents(dir)
 	if err != nil {

@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -498,4 +501,73 @@ func TestBenchCountsDiffer(t *testing.T) {
 	if r := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(r, "Not go test's count") {
 		t.Errorf("report.md does not name the difference")
 	}
+}
+
+// TestBenchCut: a retained run that would take a minute is cut at its
+// bound, or interrupted; either way summary.json is written with every
+// figure of the runs that finished, the retained figures of the results
+// the run finished, and the cut named.
+func TestBenchCut(t *testing.T) {
+	skipShort(t)
+	for _, interrupt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interrupt=%v", interrupt), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if interrupt {
+				extraRunFloor = time.Minute
+			} else {
+				extraRunFloor = 3 * time.Second
+			}
+			defer func() { extraRunFloor = 30 * time.Second }()
+			out := filepath.Join(t.TempDir(), "out")
+			// Interrupt 3 s into the retained run: the quick benchmark has
+			// reported, the heavy one waits.
+			logw := writerFunc(func(p []byte) {
+				if interrupt && bytes.Contains(p, []byte("leave live")) {
+					time.AfterFunc(3*time.Second, cancel)
+				}
+			})
+			var o, e bytes.Buffer
+			start := time.Now()
+			code := mainBenchArgs(ctx, t, logw, &o, &e, "-bench", ".", "-benchtime", "100x", "-offcpu=false", "-copies", "off", "-out", out, "./testdata/cutrun")
+			checkNoOrphans(t)
+			t.Logf("exit %d in %v", code, time.Since(start).Round(time.Millisecond))
+			if want := map[bool]int{false: ExitOK, true: ExitFailed}[interrupt]; code != want {
+				t.Fatalf("exit %d, want %d\n%s%s", code, want, o.String(), e.String())
+			}
+			var s BenchSummary
+			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]string{false: "cut at its bound", true: "interrupted"}[interrupt]
+			if len(s.Cut) != 1 || !strings.Contains(s.Cut[0], "the retained run: "+want) || !strings.Contains(o.String(), want) {
+				t.Errorf("cut %q, want the retained run %s; terminal:\n%s", s.Cut, want, o.String())
+			}
+			for _, f := range s.Benchmarks {
+				quick := strings.HasPrefix(f.Name, "BenchmarkQuick")
+				if f.PerOp.Allocs != 1 || (f.PerOp.RetainedBytes != nil) != quick {
+					t.Errorf("%s: %v allocs/op, retained %v", f.Name, f.PerOp.Allocs, f.PerOp.RetainedBytes)
+				}
+			}
+			if len(s.Benchmarks) != 2 || !slices.ContainsFunc(s.Blind, func(b string) bool {
+				return strings.Contains(b, "BenchmarkHeavyRetained") && strings.Contains(b, "retained run")
+			}) {
+				t.Errorf("%d results; blind spots %q", len(s.Benchmarks), s.Blind)
+			}
+		})
+	}
+}
+
+type writerFunc func(p []byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// mainBenchArgs runs probe run ARGS with ctx, its log to logw.
+func mainBenchArgs(ctx context.Context, t *testing.T, logw io.Writer, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
+	cfg, opt, code, ok := parseRunFlags("probe run", args, stderr, nil)
+	if !ok {
+		return code
+	}
+	return mainBench(ctx, cfg, opt.bench, logw, stdout, stderr)
 }

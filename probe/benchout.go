@@ -28,6 +28,7 @@ type benchOutput struct {
 	commit   string
 	dir      string
 	plain    map[string][]plainResult
+	cuts     []string // the extra runs cut short, and why
 	win      *benchWindow
 	files    map[string][]byte
 	s        *BenchSummary
@@ -80,6 +81,7 @@ func (o *benchOutput) write() error {
 		o.s.Sources["ns"] = "plain test binary under " + o.cfg.Exec[0]
 		o.s.Blind = append(o.s.Blind, "ns/op: the binary ran under -exec "+o.cfg.Exec[0]+" (an emulator's time, not the machine's); counts are the program's own")
 	}
+	o.s.Cut = o.cuts
 	o.top = map[string][]report.TopTable{}
 	// Each run's results are matched by name and occurrence, never by
 	// position: sub-benchmarks named from a map come in another order in

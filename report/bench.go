@@ -187,6 +187,9 @@ func (o *Bench) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "; build: %s", BuildLine(s.Build))
 	}
 	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run.\n\n")
+	for _, c := range s.Cut {
+		fmt.Fprintf(w, "- **Cut:** %s\n", c)
+	}
 	for _, b := range s.Blind {
 		fmt.Fprintf(w, "- %s\n", b)
 	}
@@ -242,6 +245,9 @@ func (r *Bench) Terminal(w io.Writer) {
 	fmt.Fprintf(w, "%s  %s  benchmarks (-bench %s)\n", s.Target, s.Commit, s.Bench)
 	if s.Build != nil {
 		fmt.Fprintf(w, "  build         %s\n", BuildLine(s.Build))
+	}
+	for _, c := range s.Cut {
+		fmt.Fprintf(w, "  cut           %s\n", c)
 	}
 	for _, b := range s.Benchmarks {
 		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))

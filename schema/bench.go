@@ -16,9 +16,13 @@ type BenchSummary struct {
 	Count     int    `json:"count"`
 	// Build compares the counted test binary's build list with the plain
 	// test binary's: nothing may differ.
-	Build      *BuildCheck       `json:"build,omitempty"`
-	Sources    map[string]string `json:"sources"`
-	Blind      []string          `json:"blind_spots,omitempty"`
+	Build   *BuildCheck       `json:"build,omitempty"`
+	Sources map[string]string `json:"sources"`
+	Blind   []string          `json:"blind_spots,omitempty"`
+	// Cut names the runs (traced, retained) that were cut at their
+	// bound or interrupted: the results they finished are kept, the rest
+	// have none of their figures (blind_spots names them).
+	Cut        []string          `json:"cut,omitempty"`
 	Benchmarks []BenchFigures    `json:"benchmarks"`
 	Files      map[string]string `json:"files"`
 }
