@@ -485,7 +485,7 @@ func TestBenchCountsDiffer(t *testing.T) {
 		case "BenchmarkAmortized":
 			seen++
 			want := float64(100000 / g.N)
-			if g.N <= f.N || g.Allocs != want || f.PerOp.Allocs < 1 || !strings.Contains(f.CountsDiffer, fmt.Sprintf("b.N=%d", g.N)) {
+			if g.N <= f.N || g.Allocs != want || f.PerOp.Allocs < 1 || !strings.Contains(f.CountsDiffer, fmt.Sprintf("at b.N=%d", g.N)) || !strings.Contains(f.CountsDiffer, fmt.Sprintf("at b.N=%d", f.N)) {
 				t.Errorf("%s: go test N=%d %v allocs/op (want %v), counted N=%d %v: difference %q", f.Name, g.N, g.Allocs, want, f.N, f.PerOp.Allocs, f.CountsDiffer)
 			}
 		case "BenchmarkSteady":

@@ -367,6 +367,6 @@ func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult) {
 	if bt == "" {
 		bt = "1s"
 	}
-	f.CountsDiffer = fmt.Sprintf("counted at b.N=%d: %.0f allocs/op, %.0f B/op; go test -benchmem at -benchtime %s (b.N=%d): %.0f allocs/op, %.0f B/op. The counts are of the counted run's ops: an op whose cost depends on b.N (a setup amortized over it) or work the run did in its timed region beside the ops (the runtime's) count otherwise",
-		e.N, ca, cb, bt, p.n, p.allocs, p.bytes)
+	f.CountsDiffer = fmt.Sprintf("go test -benchmem: %.0f allocs/op, %.0f B/op at b.N=%d (-benchtime %s); counted: %.0f, %.0f at b.N=%d (the op's cost depends on b.N, or the run did work beside its ops)",
+		p.allocs, p.bytes, p.n, bt, ca, cb, e.N)
 }

@@ -25,7 +25,7 @@ func main() {
 	defer stop()
 	cmdmain.Run(func(stdout, stderr io.Writer) int {
 		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {
-			benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.Allocdiff, cost.Flame, cost.Attribution, cost.Live, cost.LiveInstructions}
+			benches := []cost.Bench{cost.OffCPU, cost.Driver, cost.BenchCmd, cost.Allocdiff, cost.Flame, cost.Attribution, cost.Live, cost.LiveInstructions}
 			return cost.Main(ctx, cost.Command{Name: "probe", Benches: benches, Defaults: "offcpu"}, os.Args[2:], stdout, stderr)
 		}
 		if len(os.Args) > 1 && os.Args[1] == "review" {

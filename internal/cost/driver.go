@@ -21,7 +21,7 @@ import (
 // net/http driver, and wrk (-t1 -c8) when it is installed. Each is pinned
 // to one core and the server to the other, as probe pins them.
 var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error {
-	type figures struct{ driverUS, serverCores []float64 }
+	type figures struct{ driverUS, serverUS, serverCores []float64 }
 	got := map[string]*figures{"lean": {}, "nethttp": {}, "wrk": {}}
 	_, noWrk := exec.LookPath("wrk")
 	// Interleaved: each round runs the three, so that the machine's drift
@@ -40,6 +40,7 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 				return fmt.Errorf("%s: no driver figures in summary.json", m)
 			}
 			got[m].driverUS = append(got[m].driverUS, s.Driver.CPUUS)
+			got[m].serverUS = append(got[m].serverUS, *s.PerRequest.CPUUS)
 			got[m].serverCores = append(got[m].serverCores, s.ServerCores)
 			return nil
 		})
@@ -64,6 +65,7 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 		}
 	}
 	lean := median(got["lean"].driverUS)
+	fmt.Fprintf(env.Stdout, "  lean / the server's CPU per request (%.2f µs, the lightest handler): %.3fx (goal at most 0.8)\n", median(got["lean"].serverUS), lean/median(got["lean"].serverUS))
 	fmt.Fprintf(env.Stdout, "  lean / nethttp: %.3fx (goal at most 0.5)\n", lean/median(got["nethttp"].driverUS))
 	if len(got["wrk"].driverUS) > 0 {
 		fmt.Fprintf(env.Stdout, "  lean / wrk:     %.3fx (goal at most 1.3)\n", lean/median(got["wrk"].driverUS))
