@@ -190,8 +190,9 @@ func FuzzGRPCLeanReply(f *testing.F) {
 	f.Add(ok)
 	f.Add(h2Frame(nil, h2Headers, h2Padded|h2Priority, 1, []byte{200}))
 	f.Add(h2Frame(nil, h2Data, h2Padded, 1, []byte{9, 1}))
+	// The lean h2c driver reads with the same reader (http: an HTTP reply).
 	f.Fuzz(func(t *testing.T, reply []byte) {
-		c := &h2Conn{r: bufio.NewReader(bytes.NewReader(reply)), stream: 1, next: 3, peerWin: 65535, sendWin: 65535}
+		c := &h2Conn{r: bufio.NewReader(bytes.NewReader(reply)), stream: 1, next: 3, peerWin: 65535, sendWin: 65535, http: len(reply)%2 == 1}
 		c.dec = hpack.NewDecoder(4096, c.field)
 		c.dec.SetMaxStringLength(h2MaxHeaderBlock)
 		c.c = discardConn{}
@@ -229,7 +230,7 @@ func TestHeaderBlocks(t *testing.T) {
 		}
 		for i, kind := range []int{blockFirst, blockSteady, blockSteady, blockLiteral, blockLiteral} {
 			got = got[:0]
-			b := headerBlock(fields, kind)
+			b := headerBlock([]byte{0x83, 0x86}, fields, kind)
 			if _, err := dec.Write(b); err != nil {
 				t.Fatalf("block %d: %v", i, err)
 			}

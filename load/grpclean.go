@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,12 +29,32 @@ import (
 // grpc-status is a Non2xx. The steady state allocates nothing per call.
 type GRPCLean struct {
 	opt GRPCOptions
-	// A call's frames: a connection's first call, the calls after it,
-	// and the calls after the server shrank its HPACK table (headerBlock).
+	*h2Pool
+}
+
+// h2Pool is a lean HTTP/2 driver's connections, one per worker, each
+// with one stream at a time, and the frames of its request.
+type h2Pool struct {
+	addr string
+	http bool // replies are HTTP's (a 2xx status), not gRPC's
+	// A request's frames: a connection's first, the requests after it,
+	// and those after the server shrank its HPACK table (headerBlock).
 	first, steady, literal callFrames
 	mu                     sync.Mutex
 	conns                  []*h2Conn // one per worker, kept across phases
 	workers
+}
+
+// newH2Pool makes the pool of n workers for the request lead (the
+// :method and :scheme fields, encoded), fields and its DATA payload (nil
+// for none).
+func newH2Pool(addr string, n int, arrivals Arrivals, http bool, lead []byte, fields []hpackField, data []byte) *h2Pool {
+	p := &h2Pool{addr: addr, http: http, conns: make([]*h2Conn, n)}
+	p.workers.n, p.workers.step, p.workers.arrivals = n, p.step, arrivals
+	p.first = encodeFrames(headerBlock(lead, fields, blockFirst), data)
+	p.steady = encodeFrames(headerBlock(lead, fields, blockSteady), data)
+	p.literal = encodeFrames(headerBlock(lead, fields, blockLiteral), data)
+	return p
 }
 
 // Frame types and flags (RFC 9113, section 6).
@@ -82,13 +103,16 @@ func NewGRPCLean(ctx context.Context, opt GRPCOptions) (*GRPCLean, error) {
 	if len(req) > MaxLeanGRPCRequest {
 		return nil, fmt.Errorf("load: the request is %d bytes encoded; the lean gRPC driver sends at most %d", len(req), MaxLeanGRPCRequest)
 	}
-	d := &GRPCLean{opt: opt, conns: make([]*h2Conn, opt.Conns)}
-	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
-	fields := callFields(method, opt.Addr, opt.Headers)
-	d.first = encodeFrames(headerBlock(fields, blockFirst), req)
-	d.steady = encodeFrames(headerBlock(fields, blockSteady), req)
-	d.literal = encodeFrames(headerBlock(fields, blockLiteral), req)
-	return d, nil
+	addr := opt.Addr
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	data := make([]byte, 5+len(req)) // the message, length-prefixed
+	binary.BigEndian.PutUint32(data[1:5], uint32(len(req)))
+	copy(data[5:], req)
+	// :method POST, :scheme http (static 3, 6)
+	pool := newH2Pool(addr, opt.Conns, opt.Arrivals, false, []byte{0x83, 0x86}, callFields(method, opt.Addr, opt.Headers), data)
+	return &GRPCLean{opt: opt, h2Pool: pool}, nil
 }
 
 // leanUserAgent is the user-agent the lean driver sends: servers see the
@@ -132,9 +156,10 @@ const (
 // hpackTable is the dynamic table size every HPACK decoder starts with.
 const hpackTable = 4096
 
-// headerBlock encodes fields as block kind says. Fields that do not fit
-// in the table together are sent as literals in every kind.
-func headerBlock(fields []hpackField, kind int) []byte {
+// headerBlock encodes lead (the :method and :scheme fields, encoded) and
+// fields as block kind says. Fields that do not fit in the table together
+// are sent as literals in every kind.
+func headerBlock(lead []byte, fields []hpackField, kind int) []byte {
 	size := 0
 	for _, f := range fields {
 		size += len(f.name) + len(f.value) + 32 // RFC 7541, section 4.1
@@ -142,7 +167,7 @@ func headerBlock(fields []hpackField, kind int) []byte {
 	if size > hpackTable {
 		kind = blockLiteral
 	}
-	b := []byte{0x83, 0x86} // :method POST, :scheme http (static 3, 6)
+	b := append([]byte(nil), lead...)
 	if kind == blockLiteral {
 		b = append([]byte{0x20}, b...) // a table size update to 0: nothing indexed is named
 	}
@@ -171,18 +196,21 @@ func hpackField6(b []byte, f hpackField) []byte {
 	return append(b, f.value...)
 }
 
-// callFrames is one call's frames, stream id 0, and the offsets of their
-// stream ids.
+// callFrames is one request's frames, stream id 0, the offsets of their
+// stream ids, and the size of its DATA (what the flow-control windows
+// count).
 type callFrames struct {
-	b   []byte
-	ids []int
+	b    []byte
+	ids  []int
+	data int
 }
 
-// encodeFrames writes a call's frames: HEADERS with block (CONTINUATION
-// frames for the rest of a block over the frame size), then DATA with the
-// length-prefixed message and END_STREAM.
-func encodeFrames(block, msg []byte) callFrames {
-	var c callFrames
+// encodeFrames writes a request's frames: HEADERS with block
+// (CONTINUATION frames for the rest of a block over the frame size), then
+// DATA with data and END_STREAM; without data (nil), HEADERS ends the
+// stream.
+func encodeFrames(block, data []byte) callFrames {
+	c := callFrames{data: len(data)}
 	frame := func(typ, flags byte, payload []byte) {
 		n := len(payload)
 		c.b = append(c.b, byte(n>>16), byte(n>>8), byte(n), typ, flags)
@@ -190,24 +218,27 @@ func encodeFrames(block, msg []byte) callFrames {
 		c.b = append(c.b, 0, 0, 0, 0)
 		c.b = append(c.b, payload...)
 	}
+	end := byte(0)
+	if data == nil {
+		end = h2EndStream
+	}
 	for typ := byte(h2Headers); ; typ = h2Continuation {
 		if len(block) <= h2MaxFrame {
-			frame(typ, h2EndHeaders, block)
+			frame(typ, h2EndHeaders|end, block)
 			break
 		}
-		frame(typ, 0, block[:h2MaxFrame])
-		block = block[h2MaxFrame:]
+		frame(typ, end, block[:h2MaxFrame])
+		block, end = block[h2MaxFrame:], 0
 	}
-	data := make([]byte, 5+len(msg))
-	binary.BigEndian.PutUint32(data[1:5], uint32(len(msg)))
-	copy(data[5:], msg)
-	frame(h2Data, h2EndStream, data)
+	if data != nil {
+		frame(h2Data, h2EndStream, data)
+	}
 	return c
 }
 
 // clone is a copy of c whose stream ids a connection may patch.
 func (c callFrames) clone() callFrames {
-	return callFrames{b: append([]byte(nil), c.b...), ids: c.ids}
+	return callFrames{b: append([]byte(nil), c.b...), ids: c.ids, data: c.data}
 }
 
 // hpackLiteral appends a literal header field without indexing: the name
@@ -237,14 +268,14 @@ func hpackInt(b []byte, first byte, n uint, v int) []byte {
 }
 
 // Close closes the connections.
-func (d *GRPCLean) Close() error {
+func (d *h2Pool) Close() error {
 	closeConns(&d.mu, d.conns, func(c *h2Conn) { c.c.Close() })
 	return nil
 }
 
 // step is one call of worker i on its connection (dialled when it has
 // none).
-func (d *GRPCLean) step(ctx context.Context) func(i int, r *Result) {
+func (d *h2Pool) step(ctx context.Context) func(i int, r *Result) {
 	return countedStep(ctx, func(ctx context.Context, i int) error {
 		c := d.conns[i]
 		if c == nil {
@@ -258,8 +289,7 @@ func (d *GRPCLean) step(ctx context.Context) func(i int, r *Result) {
 			d.mu.Unlock()
 		}
 		err := c.roundTrip()
-		var ae answeredError
-		if err != nil && !errors.As(err, &ae) || c.done() {
+		if err != nil && !isAnswered(err) || c.done() {
 			c.c.Close()
 			d.mu.Lock()
 			d.conns[i] = nil
@@ -273,16 +303,12 @@ func (d *GRPCLean) step(ctx context.Context) func(i int, r *Result) {
 // push, a large stream window) and a WINDOW_UPDATE that opens the
 // connection's window as wide. The server's SETTINGS are read with the
 // first reply.
-func (d *GRPCLean) dial(ctx context.Context) (*h2Conn, error) {
-	addr := d.opt.Addr
-	if u, err := url.Parse(addr); err == nil && u.Host != "" {
-		addr = u.Host
-	}
-	nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+func (d *h2Pool) dial(ctx context.Context) (*h2Conn, error) {
+	nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", d.addr)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), call: d.first.clone(), steady: d.steady.clone(), literal: d.literal.clone(),
+	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), http: d.http, call: d.first.clone(), steady: d.steady.clone(), literal: d.literal.clone(),
 		next: 1, sendWin: 65535, peerWin: 65535, buf: make([]byte, 0, 16<<10)}
 	c.dec = hpack.NewDecoder(4096, c.field)
 	c.dec.SetMaxStringLength(h2MaxHeaderBlock)
@@ -301,6 +327,7 @@ func (d *GRPCLean) dial(ctx context.Context) (*h2Conn, error) {
 
 // h2Conn is one connection and the state of its call in progress.
 type h2Conn struct {
+	http    bool // an HTTP reply (2xx), not a gRPC call's
 	c       net.Conn
 	r       *bufio.Reader
 	call    callFrames // the next call's frames
@@ -337,7 +364,7 @@ func (c *h2Conn) done() bool { return c.goAway || c.next > 1<<31-3 }
 // roundTrip makes one call and reads its reply whole.
 func (c *h2Conn) roundTrip() error {
 	c.c.SetDeadline(time.Now().Add(30 * time.Second))
-	need := int64(len(c.call.b) - c.call.ids[len(c.call.ids)-1] - 4)
+	need := int64(c.call.data)
 	if need > c.peerWin {
 		return fmt.Errorf("load: the server's stream window (%d bytes) is smaller than the request (%d)", c.peerWin, need)
 	}
@@ -368,6 +395,16 @@ func (c *h2Conn) roundTrip() error {
 
 // verdict checks the finished call's reply.
 func (c *h2Conn) verdict() error {
+	if c.http {
+		st, err := strconv.Atoi(c.httpStatus)
+		switch {
+		case err != nil:
+			return fmt.Errorf("load: an HTTP/2 reply with :status %q", c.httpStatus)
+		case st < 200 || st > 299:
+			return statusError(st)
+		}
+		return nil
+	}
 	if c.httpStatus != "200" {
 		return grpcAnswer{what: "http status " + c.httpStatus}
 	}
@@ -384,6 +421,14 @@ func (c *h2Conn) verdict() error {
 		return fmt.Errorf("load: grpc reply of %d bytes is not one length-prefixed message", c.data)
 	}
 	return nil
+}
+
+// isAnswered reports whether err is an answer, not a transport failure
+// (apart, so that a request without error does not pay for errors.As's
+// target escaping).
+func isAnswered(err error) bool {
+	var ae answeredError
+	return errors.As(err, &ae)
 }
 
 // grpcAnswer is a call the server answered with a failure: a Non2xx.
@@ -464,7 +509,9 @@ func (c *h2Conn) onData(flags byte, sid uint32, p []byte) error {
 	c.data += int64(len(p))
 	if flags&h2EndStream != 0 {
 		c.stream = 0
-		return errors.New("load: grpc reply without trailers")
+		if !c.http {
+			return errors.New("load: grpc reply without trailers")
+		}
 	}
 	return nil
 }

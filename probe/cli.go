@@ -177,7 +177,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	fs.Var(arrivalsFlag{&cfg.Arrivals}, "arrivals", "with -rate: constant gaps, or poisson (exponential gaps of the same mean)")
 	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
 	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
-	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client) or nethttp (net/http's client, the reference)")
+	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 and h2c driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client; h2c with one stream per connection) or nethttp (net/http's client, the reference)")
 	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
 	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
 	fs.IntVar(&cfg.Streams, "streams", 1, "quic, h2c, h2: concurrent streams per connection")

@@ -422,6 +422,8 @@ func driverName(cfg Config, ep proc.Endpoint) string {
 	switch p := driverProto(cfg, ep); {
 	case p == "grpc" && cfg.GRPCDriver == "grpcgo":
 		return "grpcgo"
+	case p == "h2c" && !h2cLean(cfg):
+		return "h2c-nethttp"
 	case p != "http":
 		return p
 	}
@@ -496,12 +498,21 @@ func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, err
 		}
 	}
 	switch {
+	case proto == "h2c" && h2cLean(cfg):
+		return load.NewH2Lean(opt)
 	case proto == "h2c" || proto == "h2":
 		return load.NewH2(opt, cfg.Conns, cfg.Streams)
 	case cfg.HTTPDriver == "lean":
 		return load.NewLean(opt)
 	}
 	return load.NewHTTP(opt)
+}
+
+// h2cLean says whether h2c load goes through the lean driver: with
+// -http-driver lean (the default), one stream per connection and a body
+// of one DATA frame; otherwise net/http's client sends it.
+func h2cLean(cfg Config) bool {
+	return cfg.HTTPDriver == "lean" && cfg.Streams <= 1 && len(cfg.Body) <= load.MaxLeanH2Body
 }
 
 // tlsConfig is the drivers' TLS: the server's certificate verified

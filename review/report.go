@@ -233,6 +233,7 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 		b.WriteString(strings.Join(rows, ""))
 		b.WriteString("\n")
 	}
+	writeTailBills(&b, it.Functions)
 	var graphs []string
 	for _, x := range cs {
 		if x.Flame != "" && !slices.Contains(graphs, safetext.Code(x.Flame)) {
@@ -317,4 +318,23 @@ func (r *Result) details() string {
 	}
 	b.WriteString(".\n\n</details>\n")
 	return b.String()
+}
+
+// writeTailBills adds what the slowest 1% of requests did differently in
+// the head, by their own bills (probe ab's tail_allocs rows: allocations
+// per request of that group), when a function moved by half an
+// allocation or more.
+func writeTailBills(b *strings.Builder, fns []probe.ABFunction) {
+	var rows []string
+	for _, f := range fns {
+		if f.Profile == "tail_allocs" && math.Abs(f.Delta) >= 0.5 && len(rows) < 5 {
+			rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("The slowest 1% of requests, by their own bills (allocations per request of that group, docs/bills.md):\n\n| function | before | after | change |\n|---|---:|---:|---:|\n")
+	b.WriteString(strings.Join(rows, ""))
+	b.WriteString("\n")
 }

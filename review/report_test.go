@@ -161,3 +161,24 @@ func TestRouteOf(t *testing.T) {
 		}
 	}
 }
+
+// TestTailBills: a review names what the slowest 1% allocate differently
+// by their own bills, past half an allocation per request, and nothing
+// otherwise.
+func TestTailBills(t *testing.T) {
+	var b strings.Builder
+	writeTailBills(&b, []probe.ABFunction{
+		{Profile: "allocs", Key: "main.other", Delta: 3},
+		{Profile: "tail_allocs", Key: "main.fill", Before: 0, After: 10, Delta: 10},
+		{Profile: "tail_allocs", Key: "main.noise", Before: 1, After: 1.2, Delta: 0.2},
+	})
+	got := b.String()
+	if !strings.Contains(got, "| `main.fill` | 0 | 10 | +10 |") || strings.Contains(got, "main.noise") || strings.Contains(got, "main.other") {
+		t.Errorf("tail bills:\n%s", got)
+	}
+	b.Reset()
+	writeTailBills(&b, []probe.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}})
+	if b.Len() != 0 {
+		t.Errorf("nothing moved, yet:\n%s", b.String())
+	}
+}
