@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,12 +126,13 @@ const leanUserAgent = "perfspy-grpc-lean"
 // name in HPACK's static table (0: none).
 func callFields(method, authority string, headers map[string]string) []hpackField {
 	f := []hpackField{{4, ":path", method}, {1, ":authority", authority}, {31, "content-type", "application/grpc"}, {0, "te", "trailers"}, {58, "user-agent", leanUserAgent}}
-	names := make([]string, 0, len(headers))
-	for k := range headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	return appendHeaders(f, headers)
+}
+
+// appendHeaders appends the user's headers to f in name order, their
+// names in lower case as HTTP/2 wants them.
+func appendHeaders(f []hpackField, headers map[string]string) []hpackField {
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		f = append(f, hpackField{0, strings.ToLower(k), headers[k]})
 	}
 	return f

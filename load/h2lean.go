@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
-	"strings"
 )
 
 // H2Lean drives HTTP/2 without TLS, with prior knowledge (h2c), as the
@@ -86,13 +84,5 @@ func h2Fields(u *url.URL, body []byte, headers map[string]string) []hpackField {
 		f = append(f, hpackField{28, "content-length", strconv.Itoa(len(body))})
 	}
 	f = append(f, hpackField{58, "user-agent", leanH2UserAgent})
-	names := make([]string, 0, len(headers))
-	for k := range headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		f = append(f, hpackField{0, strings.ToLower(k), headers[k]})
-	}
-	return f
+	return appendHeaders(f, headers)
 }
