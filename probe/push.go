@@ -113,6 +113,17 @@ type pushSet struct {
 	from, until   time.Time
 }
 
+// pushed says whether a results folder's file of kind k goes to the
+// store: its profiles, but for the bills' group profiles, whose sample
+// types are the allocation profile's (a store reader asking for
+// type=alloc_objects would find three).
+func pushed(k, f string) bool {
+	if k == "tail_allocs" || k == "median_allocs" {
+		return false
+	}
+	return filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb"
+}
+
 // pushFiles sends the profiles among files (kind -> path in dir), each
 // under its kind's store name.
 func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
@@ -123,7 +134,7 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 	service := withagent.ProgramName(pkg)
 	var names []string
 	for k, f := range files {
-		if filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb" {
+		if pushed(k, f) {
 			names = append(names, k)
 		}
 	}

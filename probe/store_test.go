@@ -136,7 +136,7 @@ func checkStoreKinds(t *testing.T, base, runs string) {
 	}
 	var kinds []string
 	for k, f := range s.Files {
-		if !strings.HasSuffix(f, ".pb.gz") {
+		if !pushed(k, f) {
 			continue
 		}
 		kinds = append(kinds, k)

@@ -2,6 +2,7 @@ package spytable
 
 import (
 	"os"
+	"time"
 	_ "unsafe" // for go:linkname
 
 	"github.com/perfspy/perfspy/agent"
@@ -94,11 +95,28 @@ func init() { agent.RegisterCounter("routes", &routeCounter{}) }
 type routeCounter struct{ before routeTable }
 
 func (c *routeCounter) Begin() error {
+	settle()
 	c.before = readRoutes()
 	return nil
 }
 
+//go:linkname perfspyRequestsInFlight runtime.perfspyRequestsInFlight
+func perfspyRequestsInFlight() int64
+
+// settle waits, at most 100 ms, for the requests in flight to end: a
+// window opens and closes with the load stopped, and the driver has
+// counted a request once its response arrived, which can be before the
+// server's handler returns and the request's end is counted (a busy
+// machine's scheduler between the two). A request that never ends (a
+// hijacked connection) leaves it waiting the 100 ms.
+func settle() {
+	for i := 0; i < 200 && perfspyRequestsInFlight() > 0; i++ {
+		time.Sleep(500 * time.Microsecond)
+	}
+}
+
 func (c *routeCounter) End(path string) error {
+	settle()
 	t := readRoutes()
 	rep := wire.RouteReport{Sampled: Sampled()}
 	for i := 1; i < len(t.names); i++ {
