@@ -46,15 +46,22 @@ type h2Pool struct {
 	workers
 }
 
-// newH2Pool makes the pool of n workers for the request lead (the
-// :method and :scheme fields, encoded), fields and its DATA payload (nil
+// h2Request is what a lean HTTP/2 driver sends: lead (the :method and
+// :scheme fields, encoded), the other fields, and the DATA payload (nil
 // for none).
-func newH2Pool(addr string, n int, arrivals Arrivals, http bool, lead []byte, fields []hpackField, data []byte) *h2Pool {
+type h2Request struct {
+	lead   []byte
+	fields []hpackField
+	data   []byte
+}
+
+// newH2Pool makes the pool of n workers for req.
+func newH2Pool(addr string, n int, arrivals Arrivals, http bool, req h2Request) *h2Pool {
 	p := &h2Pool{addr: addr, http: http, conns: make([]*h2Conn, n)}
 	p.workers.n, p.workers.step, p.workers.arrivals = n, p.step, arrivals
-	p.first = encodeFrames(headerBlock(lead, fields, blockFirst), data)
-	p.steady = encodeFrames(headerBlock(lead, fields, blockSteady), data)
-	p.literal = encodeFrames(headerBlock(lead, fields, blockLiteral), data)
+	p.first = encodeFrames(headerBlock(req.lead, req.fields, blockFirst), req.data)
+	p.steady = encodeFrames(headerBlock(req.lead, req.fields, blockSteady), req.data)
+	p.literal = encodeFrames(headerBlock(req.lead, req.fields, blockLiteral), req.data)
 	return p
 }
 
@@ -112,7 +119,7 @@ func NewGRPCLean(ctx context.Context, opt GRPCOptions) (*GRPCLean, error) {
 	binary.BigEndian.PutUint32(data[1:5], uint32(len(req)))
 	copy(data[5:], req)
 	// :method POST, :scheme http (static 3, 6)
-	pool := newH2Pool(addr, opt.Conns, opt.Arrivals, false, []byte{0x83, 0x86}, callFields(method, opt.Addr, opt.Headers), data)
+	pool := newH2Pool(addr, opt.Conns, opt.Arrivals, false, h2Request{[]byte{0x83, 0x86}, callFields(method, opt.Addr, opt.Headers), data})
 	return &GRPCLean{opt: opt, h2Pool: pool}, nil
 }
 

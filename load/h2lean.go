@@ -57,7 +57,7 @@ func NewH2Lean(opt HTTPOptions) (*H2Lean, error) {
 	if len(opt.Body) > 0 {
 		data = opt.Body
 	}
-	return &H2Lean{newH2Pool(addr, opt.Conns, opt.Arrivals, true, h2Lead(opt.Method), h2Fields(u, opt.Body, opt.Headers), data)}, nil
+	return &H2Lean{newH2Pool(addr, opt.Conns, opt.Arrivals, true, h2Request{h2Lead(opt.Method), h2Fields(u, opt.Body, opt.Headers), data})}, nil
 }
 
 // h2Lead encodes :method and :scheme http: GET and POST by their
