@@ -22,19 +22,23 @@ import (
 // to one core and the server to the other, as probe pins them.
 var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error {
 	type figures struct{ driverUS, serverUS, serverCores []float64 }
-	got := map[string]*figures{"lean": {}, "nethttp": {}, "wrk": {}}
+	got := map[string]*figures{"lean": {}, "nethttp": {}, "wrk": {}, "h2c": {}, "h2c-nethttp": {}}
 	_, noWrk := exec.LookPath("wrk")
 	// Interleaved: each round runs the three, so that the machine's drift
 	// falls on all of them.
 	one := env
 	one.Rounds = 1
 	for r := 0; r < env.Rounds; r++ {
-		modes := []string{"lean", "nethttp"}
+		modes := []string{"lean", "nethttp", "h2c", "h2c-nethttp"}
 		if r%2 == 1 {
-			modes = []string{"nethttp", "lean"}
+			modes = []string{"h2c-nethttp", "h2c", "nethttp", "lean"}
 		}
 		err := probeRounds(ctx, one, "targets/floor", modes, func(m string) run {
-			return run{"targets/floor", []string{"-http-driver", m, "-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
+			proto, driver := "http", m
+			if p, d, ok := strings.Cut(m, "-"); ok || m == "h2c" {
+				proto, driver = p, map[bool]string{true: d, false: "lean"}[ok]
+			}
+			return run{"targets/floor", []string{"-proto", proto, "-http-driver", driver, "-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
 		}, func(m string, s *summary) error {
 			if s.Driver == nil || s.PerRequest.CPUUS == nil {
 				return fmt.Errorf("%s: no driver figures in summary.json", m)
@@ -59,13 +63,15 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 	wrkNote := "wrk is not installed (apt-get install wrk): its column is left out"
 	fmt.Fprintf(env.Stdout, "load drivers on targets/floor, server and driver pinned to one core each, median of %d rounds\n", env.Rounds)
 	fmt.Fprintf(env.Stdout, "  %-10s %18s %14s\n", "driver", "own CPU µs/req", "server cores")
-	for _, name := range []string{"lean", "nethttp", "wrk"} {
+	for _, name := range []string{"lean", "nethttp", "wrk", "h2c", "h2c-nethttp"} {
 		if f := got[name]; len(f.driverUS) > 0 {
-			fmt.Fprintf(env.Stdout, "  %-10s %18.2f %14.3f\n", name, median(f.driverUS), median(f.serverCores))
+			fmt.Fprintf(env.Stdout, "  %-12s %16.2f %14.3f\n", name, median(f.driverUS), median(f.serverCores))
 		}
 	}
 	lean := median(got["lean"].driverUS)
 	fmt.Fprintf(env.Stdout, "  lean / the server's CPU per request (%.2f µs, the lightest handler): %.3fx (goal at most 0.8)\n", median(got["lean"].serverUS), lean/median(got["lean"].serverUS))
+	fmt.Fprintf(env.Stdout, "  h2c (lean) / the server's CPU per request (%.2f µs): %.3fx (goal at most 0.8); h2c / h2c-nethttp: %.3fx\n",
+		median(got["h2c"].serverUS), median(got["h2c"].driverUS)/median(got["h2c"].serverUS), median(got["h2c"].driverUS)/median(got["h2c-nethttp"].driverUS))
 	fmt.Fprintf(env.Stdout, "  lean / nethttp: %.3fx (goal at most 0.5)\n", lean/median(got["nethttp"].driverUS))
 	if len(got["wrk"].driverUS) > 0 {
 		fmt.Fprintf(env.Stdout, "  lean / wrk:     %.3fx (goal at most 1.3)\n", lean/median(got["wrk"].driverUS))
