@@ -39,12 +39,9 @@ type bills struct {
 }
 
 func (b *bills) Begin() error {
-	n, sites, size := perfspyBillLayout()
+	_, sites, size := perfspyBillLayout()
 	if sites != billSites || size != billWords*8 {
 		return fmt.Errorf("bills: runtime layout %d sites of %d B, this reader knows %d of %d B", sites, size, billSites, billWords*8)
-	}
-	if b.buf == nil {
-		b.buf = make([]uint64, n*billWords)
 	}
 	b.every = agent.BillEvery()
 	perfspyBillStart(uint32(b.every))
@@ -54,8 +51,13 @@ func (b *bills) Begin() error {
 // End stops billing and writes the bills of the requests that ended.
 func (b *bills) End(path string) error {
 	began := perfspyBillStop()
-	n := perfspyBillRead(b.buf)
 	kept, _, _ := perfspyBillLayout()
+	// The buffer (6 MiB) is made once the load has stopped, not as the
+	// window opens: a GC it would start runs beside no request.
+	if b.buf == nil {
+		b.buf = make([]uint64, kept*billWords)
+	}
+	n := perfspyBillRead(b.buf)
 	rep := &wire.BillReport{Began: began, Every: b.every, Cap: kept - 1}
 	names := spytable.Routes()
 	for i := 0; i+billWords <= n; i += billWords {
