@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/perfspy/perfspy/internal/srcroot"
 )
 
 // benchPackages are the shapes 'probe run -bench' is held to: the
@@ -22,18 +20,12 @@ var benchPackages = []string{"fmt", "github.com/valyala/fastjson@v1.6.10", "gith
 // untimed, builds), in interleaved rounds, and prints the ratio against
 // the goal of 1.5.
 var BenchCmd = Bench{Name: "bench", Run: func(ctx context.Context, env Env) error {
-	root, err := srcroot.Dir()
+	_, tmp, probe, err := probeWorkdir(ctx)
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
+	}
 	if err != nil {
 		return err
-	}
-	tmp, err := os.MkdirTemp("", "perfspy-cost-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	probe := filepath.Join(tmp, "probe")
-	if err := runQuiet(ctx, root, "go", "build", "-o", probe, "./cmd/probe"); err != nil {
-		return fmt.Errorf("building probe: %w", err)
 	}
 	// go test runs a module's package from a module that requires it.
 	mod := filepath.Join(tmp, "mod")

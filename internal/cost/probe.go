@@ -35,20 +35,12 @@ type run struct {
 // goes to collect(mode, summary). Exit code 3 (not judged) still counts:
 // the benchmarks read their own figures.
 func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg func(mode string) run, collect func(mode string, s *summary) error) error {
-	root, err := srcroot.Dir()
+	root, tmp, bin, err := probeWorkdir(ctx)
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
+	}
 	if err != nil {
 		return err
-	}
-	tmp, err := os.MkdirTemp("", "perfspy-cost-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "probe")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/probe")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building probe: %v\n%s", err, b)
 	}
 	for r := 0; r < env.Rounds; r++ {
 		order := slices.Clone(modes)
@@ -84,6 +76,24 @@ func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg 
 		}
 	}
 	return nil
+}
+
+// probeWorkdir makes a temporary folder (the caller removes tmp, when
+// not "") and builds the probe command of perfspy's tree (root) into it.
+func probeWorkdir(ctx context.Context) (root, tmp, bin string, err error) {
+	if root, err = srcroot.Dir(); err != nil {
+		return "", "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", "perfspy-cost-"); err != nil {
+		return "", "", "", err
+	}
+	bin = filepath.Join(tmp, "probe")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/probe")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		return root, tmp, "", fmt.Errorf("building probe: %v\n%s", err, b)
+	}
+	return root, tmp, bin, nil
 }
 
 // rpsRow is one arm of an httpjson req/s table.
