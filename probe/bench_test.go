@@ -491,7 +491,7 @@ func TestBenchCountsDiffer(t *testing.T) {
 			}
 		case "BenchmarkSteady":
 			seen++
-			if f.CountsDiffer != "" || g.Allocs != 1 || g.Bytes != 48 || f.PerOp.Allocs != 1 {
+			if f.CountsDiffer != "" || g.Allocs != 1 || g.Bytes != 48 || math.Floor(f.PerOp.Allocs) != 1 {
 				t.Errorf("%s: %q; go test %v allocs/op %v B/op, counted %v", f.Name, f.CountsDiffer, g.Allocs, g.Bytes, f.PerOp.Allocs)
 			}
 		}
@@ -546,7 +546,7 @@ func TestBenchCut(t *testing.T) {
 			}
 			for _, f := range s.Benchmarks {
 				quick := strings.HasPrefix(f.Name, "BenchmarkQuick")
-				if f.PerOp.Allocs != 1 || (f.PerOp.RetainedBytes != nil) != quick {
+				if math.Floor(f.PerOp.Allocs) != 1 || (f.PerOp.RetainedBytes != nil) != quick {
 					t.Errorf("%s: %v allocs/op, retained %v", f.Name, f.PerOp.Allocs, f.PerOp.RetainedBytes)
 				}
 			}
