@@ -499,28 +499,7 @@ func main() {
 		mu.Unlock()
 		w.Write([]byte("ok"))
 	})
-	// /stall: a lock a goroutine holds 100 ms once a second (from the
-	// first /stall on); each request takes it, so those that come during
-	// the hold wait for its end.
-	var stallMu sync.Mutex
-	var stallOnce sync.Once
-	var stalled int
-	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
-		stallOnce.Do(func() {
-			go func() {
-				for {
-					stallMu.Lock()
-					time.Sleep(100 * time.Millisecond)
-					stallMu.Unlock()
-					time.Sleep(900 * time.Millisecond)
-				}
-			}()
-		})
-		stallMu.Lock()
-		stalled++ // under the lock the stall holds
-		stallMu.Unlock()
-		w.Write([]byte("ok"))
-	})
+	mux.Handle("/stall", newStall())
 	mux.HandleFunc("/spin", func(w http.ResponseWriter, r *http.Request) {
 		us, _ := strconv.Atoi(r.URL.Query().Get("us"))
 		burnSink = burn(us * spinPerUS)
