@@ -80,6 +80,8 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport) (*Tail, error) {
 	out.Groups["p99"] = mean(slow, sites)
 	out.Groups["p50"] = mean(median, sites)
 	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
+	out.DifferTime = differTime(out.Groups["p99"], out.Groups["p50"])
+	out.DifferSyscalls = round(out.Groups["p99"].Syscalls - out.Groups["p50"].Syscalls)
 	for _, b := range order[:min(Exemplars, len(order))] {
 		e := mean([]wire.Bill{b}, sites)
 		e.Route = b.Route
@@ -113,6 +115,7 @@ func mean(group []wire.Bill, sites map[uint64]site) *schema.Bill {
 		}
 	}
 	g := &schema.Bill{Requests: len(group), DurationUS: round(dur / n), Allocs: round((objs + rObjs) / n), AllocBytes: round((bytes + rBytes) / n), RemainderAllocs: round(rObjs / n), RemainderBytes: round(rBytes / n)}
+	g.TimeUS, g.Syscalls = meanTime(group)
 	for _, row := range by {
 		row.Allocs, row.Bytes = round(row.Allocs/n), round(row.Bytes/n)
 		g.Sites = append(g.Sites, *row)
@@ -121,6 +124,38 @@ func mean(group []wire.Bill, sites map[uint64]site) *schema.Bill {
 		return cmp.Or(cmp.Compare(b.Allocs, a.Allocs), cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site))
 	})
 	return g
+}
+
+// meanTime is a group's mean time by part (µs) and syscalls.
+func meanTime(group []wire.Bill) (map[string]float64, float64) {
+	parts := map[string]float64{}
+	var sys float64
+	for _, b := range group {
+		for i, ns := range b.PartsNS {
+			if i < len(wire.BillParts) {
+				parts[wire.BillParts[i]] += float64(ns) / 1e3
+			}
+		}
+		sys += float64(b.Syscalls)
+	}
+	n := float64(len(group))
+	for _, p := range wire.BillParts {
+		parts[p] = round(parts[p] / n)
+	}
+	return parts, round(sys / n)
+}
+
+// differTime are the parts where slow's mean time differs from median's
+// by a microsecond or more, the largest change first.
+func differTime(slow, median *schema.Bill) []schema.BillPartDiff {
+	var out []schema.BillPartDiff
+	for _, p := range wire.BillParts {
+		if d := round(slow.TimeUS[p] - median.TimeUS[p]); math.Abs(d) >= 1 {
+			out = append(out, schema.BillPartDiff{Part: p, US: d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b schema.BillPartDiff) int { return cmp.Compare(math.Abs(b.US), math.Abs(a.US)) })
+	return out
 }
 
 // differ are the lines where slow's mean differs from median's, the

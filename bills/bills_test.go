@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/schema"
 )
 
 func allocSite(slot uint64, fn string, line int) wire.AllocSite {
@@ -18,9 +19,15 @@ func TestExplain(t *testing.T) {
 	allocs := &wire.AllocReport{Sites: []wire.AllocSite{allocSite(1, "main.common", 10), allocSite(2, "main.rare", 20), allocSite(3, "main.common", 10)}}
 	rep := &wire.BillReport{Began: 900, Every: 3, Cap: 4095}
 	for i := range 300 {
-		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}}
+		// 600 ns of CPU and the rest of the duration in sync; the slow
+		// ones sleep a millisecond and make two more syscalls.
+		parts := make([]uint64, len(wire.BillParts))
+		parts[0], parts[2] = 600, uint64(400+i)
+		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}, PartsNS: parts, Syscalls: 1}
 		if i%100 == 7 {
 			b.DurationNS = 1e6 + uint64(i)
+			b.PartsNS[6] = 1e6 - 1000
+			b.Syscalls = 3
 			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
 			b.OverObjects, b.OverBytes = 1, 8
 		}
@@ -44,6 +51,14 @@ func TestExplain(t *testing.T) {
 	}
 	if len(s.Differ) != 1 || s.Differ[0].Func != "main.rare" || s.Differ[0].Allocs != 4 || s.Differ[0].Bytes != 4096 || s.Differ[0].Site != "/src/x.go:20" {
 		t.Errorf("differ %+v", s.Differ)
+	}
+	// Time: the slowest sleep 999 µs more, the same CPU; sync is within
+	// a microsecond (the groups' 0.4 µs apart), so not named.
+	if slow.TimeUS["sleep"] != 999 || slow.TimeUS["cpu"] != 0.6 || med.TimeUS["sleep"] != 0 || med.TimeUS["sync"] != 0.551 || slow.Syscalls != 3 || med.Syscalls != 1 {
+		t.Errorf("time: slowest %v %v syscalls, median %v %v", slow.TimeUS, slow.Syscalls, med.TimeUS, med.Syscalls)
+	}
+	if len(s.DifferTime) != 1 || s.DifferTime[0] != (schema.BillPartDiff{Part: "sleep", US: 999}) || s.DifferSyscalls != 2 {
+		t.Errorf("differ in time %+v, syscalls %v", s.DifferTime, s.DifferSyscalls)
 	}
 	if len(s.Exemplars) != Exemplars || s.Exemplars[0].DurationUS != 1000.207 || s.Exemplars[3].DurationUS > 2 {
 		t.Errorf("exemplars %+v", s.Exemplars)

@@ -173,6 +173,9 @@ type abRun struct {
 	// profile -> files of each round
 	values, control map[string]map[string][]float64
 	profiles        map[string]map[string][]string
+	// tails: per arm, the slowest 1%'s own bills of each round, by part
+	// (tailValues)
+	tails map[string]map[string][]float64
 }
 
 func (ab *abRun) close() {
@@ -326,6 +329,7 @@ func (ab *abRun) makeOut() error {
 // rounds runs the two arms in interleaved rounds (AB, BA, ...).
 func (ab *abRun) rounds(ctx context.Context) error {
 	ab.values = map[string]map[string][]float64{"before": {}, "after": {}}
+	ab.tails = map[string]map[string][]float64{"before": {}, "after": {}}
 	ab.control = map[string]map[string][]float64{"before": {}, "after": {}}
 	ab.profiles = map[string]map[string][]string{"before": {}, "after": {}}
 	var order strings.Builder
@@ -415,6 +419,9 @@ func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
 	for k, v := range metricValues(s) {
 		ab.values[arm][k] = append(ab.values[arm][k], v)
 	}
+	for k, v := range tailValues(s) {
+		ab.tails[arm][k] = append(ab.tails[arm][k], v)
+	}
 	for _, p := range abProfiles {
 		if f, ok := s.Files[p]; ok {
 			ab.profiles[arm][p] = append(ab.profiles[arm][p], filepath.Join(dir, f))
@@ -490,6 +497,7 @@ func (ab *abRun) judge() {
 	for _, m := range metrics {
 		res.Metrics[m.name] = compareMetric(ab.values["before"][m.name], ab.values["after"][m.name], m.judge, m.higherWorse)
 	}
+	res.Tail = compareTails(ab.tails["before"], ab.tails["after"])
 	if cfg.Control != "" {
 		res.Control = map[string]*ABMetric{}
 		for _, m := range metrics {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/metric"
 )
 
@@ -172,6 +173,40 @@ func medianOf(x []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// TailParts are the keys of ab.json's tail: the slowest 1%'s server-side
+// duration, then its time by part (wire.BillParts), µs per request.
+var TailParts = append([]string{"duration"}, wire.BillParts...)
+
+// tailValues reads a run's slowest 1% mean bill by TailParts; none
+// without bills.
+func tailValues(s *Summary) map[string]float64 {
+	if s.Bills == nil || s.Bills.Groups["p99"] == nil {
+		return nil
+	}
+	g := s.Bills.Groups["p99"]
+	out := map[string]float64{"duration": g.DurationUS}
+	for _, p := range wire.BillParts {
+		out[p] = g.TimeUS[p]
+	}
+	return out
+}
+
+// compareTails compares the arms' slowest 1% by part, as timings (a
+// Mann-Whitney U over the rounds): what the tail's own bills say moved.
+// It gives no verdict of its own (the rounds' tails are few requests,
+// and nine parts compared at p 0.05 would raise false alarms): a reader
+// names the parts that moved beside a p99 that did.
+func compareTails(before, after map[string][]float64) map[string]*ABMetric {
+	if len(before["duration"]) == 0 || len(after["duration"]) == 0 {
+		return nil
+	}
+	out := map[string]*ABMetric{}
+	for _, p := range TailParts {
+		out[p] = compareMetric(before[p], after[p], metric.Timing, true)
+	}
+	return out
 }
 
 // compareMetric judges one metric. Counts are exact: a change beyond

@@ -17,7 +17,7 @@ import (
 // each exemplar holds it, and the groups' profiles say the same.
 func TestTailBill(t *testing.T) {
 	skipShort(t)
-	m := runTarget(t, "/rare?every=50&ms=5", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
+	m := runTarget(t, "/rare?every=50&ms=5&spin=1000", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
 	var s Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,40 @@ func TestTailBill(t *testing.T) {
 			t.Errorf("%s: %d requests, main.rareFill %d objects %d B; want %d requests, %d each", file, n, objs, bytes, slow.Requests, want)
 		}
 	}
+	checkBillTime(t, b)
 	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {
 		t.Errorf("report.md does not show the slowest requests' bill:\n%s", r)
+	}
+}
+
+// checkBillTime holds the bills' time to /rare's: the rare requests run
+// 1 ms of CPU (burn's loop, calibrated on the thread's CPU clock) and
+// wait 5 ms on a timer's channel (sync), the others neither; each bill's
+// parts add up to its duration (its own goroutine's time, and the CPU of
+// the connection's reader goroutine net/http starts beside it).
+func checkBillTime(t *testing.T, b *schema.Bills) {
+	t.Helper()
+	slow, med := b.Groups["p99"], b.Groups["p50"]
+	t.Logf("time: slowest 1%% %v µs, %v syscalls; median %v, %v; differ %+v, %+v syscalls", slow.TimeUS, slow.Syscalls, med.TimeUS, med.Syscalls, b.DifferTime, b.DifferSyscalls)
+	if d := slow.TimeUS["cpu"] - med.TimeUS["cpu"]; d < 850 || d > 1150 {
+		t.Errorf("the slowest 1%% run %.0f µs more CPU than the median, want 1000 within 15%%", d)
+	}
+	if w := slow.TimeUS["sync"]; w < 5000 || w > slow.DurationUS {
+		t.Errorf("the slowest 1%% wait %.0f µs in sync, want 5000 or more (of %.0f)", w, slow.DurationUS)
+	}
+	if w := med.TimeUS["sync"]; w > 50 {
+		t.Errorf("the median group waits %.0f µs in sync", w)
+	}
+	if len(b.DifferTime) < 2 || b.DifferTime[0].Part != "sync" || b.DifferTime[1].Part != "cpu" {
+		t.Errorf("differ in time %+v: want sync, then cpu", b.DifferTime)
+	}
+	for _, e := range append([]schema.Bill{*slow, *med}, b.Exemplars...) {
+		var sum float64
+		for _, v := range e.TimeUS {
+			sum += v
+		}
+		if sum < e.DurationUS*0.99-2 || sum > e.DurationUS*1.05+20 {
+			t.Errorf("a bill of %.1f µs has parts adding up to %.1f: %v", e.DurationUS, sum, e.TimeUS)
+		}
 	}
 }

@@ -76,6 +76,7 @@ func (a *AB) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %+.2f |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta)
 	}
+	writeTailTable(w, r.Tail)
 	writeScopes(w, r, a.Per)
 	fmt.Fprintf(w, "\n## Configuration\n\n%s\n", a.Config)
 }

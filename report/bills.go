@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -29,9 +31,43 @@ func BillLine(b *schema.Bills) string {
 		parts = append(parts, fmt.Sprintf("%+.2f allocs (%+.0f B) in %s (%s)", d.Allocs, d.Bytes, d.Func, filepath.Base(d.Site)))
 	}
 	if len(parts) == 0 {
-		return line + "; no site differs"
+		line += "; no site differs"
+	} else {
+		line += "; " + strings.Join(parts, ", ")
 	}
-	return line + "; " + strings.Join(parts, ", ")
+	return line + timeLine(b)
+}
+
+// timeLine is where the slowest 1%'s time went against the median's: the
+// two parts that differ most and the syscalls ("" when the bills have no
+// time: an older agent).
+func timeLine(b *schema.Bills) string {
+	var parts []string
+	for _, d := range b.DifferTime[:min(billDiffs, len(b.DifferTime))] {
+		parts = append(parts, fmt.Sprintf("%+.0f µs %s", d.US, d.Part))
+	}
+	if math.Abs(b.DifferSyscalls) >= 0.5 {
+		parts = append(parts, fmt.Sprintf("%+.1f syscalls", b.DifferSyscalls))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; time " + strings.Join(parts, ", ")
+}
+
+// partsCells are a bill's time parts as table cells, in wire.BillParts'
+// order, and the largest of its own waits (not CPU).
+func partsCells(b *schema.Bill) (cells, wait string) {
+	var c []string
+	best := 0.0
+	for _, p := range wire.BillParts {
+		v := b.TimeUS[p]
+		c = append(c, fmt.Sprintf("%.1f", v))
+		if p != "cpu" && v > best {
+			best, wait = v, fmt.Sprintf("%s %.0f µs", p, v)
+		}
+	}
+	return strings.Join(c, " | "), wait
 }
 
 // writeBills is report.md's section of the requests' own bills.
@@ -51,18 +87,73 @@ func writeBills(w io.Writer, s *schema.Summary) {
 	}{{"median", med}, {"slowest 1%", slow}} {
 		fmt.Fprintf(w, "| %s | %d | %.1f | %.2f | %.0f | %.2f |\n", g.name, g.b.Requests, g.b.DurationUS, g.b.Allocs, g.b.AllocBytes, g.b.RemainderAllocs)
 	}
+	fmt.Fprintf(w, "\nTheir time by part, µs per request: `cpu` on every goroutine the request ran on, the rest its own goroutine's time by state (runnable = `sched`, in a syscall, waiting and why); syscalls those its goroutines entered.\n\n| group | %s | syscalls |\n|---|%s---:|\n",
+		strings.Join(wire.BillParts, " | "), strings.Repeat("---:|", len(wire.BillParts)))
+	for _, g := range []struct {
+		name string
+		b    *schema.Bill
+	}{{"median", med}, {"slowest 1%", slow}} {
+		cells, _ := partsCells(g.b)
+		fmt.Fprintf(w, "| %s | %s | %.2f |\n", g.name, cells, g.b.Syscalls)
+	}
+	if t := timeLine(b); t != "" {
+		fmt.Fprintf(w, "\nThe slowest 1%%'s %s (their mean minus the median's).\n", strings.TrimPrefix(t, "; "))
+	}
 	if len(b.Differ) > 0 {
 		fmt.Fprintf(w, "\nWhere the slowest 1%% differ (their mean minus the median's, per request):\n\n| allocs | bytes | function | site |\n|---:|---:|---|---|\n")
 		for _, d := range b.Differ[:min(10, len(b.Differ))] {
 			fmt.Fprintf(w, "| %+.2f | %+.0f | %s | %s |\n", d.Allocs, d.Bytes, safetext.Markdown(d.Func), safetext.Code(filepath.Base(d.Site)))
 		}
 	}
-	fmt.Fprintf(w, "\nThe slowest requests, each its own bill:\n\n| duration µs | route | allocs | bytes | largest site |\n|---:|---|---:|---:|---|\n")
+	fmt.Fprintf(w, "\nThe slowest requests, each its own bill:\n\n| duration µs | route | allocs | bytes | largest site | cpu µs | longest wait | syscalls |\n|---:|---|---:|---:|---|---:|---|---:|\n")
 	for _, e := range b.Exemplars {
 		top := ""
 		if len(e.Sites) > 0 {
 			top = fmt.Sprintf("%s (%.0f)", safetext.Markdown(e.Sites[0].Func), e.Sites[0].Allocs)
 		}
-		fmt.Fprintf(w, "| %.1f | %s | %.0f | %.0f | %s |\n", e.DurationUS, safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top)
+		_, wait := partsCells(&e)
+		fmt.Fprintf(w, "| %.1f | %s | %.0f | %.0f | %s | %.1f | %s | %.0f |\n", e.DurationUS, safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top, e.TimeUS["cpu"], wait, e.Syscalls)
+	}
+}
+
+// TailMoves says where the slowest 1%'s time went between two builds, by
+// their own bills (ab.json's tail): the duration's change and the parts
+// that moved with it ("" when the duration did not move, or was not
+// compared). Parts are named only when significant on their own (p <
+// 0.05 and 2%, as timings are judged) and a microsecond or more.
+func TailMoves(tail map[string]*schema.ABMetric) string {
+	d := tail["duration"]
+	if d == nil || (d.Verdict != "regression" && d.Verdict != "improvement") {
+		return ""
+	}
+	line := fmt.Sprintf("the slowest 1%%'s own bills: %+.0f µs a request (%.0f → %.0f, p %.3f)", d.Delta, d.Before, d.After, d.P)
+	var parts []string
+	for _, p := range wire.BillParts {
+		x := tail[p]
+		if x != nil && (x.Verdict == "regression" || x.Verdict == "improvement") && math.Abs(x.Delta) >= 1 {
+			parts = append(parts, fmt.Sprintf("%+.0f µs %s", x.Delta, p))
+		}
+	}
+	if len(parts) == 0 {
+		return line + "; no part moved on its own"
+	}
+	return line + ": " + strings.Join(parts, ", ")
+}
+
+// writeTailTable is ab's report.md section of the slowest 1%'s own bills,
+// part by part.
+func writeTailTable(w io.Writer, tail map[string]*schema.ABMetric) {
+	if tail == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n## The slowest 1%% of requests, by their own bills (µs per request, docs/bills.md)\n\n")
+	if line := TailMoves(tail); line != "" {
+		fmt.Fprintf(w, "%s.\n\n", strings.ToUpper(line[:1])+line[1:])
+	}
+	fmt.Fprint(w, "| part | before | after | delta | p | moved |\n|---|---:|---:|---:|---:|---|\n")
+	for _, p := range append([]string{"duration"}, wire.BillParts...) {
+		if x := tail[p]; x != nil {
+			fmt.Fprintf(w, "| %s | %.1f | %.1f | %+.1f | %.3f | %s |\n", p, x.Before, x.After, x.Delta, x.P, x.Verdict)
+		}
 	}
 }

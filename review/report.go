@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/report"
 )
 
 // CommentMarker opens review.md: the action updates the comment that
@@ -234,6 +235,9 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 		b.WriteString("\n")
 	}
 	writeTailBills(&b, it.Functions)
+	if line := report.TailMoves(it.Tail); line != "" {
+		fmt.Fprintf(&b, "The tail's time: %s.\n\n", line)
+	}
 	var graphs []string
 	for _, x := range cs {
 		if x.Flame != "" && !slices.Contains(graphs, safetext.Code(x.Flame)) {

@@ -223,7 +223,7 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 	if err != nil {
 		return nil, nil, err
 	}
-	it := &Item{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it := &Item{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions, Tail: ab.Tail}
 	it.Route = "the request mix"
 	if s.Requests == "" {
 		it.Route = routeOf(abc)

@@ -61,14 +61,26 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr // profiler labels; perfspy's request mark (route index, 0 none) and bill\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyStamp int64; perfspyOwn bool // profiler labels; perfspy's request mark (route index, 0 none), bill, the bill's last state change and whether the goroutine serves the billed request\n"},
 	{"proc.go",
 		"\t\t\tnewg.labels = mp.curg.labels\n",
 		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill = mp.curg.perfspyBill\n"},
 	// A g is reused from the free list: it starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspySetMark(gp, 0); gp.perfspyBill = 0\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false\n\tgp.timer = nil\n"},
+	// A billed goroutine's state changes add its time to the bill by
+	// state (running, runnable, in a syscall, waiting and why).
+	{"proc.go",
+		"\tif gp.bubble != nil {\n\t\tsystemstack(func() {\n\t\t\tgp.bubble.changegstatus(gp, oldval, newval)\n",
+		"\tif gp.perfspyBill != 0 { perfspyBillState(gp, oldval, newval) }; if gp.bubble != nil {\n\t\tsystemstack(func() {\n\t\t\tgp.bubble.changegstatus(gp, oldval, newval)\n"},
+	// The syscall fast paths skip casgstatus: a billed goroutine takes it.
+	{"proc.go",
+		"\tif gp.bubble != nil || !gp.atomicstatus.CompareAndSwap(_Grunning, _Gsyscall) {\n",
+		"\tif gp.bubble != nil || gp.perfspyBill != 0 || !gp.atomicstatus.CompareAndSwap(_Grunning, _Gsyscall) {\n"},
+	{"proc.go",
+		"\tif gp.bubble != nil || !gp.atomicstatus.CompareAndSwap(_Gsyscall, _Grunning) {\n",
+		"\tif gp.bubble != nil || gp.perfspyBill != 0 || !gp.atomicstatus.CompareAndSwap(_Gsyscall, _Grunning) {\n"},
 }
 
 // RuntimeOverlay writes the runtime files with the request mark into dir

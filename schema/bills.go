@@ -23,6 +23,11 @@ type Bills struct {
 	// Differ are the sites where the slowest 1%'s mean bill differs from
 	// the median's, largest change in objects first.
 	Differ []BillDiff `json:"differ"`
+	// DifferTime are the time parts where the slowest 1%'s mean differs
+	// from the median's by a microsecond or more, largest change first;
+	// DifferSyscalls the difference in syscalls per request.
+	DifferTime     []BillPartDiff `json:"differ_time"`
+	DifferSyscalls float64        `json:"differ_syscalls"`
 	// Exemplars are the five slowest requests' own bills.
 	Exemplars []Bill `json:"exemplars"`
 }
@@ -40,6 +45,22 @@ type Bill struct {
 	// more sites than a bill holds): Allocs is Sites' sum plus it.
 	RemainderAllocs float64 `json:"remainder_allocs"`
 	RemainderBytes  float64 `json:"remainder_bytes"`
+	// TimeUS is the request's time by part (cpu, net, sync, syscall,
+	// sched, gc, sleep, other: offcpu's parts): "cpu" the CPU of every
+	// goroutine it ran on, the rest its own goroutine's time runnable, in
+	// syscalls and waiting, by why. Its own parts add up to DurationUS
+	// less the goroutines' CPU beside it. Syscalls are those its
+	// goroutines entered (the runtime's entersyscall: the vDSO's and raw
+	// syscalls are not).
+	TimeUS   map[string]float64 `json:"time_us"`
+	Syscalls float64            `json:"syscalls"`
+}
+
+// BillPartDiff is the slowest 1%'s mean minus the median group's in one
+// time part.
+type BillPartDiff struct {
+	Part string  `json:"part"`
+	US   float64 `json:"us"`
 }
 
 // BillSite is a bill's allocations at one line, largest first.

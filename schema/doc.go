@@ -40,9 +40,15 @@ type ABResult struct {
 	// (runtime, std, user), every function's, not only the rows listed.
 	Scopes  map[string]map[string]float64 `json:"scopes,omitempty"`
 	Control map[string]*ABMetric          `json:"control,omitempty"`
-	Judged  bool                          `json:"judged"`
-	Reasons []string                      `json:"reasons,omitempty"`
-	Gate    []string                      `json:"gate_failed,omitempty"`
+	// Tail compares the slowest 1%'s own bills (summary.json
+	// bills.groups.p99) round by round: "duration" and each time part
+	// (cpu, net, sync, syscall, sched, gc, sleep, other), µs per request,
+	// judged as timings. It says where a tail that moved spent its time;
+	// it adds no verdict of its own and no gate reads it.
+	Tail    map[string]*ABMetric `json:"tail,omitempty"`
+	Judged  bool                 `json:"judged"`
+	Reasons []string             `json:"reasons,omitempty"`
+	Gate    []string             `json:"gate_failed,omitempty"`
 }
 
 // Sources of the figures, as Summary.Sources names them; a source may

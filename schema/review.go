@@ -35,6 +35,9 @@ type ReviewItem struct {
 	// Route is the request a server without a request file sends
 	// ("GET /hello"), or "the request mix"; "" for benchmarks.
 	Route string `json:"route,omitempty"`
+	// Tail is probe ab's comparison of the slowest 1%'s own bills
+	// (ABResult.Tail).
+	Tail map[string]*ABMetric `json:"tail,omitempty"`
 }
 
 // ReviewChange is one metric of a route (or of the whole mix) or of a benchmark.

@@ -24,11 +24,13 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // Bill layout, as the runtime file declares it: begin, end, route, the
 // overflow's objects and bytes, then billSites entries of key, count and
 // bytes (the key is the allocspy slot's index plus one; kind 0 above bit
-// 32).
+// 32), then the time by part (wire.BillParts, ns) and the syscalls.
 const (
 	billHeader = 5
 	billSites  = 64
-	billWords  = billHeader + 3*billSites
+	billTime   = billHeader + 3*billSites
+	billParts  = 8 // len(wire.BillParts)
+	billWords  = billTime + billParts + 1
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -40,7 +42,7 @@ type bills struct {
 
 func (b *bills) Begin() error {
 	_, sites, size := perfspyBillLayout()
-	if sites != billSites || size != billWords*8 {
+	if sites != billSites || size != billWords*8 || len(wire.BillParts) != billParts {
 		return fmt.Errorf("bills: runtime layout %d sites of %d B, this reader knows %d of %d B", sites, size, billSites, billWords*8)
 	}
 	b.every = agent.BillEvery()
@@ -67,7 +69,9 @@ func (b *bills) End(path string) error {
 			continue
 		}
 		bill := wire.Bill{DurationNS: w[1] - w[0], Route: spytable.RouteName(names, w[2]), OverObjects: w[3], OverBytes: w[4]}
-		for e := billHeader; e < billWords; e += 3 {
+		bill.PartsNS = append([]uint64(nil), w[billTime:billTime+billParts]...)
+		bill.Syscalls = w[billWords-1]
+		for e := billHeader; e < billTime; e += 3 {
 			key := w[e]
 			if key == 0 || key>>32 != 0 {
 				continue

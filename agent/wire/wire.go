@@ -208,7 +208,16 @@ type Bill struct {
 	Allocs      []BillSite `json:"allocs"`
 	OverObjects uint64     `json:"over_objects,omitempty"`
 	OverBytes   uint64     `json:"over_bytes,omitempty"`
+	// PartsNS is its time by BillParts: CPU of every goroutine the
+	// request ran on, and its own goroutine's time by state. Syscalls
+	// counts the syscalls its goroutines entered.
+	PartsNS  []uint64 `json:"parts_ns"`
+	Syscalls uint64   `json:"syscalls"`
 }
+
+// BillParts name a bill's time parts, in the runtime's order (offcpu's
+// parts, less the idle connection's wait, which no request has).
+var BillParts = []string{"cpu", "net", "sync", "syscall", "sched", "gc", "sleep", "other"}
 
 // BillSite is a bill's count at one site: objects and bytes asked for.
 type BillSite struct {
