@@ -77,7 +77,7 @@ func TestTailBill(t *testing.T) {
 			t.Errorf("%s: %d requests, main.rareFill %d objects %d B; want %d requests, %d each", file, n, objs, bytes, slow.Requests, want)
 		}
 	}
-	checkBillTime(t, b)
+	checkBillTime(t, b, s.Verdict != VerdictNotJudged)
 	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {
 		t.Errorf("report.md does not show the slowest requests' bill:\n%s", r)
 	}
@@ -87,12 +87,15 @@ func TestTailBill(t *testing.T) {
 // 1 ms of CPU (burn's loop, calibrated on the thread's CPU clock) and
 // wait 5 ms on a timer's channel (sync), the others neither; each bill's
 // parts add up to its duration (its own goroutine's time, and the CPU of
-// the connection's reader goroutine net/http starts beside it).
-func checkBillTime(t *testing.T, b *schema.Bills) {
+// the connection's reader goroutine net/http starts beside it). The CPU
+// part is the time the Go scheduler ran the goroutine: on a busy machine
+// (quiet false: the run was not judged) it holds the kernel's run-queue
+// waits too, so only its lower bound holds there.
+func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 	t.Helper()
 	slow, med := b.Groups["p99"], b.Groups["p50"]
 	t.Logf("time: slowest 1%% %v µs, %v syscalls; median %v, %v; differ %+v, %+v syscalls", slow.TimeUS, slow.Syscalls, med.TimeUS, med.Syscalls, b.DifferTime, b.DifferSyscalls)
-	if d := slow.TimeUS["cpu"] - med.TimeUS["cpu"]; d < 850 || d > 1150 {
+	if d := slow.TimeUS["cpu"] - med.TimeUS["cpu"]; d < 850 || d > 1150 && quiet {
 		t.Errorf("the slowest 1%% run %.0f µs more CPU than the median, want 1000 within 15%%", d)
 	}
 	if w := slow.TimeUS["sync"]; w < 5000 || w > slow.DurationUS {
