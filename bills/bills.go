@@ -41,8 +41,10 @@ type site struct {
 // Explain ranks rep's bills and compares the slowest 1% with the median
 // group; allocs is the same window's allocation report, whose slots the
 // bills name. A bill naming a slot the report lacks is an error: the two
-// reports are not of one window.
-func Explain(rep *wire.BillReport, allocs *wire.AllocReport) (*Tail, error) {
+// reports are not of one window. driver is the load driver's latency (µs)
+// of the window's requests by peer (wire.Bill.Peer; nil when the driver
+// does not key them): each bill whose peer is in it once is joined to it.
+func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]int64) (*Tail, error) {
 	sites := map[uint64]site{}
 	for _, s := range allocs.Sites {
 		if s.Slot == 0 {
@@ -77,13 +79,18 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport) (*Tail, error) {
 	mid := max(0, min(len(order)-n, len(order)/2-n/2))
 	slow, median := order[:n], order[mid:mid+n]
 	t.N = n
-	out.Groups["p99"] = mean(slow, sites)
-	out.Groups["p50"] = mean(median, sites)
+	lat := func(b wire.Bill) (int64, bool) {
+		us, ok := driver[b.Peer]
+		return us, ok && b.Peer != 0 && us > 0
+	}
+	out.Groups["p99"] = mean(slow, sites, lat)
+	out.Groups["p50"] = mean(median, sites, lat)
+	out.Joined, out.TailOverlap = joined(order, n, lat)
 	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
 	out.DifferTime = differTime(out.Groups["p99"], out.Groups["p50"])
 	out.DifferSyscalls = round(out.Groups["p99"].Syscalls - out.Groups["p50"].Syscalls)
 	for _, b := range order[:min(Exemplars, len(order))] {
-		e := mean([]wire.Bill{b}, sites)
+		e := mean([]wire.Bill{b}, sites, lat)
 		e.Route = b.Route
 		out.Exemplars = append(out.Exemplars, *e)
 	}
@@ -91,8 +98,38 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport) (*Tail, error) {
 	return t, nil
 }
 
+// joined counts the bills joined to the driver's latency and, when any
+// are, says how much of the slowest 1% by the driver's latency (of those
+// joined) the slowest 1% by server-side duration holds (order is slowest
+// first by duration, n the group's size).
+func joined(order []wire.Bill, n int, lat func(wire.Bill) (int64, bool)) (int, *float64) {
+	type j struct {
+		rank int
+		us   int64
+	}
+	var js []j
+	for i, b := range order {
+		if us, ok := lat(b); ok {
+			js = append(js, j{i, us})
+		}
+	}
+	if len(js) == 0 {
+		return 0, nil
+	}
+	slices.SortStableFunc(js, func(a, b j) int { return cmp.Compare(b.us, a.us) })
+	k := max(1, len(js)/100)
+	in := 0
+	for _, x := range js[:k] {
+		if x.rank < n {
+			in++
+		}
+	}
+	share := round(float64(in) / float64(k))
+	return len(js), &share
+}
+
 // mean is a group's mean bill, by line.
-func mean(group []wire.Bill, sites map[uint64]site) *schema.Bill {
+func mean(group []wire.Bill, sites map[uint64]site, lat func(wire.Bill) (int64, bool)) *schema.Bill {
 	n := float64(len(group))
 	by := map[[2]string]*schema.BillSite{}
 	var dur, objs, bytes, rObjs, rBytes float64
@@ -116,6 +153,16 @@ func mean(group []wire.Bill, sites map[uint64]site) *schema.Bill {
 	}
 	g := &schema.Bill{Requests: len(group), DurationUS: round(dur / n), Allocs: round((objs + rObjs) / n), AllocBytes: round((bytes + rBytes) / n), RemainderAllocs: round(rObjs / n), RemainderBytes: round(rBytes / n)}
 	g.TimeUS, g.Syscalls = meanTime(group)
+	var drv float64
+	for _, b := range group {
+		if us, ok := lat(b); ok {
+			drv += float64(us)
+			g.Joined++
+		}
+	}
+	if g.Joined > 0 {
+		g.DriverUS = round(drv / float64(g.Joined))
+	}
 	for _, row := range by {
 		row.Allocs, row.Bytes = round(row.Allocs/n), round(row.Bytes/n)
 		g.Sites = append(g.Sites, *row)

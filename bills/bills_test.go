@@ -18,6 +18,7 @@ func allocSite(slot uint64, fn string, line int) wire.AllocSite {
 func TestExplain(t *testing.T) {
 	allocs := &wire.AllocReport{Sites: []wire.AllocSite{allocSite(1, "main.common", 10), allocSite(2, "main.rare", 20), allocSite(3, "main.common", 10)}}
 	rep := &wire.BillReport{Began: 900, Every: 3, Cap: 4095}
+	driver := map[uint64]int64{}
 	for i := range 300 {
 		// 600 ns of CPU and the rest of the duration in sync; the slow
 		// ones sleep a millisecond and make two more syscalls.
@@ -31,9 +32,20 @@ func TestExplain(t *testing.T) {
 			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
 			b.OverObjects, b.OverBytes = 1, 8
 		}
+		// Each request joins the driver's latency: its duration and 10
+		// µs, but for one the client saw wait 5 ms (before the server
+		// had it); one has no peer.
+		b.Peer = 5000<<48 | uint64(i+1)
+		driver[b.Peer] = int64(b.DurationNS/1000) + 10
+		if i == 50 {
+			driver[b.Peer] = 5000
+		}
+		if i == 60 {
+			b.Peer = 0
+		}
 		rep.Bills = append(rep.Bills, b)
 	}
-	tail, err := Explain(rep, allocs)
+	tail, err := Explain(rep, allocs, driver)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +72,11 @@ func TestExplain(t *testing.T) {
 	if len(s.DifferTime) != 1 || s.DifferTime[0] != (schema.BillPartDiff{Part: "sleep", US: 999}) || s.DifferSyscalls != 2 {
 		t.Errorf("differ in time %+v, syscalls %v", s.DifferTime, s.DifferSyscalls)
 	}
+	// The join: 299 bills; the slowest 1% by the driver's latency (2) are the
+	// one the client saw wait and one of the server's slowest.
+	if s.Joined != 299 || s.TailOverlap == nil || *s.TailOverlap != 0.5 || slow.Joined != 3 || slow.DriverUS != 1010 || med.DriverUS != 11 {
+		t.Errorf("join: %d bills, overlap %v; slowest %d joined, %v µs; median %v µs", s.Joined, *s.TailOverlap, slow.Joined, slow.DriverUS, med.DriverUS)
+	}
 	if len(s.Exemplars) != Exemplars || s.Exemplars[0].DurationUS != 1000.207 || s.Exemplars[3].DurationUS > 2 {
 		t.Errorf("exemplars %+v", s.Exemplars)
 	}
@@ -73,11 +90,11 @@ func TestExplain(t *testing.T) {
 
 	// A bill naming a slot the window's report lacks: not one window.
 	rep.Bills[0].Allocs = append(rep.Bills[0].Allocs, wire.BillSite{Slot: 9, Objects: 1})
-	if _, err := Explain(rep, allocs); err == nil || !strings.Contains(err.Error(), "slot 8") {
+	if _, err := Explain(rep, allocs, nil); err == nil || !strings.Contains(err.Error(), "slot 8") {
 		t.Errorf("unknown slot: %v", err)
 	}
 	// No bills: no groups, no error.
-	if tail, err := Explain(&wire.BillReport{}, allocs); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
+	if tail, err := Explain(&wire.BillReport{}, allocs, nil); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
 		t.Errorf("no bills: %+v, %v", tail, err)
 	}
 }

@@ -35,11 +35,50 @@ type Lean struct {
 	mu    sync.Mutex
 	conns []*leanConn // one per worker, kept across phases
 	workers
+	// tagging: while on, each worker keeps its requests' latencies keyed
+	// as the server's overlay names them (Tags).
+	tagOn atomic.Bool
+	tags  [][]Tag
+}
+
+// Tag is the driver's latency for one HTTP/1 request, keyed as the
+// server's overlay names it on the request's bill: the connection's local
+// port in bits 48 up, the request's number on the connection (from 1)
+// below. US is from the request's send to its response's end.
+type Tag struct {
+	Peer uint64
+	US   int64
+}
+
+// A Tagger keys its requests' latencies while tagging is on (the lean
+// HTTP/1 driver): Tags returns those of the requests answered since it
+// was last called.
+type Tagger interface {
+	Tagging(on bool)
+	Tags() []Tag
+}
+
+// Tagging turns the keyed latencies on or off.
+func (d *Lean) Tagging(on bool) { d.tagOn.Store(on) }
+
+// Tags returns the keyed latencies of the requests answered with a 2xx
+// since the last call, and forgets them. Call it between phases.
+func (d *Lean) Tags() []Tag {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Tag
+	for i, t := range d.tags {
+		out = append(out, t...)
+		d.tags[i] = t[:0]
+	}
+	return out
 }
 
 type leanConn struct {
 	c net.Conn
 	r *bufio.Reader
+	// port is its local port; n the requests sent on it.
+	port, n uint64
 	// refresh is when the connection's deadline is next moved: setting a
 	// deadline changes two runtime timers under the descriptor's lock,
 	// which costs the driver more than it saves per request, so it is set
@@ -72,7 +111,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	if opt.Conns <= 0 {
 		opt.Conns = 8
 	}
-	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns)}
+	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns), tags: make([][]Tag, opt.Conns)}
 	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
 	port := "80"
 	if u.Scheme == "https" {
@@ -168,6 +207,9 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 		}
 		d.dials.Add(1)
 		c = &leanConn{c: nc, r: bufio.NewReaderSize(nc, 32<<10)}
+		if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+			c.port = uint64(a.Port)
+		}
 		d.mu.Lock()
 		d.conns[i] = c
 		d.mu.Unlock()
@@ -180,11 +222,20 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 		c.c.SetDeadline(now.Add(leanTimeout))
 		c.refresh = now.Add(leanRefresh)
 	}
+	c.n++
+	var t0 time.Time
+	tagging := d.tagOn.Load()
+	if tagging {
+		t0 = time.Now()
+	}
 	if _, err := c.c.Write(d.reqs[k]); err != nil {
 		d.drop(i, c)
 		return 0, err
 	}
 	status, closeConn, err := ReadResponse(c.r, d.heads[k])
+	if tagging && err == nil && status >= 200 && status <= 299 && c.port != 0 {
+		d.tags[i] = append(d.tags[i], Tag{Peer: c.port<<48 | c.n&(1<<48-1), US: max(time.Since(t0).Microseconds(), 1)})
+	}
 	if err != nil || closeConn {
 		d.drop(i, c)
 	}

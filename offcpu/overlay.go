@@ -34,7 +34,10 @@ const RouteCategory = routes.TraceCategory
 var requestEdits = []routes.Edit{
 	edit("server.go",
 		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
-		"\t\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(ctx, w.req); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
+		"\t\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(ctx, w.req); perfspyRegion.Peer(c.remoteAddr, &c.perfspyN); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
+	// Each connection numbers its requests, so that a bill names the
+	// request as the load driver does (its port, its number on it).
+	edit("server.go", "type conn struct {\n", "type conn struct { perfspyN uint64 // perfspy: the requests begun on it\n"),
 	edit("server.go",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn(); perfspyRegion.End()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest(); perfspyRegion.End()\n"),

@@ -10,6 +10,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/bills"
+	"github.com/perfspy/perfspy/load"
 )
 
 // bills: each request's own allocations in the attribution window, the
@@ -23,7 +24,7 @@ func (o *runOutput) bills() error {
 	if err := wire.ReadJSON(o.raw.bills, &rep); err != nil {
 		return fmt.Errorf("bills: %w", err)
 	}
-	t, err := bills.Explain(&rep, o.allocRep)
+	t, err := bills.Explain(&rep, o.allocRep, driverLatencies(o.win.attr.tags))
 	if err != nil {
 		return err
 	}
@@ -50,6 +51,23 @@ func (o *runOutput) bills() error {
 		o.s.Files[f.name] = f.file
 	}
 	return nil
+}
+
+// driverLatencies are the driver's keyed latencies by peer; a peer seen
+// twice (a port reused within the window) joins neither.
+func driverLatencies(tags []load.Tag) map[uint64]int64 {
+	if len(tags) == 0 {
+		return nil
+	}
+	out := make(map[uint64]int64, len(tags))
+	for _, t := range tags {
+		if _, dup := out[t.Peer]; dup {
+			out[t.Peer] = -1
+			continue
+		}
+		out[t.Peer] = t.US
+	}
+	return out
 }
 
 // billsKept is the most bills a window keeps (the runtime's table), and

@@ -78,6 +78,7 @@ func TestTailBill(t *testing.T) {
 		}
 	}
 	checkBillTime(t, b, s.Verdict != VerdictNotJudged)
+	checkBillJoin(t, b)
 	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {
 		t.Errorf("report.md does not show the slowest requests' bill:\n%s", r)
 	}
@@ -88,15 +89,18 @@ func TestTailBill(t *testing.T) {
 // wait 5 ms on a timer's channel (sync), the others neither; each bill's
 // parts add up to its duration (its own goroutine's time, and the CPU of
 // the connection's reader goroutine net/http starts beside it). The CPU
-// part is the time the Go scheduler ran the goroutine: on a busy machine
-// (quiet false: the run was not judged) it holds the kernel's run-queue
-// waits too, so only its lower bound holds there.
+// part is the time the Go scheduler ran the goroutine, the kernel's
+// run-queue waits and the host's stolen time in it: on a busy machine
+// (quiet false: the run was not judged) only its lower bound holds.
 func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 	t.Helper()
 	slow, med := b.Groups["p99"], b.Groups["p50"]
 	t.Logf("time: slowest 1%% %v µs, %v syscalls; median %v, %v; differ %+v, %+v syscalls", slow.TimeUS, slow.Syscalls, med.TimeUS, med.Syscalls, b.DifferTime, b.DifferSyscalls)
-	if d := slow.TimeUS["cpu"] - med.TimeUS["cpu"]; d < 850 || d > 1150 && quiet {
-		t.Errorf("the slowest 1%% run %.0f µs more CPU than the median, want 1000 within 15%%", d)
+	// Below: the loop's CPU less 15% (its calibration). Above: 30% more,
+	// the time a quiet VM's thread still loses to the host and to the
+	// driver beside it (five runs here: 1004 to 1172 µs).
+	if d := slow.TimeUS["cpu"] - med.TimeUS["cpu"]; d < 850 || d > 1300 && quiet {
+		t.Errorf("the slowest 1%% run %.0f µs more CPU than the median, want 1000 (-15%%, +30%%)", d)
 	}
 	if w := slow.TimeUS["sync"]; w < 5000 || w > slow.DurationUS {
 		t.Errorf("the slowest 1%% wait %.0f µs in sync, want 5000 or more (of %.0f)", w, slow.DurationUS)
@@ -115,5 +119,27 @@ func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 		if sum < e.DurationUS*0.99-2 || sum > e.DurationUS*1.05+20 {
 			t.Errorf("a bill of %.1f µs has parts adding up to %.1f: %v", e.DurationUS, sum, e.TimeUS)
 		}
+	}
+}
+
+// checkBillJoin holds the join to the driver's latency: nearly every bill
+// finds its request's (the lean driver keys them all; a request still in
+// flight as the window closed has none), and the driver saw each slow
+// request take its 5 ms and about the server's duration (the response is
+// flushed a little before the bill ends).
+func checkBillJoin(t *testing.T, b *schema.Bills) {
+	t.Helper()
+	slow := b.Groups["p99"]
+	t.Logf("join: %d of %d bills, overlap %v; slowest 1%% %.0f µs at the driver, %.0f at the server", b.Joined, b.Kept, b.TailOverlap, slow.DriverUS, slow.DurationUS)
+	if b.Joined < b.Kept*99/100 || b.TailOverlap == nil {
+		t.Fatalf("%d of %d bills joined to the driver's latency", b.Joined, b.Kept)
+	}
+	for _, e := range append([]schema.Bill{*slow}, b.Exemplars...) {
+		if e.Joined == 0 || e.DriverUS < 5000 || e.DriverUS < e.DurationUS-50 {
+			t.Errorf("a bill of %.0f µs: the driver saw %.0f µs (%d joined)", e.DurationUS, e.DriverUS, e.Joined)
+		}
+	}
+	if *b.TailOverlap < 0.5 {
+		t.Errorf("of the slowest 1%% by the driver's latency, %.2f are the server's slowest 1%%: the same 5 ms requests", *b.TailOverlap)
 	}
 }

@@ -292,6 +292,9 @@ type windowResult struct {
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
 	sysSites  []syscalls.Site
 	driverCPU uint64 // the load driver's CPU ns inside the window (probe's own)
+	// tags are the driver's latencies keyed by request (a window with
+	// bills, a driver that keys them: load.Tagger)
+	tags []load.Tag
 }
 
 // spyOverlays are the measuring packages' overlays for the build, or the

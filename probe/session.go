@@ -467,8 +467,10 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 	udp0, _ := proc.UDPCounters()
 	drv0, mach0 := selfCPU(), proc.ReadMachine()
 	lctx, stop := whileAlive(ctx, p)
+	tags := tagsFor(drv, begin)
 	lr, lerr := drv.Run(lctx, d)
 	stop()
+	latencies := tags()
 	drv1, mach1 := selfCPU(), proc.ReadMachine()
 	cpu1, err1 := proc.ReadCPU(p.Pid)
 	io1, ioErr1 := proc.ReadIO(p.Pid)
@@ -503,7 +505,7 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 			return nil, fmt.Errorf("reading target cpu time: %w", errors.Join(err0, err1, err))
 		}
 	}
-	w := &windowResult{load: lr, io0: io0, io1: io1, ioOK: ioErr0 == nil && ioErr1 == nil, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1)}
+	w := &windowResult{load: lr, io0: io0, io1: io1, ioOK: ioErr0 == nil && ioErr1 == nil, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1), tags: latencies}
 	if drv1 > drv0 {
 		w.driverCPU = drv1 - drv0
 	}
@@ -523,6 +525,22 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 		}
 	}
 	return w, nil
+}
+
+// tagsFor turns the driver's keyed latencies on for a window with bills,
+// so that each bill can be joined to the driver's latency for its
+// request, and returns what turns them off and reads them at the
+// window's end (nothing for a driver that does not key them).
+func tagsFor(drv load.Driver, begin wire.Request) func() []load.Tag {
+	tg, ok := drv.(load.Tagger)
+	if !ok || begin.BillEvery == 0 {
+		return func() []load.Tag { return nil }
+	}
+	tg.Tagging(true)
+	return func() []load.Tag {
+		tg.Tagging(false)
+		return tg.Tags()
+	}
 }
 
 // agentCPU is the target's CPU time at the window's two snapshots as its

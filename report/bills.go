@@ -30,6 +30,9 @@ func BillLine(b *schema.Bills) string {
 	for _, d := range b.Differ[:min(billDiffs, len(b.Differ))] {
 		parts = append(parts, fmt.Sprintf("%+.2f allocs (%+.0f B) in %s (%s)", d.Allocs, d.Bytes, d.Func, filepath.Base(d.Site)))
 	}
+	if slow.Joined > 0 && med.Joined > 0 {
+		line += fmt.Sprintf(" (the driver's latency %.0f µs against %.0f)", slow.DriverUS, med.DriverUS)
+	}
 	if len(parts) == 0 {
 		line += "; no site differs"
 	} else {
@@ -53,6 +56,14 @@ func timeLine(b *schema.Bills) string {
 		return ""
 	}
 	return "; time " + strings.Join(parts, ", ")
+}
+
+// driverCell is a bill's joined driver latency, or "-" when none joined.
+func driverCell(b *schema.Bill) string {
+	if b.Joined == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", b.DriverUS)
 }
 
 // partsCells are a bill's time parts as table cells, in wire.BillParts'
@@ -80,12 +91,15 @@ func writeBills(w io.Writer, s *schema.Summary) {
 	fmt.Fprintf(w, "\n## The slowest requests' own bill (attribution window, %s)\n\n", b.Source)
 	fmt.Fprintf(w, "Each request billed carries its own allocations by site (%d bills of the %d requests that began, one in %d at random; %d still open at the end, left out). A bill runs from the handler's start to the response's end: the request's reading and parsing before it (`(before routing)`) is on no bill. Ranked by that duration: the slowest 1%% and as many around the median, means per request. `tail_allocs.pb.gz` and `median_allocs.pb.gz` are the two groups' profiles (`allocdiff median_allocs.pb.gz tail_allocs.pb.gz`).\n\n",
 		b.Kept, b.Began, b.Every, b.Open)
-	fmt.Fprintf(w, "| group | requests | duration µs | allocs | bytes asked for | outside the bill's sites |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| group | requests | duration µs | the driver's latency µs | allocs | bytes asked for | outside the bill's sites |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, g := range []struct {
 		name string
 		b    *schema.Bill
 	}{{"median", med}, {"slowest 1%", slow}} {
-		fmt.Fprintf(w, "| %s | %d | %.1f | %.2f | %.0f | %.2f |\n", g.name, g.b.Requests, g.b.DurationUS, g.b.Allocs, g.b.AllocBytes, g.b.RemainderAllocs)
+		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %.2f | %.0f | %.2f |\n", g.name, g.b.Requests, g.b.DurationUS, driverCell(g.b), g.b.Allocs, g.b.AllocBytes, g.b.RemainderAllocs)
+	}
+	if b.TailOverlap != nil {
+		fmt.Fprintf(w, "\n%d bills are joined to the load driver's latency for their request (from its send to its response's end, as the driver saw it); of the slowest 1%% by that latency, %.0f%% are among the slowest 1%% by server-side duration.\n", b.Joined, 100**b.TailOverlap)
 	}
 	fmt.Fprintf(w, "\nTheir time by part, µs per request: `cpu` on every goroutine the request ran on, the rest its own goroutine's time by state (runnable = `sched`, in a syscall, waiting and why); syscalls those its goroutines entered.\n\n| group | %s | syscalls |\n|---|%s---:|\n",
 		strings.Join(wire.BillParts, " | "), strings.Repeat("---:|", len(wire.BillParts)))
@@ -105,14 +119,14 @@ func writeBills(w io.Writer, s *schema.Summary) {
 			fmt.Fprintf(w, "| %+.2f | %+.0f | %s | %s |\n", d.Allocs, d.Bytes, safetext.Markdown(d.Func), safetext.Code(filepath.Base(d.Site)))
 		}
 	}
-	fmt.Fprintf(w, "\nThe slowest requests, each its own bill:\n\n| duration µs | route | allocs | bytes | largest site | cpu µs | longest wait | syscalls |\n|---:|---|---:|---:|---|---:|---|---:|\n")
+	fmt.Fprintf(w, "\nThe slowest requests, each its own bill:\n\n| duration µs | the driver's µs | route | allocs | bytes | largest site | cpu µs | longest wait | syscalls |\n|---:|---:|---|---:|---:|---|---:|---|---:|\n")
 	for _, e := range b.Exemplars {
 		top := ""
 		if len(e.Sites) > 0 {
 			top = fmt.Sprintf("%s (%.0f)", safetext.Markdown(e.Sites[0].Func), e.Sites[0].Allocs)
 		}
 		_, wait := partsCells(&e)
-		fmt.Fprintf(w, "| %.1f | %s | %.0f | %.0f | %s | %.1f | %s | %.0f |\n", e.DurationUS, safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top, e.TimeUS["cpu"], wait, e.Syscalls)
+		fmt.Fprintf(w, "| %.1f | %s | %s | %.0f | %.0f | %s | %.1f | %s | %.0f |\n", e.DurationUS, driverCell(&e), safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top, e.TimeUS["cpu"], wait, e.Syscalls)
 	}
 }
 

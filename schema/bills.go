@@ -28,6 +28,14 @@ type Bills struct {
 	// DifferSyscalls the difference in syscalls per request.
 	DifferTime     []BillPartDiff `json:"differ_time"`
 	DifferSyscalls float64        `json:"differ_syscalls"`
+	// Joined are the bills joined to the load driver's latency for their
+	// request (HTTP/1 through the lean driver: the connection's port and
+	// the request's number on it); TailOverlap, when any are, the share
+	// of the slowest 1% of those by the driver's latency that are among
+	// the slowest 1% by server-side duration (1: the server's tail is
+	// the client's).
+	Joined      int      `json:"joined"`
+	TailOverlap *float64 `json:"tail_overlap,omitempty"`
 	// Exemplars are the five slowest requests' own bills.
 	Exemplars []Bill `json:"exemplars"`
 }
@@ -54,6 +62,11 @@ type Bill struct {
 	// syscalls are not).
 	TimeUS   map[string]float64 `json:"time_us"`
 	Syscalls float64            `json:"syscalls"`
+	// DriverUS is the load driver's latency for the request (a group's
+	// mean over its Joined bills): from its send to its response's end,
+	// as the driver saw it; 0 when none joined.
+	DriverUS float64 `json:"driver_us"`
+	Joined   int     `json:"joined"`
 }
 
 // BillPartDiff is the slowest 1%'s mean minus the median group's in one

@@ -24,13 +24,15 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // Bill layout, as the runtime file declares it: begin, end, route, the
 // overflow's objects and bytes, then billSites entries of key, count and
 // bytes (the key is the allocspy slot's index plus one; kind 0 above bit
-// 32), then the time by part (wire.BillParts, ns) and the syscalls.
+// 32), then the time by part (wire.BillParts, ns), the syscalls and the
+// peer (the HTTP/1 connection's remote port and the request's number on
+// it).
 const (
 	billHeader = 5
 	billSites  = 64
 	billTime   = billHeader + 3*billSites
 	billParts  = 8 // len(wire.BillParts)
-	billWords  = billTime + billParts + 1
+	billWords  = billTime + billParts + 2
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -70,7 +72,7 @@ func (b *bills) End(path string) error {
 		}
 		bill := wire.Bill{DurationNS: w[1] - w[0], Route: spytable.RouteName(names, w[2]), OverObjects: w[3], OverBytes: w[4]}
 		bill.PartsNS = append([]uint64(nil), w[billTime:billTime+billParts]...)
-		bill.Syscalls = w[billWords-1]
+		bill.Syscalls, bill.Peer = w[billWords-2], w[billWords-1]
 		for e := billHeader; e < billTime; e += 3 {
 			key := w[e]
 			if key == 0 || key>>32 != 0 {

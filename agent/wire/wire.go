@@ -213,6 +213,10 @@ type Bill struct {
 	// counts the syscalls its goroutines entered.
 	PartsNS  []uint64 `json:"parts_ns"`
 	Syscalls uint64   `json:"syscalls"`
+	// Peer names an HTTP/1 request as the load driver does: its
+	// connection's remote port in bits 48 up, its number on the
+	// connection below (0: not known).
+	Peer uint64 `json:"peer,omitempty"`
 }
 
 // BillParts name a bill's time parts, in the runtime's order (offcpu's
