@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,7 +131,7 @@ func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 func checkBillJoin(t *testing.T, b *schema.Bills) {
 	t.Helper()
 	slow := b.Groups["p99"]
-	t.Logf("join: %d of %d bills, overlap %v; slowest 1%% %.0f µs at the driver, %.0f at the server", b.Joined, b.Kept, b.TailOverlap, slow.DriverUS, slow.DurationUS)
+	t.Logf("join: %d of %d bills, overlap %v; slowest 1%% %.0f µs at the driver, %.0f at the server", b.Joined, b.Kept, overlapText(b.TailOverlap), slow.DriverUS, slow.DurationUS)
 	if b.Joined < b.Kept*99/100 || b.TailOverlap == nil {
 		t.Fatalf("%d of %d bills joined to the driver's latency", b.Joined, b.Kept)
 	}
@@ -142,4 +143,11 @@ func checkBillJoin(t *testing.T, b *schema.Bills) {
 	if *b.TailOverlap < 0.5 {
 		t.Errorf("of the slowest 1%% by the driver's latency, %.2f are the server's slowest 1%%: the same 5 ms requests", *b.TailOverlap)
 	}
+}
+
+func overlapText(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*v, 'f', 2, 64)
 }
