@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/schema"
@@ -79,23 +80,113 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]i
 	mid := max(0, min(len(order)-n, len(order)/2-n/2))
 	slow, median := order[:n], order[mid:mid+n]
 	t.N = n
+	waits := waitSites(rep.WaitStacks)
 	lat := func(b wire.Bill) (int64, bool) {
 		us, ok := driver[b.Peer]
 		return us, ok && b.Peer != 0 && us > 0
 	}
 	out.Groups["p99"] = mean(slow, sites, lat)
 	out.Groups["p50"] = mean(median, sites, lat)
+	out.Groups["p99"].Waits, out.Groups["p50"].Waits = meanWaits(slow, waits), meanWaits(median, waits)
+	out.DifferWaits = differWaits(out.Groups["p99"], out.Groups["p50"])
 	out.Joined, out.TailOverlap = joined(order, n, lat)
 	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
 	out.DifferTime = differTime(out.Groups["p99"], out.Groups["p50"])
 	out.DifferSyscalls = round(out.Groups["p99"].Syscalls - out.Groups["p50"].Syscalls)
 	for _, b := range order[:min(Exemplars, len(order))] {
 		e := mean([]wire.Bill{b}, sites, lat)
+		e.Waits = meanWaits([]wire.Bill{b}, waits)
 		e.Route = b.Route
 		out.Exemplars = append(out.Exemplars, *e)
 	}
 	t.Slow, t.Median = summed(slow, sites), summed(median, sites)
 	return t, nil
+}
+
+// waitSites names each wait stack of the report by where it waited.
+func waitSites(stacks []wire.BillWaitStack) map[uint64]schema.BillWaitSite {
+	out := map[uint64]schema.BillWaitSite{}
+	for _, w := range stacks {
+		part := "other"
+		if w.Part >= 0 && w.Part < len(wire.BillParts) {
+			part = wire.BillParts[w.Part]
+		}
+		fn, line := waitSite(w.Stack)
+		out[w.Key] = schema.BillWaitSite{Part: part, Func: fn, Site: line}
+	}
+	return out
+}
+
+// waitSite says where a stack waited: the first function outside the
+// runtime and the standard library's internals and shims
+// (sync.(*Mutex).Lock, main.tailWait, net.(*netFD).Read), and the first
+// line of the program's own code under it (file:line; that function's
+// line when none).
+func waitSite(stack []wire.PCFrames) (fn, line string) {
+	fn, line = "(unknown)", "?"
+	found := false
+	for _, pf := range wire.Logical(stack) {
+		for _, f := range pf.Frames {
+			if !found && !wire.IsRuntime(f.Func) && !strings.HasPrefix(f.Func, "internal/") && !strings.Contains(f.Func, ".runtime_") {
+				fn, line, found = f.Func, fmt.Sprintf("%s:%d", f.File, f.Line), true
+			}
+			if found && !wire.StandardLibrary(f.Func) && !wire.IsRuntime(f.Func) {
+				return fn, fmt.Sprintf("%s:%d", f.File, f.Line)
+			}
+		}
+	}
+	return fn, line
+}
+
+// meanWaits is a group's mean wait time (µs) by where it waited, the
+// longest first.
+func meanWaits(group []wire.Bill, sites map[uint64]schema.BillWaitSite) []schema.BillWaitSite {
+	by := map[schema.BillWaitSite]float64{}
+	for _, b := range group {
+		for _, w := range b.Waits {
+			if st, ok := sites[w.Key]; ok {
+				by[st] += float64(w.NS) / 1e3
+			}
+		}
+	}
+	var out []schema.BillWaitSite
+	for st, us := range by {
+		st.US = round(us / float64(len(group)))
+		out = append(out, st)
+	}
+	sortWaits(out)
+	return out
+}
+
+// differWaits are the places where slow's mean wait differs from
+// median's by a microsecond or more, the largest change first.
+func differWaits(slow, median *schema.Bill) []schema.BillWaitSite {
+	by := map[schema.BillWaitSite]float64{}
+	for _, w := range slow.Waits {
+		k := w
+		k.US = 0
+		by[k] += w.US
+	}
+	for _, w := range median.Waits {
+		k := w
+		k.US = 0
+		by[k] -= w.US
+	}
+	var out []schema.BillWaitSite
+	for k, us := range by {
+		if math.Abs(us) >= 1 {
+			k.US = round(us)
+			out = append(out, k)
+		}
+	}
+	sortWaits(out)
+	return out
+}
+
+func sortWaits(w []schema.BillWaitSite) {
+	slices.SortFunc(w, func(a, b schema.BillWaitSite) int {
+		return cmp.Or(cmp.Compare(math.Abs(b.US), math.Abs(a.US)), cmp.Compare(a.Part, b.Part), cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site))
+	})
 }
 
 // joined counts the bills joined to the driver's latency and, when any

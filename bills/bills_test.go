@@ -28,6 +28,7 @@ func TestExplain(t *testing.T) {
 		if i%100 == 7 {
 			b.DurationNS = 1e6 + uint64(i)
 			b.PartsNS[6] = 1e6 - 1000
+			b.Waits = []wire.BillWait{{Key: 7, NS: 1e6 - 1000}}
 			b.Syscalls = 3
 			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
 			b.OverObjects, b.OverBytes = 1, 8
@@ -45,6 +46,7 @@ func TestExplain(t *testing.T) {
 		}
 		rep.Bills = append(rep.Bills, b)
 	}
+	rep.WaitStacks = []wire.BillWaitStack{{Key: 7, Part: 6, Stack: []wire.PCFrames{{PC: 1, Frames: []wire.Frame{{Func: "time.Sleep", File: "/go/time.go", Line: 5}, {Func: "main.nap", File: "/src/x.go", Line: 30}}}}}}
 	tail, err := Explain(rep, allocs, driver)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +74,9 @@ func TestExplain(t *testing.T) {
 	if len(s.DifferTime) != 1 || s.DifferTime[0] != (schema.BillPartDiff{Part: "sleep", US: 999}) || s.DifferSyscalls != 2 {
 		t.Errorf("differ in time %+v, syscalls %v", s.DifferTime, s.DifferSyscalls)
 	}
+	if want := (schema.BillWaitSite{Part: "sleep", Func: "time.Sleep", Site: "/src/x.go:30", US: 999}); len(s.DifferWaits) != 1 || s.DifferWaits[0] != want || len(med.Waits) != 0 || len(s.Exemplars[0].Waits) != 1 {
+		t.Errorf("waits: differ %+v, median %+v, exemplar %+v", s.DifferWaits, med.Waits, s.Exemplars[0].Waits)
+	}
 	// The join: 299 bills; the slowest 1% by the driver's latency (2) are the
 	// one the client saw wait and one of the server's slowest.
 	if s.Joined != 299 || s.TailOverlap == nil || *s.TailOverlap != 0.5 || slow.Joined != 3 || slow.DriverUS != 1010 || med.DriverUS != 11 {
@@ -96,5 +101,33 @@ func TestExplain(t *testing.T) {
 	// No bills: no groups, no error.
 	if tail, err := Explain(&wire.BillReport{}, allocs, nil); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
 		t.Errorf("no bills: %+v, %v", tail, err)
+	}
+}
+
+// TestWaitSite: a wait is placed at the first function outside the
+// runtime and the standard library's internals and shims, and at the
+// first line of the program's own code under it.
+func TestWaitSite(t *testing.T) {
+	stack := func(fns ...string) []wire.PCFrames {
+		var out []wire.PCFrames
+		for i, fn := range fns {
+			out = append(out, wire.PCFrames{PC: uint64(i + 1), Frames: []wire.Frame{{Func: fn, File: "/src/" + fn + ".go", Line: 10 + i}}})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		stack      []wire.PCFrames
+		fn, siteAt string
+	}{
+		{stack("runtime.semacquire1", "sync.runtime_SemacquireMutex", "internal/sync.(*Mutex).lockSlow", "internal/sync.(*Mutex).Lock", "sync.(*Mutex).Lock", "example.com/cache.(*Cache).Get", "main.handler"),
+			"sync.(*Mutex).Lock", "/src/example.com/cache.(*Cache).Get.go:15"},
+		{stack("runtime.chanrecv", "runtime.chanrecv1", "main.tailWait", "main.handler"), "main.tailWait", "/src/main.tailWait.go:12"},
+		{stack("runtime.netpollblock", "internal/poll.runtime_pollWait", "internal/poll.(*pollDesc).wait", "internal/poll.(*FD).Read", "net.(*netFD).Read", "net.(*conn).Read"),
+			"net.(*netFD).Read", "/src/net.(*netFD).Read.go:14"},
+		{stack("runtime.gopark"), "(unknown)", "?"},
+	} {
+		if fn, site := waitSite(c.stack); fn != c.fn || site != c.siteAt {
+			t.Errorf("%s...: %s at %s, want %s at %s", c.stack[0].Frames[0].Func, fn, site, c.fn, c.siteAt)
+		}
 	}
 }

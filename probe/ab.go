@@ -74,7 +74,7 @@ func funcScope(key string) string {
 	switch {
 	case wire.IsRuntime(key):
 		return ScopeRuntime
-	case standardLibrary(key):
+	case wire.StandardLibrary(key):
 		return ScopeStd
 	}
 	return ScopeUser

@@ -175,12 +175,17 @@ func medianOf(x []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// TailParts are the keys of ab.json's tail: the slowest 1%'s server-side
-// duration, then its time by part (wire.BillParts), µs per request.
+// TailParts are the first keys of ab.json's tail: the slowest 1%'s
+// server-side duration, then its time by part (wire.BillParts), µs per
+// request. The places its own goroutines waited follow, each keyed
+// TailWaitPrefix, part, function and site.
 var TailParts = append([]string{"duration"}, wire.BillParts...)
 
-// tailValues reads a run's slowest 1% mean bill by TailParts; none
-// without bills.
+// TailWaitPrefix begins the tail's keys of wait places.
+const TailWaitPrefix = "wait "
+
+// tailValues reads a run's slowest 1% mean bill by TailParts and by the
+// places it waited; none without bills.
 func tailValues(s *Summary) map[string]float64 {
 	if s.Bills == nil || s.Bills.Groups["p99"] == nil {
 		return nil
@@ -189,6 +194,9 @@ func tailValues(s *Summary) map[string]float64 {
 	out := map[string]float64{"duration": g.DurationUS}
 	for _, p := range wire.BillParts {
 		out[p] = g.TimeUS[p]
+	}
+	for _, w := range g.Waits {
+		out[TailWaitPrefix+w.Part+" "+w.Func+" "+w.Site] += w.US
 	}
 	return out
 }
@@ -205,6 +213,25 @@ func compareTails(before, after map[string][]float64) map[string]*ABMetric {
 	out := map[string]*ABMetric{}
 	for _, p := range TailParts {
 		out[p] = compareMetric(before[p], after[p], metric.Timing, true)
+	}
+	// A place a round's tail did not wait at is 0 in that round.
+	pad := func(v []float64, rounds int) []float64 {
+		for len(v) < rounds {
+			v = append(v, 0)
+		}
+		return v
+	}
+	places := map[string]bool{}
+	for _, m := range []map[string][]float64{before, after} {
+		for k := range m {
+			places[k] = strings.HasPrefix(k, TailWaitPrefix)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(places)) {
+		if !places[k] {
+			continue
+		}
+		out[k] = compareMetric(pad(slices.Clone(before[k]), len(before["duration"])), pad(slices.Clone(after[k]), len(after["duration"])), metric.Timing, true)
 	}
 	return out
 }

@@ -112,6 +112,10 @@ func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 	if len(b.DifferTime) < 2 || b.DifferTime[0].Part != "sync" || b.DifferTime[1].Part != "cpu" {
 		t.Errorf("differ in time %+v: want sync, then cpu", b.DifferTime)
 	}
+	// Where: the timer's channel received in main.tailWait.
+	if w := b.DifferWaits; len(w) == 0 || w[0].Part != "sync" || w[0].Func != "main.tailWait" || filepath.Base(w[0].Site) != "main.go:196" || w[0].US < 5000 || w[0].US > slow.TimeUS["sync"]+1 {
+		t.Errorf("differ in waits %+v: want sync in main.tailWait at main.go:196, 5000 µs or more", w)
+	}
 	for _, e := range append([]schema.Bill{*slow, *med}, b.Exemplars...) {
 		var sum float64
 		for _, v := range e.TimeUS {

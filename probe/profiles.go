@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/report"
@@ -237,22 +238,12 @@ func userCallers(s *profile.Sample, site string, n int) []string {
 				above = name == site
 				continue
 			}
-			if len(out) < n && !standardLibrary(name) && (len(out) == 0 || out[len(out)-1] != name) {
+			if len(out) < n && !wire.StandardLibrary(name) && (len(out) == 0 || out[len(out)-1] != name) {
 				out = append(out, name)
 			}
 		}
 	}
 	return out
-}
-
-func standardLibrary(fn string) bool {
-	slash := strings.LastIndex(fn, "/")
-	pkg := fn
-	if dot := strings.Index(fn[slash+1:], "."); dot >= 0 {
-		pkg = fn[:slash+1+dot]
-	}
-	first, _, _ := strings.Cut(pkg, "/")
-	return pkg != "main" && !strings.Contains(first, ".")
 }
 
 // totals sums each sample value over the profile.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 // TestWindowStacks: which window records syscall stacks follows its kind
@@ -82,8 +83,8 @@ func TestSiteCallers(t *testing.T) {
 	t.Parallel()
 	for fn, want := range map[string]bool{"fmt.Sprintf": true, "net/http.(*conn).serve": true, "main.handler": false,
 		"github.com/x/y.(*T).F": false, "runtime.mallocgc": true, "golang.org/x/net/http2.(*Framer).ReadFrame": false} {
-		if got := standardLibrary(fn); got != want {
-			t.Errorf("standardLibrary(%s) = %v", fn, got)
+		if got := wire.StandardLibrary(fn); got != want {
+			t.Errorf("wire.StandardLibrary(%s) = %v", fn, got)
 		}
 	}
 	fn := func(id uint64, name string) *profile.Location {

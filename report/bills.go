@@ -1,10 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/perfspy/perfspy/agent/wire"
@@ -51,6 +53,10 @@ func timeLine(b *schema.Bills) string {
 	}
 	if math.Abs(b.DifferSyscalls) >= 0.5 {
 		parts = append(parts, fmt.Sprintf("%+.1f syscalls", b.DifferSyscalls))
+	}
+	if len(b.DifferWaits) > 0 {
+		w := b.DifferWaits[0]
+		parts = append(parts, fmt.Sprintf("waiting %+.0f µs in %s at %s (%s)", w.US, w.Part, w.Func, filepath.Base(w.Site)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -113,6 +119,12 @@ func writeBills(w io.Writer, s *schema.Summary) {
 	if t := timeLine(b); t != "" {
 		fmt.Fprintf(w, "\nThe slowest 1%%'s %s (their mean minus the median's).\n", strings.TrimPrefix(t, "; "))
 	}
+	if len(b.DifferWaits) > 0 {
+		fmt.Fprintf(w, "\nWhere the slowest 1%% waited differently (their own goroutine's waits by place, their mean minus the median's, µs per request):\n\n| µs | part | function | site |\n|---:|---|---|---|\n")
+		for _, d := range b.DifferWaits[:min(10, len(b.DifferWaits))] {
+			fmt.Fprintf(w, "| %+.1f | %s | %s | %s |\n", d.US, d.Part, safetext.Markdown(d.Func), safetext.Code(filepath.Base(d.Site)))
+		}
+	}
 	if len(b.Differ) > 0 {
 		fmt.Fprintf(w, "\nWhere the slowest 1%% differ (their mean minus the median's, per request):\n\n| allocs | bytes | function | site |\n|---:|---:|---|---|\n")
 		for _, d := range b.Differ[:min(10, len(b.Differ))] {
@@ -126,6 +138,9 @@ func writeBills(w io.Writer, s *schema.Summary) {
 			top = fmt.Sprintf("%s (%.0f)", safetext.Markdown(e.Sites[0].Func), e.Sites[0].Allocs)
 		}
 		_, wait := partsCells(&e)
+		if len(e.Waits) > 0 {
+			wait = fmt.Sprintf("%s %.0f µs in %s (%s)", e.Waits[0].Part, e.Waits[0].US, safetext.Markdown(e.Waits[0].Func), filepath.Base(e.Waits[0].Site))
+		}
 		fmt.Fprintf(w, "| %.1f | %s | %s | %.0f | %.0f | %s | %.1f | %s | %.0f |\n", e.DurationUS, driverCell(&e), safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top, e.TimeUS["cpu"], wait, e.Syscalls)
 	}
 }
@@ -146,6 +161,24 @@ func TailMoves(tail map[string]*schema.ABMetric) string {
 		x := tail[p]
 		if x != nil && (x.Verdict == "regression" || x.Verdict == "improvement") && math.Abs(x.Delta) >= 1 {
 			parts = append(parts, fmt.Sprintf("%+.0f µs %s", x.Delta, p))
+		}
+	}
+	// The places the tail's own goroutine waited that moved, the two
+	// largest (keys "wait PART FUNC SITE", ab's order: sorted).
+	var places []string
+	for k, x := range tail {
+		if !strings.HasPrefix(k, "wait ") || x == nil || (x.Verdict != "regression" && x.Verdict != "improvement") || math.Abs(x.Delta) < 1 {
+			continue
+		}
+		places = append(places, k)
+	}
+	slices.SortFunc(places, func(a, b string) int {
+		return cmp.Or(cmp.Compare(math.Abs(tail[b].Delta), math.Abs(tail[a].Delta)), cmp.Compare(a, b))
+	})
+	for _, k := range places[:min(2, len(places))] {
+		// part, function, then the site, which may hold spaces
+		if f := strings.SplitN(strings.TrimPrefix(k, "wait "), " ", 3); len(f) == 3 {
+			parts = append(parts, fmt.Sprintf("%+.0f µs waiting in %s at %s (%s)", tail[k].Delta, f[0], f[1], filepath.Base(f[2])))
 		}
 	}
 	if len(parts) == 0 {

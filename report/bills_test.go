@@ -20,9 +20,12 @@ func TestTailMoves(t *testing.T) {
 		"sync":     m(10, 1910, "regression"),
 		"sleep":    m(0, 0.4, "regression"), // under a microsecond
 		"sched":    m(50, 149, "regression"),
+		"wait sync sync.(*Mutex).Lock /src/my app/cache.go:88": m(5, 1805, "regression"),
+		"wait sync main.other /src/main.go:9":                  m(5, 5.5, "regression"),
+		"wait net net.(*netFD).Read /src/main.go:20":           m(5, 600, "no change"),
 	}
 	got := TailMoves(tail)
-	want := "the slowest 1%'s own bills: +2000 µs a request (100 → 2100, p 0.008): +1900 µs sync, +99 µs sched"
+	want := "the slowest 1%'s own bills: +2000 µs a request (100 → 2100, p 0.008): +1900 µs sync, +99 µs sched, +1800 µs waiting in sync at sync.(*Mutex).Lock (cache.go:88)"
 	if got != want {
 		t.Errorf("TailMoves:\n got %s\nwant %s", got, want)
 	}

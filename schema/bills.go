@@ -28,6 +28,9 @@ type Bills struct {
 	// DifferSyscalls the difference in syscalls per request.
 	DifferTime     []BillPartDiff `json:"differ_time"`
 	DifferSyscalls float64        `json:"differ_syscalls"`
+	// DifferWaits are the places where the slowest 1%'s mean wait differs
+	// from the median's by a microsecond or more, largest change first.
+	DifferWaits []BillWaitSite `json:"differ_waits"`
 	// Joined are the bills joined to the load driver's latency for their
 	// request (HTTP/1 through the lean driver: the connection's port and
 	// the request's number on it); TailOverlap, when any are, the share
@@ -67,6 +70,20 @@ type Bill struct {
 	// as the driver saw it; 0 when none joined.
 	DriverUS float64 `json:"driver_us"`
 	Joined   int     `json:"joined"`
+	// Waits are its own goroutine's waits by where it waited, longest
+	// first (eight wait stacks a bill; the rest are in TimeUS only).
+	Waits []BillWaitSite `json:"waits"`
+}
+
+// BillWaitSite is a bill's wait time (µs) at one place: its part, the
+// first function outside the runtime and the standard library's
+// internals (sync.(*Mutex).Lock), and the first line of the program's own
+// code under it (file:line).
+type BillWaitSite struct {
+	Part string  `json:"part"`
+	Func string  `json:"func"`
+	Site string  `json:"site"`
+	US   float64 `json:"us"`
 }
 
 // BillPartDiff is the slowest 1%'s mean minus the median group's in one

@@ -42,7 +42,8 @@ type ABResult struct {
 	Control map[string]*ABMetric          `json:"control,omitempty"`
 	// Tail compares the slowest 1%'s own bills (summary.json
 	// bills.groups.p99) round by round: "duration" and each time part
-	// (cpu, net, sync, syscall, sched, gc, sleep, other), µs per request,
+	// (cpu, net, sync, syscall, sched, gc, sleep, other), then each place
+	// its own goroutine waited ("wait PART FUNC SITE"), µs per request,
 	// judged as timings. It says where a tail that moved spent its time;
 	// it adds no verdict of its own and no gate reads it.
 	Tail    map[string]*ABMetric `json:"tail,omitempty"`

@@ -24,15 +24,19 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // Bill layout, as the runtime file declares it: begin, end, route, the
 // overflow's objects and bytes, then billSites entries of key, count and
 // bytes (the key is the allocspy slot's index plus one; kind 0 above bit
-// 32), then the time by part (wire.BillParts, ns), the syscalls and the
+// 32), then the time by part (wire.BillParts, ns), the syscalls, the
 // peer (the HTTP/1 connection's remote port and the request's number on
-// it).
+// it) and billWaits wait stacks of key, ns, part and waitDepth PCs.
 const (
 	billHeader = 5
 	billSites  = 64
 	billTime   = billHeader + 3*billSites
 	billParts  = 8 // len(wire.BillParts)
-	billWords  = billTime + billParts + 2
+	billPeer   = billTime + billParts + 1
+	billWaits  = 8
+	waitDepth  = 8
+	waitWords  = 3 + waitDepth
+	billWords  = billPeer + 1 + billWaits*waitWords
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -56,7 +60,7 @@ func (b *bills) Begin() error {
 func (b *bills) End(path string) error {
 	began := perfspyBillStop()
 	kept, _, _ := perfspyBillLayout()
-	// The buffer (6 MiB) is made once the load has stopped, not as the
+	// The buffer (9 MiB) is made once the load has stopped, not as the
 	// window opens: a GC it would start runs beside no request.
 	if b.buf == nil {
 		b.buf = make([]uint64, kept*billWords)
@@ -64,6 +68,7 @@ func (b *bills) End(path string) error {
 	n := perfspyBillRead(b.buf)
 	rep := &wire.BillReport{Began: began, Every: b.every, Cap: kept - 1}
 	names := spytable.Routes()
+	seen := map[uint64]bool{}
 	for i := 0; i+billWords <= n; i += billWords {
 		w := b.buf[i : i+billWords]
 		if w[1] == 0 || w[1] < w[0] {
@@ -72,7 +77,8 @@ func (b *bills) End(path string) error {
 		}
 		bill := wire.Bill{DurationNS: w[1] - w[0], Route: spytable.RouteName(names, w[2]), OverObjects: w[3], OverBytes: w[4]}
 		bill.PartsNS = append([]uint64(nil), w[billTime:billTime+billParts]...)
-		bill.Syscalls, bill.Peer = w[billWords-2], w[billWords-1]
+		bill.Syscalls, bill.Peer = w[billPeer-1], w[billPeer]
+		bill.Waits = waits(rep, w[billPeer+1:], seen)
 		for e := billHeader; e < billTime; e += 3 {
 			key := w[e]
 			if key == 0 || key>>32 != 0 {
@@ -83,4 +89,29 @@ func (b *bills) End(path string) error {
 		rep.Bills = append(rep.Bills, bill)
 	}
 	return wire.WriteJSON(path, rep)
+}
+
+// waits reads a bill's wait stacks (words past its peer): each one's time
+// on the bill, and each stack new to the report symbolized into it once.
+func waits(rep *wire.BillReport, w []uint64, seen map[uint64]bool) []wire.BillWait {
+	var out []wire.BillWait
+	for i := 0; i+waitWords <= len(w); i += waitWords {
+		key, ns, part := w[i], w[i+1], w[i+2]
+		if key == 0 || ns == 0 {
+			continue
+		}
+		out = append(out, wire.BillWait{Key: key, NS: ns})
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		var pcs []uintptr
+		for _, pc := range w[i+3 : i+waitWords] {
+			if pc != 0 {
+				pcs = append(pcs, uintptr(pc))
+			}
+		}
+		rep.WaitStacks = append(rep.WaitStacks, wire.BillWaitStack{Key: key, Part: int(part), Stack: agent.Symbolize(pcs)})
+	}
+	return out
 }

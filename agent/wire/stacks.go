@@ -63,6 +63,18 @@ func IsRuntime(fn string) bool {
 	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/runtime/")
 }
 
+// StandardLibrary reports whether fn belongs to the standard library: a
+// package path whose first element has no dot, but main.
+func StandardLibrary(fn string) bool {
+	slash := strings.LastIndex(fn, "/")
+	pkg := fn
+	if dot := strings.Index(fn[slash+1:], "."); dot >= 0 {
+		pkg = fn[:slash+1+dot]
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return pkg != "main" && !strings.Contains(first, ".")
+}
+
 // Sites returns the direct caller (the innermost frame) and the site (the
 // first frame outside the runtime, or the direct caller when every frame
 // kept is runtime) of a stack.

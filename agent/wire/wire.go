@@ -196,6 +196,8 @@ type BillReport struct {
 	Cap   int    `json:"cap"`   // the most bills a window keeps
 	Open  int    `json:"open"`  // bills of requests that had not ended
 	Bills []Bill `json:"bills"` // the requests that ended, in the order they began
+	// WaitStacks are the stacks the bills' Waits name, each once.
+	WaitStacks []BillWaitStack `json:"wait_stacks,omitempty"`
 }
 
 // Bill is one request's own bill.
@@ -217,6 +219,22 @@ type Bill struct {
 	// connection's remote port in bits 48 up, its number on the
 	// connection below (0: not known).
 	Peer uint64 `json:"peer,omitempty"`
+	// Waits are its own goroutine's waits by stack (BillReport.WaitStacks).
+	Waits []BillWait `json:"waits,omitempty"`
+}
+
+// BillWait is a bill's time in one wait stack.
+type BillWait struct {
+	Key uint64 `json:"key"`
+	NS  uint64 `json:"ns"`
+}
+
+// BillWaitStack is a wait stack the window's bills name: its part
+// (BillParts' index) and its frames, from the function that parked.
+type BillWaitStack struct {
+	Key   uint64     `json:"key"`
+	Part  int        `json:"part"`
+	Stack []PCFrames `json:"stack"`
 }
 
 // BillParts name a bill's time parts, in the runtime's order (offcpu's
