@@ -65,17 +65,26 @@ func RateSteps(ctx context.Context, cfg Config, rates []float64, logw io.Writer)
 		}
 		r, err := Run(ctx, rc, logw)
 		if err != nil && !errors.Is(err, ErrNotJudged) {
-			return res, out, fmt.Errorf("step %g req/s: %w", rate, err)
+			// The steps that finished are kept, with why the rest are not.
+			err = fmt.Errorf("step %g req/s: %w", rate, err)
+			res.Stopped = err.Error()
+			return res, out, errors.Join(err, writeSteps(out, res))
 		}
 		res.Steps = append(res.Steps, rateStep(r.Summary, rate, filepath.Base(rc.Out)))
 	}
+	return res, out, writeSteps(out, res)
+}
+
+// writeSteps writes steps.json and report.md for the steps res holds,
+// with the knee among them.
+func writeSteps(out string, res *schema.StepsResult) error {
 	res.Knee, res.KneeWhy = knee(res.Steps)
 	var js, md bytes.Buffer
 	if err := report.JSON(&js, res); err != nil {
-		return res, out, err
+		return err
 	}
 	report.Steps(&md, res)
-	return res, out, writeFiles(out, map[string][]byte{"steps.json": js.Bytes(), "report.md": md.Bytes()})
+	return writeFiles(out, map[string][]byte{"steps.json": js.Bytes(), "report.md": md.Bytes()})
 }
 
 // rateStep is one step's row, from its summary.

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/perfspy/perfspy/schema"
 )
@@ -88,4 +91,35 @@ func TestRateSteps(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "rate-3000", "summary.json")); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestRateStepsInterrupt: Ctrl-C during the second step keeps the first:
+// steps.json and report.md are written with it and say why the rest are
+// not there; probe exits as interrupted and leaves no process.
+func TestRateStepsInterrupt(t *testing.T) {
+	skipShort(t)
+	bin := buildProbe(t)
+	out := filepath.Join(t.TempDir(), "steps")
+	p := startProbe(t, bin, "step 2000 req/s", nil, "run", "-out", out, "-path", "/alloc10", "-rate-steps", "1000,2000",
+		"-duration", "1s", "-exact-duration", "500ms", "-warmup", "300ms", "-retained=false", "-offcpu=false", "-wallclock=false", "./testdata/probetarget")
+	time.Sleep(300 * time.Millisecond)
+	err := p.stop(t, syscall.SIGINT, 20*time.Second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailed {
+		t.Errorf("probe exit: %v, want exit %d\n%s", err, ExitFailed, p.said())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "steps.json"))
+	if err != nil {
+		t.Fatalf("no steps.json after the interrupt: %v\n%s", err, p.said())
+	}
+	var r schema.StepsResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 1 || r.Steps[0].Rate != 1000 || !strings.Contains(r.Stopped, "step 2000 req/s") {
+		t.Errorf("steps %+v, stopped %q: want the 1000/s step, stopped at 2000/s", r.Steps, r.Stopped)
+	}
+	if md, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(md), "**Stopped**: step 2000 req/s") || !strings.Contains(string(md), "(finished: 1)") {
+		t.Errorf("report.md does not say the steps stopped:\n%s", md)
+	}
+	checkNoOrphans(t)
 }

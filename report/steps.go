@@ -20,8 +20,13 @@ func Steps(w io.Writer, r *schema.StepsResult) {
 			s.LatencyUS["p50"], s.LatencyUS["p99"], s.LatencyUS["p999"], s.LatencyRawUS["p99"], s.LateSends, s.DroppedSends,
 			fmtPtr(s.CPUUS, 2), fmtPtr(s.Allocs, 2), fmtPtr(s.AllocBytes, 0), offCPUTotal(s.OffCPUUS))
 	}
+	if r.Stopped != "" {
+		fmt.Fprintf(w, "\n**Stopped**: %s; that rate and the ones after it were not measured (finished: %d).\n", safetext.Markdown(r.Stopped), len(r.Steps))
+	}
 	if r.Knee > 0 {
 		fmt.Fprintf(w, "\n**Knee at %g req/s**: %s.\n", r.Knee, r.KneeWhy)
+	} else if r.Stopped != "" {
+		fmt.Fprint(w, "\nNo knee within the steps that finished.\n")
 	} else {
 		fmt.Fprint(w, "\nNo knee within these rates: every step held its rate with a p99 within twice the first step's.\n")
 	}

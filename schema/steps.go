@@ -13,6 +13,9 @@ type StepsResult struct {
 	Steps    []RateStep `json:"steps"`
 	Knee     float64    `json:"knee,omitempty"` // 0: none within the steps
 	KneeWhy  string     `json:"knee_why,omitempty"`
+	// Stopped says why the steps stopped before the last rate (an
+	// interrupt, a step that failed): Steps holds those that finished.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // RateStep is one rate's run: its verdict, latency and per-request
