@@ -4,19 +4,14 @@ package probe
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+
+	"github.com/perfspy/perfspy/internal/worktree"
 )
 
+// git runs git in dir (worktree.Git).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return worktree.Git(ctx, dir, args...)
 }
 
 // repoOf is the folder whose git repository holds the target: the
@@ -37,18 +32,18 @@ func repoOf(cfg ABConfig) string {
 
 // worktrees checks out each revision in a temporary worktree.
 func (ab *abRun) worktrees(ctx context.Context) error {
-	wt, err := os.MkdirTemp("", "perfspy-ab-")
+	// A killed run's worktrees are removed here, the next time.
+	set, err := worktree.New(ctx, ab.root, "ab")
 	if err != nil {
 		return err
 	}
-	ab.undo = append(ab.undo, func() { os.RemoveAll(wt) })
+	ab.undo = append(ab.undo, func() { set.Remove() })
 	ab.dirs = map[string]string{}
 	for _, arm := range []string{"before", "after"} {
-		d := filepath.Join(wt, arm)
-		if _, err := git(ctx, ab.root, "worktree", "add", "--detach", d, ab.shas[arm]); err != nil {
+		d, err := set.Add(ctx, arm, ab.shas[arm])
+		if err != nil {
 			return err
 		}
-		ab.undo = append(ab.undo, func() { git(context.Background(), ab.root, "worktree", "remove", "--force", d) })
 		ab.dirs[arm] = d
 	}
 	return nil

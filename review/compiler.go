@@ -13,7 +13,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -21,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfspy/perfspy/internal/worktree"
 )
 
 // diag is one diagnostic of the compiler's at a line: its message and,
@@ -161,16 +162,17 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 // with -gcflags=-m=2 (with its tests when tests says so), and reads the
 // diagnostics. A folder that does not build gives none.
 func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*diagnostics, error) {
-	tmp, err := os.MkdirTemp("", "perfspy-review-m-")
+	// A killed review's worktree is removed here, the next time.
+	set, err := worktree.New(ctx, root, "review")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	wt := filepath.Join(tmp, "src")
-	if _, err := git(ctx, root, "worktree", "add", "--detach", "--quiet", wt, commit); err != nil {
+	defer set.Remove()
+	tmp := set.Dir()
+	wt, err := set.Add(ctx, "src", commit)
+	if err != nil {
 		return nil, err
 	}
-	defer git(context.WithoutCancel(ctx), root, "worktree", "remove", "--force", wt)
 	d := &diagnostics{}
 	for _, dir := range sortedKeys(dirs) {
 		args := []string{"build", "-o", filepath.Join(tmp, "bin"), "-gcflags=-m=2", "."}

@@ -14,7 +14,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -551,12 +551,9 @@ func defaultBranch(ctx context.Context, root, baseRef string) (string, error) {
 	return "", fmt.Errorf("no base revision: none of %s exists (give -base)", strings.Join(cands, ", "))
 }
 
+// git runs git in dir (worktree.Git).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return worktree.Git(ctx, dir, args...)
 }
 
 // makeOut makes the results folder, never an existing one.
