@@ -151,6 +151,12 @@ func TestABRegression(t *testing.T) {
 			t.Errorf("%s: main.extraAlloc +1.00 not among the functions: %+v", prof, res.Functions)
 		}
 	}
+	// The tail's time is compared round by round, part by part.
+	for _, p := range TailParts {
+		if x := res.Tail[p]; x == nil || x.JudgedAs != "timing" || (p == "duration" || p == "cpu") && (x.Before <= 0 || x.After <= 0) {
+			t.Errorf("tail %s: %+v", p, x)
+		}
+	}
 	if res.Order != "ABBAABBA" {
 		t.Errorf("order %s, want ABBAABBA", res.Order)
 	}
@@ -159,7 +165,7 @@ func TestABRegression(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "main.extraAlloc") || !strings.Contains(rep, "Gate failed") {
+	if rep := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(rep, "main.extraAlloc") || !strings.Contains(rep, "Gate failed") || !strings.Contains(rep, "The slowest 1% of requests, by their own bills") {
 		t.Errorf("report.md:\n%s", rep)
 	}
 	// bench.txt puts the arms in columns for benchstat.
