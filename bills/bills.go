@@ -45,7 +45,11 @@ type site struct {
 // reports are not of one window. driver is the load driver's latency (µs)
 // of the window's requests by peer (wire.Bill.Peer; nil when the driver
 // does not key them): each bill whose peer is in it once is joined to it.
-func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]int64) (*Tail, error) {
+// sysName names a syscall number of the target's architecture.
+func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]int64, sysName func(int) string) (*Tail, error) {
+	if sysName == nil {
+		sysName = func(nr int) string { return fmt.Sprintf("syscall %d", nr) }
+	}
 	sites := map[uint64]site{}
 	for _, s := range allocs.Sites {
 		if s.Slot == 0 {
@@ -89,6 +93,8 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]i
 	out.Groups["p50"] = mean(median, sites, lat)
 	out.Groups["p99"].Waits, out.Groups["p50"].Waits = meanWaits(slow, waits), meanWaits(median, waits)
 	out.DifferWaits = differWaits(out.Groups["p99"], out.Groups["p50"])
+	out.Groups["p99"].SyscallsByName, out.Groups["p50"].SyscallsByName = bySyscall(slow, sysName), bySyscall(median, sysName)
+	out.DifferSyscallsByName = differSyscalls(out.Groups["p99"].SyscallsByName, out.Groups["p50"].SyscallsByName)
 	out.Joined, out.TailOverlap = joined(order, n, lat)
 	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
 	out.DifferTime = differTime(out.Groups["p99"], out.Groups["p50"])
@@ -96,6 +102,7 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]i
 	for _, b := range order[:min(Exemplars, len(order))] {
 		e := mean([]wire.Bill{b}, sites, lat)
 		e.Waits = meanWaits([]wire.Bill{b}, waits)
+		e.SyscallsByName = bySyscall([]wire.Bill{b}, sysName)
 		e.Route = b.Route
 		out.Exemplars = append(out.Exemplars, *e)
 	}
@@ -187,6 +194,41 @@ func sortWaits(w []schema.BillWaitSite) {
 	slices.SortFunc(w, func(a, b schema.BillWaitSite) int {
 		return cmp.Or(cmp.Compare(math.Abs(b.US), math.Abs(a.US)), cmp.Compare(a.Part, b.Part), cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site))
 	})
+}
+
+// bySyscall is a group's mean syscalls per request by name (those package
+// syscall made; nil when none).
+func bySyscall(group []wire.Bill, name func(int) string) map[string]float64 {
+	var out map[string]float64
+	for _, b := range group {
+		for _, s := range b.SyscallNrs {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name(s.Nr)] += float64(s.Count)
+		}
+	}
+	for k, v := range out {
+		out[k] = round(v / float64(len(group)))
+	}
+	return out
+}
+
+// differSyscalls are slow's syscalls per request by name less median's,
+// where they differ.
+func differSyscalls(slow, median map[string]float64) map[string]float64 {
+	var out map[string]float64
+	names := maps.Clone(slow)
+	maps.Copy(names, median)
+	for k := range names {
+		if d := round(slow[k] - median[k]); d != 0 {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // joined counts the bills joined to the driver's latency and, when any

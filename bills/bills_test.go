@@ -1,6 +1,7 @@
 package bills
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,12 +25,13 @@ func TestExplain(t *testing.T) {
 		// ones sleep a millisecond and make two more syscalls.
 		parts := make([]uint64, len(wire.BillParts))
 		parts[0], parts[2] = 600, uint64(400+i)
-		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}, PartsNS: parts, Syscalls: 1}
+		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}, PartsNS: parts, Syscalls: 1, SyscallNrs: []wire.BillSyscall{{Nr: 1, Count: 1}}}
 		if i%100 == 7 {
 			b.DurationNS = 1e6 + uint64(i)
 			b.PartsNS[6] = 1e6 - 1000
 			b.Waits = []wire.BillWait{{Key: 7, NS: 1e6 - 1000}}
 			b.Syscalls = 3
+			b.SyscallNrs = append(b.SyscallNrs, wire.BillSyscall{Nr: 24, Count: 2})
 			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
 			b.OverObjects, b.OverBytes = 1, 8
 		}
@@ -47,7 +49,7 @@ func TestExplain(t *testing.T) {
 		rep.Bills = append(rep.Bills, b)
 	}
 	rep.WaitStacks = []wire.BillWaitStack{{Key: 7, Part: 6, Stack: []wire.PCFrames{{PC: 1, Frames: []wire.Frame{{Func: "time.Sleep", File: "/go/time.go", Line: 5}, {Func: "main.nap", File: "/src/x.go", Line: 30}}}}}}
-	tail, err := Explain(rep, allocs, driver)
+	tail, err := Explain(rep, allocs, driver, func(nr int) string { return fmt.Sprintf("sys%d", nr) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +79,9 @@ func TestExplain(t *testing.T) {
 	if want := (schema.BillWaitSite{Part: "sleep", Func: "time.Sleep", Site: "/src/x.go:30", US: 999}); len(s.DifferWaits) != 1 || s.DifferWaits[0] != want || len(med.Waits) != 0 || len(s.Exemplars[0].Waits) != 1 {
 		t.Errorf("waits: differ %+v, median %+v, exemplar %+v", s.DifferWaits, med.Waits, s.Exemplars[0].Waits)
 	}
+	if d := s.DifferSyscallsByName; len(d) != 1 || d["sys24"] != 2 || slow.SyscallsByName["sys1"] != 1 || med.SyscallsByName["sys1"] != 1 {
+		t.Errorf("syscalls by name: differ %v, slowest %v, median %v", d, slow.SyscallsByName, med.SyscallsByName)
+	}
 	// The join: 299 bills; the slowest 1% by the driver's latency (2) are the
 	// one the client saw wait and one of the server's slowest.
 	if s.Joined != 299 || s.TailOverlap == nil || *s.TailOverlap != 0.5 || slow.Joined != 3 || slow.DriverUS != 1010 || med.DriverUS != 11 {
@@ -95,11 +100,11 @@ func TestExplain(t *testing.T) {
 
 	// A bill naming a slot the window's report lacks: not one window.
 	rep.Bills[0].Allocs = append(rep.Bills[0].Allocs, wire.BillSite{Slot: 9, Objects: 1})
-	if _, err := Explain(rep, allocs, nil); err == nil || !strings.Contains(err.Error(), "slot 8") {
+	if _, err := Explain(rep, allocs, nil, nil); err == nil || !strings.Contains(err.Error(), "slot 8") {
 		t.Errorf("unknown slot: %v", err)
 	}
 	// No bills: no groups, no error.
-	if tail, err := Explain(&wire.BillReport{}, allocs, nil); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
+	if tail, err := Explain(&wire.BillReport{}, allocs, nil, nil); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
 		t.Errorf("no bills: %+v, %v", tail, err)
 	}
 }

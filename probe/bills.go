@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -11,6 +13,7 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/bills"
 	"github.com/perfspy/perfspy/load"
+	"github.com/perfspy/perfspy/syscalls"
 )
 
 // bills: each request's own allocations in the attribution window, the
@@ -24,7 +27,8 @@ func (o *runOutput) bills() error {
 	if err := wire.ReadJSON(o.raw.bills, &rep); err != nil {
 		return fmt.Errorf("bills: %w", err)
 	}
-	t, err := bills.Explain(&rep, o.allocRep, driverLatencies(o.win.attr.tags))
+	arch := cmp.Or(o.s.GOARCH, runtime.GOARCH)
+	t, err := bills.Explain(&rep, o.allocRep, driverLatencies(o.win.attr.tags), func(nr int) string { return syscalls.NameOn(arch, nr) })
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // each exemplar holds it, and the groups' profiles say the same.
 func TestTailBill(t *testing.T) {
 	skipShort(t)
-	m := runTarget(t, "/rare?every=50&ms=5&spin=1000", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
+	m := runTarget(t, "/rare?every=50&ms=5&spin=1000&sys=3", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
 	var s Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
@@ -112,6 +112,10 @@ func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 	if len(b.DifferTime) < 2 || b.DifferTime[0].Part != "sync" || b.DifferTime[1].Part != "cpu" {
 		t.Errorf("differ in time %+v: want sync, then cpu", b.DifferTime)
 	}
+	// The three getppid calls, by name and exactly; among the total.
+	if d := b.DifferSyscallsByName; d["getppid"] != 3 || b.DifferSyscalls < 2.5 || slow.SyscallsByName["getppid"] != 3 {
+		t.Errorf("syscalls: %+v more by name, %v in all; want getppid +3", d, b.DifferSyscalls)
+	}
 	// Where: the timer's channel received in main.tailWait.
 	if w := b.DifferWaits; len(w) == 0 || w[0].Part != "sync" || w[0].Func != "main.tailWait" || filepath.Base(w[0].Site) != "main.go:196" || w[0].US < 5000 || w[0].US > slow.TimeUS["sync"]+1 {
 		t.Errorf("differ in waits %+v: want sync in main.tailWait at main.go:196, 5000 µs or more", w)
@@ -144,7 +148,12 @@ func checkBillJoin(t *testing.T, b *schema.Bills) {
 			t.Errorf("a bill of %.0f µs: the driver saw %.0f µs (%d joined)", e.DurationUS, e.DriverUS, e.Joined)
 		}
 	}
-	if *b.TailOverlap < 0.5 {
+	// The rare requests are 2% of all: the slowest 1% by either clock are
+	// drawn from them, which of them from the timer's and the driver's
+	// noise (0.93 to 0.96 on a quiet machine, 0.47 to 0.59 beside another
+	// test run). A join that paired bills with the wrong requests would
+	// be near 0.01.
+	if *b.TailOverlap < 0.25 {
 		t.Errorf("of the slowest 1%% by the driver's latency, %.2f are the server's slowest 1%%: the same 5 ms requests", *b.TailOverlap)
 	}
 }

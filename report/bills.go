@@ -52,7 +52,7 @@ func timeLine(b *schema.Bills) string {
 		parts = append(parts, fmt.Sprintf("%+.0f µs %s", d.US, d.Part))
 	}
 	if math.Abs(b.DifferSyscalls) >= 0.5 {
-		parts = append(parts, fmt.Sprintf("%+.1f syscalls", b.DifferSyscalls))
+		parts = append(parts, fmt.Sprintf("%+.1f syscalls%s", b.DifferSyscalls, syscallNames(b.DifferSyscallsByName)))
 	}
 	if len(b.DifferWaits) > 0 {
 		w := b.DifferWaits[0]
@@ -62,6 +62,26 @@ func timeLine(b *schema.Bills) string {
 		return ""
 	}
 	return "; time " + strings.Join(parts, ", ")
+}
+
+// syscallNames is " (+2 sched_yield, -1 write)": the names whose counts
+// differ by half a call or more, largest first ("" when none).
+func syscallNames(d map[string]float64) string {
+	var names []string
+	for n, v := range d {
+		if math.Abs(v) >= 0.5 {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(math.Abs(d[b]), math.Abs(d[a])), cmp.Compare(a, b)) })
+	var out []string
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%+.1f %s", d[n], n))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, ", ") + ")"
 }
 
 // driverCell is a bill's joined driver latency, or "-" when none joined.

@@ -15,6 +15,7 @@ package routes
 
 import (
 	_ "embed"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,32 @@ var runtimeEdits = []Edit{
 		"\tif gp.bubble != nil || gp.perfspyBill != 0 || !gp.atomicstatus.CompareAndSwap(_Gsyscall, _Grunning) {\n"},
 }
 
+// syscallEdits count each syscall package syscall makes, by number, on
+// the bill of the request that makes it (the runtime's
+// perfspySyscallNote), just before entersyscall.
+var syscallEdits = []Edit{
+	{"syscall_linux.go",
+		"\truntime_entersyscall()\n\t// N.B. Calling RawSyscall here is unsafe",
+		"\tperfspySyscallNote(trap); runtime_entersyscall()\n\t// N.B. Calling RawSyscall here is unsafe"},
+	{"syscall_linux.go",
+		"\truntime_entersyscall()\n\tr1, r2, err = RawSyscall6(trap, a1, a2, a3, a4, a5, a6)\n",
+		"\tperfspySyscallNote(trap); runtime_entersyscall()\n\tr1, r2, err = RawSyscall6(trap, a1, a2, a3, a4, a5, a6)\n"},
+}
+
+// syscallFile is the file the overlay adds to package syscall: the
+// runtime function's declaration.
+const syscallFile = `//go:build linux
+
+// Code added to package syscall by perfspy's routes overlay. DO NOT EDIT.
+
+package syscall
+
+import _ "unsafe" // go:linkname
+
+//go:linkname perfspySyscallNote runtime.perfspySyscallNote
+func perfspySyscallNote(nr uintptr)
+`
+
 // RuntimeOverlay writes the runtime files with the request mark into dir
 // and returns the go build -overlay Replace entries, keyed by GOROOT
 // paths. allocspy's and copyspy's overlays include it: their recorders
@@ -97,9 +124,16 @@ func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
 		return nil, capability.Shape("request mark", "%s already exists in GOROOT", runtimeFile)
 	}
 	files[filepath.Join(rt, runtimeFile)] = strings.NewReplacer("SOCKETENV", wire.SocketEnv, "PUSHENV", wire.PushEnv, "MARKSENV", wire.MarksEnv).Replace(runtimeGo)
+	sys := filepath.Join(goroot, "src", "syscall")
+	sysFiles, err := ApplyEdits(sys, "request mark", syscallEdits)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, sysFiles)
+	files[filepath.Join(sys, "zz_perfspy_syscall.go")] = syscallFile
 	out := map[string]string{}
 	for path, text := range files {
-		dst := filepath.Join(dir, "mark_"+filepath.Base(path))
+		dst := filepath.Join(dir, "mark_"+filepath.Base(filepath.Dir(path))+"_"+filepath.Base(path))
 		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,9 @@ type Bills struct {
 	// DifferWaits are the places where the slowest 1%'s mean wait differs
 	// from the median's by a microsecond or more, largest change first.
 	DifferWaits []BillWaitSite `json:"differ_waits"`
+	// DifferSyscallsByName is the slowest 1%'s syscalls per request by
+	// name less the median's, where they differ.
+	DifferSyscallsByName map[string]float64 `json:"differ_syscalls_by_name,omitempty"`
 	// Joined are the bills joined to the load driver's latency for their
 	// request (HTTP/1 through the lean driver: the connection's port and
 	// the request's number on it); TailOverlap, when any are, the share
@@ -73,6 +76,10 @@ type Bill struct {
 	// Waits are its own goroutine's waits by where it waited, longest
 	// first (eight wait stacks a bill; the rest are in TimeUS only).
 	Waits []BillWaitSite `json:"waits"`
+	// SyscallsByName are the syscalls package syscall made for it, by
+	// name (eight names a bill; the runtime's own syscalls and the
+	// vDSO's are not here): a part of Syscalls.
+	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
 }
 
 // BillWaitSite is a bill's wait time (µs) at one place: its part, the

@@ -26,7 +26,8 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // bytes (the key is the allocspy slot's index plus one; kind 0 above bit
 // 32), then the time by part (wire.BillParts, ns), the syscalls, the
 // peer (the HTTP/1 connection's remote port and the request's number on
-// it) and billWaits wait stacks of key, ns, part and waitDepth PCs.
+// it), billWaits wait stacks of key, ns, part and waitDepth PCs, and
+// sysNrs syscall numbers (plus one) with their counts.
 const (
 	billHeader = 5
 	billSites  = 64
@@ -36,7 +37,9 @@ const (
 	billWaits  = 8
 	waitDepth  = 8
 	waitWords  = 3 + waitDepth
-	billWords  = billPeer + 1 + billWaits*waitWords
+	billSysNrs = billPeer + 1 + billWaits*waitWords
+	sysNrs     = 8
+	billWords  = billSysNrs + 2*sysNrs
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -78,7 +81,12 @@ func (b *bills) End(path string) error {
 		bill := wire.Bill{DurationNS: w[1] - w[0], Route: spytable.RouteName(names, w[2]), OverObjects: w[3], OverBytes: w[4]}
 		bill.PartsNS = append([]uint64(nil), w[billTime:billTime+billParts]...)
 		bill.Syscalls, bill.Peer = w[billPeer-1], w[billPeer]
-		bill.Waits = waits(rep, w[billPeer+1:], seen)
+		bill.Waits = waits(rep, w[billPeer+1:billSysNrs], seen)
+		for e := billSysNrs; e < billWords; e += 2 {
+			if w[e] != 0 && w[e+1] != 0 {
+				bill.SyscallNrs = append(bill.SyscallNrs, wire.BillSyscall{Nr: int(w[e] - 1), Count: w[e+1]})
+			}
+		}
 		for e := billHeader; e < billTime; e += 3 {
 			key := w[e]
 			if key == 0 || key>>32 != 0 {

@@ -221,6 +221,15 @@ type Bill struct {
 	Peer uint64 `json:"peer,omitempty"`
 	// Waits are its own goroutine's waits by stack (BillReport.WaitStacks).
 	Waits []BillWait `json:"waits,omitempty"`
+	// SyscallNrs are the syscalls package syscall made for it, by number
+	// (eight numbers a bill; the rest are in Syscalls only).
+	SyscallNrs []BillSyscall `json:"syscall_nrs,omitempty"`
+}
+
+// BillSyscall is a bill's count of one syscall number.
+type BillSyscall struct {
+	Nr    int    `json:"nr"`
+	Count uint64 `json:"count"`
 }
 
 // BillWait is a bill's time in one wait stack.

@@ -467,16 +467,21 @@ func main() {
 		}
 		w.Write([]byte("ok"))
 	})
-	// /rare?every=N&ms=M&spin=US: one request in N also builds ten 1 KiB
-	// objects (rareFill), runs US µs of CPU and waits M ms on a timer's
-	// channel: the slowest requests' own bill.
+	// /rare?every=N&ms=M&spin=US&sys=S: one request in N also builds ten
+	// 1 KiB objects (rareFill), runs US µs of CPU, makes S getppid
+	// syscalls and waits M ms on a timer's channel: the slowest requests'
+	// own bill.
 	mux.HandleFunc("/rare", func(w http.ResponseWriter, r *http.Request) {
 		every, _ := strconv.ParseInt(r.URL.Query().Get("every"), 10, 64)
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		us, _ := strconv.Atoi(r.URL.Query().Get("spin"))
+		sys, _ := strconv.Atoi(r.URL.Query().Get("sys"))
 		if every > 0 && rareCount.Add(1)%every == 0 {
 			rareFill(10)
 			burnSink = burn(us * spinPerUS)
+			for range sys {
+				syscall.Syscall(syscall.SYS_GETPPID, 0, 0, 0)
+			}
 			tailWait(time.Duration(ms) * time.Millisecond)
 		}
 		w.Write([]byte("ok"))
