@@ -100,8 +100,12 @@ func PruneStale(ctx context.Context, root string) error {
 		if !ok {
 			continue
 		}
+		// Only a folder New made: named so, right in the temporary folder.
+		// The repository's worktree list is not believed further (code
+		// under review runs and could write it), so a path it names
+		// elsewhere is never removed.
 		parent := filepath.Dir(path)
-		if !strings.HasPrefix(filepath.Base(parent), Prefix) || alive(parent) {
+		if !strings.HasPrefix(filepath.Base(parent), Prefix) || filepath.Dir(parent) != filepath.Clean(os.TempDir()) || alive(parent) {
 			continue
 		}
 		if _, err := Git(ctx, root, "worktree", "remove", "--force", path); err != nil {

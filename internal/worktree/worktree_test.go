@@ -40,6 +40,12 @@ func TestPruneStale(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(killed.Dir(), ownerFile), []byte(strconv.Itoa(gone.Process.Pid)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A worktree in a folder so named but not right in the temporary
+	// folder (the list names it; the list is not believed) stays.
+	elsewhere := filepath.Join(t.TempDir(), Prefix+"elsewhere", "src")
+	if _, err := Git(ctx, root, "worktree", "add", "--detach", "--quiet", elsewhere, "HEAD"); err != nil {
+		t.Fatal(err)
+	}
 	live, err := New(ctx, root, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +67,12 @@ func TestPruneStale(t *testing.T) {
 	}
 	if list, _ := Git(ctx, root, "worktree", "list", "--porcelain"); !strings.Contains(list, mine) {
 		t.Errorf("a running owner's worktree %s was removed:\n%s", mine, list)
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("a worktree outside the temporary folder was removed: %v", err)
+	}
+	if _, err := Git(ctx, root, "worktree", "remove", "--force", elsewhere); err != nil {
+		t.Fatal(err)
 	}
 	if err := live.Remove(); err != nil {
 		t.Fatal(err)
