@@ -52,7 +52,7 @@ type bills struct {
 func (b *bills) Begin() error {
 	_, sites, size := perfspyBillLayout()
 	if sites != billSites || size != billWords*8 || len(wire.BillParts) != billParts {
-		return fmt.Errorf("bills: runtime layout %d sites of %d B, this reader knows %d of %d B", sites, size, billSites, billWords*8)
+		return fmt.Errorf("bills: runtime layout %d sites of %d B, this reader knows %d of %d B and %d time parts (wire has %d)", sites, size, billSites, billWords*8, billParts, len(wire.BillParts))
 	}
 	b.every = agent.BillEvery()
 	perfspyBillStart(uint32(b.every))
