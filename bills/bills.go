@@ -1,10 +1,10 @@
 // Package bills reads the requests' own bills: each request's allocations
-// by site, which allocspy's recorder adds to the bill the request mark
-// carries, and its server-side duration. It ranks the bills by duration
-// and says what the slowest 1% did that the median requests did not:
-// mean bills per group, the sites where they differ, the slowest requests
-// as exemplars, and each group as an allocation profile for allocdiff and
-// flame -diff.
+// and copies by site, which allocspy's and copyspy's recorders add to the
+// bill the request mark carries, its time by part and its server-side
+// duration. It ranks the bills by duration and says what the slowest 1%
+// did that the median requests did not: mean bills per group, the sites
+// where they differ, the slowest requests as exemplars, and each group as
+// allocation and copy profiles for allocdiff and flame -diff.
 package bills
 
 import (
@@ -28,6 +28,10 @@ const Exemplars = 5
 type Tail struct {
 	Summary      *schema.Bills
 	Slow, Median *wire.AllocReport
+	// SlowCopies and MedianCopies are each group's copies summed by slot,
+	// as a CopyReport (every call in the first size bucket: a bill keeps
+	// no sizes); nil when the window counted no copies.
+	SlowCopies, MedianCopies *wire.CopyReport
 	// N is how many requests each group holds.
 	N int
 }
@@ -39,16 +43,45 @@ type site struct {
 	route    string
 }
 
+// Window is what else the bills' window gave, which the bills name.
+type Window struct {
+	// Allocs is the window's allocation report, whose slots the bills
+	// name.
+	Allocs *wire.AllocReport
+	// Copies is its copy report, whose slots the bills' copies name (nil
+	// when copyspy's recorder was not on: the bills then say nothing of
+	// copies).
+	Copies *wire.CopyReport
+	// Driver is the load driver's latency (µs) of the window's requests
+	// by peer (wire.Bill.Peer; nil when the driver does not key them):
+	// each bill whose peer is in it once is joined to it.
+	Driver map[uint64]int64
+	// SysName names a syscall number of the target's architecture.
+	SysName func(int) string
+}
+
+// copySite is a copy slot's site: its first line outside the runtime.
+type copySite struct {
+	fn, line, via, kind string
+	slot                uint64
+	stack               []wire.PCFrames
+	route               string
+}
+
 // Explain ranks rep's bills and compares the slowest 1% with the median
-// group; allocs is the same window's allocation report, whose slots the
-// bills name. A bill naming a slot the report lacks is an error: the two
-// reports are not of one window. driver is the load driver's latency (µs)
-// of the window's requests by peer (wire.Bill.Peer; nil when the driver
-// does not key them): each bill whose peer is in it once is joined to it.
-// sysName names a syscall number of the target's architecture.
-func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]int64, sysName func(int) string) (*Tail, error) {
+// group. A bill naming a slot the window's allocation or copy report
+// lacks is an error: the reports are not of one window.
+func Explain(rep *wire.BillReport, win Window) (*Tail, error) {
+	allocs, driver, sysName := win.Allocs, win.Driver, win.SysName
+	if allocs == nil {
+		allocs = &wire.AllocReport{}
+	}
 	if sysName == nil {
 		sysName = func(nr int) string { return fmt.Sprintf("syscall %d", nr) }
+	}
+	copies, err := copySites(rep, win.Copies)
+	if err != nil {
+		return nil, err
 	}
 	sites := map[uint64]site{}
 	for _, s := range allocs.Sites {
@@ -99,15 +132,157 @@ func Explain(rep *wire.BillReport, allocs *wire.AllocReport, driver map[uint64]i
 	out.Differ = differ(out.Groups["p99"], out.Groups["p50"])
 	out.DifferTime = differTime(out.Groups["p99"], out.Groups["p50"])
 	out.DifferSyscalls = round(out.Groups["p99"].Syscalls - out.Groups["p50"].Syscalls)
+	if copies != nil {
+		out.Groups["p99"].Copies, out.Groups["p50"].Copies = meanCopies(slow, copies), meanCopies(median, copies)
+		out.DifferCopies = differCopies(out.Groups["p99"].Copies, out.Groups["p50"].Copies)
+		t.SlowCopies, t.MedianCopies = summedCopies(slow, copies), summedCopies(median, copies)
+	}
 	for _, b := range order[:min(Exemplars, len(order))] {
 		e := mean([]wire.Bill{b}, sites, lat)
 		e.Waits = meanWaits([]wire.Bill{b}, waits)
 		e.SyscallsByName = bySyscall([]wire.Bill{b}, sysName)
 		e.Route = b.Route
+		if copies != nil {
+			e.Copies = meanCopies([]wire.Bill{b}, copies)
+		}
 		out.Exemplars = append(out.Exemplars, *e)
 	}
 	t.Slow, t.Median = summed(slow, sites), summed(median, sites)
 	return t, nil
+}
+
+// copySites names the copy report's slots by their line (nil when there
+// is no report), and checks that every slot a bill names is among them.
+func copySites(rep *wire.BillReport, copies *wire.CopyReport) (map[uint64]copySite, error) {
+	if copies == nil {
+		return nil, nil
+	}
+	out := map[uint64]copySite{}
+	for _, s := range copies.Sites {
+		if s.Slot == 0 {
+			continue
+		}
+		user, via := wire.UserStack(s.Stack)
+		st := copySite{fn: "(unknown)", line: "?", via: via, kind: s.Kind, slot: s.Slot, stack: s.Stack, route: s.Route}
+		if len(user) > 0 && len(user[0].Frames) > 0 {
+			f := user[0].Frames[0]
+			st.fn, st.line = f.Func, fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+		out[s.Slot] = st
+	}
+	for _, b := range rep.Bills {
+		for _, c := range b.Copies {
+			if _, ok := out[c.Slot]; !ok {
+				return nil, fmt.Errorf("bills: a bill names copy slot %d, which the window's copy report lacks", c.Slot-1)
+			}
+		}
+	}
+	return out, nil
+}
+
+// meanCopies is a group's mean copies, by line.
+func meanCopies(group []wire.Bill, sites map[uint64]copySite) *schema.BillCopies {
+	n := float64(len(group))
+	by := map[[4]string]*schema.BillCopySite{}
+	c := &schema.BillCopies{Sites: []schema.BillCopySite{}}
+	for _, b := range group {
+		c.RemainderCopyCalls += float64(b.OverCopies[0].Calls)
+		c.RemainderCopiedBytes += float64(b.OverCopies[0].Bytes)
+		c.RemainderClearCalls += float64(b.OverCopies[1].Calls)
+		c.RemainderClearedBytes += float64(b.OverCopies[1].Bytes)
+		for _, e := range b.Copies {
+			st := sites[e.Slot]
+			k := [4]string{st.fn, st.line, st.via, st.kind}
+			row := by[k]
+			if row == nil {
+				row = &schema.BillCopySite{Func: st.fn, Site: st.line, Via: st.via, Kind: st.kind}
+				by[k] = row
+			}
+			row.Calls += float64(e.Calls)
+			row.Bytes += float64(e.Bytes)
+		}
+	}
+	c.CopyCalls, c.CopiedBytes = c.RemainderCopyCalls, c.RemainderCopiedBytes
+	c.ClearCalls, c.ClearedBytes = c.RemainderClearCalls, c.RemainderClearedBytes
+	for _, row := range by {
+		if row.Kind == "memclr" {
+			c.ClearCalls += row.Calls
+			c.ClearedBytes += row.Bytes
+		} else {
+			c.CopyCalls += row.Calls
+			c.CopiedBytes += row.Bytes
+		}
+		row.Calls, row.Bytes = round(row.Calls/n), round(row.Bytes/n)
+		c.Sites = append(c.Sites, *row)
+	}
+	c.CopyCalls, c.CopiedBytes = round(c.CopyCalls/n), round(c.CopiedBytes/n)
+	c.ClearCalls, c.ClearedBytes = round(c.ClearCalls/n), round(c.ClearedBytes/n)
+	c.RemainderCopyCalls, c.RemainderCopiedBytes = round(c.RemainderCopyCalls/n), round(c.RemainderCopiedBytes/n)
+	c.RemainderClearCalls, c.RemainderClearedBytes = round(c.RemainderClearCalls/n), round(c.RemainderClearedBytes/n)
+	sortCopies(c.Sites)
+	return c
+}
+
+// differCopies are the lines where slow's mean copies differ from
+// median's, the largest change in bytes first (then in calls).
+func differCopies(slow, median *schema.BillCopies) []schema.BillCopySite {
+	by := map[[4]string]*schema.BillCopySite{}
+	add := func(c *schema.BillCopies, sign float64) {
+		for _, s := range c.Sites {
+			k := [4]string{s.Func, s.Site, s.Via, s.Kind}
+			d := by[k]
+			if d == nil {
+				d = &schema.BillCopySite{Func: s.Func, Site: s.Site, Via: s.Via, Kind: s.Kind}
+				by[k] = d
+			}
+			d.Calls += sign * s.Calls
+			d.Bytes += sign * s.Bytes
+		}
+	}
+	add(slow, 1)
+	add(median, -1)
+	out := []schema.BillCopySite{}
+	for _, d := range by {
+		d.Calls, d.Bytes = round(d.Calls), round(d.Bytes)
+		if d.Calls != 0 || d.Bytes != 0 {
+			out = append(out, *d)
+		}
+	}
+	sortCopies(out)
+	return out
+}
+
+// sortCopies orders copy rows by bytes, then calls, the largest (in
+// size) first, then by name.
+func sortCopies(rows []schema.BillCopySite) {
+	slices.SortFunc(rows, func(a, b schema.BillCopySite) int {
+		return cmp.Or(cmp.Compare(math.Abs(b.Bytes), math.Abs(a.Bytes)), cmp.Compare(math.Abs(b.Calls), math.Abs(a.Calls)),
+			cmp.Compare(a.Func, b.Func), cmp.Compare(a.Site, b.Site), cmp.Compare(a.Via, b.Via), cmp.Compare(a.Kind, b.Kind))
+	})
+}
+
+// summedCopies is a group's copies summed by slot, as a copy report: each
+// site's calls and bytes in the first size bucket (a bill keeps no sizes;
+// the group's profile drops the bucket label).
+func summedCopies(group []wire.Bill, sites map[uint64]copySite) *wire.CopyReport {
+	by := map[uint64]*wire.CopySite{}
+	for _, b := range group {
+		for _, e := range b.Copies {
+			s := by[e.Slot]
+			if s == nil {
+				st := sites[e.Slot]
+				s = &wire.CopySite{Kind: st.kind, Route: st.route, Stack: st.stack, Slot: e.Slot}
+				by[e.Slot] = s
+			}
+			s.Calls[0] += e.Calls
+			s.Bytes[0] += e.Bytes
+		}
+	}
+	rep := &wire.CopyReport{}
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		rep.Sites = append(rep.Sites, *by[k])
+	}
+	return rep
 }
 
 // waitSites names each wait stack of the report by where it waited.

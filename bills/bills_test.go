@@ -9,6 +9,16 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
+// copyFixture is a copy slot whose stack is fns, innermost (memmove's or
+// memclr's caller) first, each at line 40 of x.go.
+func copyFixture(slot uint64, kind string, fns ...string) wire.CopySite {
+	s := wire.CopySite{Slot: slot, Kind: kind}
+	for i, fn := range fns {
+		s.Stack = append(s.Stack, wire.PCFrames{PC: slot*100 + uint64(i), Frames: []wire.Frame{{Func: fn, File: "/src/x.go", Line: 40}}})
+	}
+	return s
+}
+
 func allocSite(slot uint64, fn string, line int) wire.AllocSite {
 	return wire.AllocSite{Slot: slot, Objects: 1, Stack: []wire.PCFrames{{PC: slot, Frames: []wire.Frame{{Func: fn, File: "/src/x.go", Line: line}}}}}
 }
@@ -18,6 +28,11 @@ func allocSite(slot uint64, fn string, line int) wire.AllocSite {
 // the median group is three bills from the middle, without it.
 func TestExplain(t *testing.T) {
 	allocs := &wire.AllocReport{Sites: []wire.AllocSite{allocSite(1, "main.common", 10), allocSite(2, "main.rare", 20), allocSite(3, "main.common", 10)}}
+	// Copies: every request copies 100 B in bytes.(*Buffer).Write and
+	// clears 64 in main.common (via mallocgc); the slow ones also copy 64 KiB
+	// in main.rare, and one copy of theirs found no room in the bill.
+	copies := &wire.CopyReport{Sites: []wire.CopySite{copyFixture(1, "memmove", "bytes.(*Buffer).Write", "main.common"),
+		copyFixture(2, "memmove", "main.rare"), copyFixture(3, "memclr", "runtime.mallocgc", "main.common")}}
 	rep := &wire.BillReport{Began: 900, Every: 3, Cap: 4095}
 	driver := map[uint64]int64{}
 	for i := range 300 {
@@ -25,7 +40,8 @@ func TestExplain(t *testing.T) {
 		// ones sleep a millisecond and make two more syscalls.
 		parts := make([]uint64, len(wire.BillParts))
 		parts[0], parts[2] = 600, uint64(400+i)
-		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}, PartsNS: parts, Syscalls: 1, SyscallNrs: []wire.BillSyscall{{Nr: 1, Count: 1}}}
+		b := wire.Bill{DurationNS: uint64(1000 + i), Route: "GET /x", Allocs: []wire.BillSite{{Slot: 1, Objects: 2, Bytes: 32}, {Slot: 3, Objects: 1, Bytes: 16}}, PartsNS: parts, Syscalls: 1, SyscallNrs: []wire.BillSyscall{{Nr: 1, Count: 1}},
+			Copies: []wire.BillCopy{{Slot: 1, Calls: 2, Bytes: 100}, {Slot: 3, Calls: 1, Bytes: 64}}}
 		if i%100 == 7 {
 			b.DurationNS = 1e6 + uint64(i)
 			b.PartsNS[6] = 1e6 - 1000
@@ -34,6 +50,8 @@ func TestExplain(t *testing.T) {
 			b.SyscallNrs = append(b.SyscallNrs, wire.BillSyscall{Nr: 24, Count: 2})
 			b.Allocs = append(b.Allocs, wire.BillSite{Slot: 2, Objects: 4, Bytes: 4096})
 			b.OverObjects, b.OverBytes = 1, 8
+			b.Copies = append(b.Copies, wire.BillCopy{Slot: 2, Calls: 1, Bytes: 65536})
+			b.OverCopies[0] = wire.BillCopy{Calls: 1, Bytes: 10}
 		}
 		// Each request joins the driver's latency: its duration and 10
 		// µs, but for one the client saw wait 5 ms (before the server
@@ -49,7 +67,7 @@ func TestExplain(t *testing.T) {
 		rep.Bills = append(rep.Bills, b)
 	}
 	rep.WaitStacks = []wire.BillWaitStack{{Key: 7, Part: 6, Stack: []wire.PCFrames{{PC: 1, Frames: []wire.Frame{{Func: "time.Sleep", File: "/go/time.go", Line: 5}, {Func: "main.nap", File: "/src/x.go", Line: 30}}}}}}
-	tail, err := Explain(rep, allocs, driver, func(nr int) string { return fmt.Sprintf("sys%d", nr) })
+	tail, err := Explain(rep, Window{Allocs: allocs, Copies: copies, Driver: driver, SysName: func(nr int) string { return fmt.Sprintf("sys%d", nr) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +100,22 @@ func TestExplain(t *testing.T) {
 	if d := s.DifferSyscallsByName; len(d) != 1 || d["sys24"] != 2 || slow.SyscallsByName["sys1"] != 1 || med.SyscallsByName["sys1"] != 1 {
 		t.Errorf("syscalls by name: differ %v, slowest %v, median %v", d, slow.SyscallsByName, med.SyscallsByName)
 	}
+	// Copies: the slowest copy 64 KiB more in main.rare, with the one
+	// copy that found no room; clears the same. Rows and remainder add up.
+	sc, mc := slow.Copies, med.Copies
+	if sc == nil || mc == nil || sc.CopyCalls != 4 || sc.CopiedBytes != 100+65536+10 || sc.RemainderCopyCalls != 1 || sc.ClearCalls != 1 || sc.ClearedBytes != 64 ||
+		mc.CopyCalls != 2 || mc.CopiedBytes != 100 || len(mc.Sites) != 2 || mc.Sites[0] != (schema.BillCopySite{Func: "bytes.(*Buffer).Write", Site: "/src/x.go:40", Via: "bytes.(*Buffer).Write", Kind: "memmove", Calls: 2, Bytes: 100}) {
+		t.Errorf("copies: slowest %+v, median %+v", sc, mc)
+	}
+	if want := (schema.BillCopySite{Func: "main.rare", Site: "/src/x.go:40", Via: "main.rare", Kind: "memmove", Calls: 1, Bytes: 65536}); len(s.DifferCopies) != 1 || s.DifferCopies[0] != want {
+		t.Errorf("differ in copies %+v, want %+v", s.DifferCopies, want)
+	}
+	if e := s.Exemplars[0].Copies; e == nil || e.CopiedBytes != 100+65536+10 {
+		t.Errorf("exemplar's copies %+v", e)
+	}
+	if r := tail.SlowCopies; r == nil || len(r.Sites) != 3 || r.Sites[1].Calls[0] != 3 || r.Sites[1].Bytes[0] != 3*65536 {
+		t.Errorf("slow group's copy report %+v", r)
+	}
 	// The join: 299 bills; the slowest 1% by the driver's latency (2) are the
 	// one the client saw wait and one of the server's slowest.
 	if s.Joined != 299 || s.TailOverlap == nil || *s.TailOverlap != 0.5 || slow.Joined != 3 || slow.DriverUS != 1010 || med.DriverUS != 11 {
@@ -100,11 +134,16 @@ func TestExplain(t *testing.T) {
 
 	// A bill naming a slot the window's report lacks: not one window.
 	rep.Bills[0].Allocs = append(rep.Bills[0].Allocs, wire.BillSite{Slot: 9, Objects: 1})
-	if _, err := Explain(rep, allocs, nil, nil); err == nil || !strings.Contains(err.Error(), "slot 8") {
+	if _, err := Explain(rep, Window{Allocs: allocs}); err == nil || !strings.Contains(err.Error(), "slot 8") {
 		t.Errorf("unknown slot: %v", err)
 	}
+	rep.Bills[0].Allocs = rep.Bills[0].Allocs[:len(rep.Bills[0].Allocs)-1]
+	rep.Bills[0].Copies = append(rep.Bills[0].Copies, wire.BillCopy{Slot: 9, Calls: 1})
+	if _, err := Explain(rep, Window{Allocs: allocs, Copies: copies}); err == nil || !strings.Contains(err.Error(), "copy slot 8") {
+		t.Errorf("unknown copy slot: %v", err)
+	}
 	// No bills: no groups, no error.
-	if tail, err := Explain(&wire.BillReport{}, allocs, nil, nil); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
+	if tail, err := Explain(&wire.BillReport{}, Window{Allocs: allocs}); err != nil || tail.N != 0 || len(tail.Summary.Groups) != 0 {
 		t.Errorf("no bills: %+v, %v", tail, err)
 	}
 }

@@ -250,7 +250,7 @@ func TestRecorderRegistersARM64(t *testing.T) {
 			continue
 		}
 		switch m[1] {
-		case "B", "BEQ", "BNE", "BLO", "BHI", "CBZ", "CBZW", "CBNZ", "CBNZW", "TBZ", "CMP", "CMPW", "TST", "STLR", "CLREX", "RET":
+		case "B", "BEQ", "BNE", "BLO", "BHI", "BHS", "CBZ", "CBZW", "CBNZ", "CBNZW", "TBZ", "CMP", "CMPW", "TST", "STLR", "CLREX", "RET":
 			continue // no register written
 		}
 		ops := strings.Split(m[2], ",")

@@ -59,7 +59,7 @@ type ABConfig struct {
 
 // abProfiles are the profiles whose functions ab compares, when a run
 // wrote them.
-var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left", "tail_allocs"}
+var abProfiles = []string{"allocs", "copies", "syscalls", "offcpu", "instructions", "retained", "goroutines_left", "tail_allocs", "tail_copies"}
 
 // Scopes of ABFunction: whose code changed, apart (a toolchain upgrade
 // moves the runtime's and the standard library's, not the user's).

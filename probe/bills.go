@@ -12,13 +12,15 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/bills"
+	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
-// bills: each request's own allocations in the attribution window, the
-// slowest 1%'s mean bill against the median group's, and each group as an
-// allocation profile (tail_allocs.pb.gz, median_allocs.pb.gz).
+// bills: each request's own allocations and copies in the attribution
+// window, the slowest 1%'s mean bill against the median group's, and each
+// group as an allocation profile (tail_allocs.pb.gz, median_allocs.pb.gz)
+// and a copy profile (tail_copies.pb.gz, median_copies.pb.gz).
 func (o *runOutput) bills() error {
 	if o.raw.bills == "" || o.allocRep == nil {
 		return nil
@@ -28,7 +30,8 @@ func (o *runOutput) bills() error {
 		return fmt.Errorf("bills: %w", err)
 	}
 	arch := cmp.Or(o.s.GOARCH, runtime.GOARCH)
-	t, err := bills.Explain(&rep, o.allocRep, driverLatencies(o.win.attr.tags), func(nr int) string { return syscalls.NameOn(arch, nr) })
+	t, err := bills.Explain(&rep, bills.Window{Allocs: o.allocRep, Copies: o.copyRep, Driver: driverLatencies(o.win.attr.tags),
+		SysName: func(nr int) string { return syscalls.NameOn(arch, nr) }})
 	if err != nil {
 		return err
 	}
@@ -54,7 +57,31 @@ func (o *runOutput) bills() error {
 		}
 		o.s.Files[f.name] = f.file
 	}
+	for _, f := range []struct {
+		name, file string
+		rep        *wire.CopyReport
+	}{{"tail_copies", "tail_copies.pb.gz", t.SlowCopies}, {"median_copies", "median_copies.pb.gz", t.MedianCopies}} {
+		if f.rep == nil {
+			continue
+		}
+		p := billCopyProfile(f.rep)
+		p.Comments = append(windowComments(int64(t.N), secs, o.ses.cfg.Target, o.ses.commit), p.Comments...)
+		if err := o.addProfile(f.file, p); err != nil {
+			return err
+		}
+		o.s.Files[f.name] = f.file
+	}
 	return nil
+}
+
+// billCopyProfile is a group's copy profile: the copies profile's sample
+// types, without its size buckets, which a bill does not keep.
+func billCopyProfile(rep *wire.CopyReport) *profile.Profile {
+	p := copyspy.Profile(rep)
+	for _, s := range p.Sample {
+		delete(s.Label, "bucket")
+	}
+	return p
 }
 
 // driverLatencies are the driver's keyed latencies by peer; a peer seen

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 // each exemplar holds it, and the groups' profiles say the same.
 func TestTailBill(t *testing.T) {
 	skipShort(t)
-	m := runTarget(t, "/rare?every=50&ms=5&spin=1000&sys=3", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
+	m := runTarget(t, "/rare?every=50&ms=5&spin=1000&sys=3&copy=65536", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false")
 	var s Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
@@ -78,10 +79,81 @@ func TestTailBill(t *testing.T) {
 			t.Errorf("%s: %d requests, main.rareFill %d objects %d B; want %d requests, %d each", file, n, objs, bytes, slow.Requests, want)
 		}
 	}
+	checkBillCopies(t, m.dir, b)
 	checkBillTime(t, b, s.Verdict != VerdictNotJudged)
 	checkBillJoin(t, b)
 	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {
 		t.Errorf("report.md does not show the slowest requests' bill:\n%s", r)
+	}
+}
+
+// checkBillCopies holds the bills' copies to /rare's: the rare requests
+// copy 64 KiB in one memmove at main.rareCopy (main.go:223), the others
+// do not; the groups' copy profiles say the same per request, and each
+// group's rows add up to its totals with the remainder.
+func checkBillCopies(t *testing.T, dir string, b *schema.Bills) {
+	t.Helper()
+	slow, med := b.Groups["p99"], b.Groups["p50"]
+	if slow.Copies == nil || med.Copies == nil {
+		t.Fatalf("no copies on the bills: %+v", b)
+	}
+	rare := func(c *schema.BillCopies) (calls, bytes float64) {
+		for _, s := range c.Sites {
+			if s.Func == "main.rareCopy" && s.Kind == "memmove" {
+				calls += s.Calls
+				bytes += s.Bytes
+			}
+		}
+		return calls, bytes
+	}
+	t.Logf("copies: slowest 1%% %.2f calls %.0f B, median %.2f calls %.0f B; differ %+v", slow.Copies.CopyCalls, slow.Copies.CopiedBytes, med.Copies.CopyCalls, med.Copies.CopiedBytes, b.DifferCopies[:min(3, len(b.DifferCopies))])
+	if c, by := rare(slow.Copies); c != 1 || by != 65536 {
+		t.Errorf("slowest 1%%: main.rareCopy %v calls, %v B; want 1 and 65536", c, by)
+	}
+	if c, _ := rare(med.Copies); c != 0 {
+		t.Errorf("median group: main.rareCopy %v calls, want none", c)
+	}
+	if d := b.DifferCopies; len(d) == 0 || d[0].Func != "main.rareCopy" || filepath.Base(d[0].Site) != "main.go:223" || d[0].Calls != 1 || d[0].Bytes != 65536 {
+		t.Errorf("differ in copies %+v: want main.rareCopy (main.go:223) +1 call, +65536 B first", d)
+	}
+	for _, e := range b.Exemplars {
+		if e.Copies == nil {
+			t.Fatalf("exemplar %.0f µs without copies", e.DurationUS)
+		}
+		if c, by := rare(e.Copies); c != 1 || by != 65536 {
+			t.Errorf("exemplar %.0f µs: main.rareCopy %v calls, %v B; want 1, 65536", e.DurationUS, c, by)
+		}
+	}
+	for name, g := range b.Groups {
+		var calls, bytes float64
+		for _, s := range g.Copies.Sites {
+			if s.Kind == "memmove" {
+				calls += s.Calls
+				bytes += s.Bytes
+			}
+		}
+		if d := g.Copies.CopyCalls - calls - g.Copies.RemainderCopyCalls; math.Abs(d) > 1e-3 {
+			t.Errorf("%s: copy sites %.4f + remainder %.4f != %.4f", name, calls, g.Copies.RemainderCopyCalls, g.Copies.CopyCalls)
+		}
+		if d := g.Copies.CopiedBytes - bytes - g.Copies.RemainderCopiedBytes; math.Abs(d) > 1e-2 {
+			t.Errorf("%s: copied bytes at sites %.2f + remainder %.2f != %.2f", name, bytes, g.Copies.RemainderCopiedBytes, g.Copies.CopiedBytes)
+		}
+	}
+	for file, want := range map[string]int64{"tail_copies.pb.gz": 65536, "median_copies.pb.gz": 0} {
+		p, err := readProfile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := requestsComment(t, p)
+		var got int64
+		for _, smp := range p.Sample {
+			if len(smp.Location) > 0 && len(smp.Location[0].Line) > 0 && smp.Location[0].Line[0].Function.Name == "main.rareCopy" {
+				got += smp.Value[1]
+			}
+		}
+		if n != int64(slow.Requests) || got != want*n {
+			t.Errorf("%s: %d requests, main.rareCopy %d B; want %d requests, %d B each", file, n, got, slow.Requests, want)
+		}
 	}
 }
 
@@ -144,7 +216,12 @@ func checkBillJoin(t *testing.T, b *schema.Bills) {
 		t.Fatalf("%d of %d bills joined to the driver's latency", b.Joined, b.Kept)
 	}
 	for _, e := range append([]schema.Bill{*slow}, b.Exemplars...) {
-		if e.Joined == 0 || e.DriverUS < 5000 || e.DriverUS < e.DurationUS-50 {
+		// The driver's clock ends at the response; the bill's after the
+		// handler returns, which a busy machine can delay by hundreds of
+		// µs (23,474 at the server, 23,007 at the driver beside a CI run).
+		// A bill joined to another request's latency would read a median
+		// request's: tens of µs.
+		if e.Joined == 0 || e.DriverUS < 5000 || e.DriverUS < e.DurationUS/2 {
 			t.Errorf("a bill of %.0f µs: the driver saw %.0f µs (%d joined)", e.DurationUS, e.DriverUS, e.Joined)
 		}
 	}

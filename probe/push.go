@@ -115,10 +115,10 @@ type pushSet struct {
 
 // pushed says whether a results folder's file of kind k goes to the
 // store: its profiles, but for the bills' group profiles, whose sample
-// types are the allocation profile's (a store reader asking for
+// types are the allocation and copy profiles' (a store reader asking for
 // type=alloc_objects would find three).
 func pushed(k, f string) bool {
-	if k == "tail_allocs" || k == "median_allocs" {
+	if k == "tail_allocs" || k == "median_allocs" || k == "tail_copies" || k == "median_copies" {
 		return false
 	}
 	return filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb"

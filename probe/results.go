@@ -81,6 +81,7 @@ type runOutput struct {
 	routeRep               *wire.RouteReport
 	allocsProf, copiesProf *profile.Profile
 	allocRep               *wire.AllocReport // allocspy's report of the attribution window
+	copyRep                *wire.CopyReport  // copyspy's, when it counted in the attribution window
 }
 
 // writeResults turns the windows into the results folder: summarize,
@@ -409,6 +410,7 @@ func (o *runOutput) copies() error {
 		}
 		o.routeLabels(cp)
 		o.copiesProf = cp
+		o.copyRep = rep
 	}
 	if cw != o.win.attr {
 		s.CopiesWindow = windowSummary(cw)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 
 	"github.com/google/pprof/profile"
 
@@ -581,6 +582,30 @@ func copiesGroundTruth(t *testing.T, exec []string) *Result {
 				if stackHas(s, tc.under) {
 					t.Logf("  %v %v: %s", s.Value, s.Label, stackString(s))
 				}
+			}
+		}
+	}
+	// Every request's own bill holds the same copies: main.copyN's one
+	// memmove of 3000 B and bufWrites' two of 200, exactly (the bills'
+	// copies are the recorder's own counts, on amd64 and arm64 alike).
+	if b := res.Summary.Bills; b == nil || b.Kept == 0 {
+		t.Errorf("no bills: %+v", b)
+	} else {
+		for _, g := range append([]schema.Bill{*b.Groups["p50"], *b.Groups["p99"]}, b.Exemplars...) {
+			var copyN, buf [2]float64
+			if g.Copies == nil {
+				t.Fatalf("a bill of %.0f µs without copies", g.DurationUS)
+			}
+			for _, c := range g.Copies.Sites {
+				switch {
+				case c.Func == "main.copyN" && c.Kind == "memmove":
+					copyN[0], copyN[1] = copyN[0]+c.Calls, copyN[1]+c.Bytes
+				case c.Func == "bytes.(*Buffer).Write" && c.Kind == "memmove":
+					buf[0], buf[1] = buf[0]+c.Calls, buf[1]+c.Bytes
+				}
+			}
+			if copyN != [2]float64{1, 3000} || buf != [2]float64{2, 400} {
+				t.Errorf("a bill of %.0f µs (%d requests): main.copyN %v, bytes.(*Buffer).Write %v; want 1 call of 3000 B, 2 of 400 B in all", g.DurationUS, g.Requests, copyN, buf)
 			}
 		}
 	}

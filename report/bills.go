@@ -40,7 +40,27 @@ func BillLine(b *schema.Bills) string {
 	} else {
 		line += "; " + strings.Join(parts, ", ")
 	}
-	return line + timeLine(b)
+	return line + copiesLine(b) + timeLine(b)
+}
+
+// copiesLine is where the slowest 1%'s copies differ most from the
+// median's ("" when the bills have no copies, or none differ by a byte).
+func copiesLine(b *schema.Bills) string {
+	var parts []string
+	for _, d := range b.DifferCopies {
+		if len(parts) == billDiffs || math.Abs(d.Bytes) < 1 {
+			break
+		}
+		verb := "copied"
+		if d.Kind == "memclr" {
+			verb = "cleared"
+		}
+		parts = append(parts, fmt.Sprintf("%+.0f B %s (%+.2f calls) in %s (%s)", d.Bytes, verb, d.Calls, d.Func, filepath.Base(d.Site)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 // timeLine is where the slowest 1%'s time went against the median's: the
@@ -115,8 +135,12 @@ func writeBills(w io.Writer, s *schema.Summary) {
 	}
 	slow, med := b.Groups["p99"], b.Groups["p50"]
 	fmt.Fprintf(w, "\n## The slowest requests' own bill (attribution window, %s)\n\n", b.Source)
-	fmt.Fprintf(w, "Each request billed carries its own allocations by site (%d bills of the %d requests that began, one in %d at random; %d still open at the end, left out). A bill runs from the handler's start to the response's end: the request's reading and parsing before it (`(before routing)`) is on no bill. Ranked by that duration: the slowest 1%% and as many around the median, means per request. `tail_allocs.pb.gz` and `median_allocs.pb.gz` are the two groups' profiles (`allocdiff median_allocs.pb.gz tail_allocs.pb.gz`).\n\n",
-		b.Kept, b.Began, b.Every, b.Open)
+	what := "allocations"
+	if slow.Copies != nil {
+		what = "allocations and copies"
+	}
+	fmt.Fprintf(w, "Each request billed carries its own %s by site (%d bills of the %d requests that began, one in %d at random; %d still open at the end, left out). A bill runs from the handler's start to the response's end: the request's reading and parsing before it (`(before routing)`) is on no bill. Ranked by that duration: the slowest 1%% and as many around the median, means per request. `tail_allocs.pb.gz` and `median_allocs.pb.gz` are the two groups' profiles (`allocdiff median_allocs.pb.gz tail_allocs.pb.gz`).\n\n",
+		what, b.Kept, b.Began, b.Every, b.Open)
 	fmt.Fprintf(w, "| group | requests | duration µs | the driver's latency µs | allocs | bytes asked for | outside the bill's sites |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, g := range []struct {
 		name string
@@ -151,6 +175,7 @@ func writeBills(w io.Writer, s *schema.Summary) {
 			fmt.Fprintf(w, "| %+.2f | %+.0f | %s | %s |\n", d.Allocs, d.Bytes, safetext.Markdown(d.Func), safetext.Code(filepath.Base(d.Site)))
 		}
 	}
+	writeBillCopies(w, b)
 	fmt.Fprintf(w, "\nThe slowest requests, each its own bill:\n\n| duration µs | the driver's µs | route | allocs | bytes | largest site | cpu µs | longest wait | syscalls |\n|---:|---:|---|---:|---:|---|---:|---|---:|\n")
 	for _, e := range b.Exemplars {
 		top := ""
@@ -162,6 +187,29 @@ func writeBills(w io.Writer, s *schema.Summary) {
 			wait = fmt.Sprintf("%s %.0f µs in %s (%s)", e.Waits[0].Part, e.Waits[0].US, safetext.Markdown(e.Waits[0].Func), filepath.Base(e.Waits[0].Site))
 		}
 		fmt.Fprintf(w, "| %.1f | %s | %s | %.0f | %.0f | %s | %.1f | %s | %.0f |\n", e.DurationUS, driverCell(&e), safetext.Markdown(e.Route), e.Allocs, e.AllocBytes, top, e.TimeUS["cpu"], wait, e.Syscalls)
+	}
+}
+
+// writeBillCopies is report.md's table of the groups' copies and the
+// lines where they differ (nothing when the window counted no copies).
+func writeBillCopies(w io.Writer, b *schema.Bills) {
+	slow, med := b.Groups["p99"], b.Groups["p50"]
+	if slow.Copies == nil || med.Copies == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nTheir copies (copyspy's recorder, on each request's bill), per request; `tail_copies.pb.gz` and `median_copies.pb.gz` are the two groups' profiles:\n\n| group | copy calls | copied bytes | clear calls | cleared bytes | outside the bill's sites (calls) |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, g := range []struct {
+		name string
+		c    *schema.BillCopies
+	}{{"median", med.Copies}, {"slowest 1%", slow.Copies}} {
+		fmt.Fprintf(w, "| %s | %.2f | %.0f | %.2f | %.0f | %.2f |\n", g.name, g.c.CopyCalls, g.c.CopiedBytes, g.c.ClearCalls, g.c.ClearedBytes, g.c.RemainderCopyCalls+g.c.RemainderClearCalls)
+	}
+	if len(b.DifferCopies) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nWhere the slowest 1%%'s copies differ (their mean minus the median's, per request):\n\n| bytes | calls | kind | function | via | site |\n|---:|---:|---|---|---|---|\n")
+	for _, d := range b.DifferCopies[:min(10, len(b.DifferCopies))] {
+		fmt.Fprintf(w, "| %+.0f | %+.2f | %s | %s | %s | %s |\n", d.Bytes, d.Calls, d.Kind, safetext.Markdown(d.Func), safetext.Markdown(d.Via), safetext.Code(filepath.Base(d.Site)))
 	}
 }
 

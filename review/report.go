@@ -325,20 +325,25 @@ func (r *Result) details() string {
 }
 
 // writeTailBills adds what the slowest 1% of requests did differently in
-// the head, by their own bills (probe ab's tail_allocs rows: allocations
-// per request of that group), when a function moved by half an
-// allocation or more.
+// the head, by their own bills (probe ab's tail_allocs and tail_copies
+// rows: allocations and copied bytes per request of that group), when a
+// function moved by half an allocation or a byte or more.
 func writeTailBills(b *strings.Builder, fns []probe.ABFunction) {
-	var rows []string
-	for _, f := range fns {
-		if f.Profile == "tail_allocs" && math.Abs(f.Delta) >= 0.5 && len(rows) < 5 {
-			rows = append(rows, fmt.Sprintf("| %s | %.4g | %.4g | %+.4g |\n", safetext.Code(f.Key), f.Before, f.After, f.Delta))
+	for _, t := range []struct {
+		profile, what, format string
+		least                 float64
+	}{{"tail_allocs", "allocations", "| %s | %.4g | %.4g | %+.4g |\n", 0.5}, {"tail_copies", "bytes copied", "| %s | %.0f | %.0f | %+.0f |\n", 1}} {
+		var rows []string
+		for _, f := range fns {
+			if f.Profile == t.profile && math.Abs(f.Delta) >= t.least && len(rows) < 5 {
+				rows = append(rows, fmt.Sprintf(t.format, safetext.Code(f.Key), f.Before, f.After, f.Delta))
+			}
 		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "The slowest 1%% of requests, by their own bills (%s per request of that group, docs/bills.md):\n\n| function | before | after | change |\n|---|---:|---:|---:|\n", t.what)
+		b.WriteString(strings.Join(rows, ""))
+		b.WriteString("\n")
 	}
-	if len(rows) == 0 {
-		return
-	}
-	b.WriteString("The slowest 1% of requests, by their own bills (allocations per request of that group, docs/bills.md):\n\n| function | before | after | change |\n|---|---:|---:|---:|\n")
-	b.WriteString(strings.Join(rows, ""))
-	b.WriteString("\n")
 }

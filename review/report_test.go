@@ -162,22 +162,25 @@ func TestRouteOf(t *testing.T) {
 	}
 }
 
-// TestTailBills: a review names what the slowest 1% allocate differently
-// by their own bills, past half an allocation per request, and nothing
-// otherwise.
+// TestTailBills: a review names what the slowest 1% allocate and copy
+// differently by their own bills, past half an allocation or a byte per
+// request, and nothing otherwise.
 func TestTailBills(t *testing.T) {
 	var b strings.Builder
 	writeTailBills(&b, []probe.ABFunction{
 		{Profile: "allocs", Key: "main.other", Delta: 3},
 		{Profile: "tail_allocs", Key: "main.fill", Before: 0, After: 10, Delta: 10},
 		{Profile: "tail_allocs", Key: "main.noise", Before: 1, After: 1.2, Delta: 0.2},
+		{Profile: "tail_copies", Key: "main.rareCopy", Before: 0, After: 65536, Delta: 65536},
+		{Profile: "tail_copies", Key: "main.same", Before: 100, After: 100.5, Delta: 0.5},
 	})
 	got := b.String()
-	if !strings.Contains(got, "| `main.fill` | 0 | 10 | +10 |") || strings.Contains(got, "main.noise") || strings.Contains(got, "main.other") {
+	if !strings.Contains(got, "| `main.fill` | 0 | 10 | +10 |") || strings.Contains(got, "main.noise") || strings.Contains(got, "main.other") ||
+		!strings.Contains(got, "(bytes copied per request of that group") || !strings.Contains(got, "| `main.rareCopy` | 0 | 65536 | +65536 |") || strings.Contains(got, "main.same") {
 		t.Errorf("tail bills:\n%s", got)
 	}
 	b.Reset()
-	writeTailBills(&b, []probe.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}})
+	writeTailBills(&b, []probe.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}, {Profile: "tail_copies", Key: "main.same", Delta: 0.9}})
 	if b.Len() != 0 {
 		t.Errorf("nothing moved, yet:\n%s", b.String())
 	}

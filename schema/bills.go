@@ -42,6 +42,10 @@ type Bills struct {
 	// the client's).
 	Joined      int      `json:"joined"`
 	TailOverlap *float64 `json:"tail_overlap,omitempty"`
+	// DifferCopies are the lines where the slowest 1%'s mean copies
+	// differ from the median's, largest change in bytes first (nil when
+	// the window counted no copies).
+	DifferCopies []BillCopySite `json:"differ_copies,omitempty"`
 	// Exemplars are the five slowest requests' own bills.
 	Exemplars []Bill `json:"exemplars"`
 }
@@ -80,6 +84,38 @@ type Bill struct {
 	// name (eight names a bill; the runtime's own syscalls and the
 	// vDSO's are not here): a part of Syscalls.
 	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
+	// Copies are its copies (copyspy's recorder, in the same window), or
+	// nil when the window counted none.
+	Copies *BillCopies `json:"copies,omitempty"`
+}
+
+// BillCopies are a bill's copies per request: memmove's calls and bytes
+// (CopyCalls, CopiedBytes) and memclr's (ClearCalls, ClearedBytes), each
+// its sites' sum plus its remainder (the copies of a request with more
+// sites than a bill holds).
+type BillCopies struct {
+	CopyCalls             float64        `json:"copy_calls"`
+	CopiedBytes           float64        `json:"copied_bytes"`
+	ClearCalls            float64        `json:"clear_calls"`
+	ClearedBytes          float64        `json:"cleared_bytes"`
+	Sites                 []BillCopySite `json:"sites"`
+	RemainderCopyCalls    float64        `json:"remainder_copy_calls"`
+	RemainderCopiedBytes  float64        `json:"remainder_copied_bytes"`
+	RemainderClearCalls   float64        `json:"remainder_clear_calls"`
+	RemainderClearedBytes float64        `json:"remainder_cleared_bytes"`
+}
+
+// BillCopySite is a bill's copies at one line: the first function outside
+// the runtime (Func, Site as file:line), the function that called memmove
+// or memclr (Via), the kind (memmove, memclr), calls and bytes. In
+// Bills.DifferCopies, the slowest 1%'s mean minus the median group's.
+type BillCopySite struct {
+	Func  string  `json:"func"`
+	Site  string  `json:"site"`
+	Via   string  `json:"via"`
+	Kind  string  `json:"kind"`
+	Calls float64 `json:"calls"`
+	Bytes float64 `json:"bytes"`
 }
 
 // BillWaitSite is a bill's wait time (µs) at one place: its part, the

@@ -26,8 +26,10 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // bytes (the key is the allocspy slot's index plus one; kind 0 above bit
 // 32), then the time by part (wire.BillParts, ns), the syscalls, the
 // peer (the HTTP/1 connection's remote port and the request's number on
-// it), billWaits wait stacks of key, ns, part and waitDepth PCs, and
-// sysNrs syscall numbers (plus one) with their counts.
+// it), billWaits wait stacks of key, ns, part and waitDepth PCs,
+// sysNrs syscall numbers (plus one) with their counts, then copySites
+// entries of key (the copyspy slot's index plus one), calls and bytes, and
+// two overflow entries (memmove, memclr) of the same shape.
 const (
 	billHeader = 5
 	billSites  = 64
@@ -39,7 +41,10 @@ const (
 	waitWords  = 3 + waitDepth
 	billSysNrs = billPeer + 1 + billWaits*waitWords
 	sysNrs     = 8
-	billWords  = billSysNrs + 2*sysNrs
+	billCopies = billSysNrs + 2*sysNrs
+	copySites  = 32
+	copyOver   = billCopies + 3*copySites
+	billWords  = copyOver + 3*2
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -87,6 +92,12 @@ func (b *bills) End(path string) error {
 				bill.SyscallNrs = append(bill.SyscallNrs, wire.BillSyscall{Nr: int(w[e] - 1), Count: w[e+1]})
 			}
 		}
+		for e := billCopies; e < copyOver; e += 3 {
+			if w[e] != 0 && w[e+1] != 0 {
+				bill.Copies = append(bill.Copies, wire.BillCopy{Slot: w[e], Calls: w[e+1], Bytes: w[e+2]})
+			}
+		}
+		bill.OverCopies = [2]wire.BillCopy{{Calls: w[copyOver+1], Bytes: w[copyOver+2]}, {Calls: w[copyOver+4], Bytes: w[copyOver+5]}}
 		for e := billHeader; e < billTime; e += 3 {
 			key := w[e]
 			if key == 0 || key>>32 != 0 {

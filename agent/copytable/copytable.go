@@ -81,6 +81,7 @@ func report(sites []spytable.Site, dropped uint64, names []string) *wire.CopyRep
 	for _, st := range sites {
 		site := wire.CopySiteOf(wire.MarkTruncated(agent.Symbolize(st.PCs), st.Truncated), st.Words[spytable.Counters], st.Delta[spytable.Counters:])
 		site.Route = spytable.RouteName(names, st.Words[spytable.RouteWord])
+		site.Slot = st.Words[1] + 1
 		rep.Sites = append(rep.Sites, site)
 	}
 	return rep

@@ -100,6 +100,7 @@ type CopyReport struct {
 type CopySite struct {
 	Kind  string     `json:"kind"`            // memmove or memclr
 	Route string     `json:"route,omitempty"` // the request's route (RouteReport); "" the background
+	Slot  uint64     `json:"slot,omitempty"`  // the table slot's index plus one, as bills name it
 	Stack []PCFrames `json:"stack"`           // innermost first: [0] is the direct caller
 	Calls [4]uint64  `json:"calls"`
 	Bytes [4]uint64  `json:"bytes"`
@@ -224,6 +225,18 @@ type Bill struct {
 	// SyscallNrs are the syscalls package syscall made for it, by number
 	// (eight numbers a bill; the rest are in Syscalls only).
 	SyscallNrs []BillSyscall `json:"syscall_nrs,omitempty"`
+	// Copies are its copies by CopySite.Slot (memmove's and memclr's,
+	// when copyspy's recorder was on); OverCopies those that found no
+	// room in the bill, by kind (memmove, then memclr; Slot 0).
+	Copies     []BillCopy  `json:"copies,omitempty"`
+	OverCopies [2]BillCopy `json:"over_copies"`
+}
+
+// BillCopy is a bill's copies at one site: calls and bytes.
+type BillCopy struct {
+	Slot  uint64 `json:"slot,omitempty"`
+	Calls uint64 `json:"calls"`
+	Bytes uint64 `json:"bytes"`
 }
 
 // BillSyscall is a bill's count of one syscall number.

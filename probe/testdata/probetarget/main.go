@@ -213,6 +213,16 @@ func rareFill(n int) {
 	}
 }
 
+var rareFrom, rareTo = make([]byte, 1<<20), make([]byte, 1<<20)
+
+// rareCopy copies n bytes (at most 1 MiB) between two buffers made at
+// start: one memmove of n bytes, no allocation.
+//
+//go:noinline
+func rareCopy(n int) {
+	copy(rareTo[:n], rareFrom[:n])
+}
+
 //go:noinline
 func genAlloc[T any](n int) {
 	for i := 0; i < n; i++ {
@@ -467,17 +477,21 @@ func main() {
 		}
 		w.Write([]byte("ok"))
 	})
-	// /rare?every=N&ms=M&spin=US&sys=S: one request in N also builds ten
-	// 1 KiB objects (rareFill), runs US µs of CPU, makes S getppid
-	// syscalls and waits M ms on a timer's channel: the slowest requests'
-	// own bill.
+	// /rare?every=N&ms=M&spin=US&sys=S&copy=B: one request in N also
+	// builds ten 1 KiB objects (rareFill), copies B bytes in one memmove
+	// (rareCopy), runs US µs of CPU, makes S getppid syscalls and waits M
+	// ms on a timer's channel: the slowest requests' own bill.
 	mux.HandleFunc("/rare", func(w http.ResponseWriter, r *http.Request) {
 		every, _ := strconv.ParseInt(r.URL.Query().Get("every"), 10, 64)
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		us, _ := strconv.Atoi(r.URL.Query().Get("spin"))
 		sys, _ := strconv.Atoi(r.URL.Query().Get("sys"))
+		cp, _ := strconv.Atoi(r.URL.Query().Get("copy"))
 		if every > 0 && rareCount.Add(1)%every == 0 {
 			rareFill(10)
+			if cp > 0 {
+				rareCopy(min(cp, len(rareFrom)))
+			}
 			burnSink = burn(us * spinPerUS)
 			for range sys {
 				syscall.Syscall(syscall.SYS_GETPPID, 0, 0, 0)
