@@ -44,6 +44,10 @@ type h2Pool struct {
 	mu                     sync.Mutex
 	conns                  []*h2Conn // one per worker, kept across phases
 	workers
+	// tagging: each call's latency keyed by the connection's local port
+	// and the call's stream id, as net/http's overlay names an HTTP/2
+	// request on its bill.
+	tagBook
 }
 
 // h2Request is what a lean HTTP/2 driver sends: lead (the :method and
@@ -57,7 +61,7 @@ type h2Request struct {
 
 // newH2Pool makes the pool of n workers for req.
 func newH2Pool(addr string, n int, arrivals Arrivals, http bool, req h2Request) *h2Pool {
-	p := &h2Pool{addr: addr, http: http, conns: make([]*h2Conn, n)}
+	p := &h2Pool{addr: addr, http: http, conns: make([]*h2Conn, n), tagBook: tagBook{tags: make([][]Tag, n)}}
 	p.workers.n, p.workers.step, p.workers.arrivals = n, p.step, arrivals
 	p.first = encodeFrames(headerBlock(req.lead, req.fields, blockFirst), req.data)
 	p.steady = encodeFrames(headerBlock(req.lead, req.fields, blockSteady), req.data)
@@ -297,7 +301,15 @@ func (d *h2Pool) step(ctx context.Context) func(i int, r *Result) {
 			d.conns[i] = c
 			d.mu.Unlock()
 		}
+		var t0 time.Time
+		tagging, stream := d.tagOn.Load(), c.next
+		if tagging {
+			t0 = time.Now()
+		}
 		err := c.roundTrip()
+		if tagging && err == nil && c.port != 0 {
+			d.tagged(i, c.port<<48|uint64(stream), t0)
+		}
 		if err != nil && !isAnswered(err) || c.done() {
 			c.c.Close()
 			d.mu.Lock()
@@ -319,6 +331,9 @@ func (d *h2Pool) dial(ctx context.Context) (*h2Conn, error) {
 	}
 	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), http: d.http, call: d.first.clone(), steady: d.steady.clone(), literal: d.literal.clone(),
 		next: 1, sendWin: 65535, peerWin: 65535, buf: make([]byte, 0, 16<<10)}
+	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+		c.port = uint64(a.Port)
+	}
 	c.dec = hpack.NewDecoder(4096, c.field)
 	c.dec.SetMaxStringLength(h2MaxHeaderBlock)
 	b := []byte(h2Preface)
@@ -338,6 +353,7 @@ func (d *h2Pool) dial(ctx context.Context) (*h2Conn, error) {
 type h2Conn struct {
 	http    bool // an HTTP reply (2xx), not a gRPC call's
 	c       net.Conn
+	port    uint64 // the local port (the tags' key)
 	r       *bufio.Reader
 	call    callFrames // the next call's frames
 	steady  callFrames // the frames of the calls after the first

@@ -37,41 +37,54 @@ type Lean struct {
 	workers
 	// tagging: while on, each worker keeps its requests' latencies keyed
 	// as the server's overlay names them (Tags).
-	tagOn atomic.Bool
-	tags  [][]Tag
+	tagBook
 }
 
-// Tag is the driver's latency for one HTTP/1 request, keyed as the
-// server's overlay names it on the request's bill: the connection's local
-// port in bits 48 up, the request's number on the connection (from 1)
-// below. US is from the request's send to its response's end.
+// Tag is the driver's latency for one request, keyed as the server's
+// overlay names it on the request's bill: the connection's local port in
+// bits 48 up and, below, the request's number on the connection (HTTP/1,
+// from 1) or its stream id (HTTP/2). US is from the request's send to its
+// response's end.
 type Tag struct {
 	Peer uint64
 	US   int64
 }
 
 // A Tagger keys its requests' latencies while tagging is on (the lean
-// HTTP/1 driver): Tags returns those of the requests answered since it
-// was last called.
+// HTTP/1 and HTTP/2 drivers): Tags returns those of the requests answered
+// since it was last called.
 type Tagger interface {
 	Tagging(on bool)
 	Tags() []Tag
 }
 
+// tagBook keeps each worker's keyed latencies while tagging is on; a
+// worker appends to its own list only, and Tags is called between phases.
+type tagBook struct {
+	tagOn atomic.Bool
+	tagMu sync.Mutex
+	tags  [][]Tag
+}
+
 // Tagging turns the keyed latencies on or off.
-func (d *Lean) Tagging(on bool) { d.tagOn.Store(on) }
+func (t *tagBook) Tagging(on bool) { t.tagOn.Store(on) }
 
 // Tags returns the keyed latencies of the requests answered with a 2xx
 // since the last call, and forgets them. Call it between phases.
-func (d *Lean) Tags() []Tag {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+func (t *tagBook) Tags() []Tag {
+	t.tagMu.Lock()
+	defer t.tagMu.Unlock()
 	var out []Tag
-	for i, t := range d.tags {
-		out = append(out, t...)
-		d.tags[i] = t[:0]
+	for i, l := range t.tags {
+		out = append(out, l...)
+		t.tags[i] = l[:0]
 	}
 	return out
+}
+
+// tagged keeps worker i's latency for the request keyed peer, sent at t0.
+func (t *tagBook) tagged(i int, peer uint64, t0 time.Time) {
+	t.tags[i] = append(t.tags[i], Tag{Peer: peer, US: max(time.Since(t0).Microseconds(), 1)})
 }
 
 type leanConn struct {
@@ -111,7 +124,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	if opt.Conns <= 0 {
 		opt.Conns = 8
 	}
-	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns), tags: make([][]Tag, opt.Conns)}
+	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns), tagBook: tagBook{tags: make([][]Tag, opt.Conns)}}
 	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
 	port := "80"
 	if u.Scheme == "https" {
@@ -234,7 +247,7 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 	}
 	status, closeConn, err := ReadResponse(c.r, d.heads[k])
 	if tagging && err == nil && status >= 200 && status <= 299 && c.port != 0 {
-		d.tags[i] = append(d.tags[i], Tag{Peer: c.port<<48 | c.n&(1<<48-1), US: max(time.Since(t0).Microseconds(), 1)})
+		d.tagged(i, c.port<<48|c.n&(1<<48-1), t0)
 	}
 	if err != nil || closeConn {
 		d.drop(i, c)

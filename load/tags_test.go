@@ -62,3 +62,51 @@ func TestLeanTags(t *testing.T) {
 		t.Errorf("Tags kept %d after returning them", len(again))
 	}
 }
+
+// TestH2LeanTags: with tagging on, the lean h2c driver keys each answered
+// request by its connection's local port and its stream id, which on a
+// connection of one stream at a time is 2n-1 for the server's n-th
+// request there (RFC 9113: client streams are odd and increase); net/http's
+// overlay writes the stream id the server read, so the keys are the ones a
+// plain server numbers. Off, it keeps none.
+func TestH2LeanTags(t *testing.T) {
+	addr, _, _ := h2cServer(t)
+	d, err := NewH2Lean(HTTPOptions{URL: "http://" + addr + "/ok", Conns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.RunN(context.Background(), 30); err != nil {
+		t.Fatal(err)
+	}
+	if tags := d.Tags(); len(tags) != 0 {
+		t.Fatalf("untagged, yet %d tags", len(tags))
+	}
+	d.Tagging(true)
+	if _, err := d.RunN(context.Background(), 60); err != nil {
+		t.Fatal(err)
+	}
+	d.Tagging(false)
+	byPort := map[uint64][]uint64{}
+	for _, tg := range d.Tags() {
+		if tg.US <= 0 {
+			t.Errorf("tag %x: latency %d µs", tg.Peer, tg.US)
+		}
+		byPort[tg.Peer>>48] = append(byPort[tg.Peer>>48], tg.Peer&(1<<48-1))
+	}
+	n := 0
+	for port, ids := range byPort {
+		slices.Sort(ids)
+		first := ids[0]
+		for k, id := range ids {
+			if id != first+2*uint64(k) || id%2 != 1 {
+				t.Errorf("port %d: stream ids %v, want odd and consecutive", port, ids)
+				break
+			}
+		}
+		n += len(ids)
+	}
+	if n != 60 || len(byPort) == 0 || len(byPort) > 3 {
+		t.Errorf("%d tags on %d connections, want 60 on at most 3", n, len(byPort))
+	}
+}

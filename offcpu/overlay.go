@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/gorelease"
@@ -52,15 +53,28 @@ var requestEdits = []routes.Edit{
 var h2Edits = map[string][]routes.Edit{
 	"go1.26": {edit("h2_bundle.go",
 		"\t}()\n\thandler(rw, req)\n\tdidPanic = false\n",
-		"\t}()\n\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(req.Context(), req); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n")},
+		"\t}()\n\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(req.Context(), req); perfspyRegion.PeerStream(req.RemoteAddr, rw.rws.stream.id); handler(rw, req); perfspyRegion.End()\n\tdidPanic = false\n")},
 	"go1.27": {
 		edit("http2.go",
 			"func (h http2Handler) ServeHTTP(w *http2.ResponseWriter, req *http2.ServerRequest) {\n\th.h.ServeHTTP(http2ResponseWriter{w}, &Request{\n",
 			"func (h http2Handler) ServeHTTP(w *http2.ResponseWriter, req *http2.ServerRequest) {\n\tperfspyReq := &Request{\n"),
 		edit("http2.go",
 			"\t\tMultipartForm: req.MultipartForm,\n\t})\n}\n",
-			"\t\tMultipartForm: req.MultipartForm,\n\t}; var perfspyRegion perfspyRequest; perfspyRegion.Begin(perfspyReq.Context(), perfspyReq); h.h.ServeHTTP(http2ResponseWriter{w}, perfspyReq); perfspyRegion.End()\n}\n"),
+			"\t\tMultipartForm: req.MultipartForm,\n\t}; var perfspyRegion perfspyRequest; perfspyRegion.Begin(perfspyReq.Context(), perfspyReq); perfspyRegion.PeerStream(req.RemoteAddr, w.PerfspyStream()); h.h.ServeHTTP(http2ResponseWriter{w}, perfspyReq); perfspyRegion.End()\n}\n"),
 	},
+}
+
+// h2Files are the files added to net/http/internal/http2, by release:
+// Go 1.27's HTTP/2 server keeps the stream in a package of its own, so
+// net/http asks it for the stream's id (PeerStream).
+var h2Files = map[string]map[string]string{
+	"go1.27": {"zz_perfspy_stream.go": `// Code added to package http2 by perfspy's request boundaries. DO NOT EDIT.
+
+package http2
+
+// PerfspyStream is the id of the stream w answers.
+func (w *responseWriter) PerfspyStream() uint32 { return w.rws.stream.id }
+`},
 }
 
 // withoutBoundaries is what a run does without this overlay.
@@ -79,6 +93,9 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 		return nil, err
 	}
 	files[filepath.Join(src, routes.HTTPFileName)] = routes.HTTPFile(RegionType)
+	for name, text := range h2Files[rel] {
+		files[filepath.Join(src, "internal", "http2", name)] = text
+	}
 	out, err := routes.RuntimeOverlay(goroot, dir)
 	if err != nil {
 		return nil, err
@@ -89,7 +106,7 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 	}
 	maps.Copy(out, calls)
 	for path, text := range files {
-		if _, err := os.Stat(path); err == nil && filepath.Base(path) == routes.HTTPFileName {
+		if _, err := os.Stat(path); err == nil && strings.HasPrefix(filepath.Base(path), "zz_perfspy_") {
 			return nil, capability.Shape("request boundaries", "%s already exists in GOROOT", path)
 		}
 		dst := filepath.Join(dir, "http_"+filepath.Base(path))

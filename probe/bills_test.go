@@ -87,6 +87,31 @@ func TestTailBill(t *testing.T) {
 	}
 }
 
+// TestTailBillH2C: over h2c (the lean HTTP/2 driver, one stream at a time
+// on each connection) each bill joins the driver's latency by the
+// connection's port and the stream's id, which net/http's HTTP/2 server
+// (Go 1.26's bundled one, Go 1.27's net/http/internal/http2) writes on it.
+func TestTailBillH2C(t *testing.T) {
+	skipShort(t)
+	m := runTarget(t, "/rare?every=50&ms=5", "-proto", "h2c", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	b := s.Bills
+	if b == nil || s.Driver == nil || s.Driver.Name != "h2c" {
+		t.Fatalf("bills %+v, driver %+v", b, s.Driver)
+	}
+	// The join is what this test holds; the slowest 1% over one HTTP/2
+	// connection per worker may also hold a request queued behind a rare
+	// one on a busy machine (19 rare of 21 beside a CI run), so only most
+	// of them need be rare.
+	if d := b.Differ; len(d) == 0 || d[0].Func != "main.rareFill" || d[0].Allocs < 5 {
+		t.Errorf("differ %+v: want main.rareFill first, +5 or more", d)
+	}
+	checkBillJoin(t, b)
+}
+
 // checkBillCopies holds the bills' copies to /rare's: the rare requests
 // copy 64 KiB in one memmove at main.rareCopy (main.go:223), the others
 // do not; the groups' copy profiles say the same per request, and each
