@@ -213,6 +213,17 @@ func checkBillTime(t *testing.T, b *schema.Bills, quiet bool) {
 	if d := b.DifferSyscallsByName; d["getppid"] != 3 || b.DifferSyscalls < 2.5 || slow.SyscallsByName["getppid"] != 3 {
 		t.Errorf("syscalls: %+v more by name, %v in all; want getppid +3", d, b.DifferSyscalls)
 	}
+	// By name is a part of the count: no other word of the bill read
+	// as a syscall number.
+	for _, g := range []*schema.Bill{slow, med} {
+		var named float64
+		for _, v := range g.SyscallsByName {
+			named += v
+		}
+		if named > g.Syscalls+1e-3 {
+			t.Errorf("%v syscalls by name, %v in all", g.SyscallsByName, g.Syscalls)
+		}
+	}
 	// Where: the timer's channel received in main.tailWait.
 	if w := b.DifferWaits; len(w) == 0 || w[0].Part != "sync" || w[0].Func != "main.tailWait" || filepath.Base(w[0].Site) != "main.go:196" || w[0].US < 5000 || w[0].US > slow.TimeUS["sync"]+1 {
 		t.Errorf("differ in waits %+v: want sync in main.tailWait at main.go:196, 5000 µs or more", w)

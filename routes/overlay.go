@@ -62,10 +62,10 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyStamp int64; perfspyOwn bool // profiler labels; perfspy's request mark (route index, 0 none), bill, the bill's last state change and whether the goroutine serves the billed request\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change and whether the goroutine serves the billed request\n"},
 	{"proc.go",
 		"\t\t\tnewg.labels = mp.curg.labels\n",
-		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill = mp.curg.perfspyBill\n"},
+		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill, newg.perfspyBillGen = mp.curg.perfspyBill, mp.curg.perfspyBillGen\n"},
 	// A g is reused from the free list: it starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",

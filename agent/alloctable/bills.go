@@ -28,8 +28,9 @@ func perfspyBillLayout() (bills, sites, billSize int)
 // peer (the HTTP/1 connection's remote port and the request's number on
 // it), billWaits wait stacks of key, ns, part and waitDepth PCs,
 // sysNrs syscall numbers (plus one) with their counts, then copySites
-// entries of key (the copyspy slot's index plus one), calls and bytes, and
-// two overflow entries (memmove, memclr) of the same shape.
+// entries of key (the copyspy slot's index plus one), calls and bytes,
+// two overflow entries (memmove, memclr) of the same shape, and the take
+// that holds the bill.
 const (
 	billHeader = 5
 	billSites  = 64
@@ -44,7 +45,8 @@ const (
 	billCopies = billSysNrs + 2*sysNrs
 	copySites  = 32
 	copyOver   = billCopies + 3*copySites
-	billWords  = copyOver + 3*2
+	billGen    = copyOver + 3*2
+	billWords  = billGen + 1
 )
 
 // bills is the "bills" counter: each request of the window with its own
@@ -87,7 +89,7 @@ func (b *bills) End(path string) error {
 		bill.PartsNS = append([]uint64(nil), w[billTime:billTime+billParts]...)
 		bill.Syscalls, bill.Peer = w[billPeer-1], w[billPeer]
 		bill.Waits = waits(rep, w[billPeer+1:billSysNrs], seen)
-		for e := billSysNrs; e < billWords; e += 2 {
+		for e := billSysNrs; e < billCopies; e += 2 {
 			if w[e] != 0 && w[e+1] != 0 {
 				bill.SyscallNrs = append(bill.SyscallNrs, wire.BillSyscall{Nr: int(w[e] - 1), Count: w[e+1]})
 			}
