@@ -159,6 +159,72 @@ func TestLive(t *testing.T) {
 	checkLiveStore(t, store, ok, &sp, stderr.String())
 }
 
+// TestLiveBills: in live mode each accounted request carries its own
+// bill, and every period pushes the slowest 1% of the period's bills and
+// the median group's. probetarget's /rare?every=7 makes one request in
+// 7 build ten 1 KiB objects in main.rareFill, copy 64 KiB in
+// main.rareCopy and wait 5 ms; one in 16 is accounted (7 and 16 share no
+// factor: one accounted request in 7 is a rare one). Read back from the
+// store: the slowest 1% made exactly ten objects and one 64 KiB copy
+// there each, the median group none.
+func TestLiveBills(t *testing.T) {
+	skipShort(t)
+	bin := t.TempDir() + "/pt"
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"build", "-q", "-o", bin, "./testdata/probetarget"}, &o, &e); code != ExitOK {
+		t.Fatalf("probe build: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	store := storetest.Start(t)
+	var stderr syncBuffer
+	cmd, addr := testtarget.StartBinaryTo(t, &stderr, bin, []string{"PERFSPY_PUSH=" + store, "PERFSPY_SAMPLE=16", "PERFSPY_PERIOD=1s", "PERFSPY_LABELS=env=bills"},
+		"-addr", "127.0.0.1:0")
+	drv, err := load.NewLean(load.HTTPOptions{URL: "http://" + addr + "/rare?every=7&ms=5&copy=65536", Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := drv.Run(context.Background(), 3500*time.Millisecond)
+	drv.Close()
+	if err != nil || res.OK == 0 || res.Errors+res.Non2xx != 0 {
+		t.Fatalf("%+v: %v", res, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	host := strings.TrimPrefix(store, "http://")
+	fetch := func(typ string) *profile.Profile {
+		p, err := profstore.FetchAddress(context.Background(), nil, fmt.Sprintf("pyroscope://%s/{service_name=\"probetarget\",env=\"bills\"}?type=%s&from=-10m", host, typ))
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s", typ, err, stderr.String())
+		}
+		return p
+	}
+	leafSum := func(p *profile.Profile, fn string, v int) int64 {
+		var n int64
+		for _, s := range p.Sample {
+			if leafName(s) == fn {
+				n += s.Value[v]
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		typ, fn string
+		v       int
+		each    int64
+	}{
+		{"tail_alloc_objects", "main.rareFill", 0, 10},
+		{"median_alloc_objects", "main.rareFill", 0, 0},
+		{"tail_copied_bytes", "main.rareCopy", 0, 65536},
+		{"median_copied_bytes", "main.rareCopy", 0, 0},
+	} {
+		p := fetch(c.typ)
+		n, got := requestsOf(t, p), leafSum(p, c.fn, c.v)
+		t.Logf("%s: %d requests, %s %d", c.typ, n, c.fn, got)
+		if n == 0 || got != c.each*n {
+			t.Errorf("%s: %s %d in %d requests, want %d each", c.typ, c.fn, got, n, c.each)
+		}
+	}
+}
+
 // driveLive sends the mix for a few periods, the store down in the
 // middle, and returns the requests that succeeded.
 func driveLive(t *testing.T, addr string, sp *storeProxy) int64 {

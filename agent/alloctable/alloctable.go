@@ -48,6 +48,7 @@ func init() {
 	spytable.RegisterLive(&spytable.Live{Kind: "allocs", Table: &live, Sampled: allocspyEnableSampled, Report: func(sites []spytable.Site, dropped uint64, names []string) any {
 		return report(sites, dropped, names)
 	}})
+	spytable.RegisterLiveBills(&spytable.LiveBills{Start: perfspyBillStartLive, Read: liveRead, Symbolize: agent.Symbolize})
 }
 
 //go:linkname allocspyReadMemStats runtime.allocspyReadMemStats

@@ -18,6 +18,12 @@ func perfspyBillStop() uint64
 //go:linkname perfspyBillRead runtime.perfspyBillRead
 func perfspyBillRead(dst []uint64) int
 
+//go:linkname perfspyBillStartLive runtime.perfspyBillStartLive
+func perfspyBillStartLive()
+
+//go:linkname perfspyBillReadEnded runtime.perfspyBillReadEnded
+func perfspyBillReadEnded(dst []uint64) (n int, began, missed uint64)
+
 //go:linkname perfspyBillLayout runtime.perfspyBillLayout
 func perfspyBillLayout() (bills, sites, billSize int)
 
@@ -77,10 +83,16 @@ func (b *bills) End(path string) error {
 	}
 	n := perfspyBillRead(b.buf)
 	rep := &wire.BillReport{Began: began, Every: b.every, Cap: kept - 1}
-	names := spytable.Routes()
+	decode(rep, b.buf[:n], spytable.Routes())
+	return wire.WriteJSON(path, rep)
+}
+
+// decode adds the bills in words (billWords each) to rep: those whose
+// requests ended to rep.Bills, the others to rep.Open.
+func decode(rep *wire.BillReport, words []uint64, names []string) {
 	seen := map[uint64]bool{}
-	for i := 0; i+billWords <= n; i += billWords {
-		w := b.buf[i : i+billWords]
+	for i := 0; i+billWords <= len(words); i += billWords {
+		w := words[i : i+billWords]
 		if w[1] == 0 || w[1] < w[0] {
 			rep.Open++
 			continue
@@ -109,8 +121,23 @@ func (b *bills) End(path string) error {
 		}
 		rep.Bills = append(rep.Bills, bill)
 	}
-	return wire.WriteJSON(path, rep)
 }
+
+// liveRead reads the bills of the requests that ended since the last
+// read, and gives them back to the runtime for the next requests.
+func liveRead(names []string) *wire.BillReport {
+	kept, _, _ := perfspyBillLayout()
+	if liveBuf == nil {
+		liveBuf = make([]uint64, kept*billWords)
+	}
+	n, began, missed := perfspyBillReadEnded(liveBuf)
+	rep := &wire.BillReport{Began: began, Every: 1, Cap: kept - 1, Missed: missed}
+	decode(rep, liveBuf[:n], names)
+	return rep
+}
+
+// liveBuf is liveRead's buffer (the live loop reads on one goroutine).
+var liveBuf []uint64
 
 // waits reads a bill's wait stacks (words past its peer): each one's time
 // on the bill, and each stack new to the report symbolized into it once.

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -16,6 +17,15 @@ type collector struct {
 	lives  []*spytable.Live
 	sample int
 	last   time.Time
+	// bills are the requests' own bills (nil in a binary without them);
+	// stacks the recorders' stacks by kind and slot, symbolized once (a
+	// slot keeps its stack for the process's life).
+	bills  *spytable.LiveBills
+	stacks map[string]map[uint64][]wire.PCFrames
+	// clears are the copy slots (index plus one) of memclr: a bill names
+	// a slot, the periods' sites say its kind.
+	clears map[uint64]bool
+	missed uint64 // accounted requests that found no free bill, so far
 }
 
 // next reads a period that ends now.
@@ -46,6 +56,16 @@ func (c *collector) next(now time.Time) (*livepush.Period, error) {
 			return nil, err
 		}
 		kinds[l.Kind] = true
+		if l.Kind == "copies" {
+			for _, st := range sites {
+				if st.Words[spytable.Counters] == 1 {
+					if c.clears == nil {
+						c.clears = map[uint64]bool{}
+					}
+					c.clears[st.Words[1]+1] = true
+				}
+			}
+		}
 		if dropped > 0 {
 			pd.Dropped[l.Kind] = dropped
 		}
@@ -63,5 +83,95 @@ func (c *collector) next(now time.Time) (*livepush.Period, error) {
 	for _, r := range slices.Sorted(maps.Keys(data)) {
 		pd.Series = append(pd.Series, livepush.RouteSeries(pd, r, data[r], kinds, c.sample)...)
 	}
+	if c.bills != nil {
+		rep := c.bills.Read(names)
+		if d := rep.Missed - c.missed; d > 0 {
+			pd.Dropped["bills"] = d
+		}
+		c.missed = rep.Missed
+		if len(rep.Bills) > 0 {
+			tail, median := c.billGroups(rep.Bills)
+			pd.Series = append(pd.Series, livepush.BillSeries(pd, tail, median, len(rep.Bills), kinds["copies"], c.sample)...)
+		}
+	}
 	return pd, nil
+}
+
+// billGroups ranks a period's bills by server-side duration, as probe run
+// does (package bills): the slowest 1% (rounded down, at least one) and
+// as many around the median, each summed by stack.
+func (c *collector) billGroups(bills []wire.Bill) (tail, median *livepush.BillGroup) {
+	order := slices.Clone(bills)
+	slices.SortStableFunc(order, func(a, b wire.Bill) int { return cmp.Compare(b.DurationNS, a.DurationNS) })
+	n := max(1, len(order)/100)
+	mid := max(0, min(len(order)-n, len(order)/2-n/2))
+	return c.group(order[:n]), c.group(order[mid : mid+n])
+}
+
+// group sums a group's bills by slot, each slot's stack from its recorder.
+func (c *collector) group(bills []wire.Bill) *livepush.BillGroup {
+	g := &livepush.BillGroup{Requests: uint64(len(bills))}
+	allocs, copies := map[uint64]*wire.AllocSite{}, map[uint64]*wire.CopySite{}
+	for _, b := range bills {
+		for _, a := range b.Allocs {
+			s := allocs[a.Slot]
+			if s == nil {
+				s = &wire.AllocSite{Stack: c.stack("allocs", a.Slot), Slot: a.Slot}
+				allocs[a.Slot] = s
+			}
+			s.Objects += a.Objects
+			s.ReqBytes += a.Bytes
+		}
+		for _, cp := range b.Copies {
+			s := copies[cp.Slot]
+			if s == nil {
+				s = &wire.CopySite{Kind: c.copyKind(cp.Slot), Stack: c.stack("copies", cp.Slot), Slot: cp.Slot}
+				copies[cp.Slot] = s
+			}
+			s.Calls[0] += cp.Calls
+			s.Bytes[0] += cp.Bytes
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(allocs)) {
+		g.Allocs = append(g.Allocs, *allocs[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(copies)) {
+		g.Copies = append(g.Copies, *copies[k])
+	}
+	return g
+}
+
+// copyKind is a copy slot's kind.
+func (c *collector) copyKind(slot uint64) string {
+	if c.clears[slot] {
+		return "memclr"
+	}
+	return "memmove"
+}
+
+// stack is the stack of the slot (its index plus one) of kind's
+// recorder, symbolized, with the truncation mark.
+func (c *collector) stack(kind string, slot uint64) []wire.PCFrames {
+	if st, ok := c.stacks[kind][slot]; ok {
+		return st
+	}
+	var st []wire.PCFrames
+	for _, l := range c.lives {
+		if l.Kind == kind && slot > 0 {
+			pcs := make([]uintptr, l.Table.Depth)
+			n, truncated := l.Table.Stack(int(slot-1), pcs)
+			st = wire.MarkTruncated(c.bills.Symbolize(pcs[:n]), truncated)
+		}
+	}
+	if c.stacks == nil {
+		c.stacks = map[string]map[uint64][]wire.PCFrames{}
+	}
+	if c.stacks[kind] == nil {
+		c.stacks[kind] = map[uint64][]wire.PCFrames{}
+	}
+	// A stack not yet stored (0 PCs) is read again next time.
+	if len(st) > 0 {
+		c.stacks[kind][slot] = st
+	}
+	return st
 }

@@ -7,7 +7,10 @@
 // pushes to the store, per route, the accounted requests' allocations and
 // copies (the profiles probe run pushes, with the route label and the
 // requests sample type holding the accounted requests) and every request
-// the route served (perfspy_requests). See docs/live.md.
+// the route served (perfspy_requests), and the accounted requests' own
+// bills: the slowest 1%'s and the median group's allocations and copies
+// (perfspy_tail_allocs, perfspy_median_allocs, perfspy_tail_copies,
+// perfspy_median_copies). See docs/live.md.
 //
 // Under faults it keeps to its bounds: a store that is down or slow loses
 // periods (counted, said in the next push and once on standard error),
@@ -91,13 +94,16 @@ func newLive(cfg *livepush.Config, lives []*spytable.Live, log *livepush.Logger)
 	if err != nil {
 		return nil, err
 	}
-	l := &agentLive{cfg: cfg, log: log, push: p, stop: make(chan struct{}), col: collector{lives: lives, sample: cfg.Sample, last: time.Now()}}
+	l := &agentLive{cfg: cfg, log: log, push: p, stop: make(chan struct{}), col: collector{lives: lives, sample: cfg.Sample, last: time.Now(), bills: spytable.Bills()}}
 	l.col.routes.Next()
 	for _, lv := range lives {
 		if err := lv.Table.Begin(); err != nil {
 			return nil, err
 		}
 		lv.Sampled()
+	}
+	if l.col.bills != nil {
+		l.col.bills.Start()
 	}
 	go p.Run(context.Background())
 	return l, nil

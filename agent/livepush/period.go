@@ -21,6 +21,14 @@ const (
 	RequestsFrame = "perfspy.requests"
 	// RouteLabel is the series' label that names its route (profkey.RouteLabel).
 	RouteLabel = "route"
+	// The requests' own bills of a period (docs/bills.md): the slowest 1%
+	// of the accounted requests that ended in it and as many around the
+	// median, their allocations and copies summed, the group's requests
+	// in the requests sample type.
+	NameTailAllocs   = "perfspy_tail_allocs"
+	NameMedianAllocs = "perfspy_median_allocs"
+	NameTailCopies   = "perfspy_tail_copies"
+	NameMedianCopies = "perfspy_median_copies"
 )
 
 // Series is one profile of a push, under its labels (beside the
@@ -119,4 +127,60 @@ func droppedProfile(periods uint64, tables map[string]uint64, from, until time.T
 		b.add(b.frame("perfspy.dropped_"+k), []int64{int64(tables[k])})
 	}
 	return b.encode()
+}
+
+// BillGroup is one group of a period's bills: its requests, and their
+// allocations (objects and bytes asked for) and copies by stack, summed.
+type BillGroup struct {
+	Requests uint64
+	Allocs   []wire.AllocSite // Objects and ReqBytes
+	Copies   []wire.CopySite  // calls and bytes in the first bucket: a bill keeps no sizes
+}
+
+// BillSeries are a period's bill profiles: the slowest 1%'s (tail) and
+// the median group's, allocations and copies (the latter when copies is
+// set), out of billed bills that ended in the period. Their sample types
+// are the allocation and copy profiles', named with the group
+// (tail_alloc_objects, median_copied_bytes, ...).
+func BillSeries(pd *Period, tail, median *BillGroup, billed int, copies bool, sample int) []Series {
+	var out []Series
+	for _, g := range []struct {
+		allocs, copies, prefix string
+		g                      *BillGroup
+	}{{NameTailAllocs, NameTailCopies, "tail_", tail}, {NameMedianAllocs, NameMedianCopies, "median_", median}} {
+		// The sample types carry the group's name: a reader asking the
+		// store for type=alloc_objects still finds one profile (memory).
+		typ := func(t, unit string) [2]string { return [2]string{g.prefix + t, unit} }
+		stamp := func(b *profileBuilder) []byte {
+			b.timeNanos, b.durationNanos = pd.From.UnixNano(), pd.Until.Sub(pd.From).Nanoseconds()
+			b.addComment(fmt.Sprintf("perfspy.requests=%d", g.g.Requests))
+			b.addComment(fmt.Sprintf("perfspy.bills=%d", billed))
+			b.addComment(fmt.Sprintf("perfspy.sample=1/%d", sample))
+			return b.encode()
+		}
+		a := newProfile([][2]string{typ("alloc_objects", "count"), typ("requested_space", "bytes"), {RequestsType, "count"}}, [2]string{"space", "bytes"}, g.prefix+"requested_space")
+		for _, s := range g.g.Allocs {
+			stack, via := wire.AllocStack(s.Stack)
+			a.add(a.sampleStack(stack), []int64{int64(s.Objects), int64(s.ReqBytes), 0}, "via", via)
+		}
+		a.add(a.frame(RequestsFrame), []int64{0, 0, int64(g.g.Requests)})
+		out = append(out, Series{g.allocs, "", stamp(a)})
+		if !copies {
+			continue
+		}
+		c := newProfile([][2]string{typ("copy_calls", "count"), typ("copied_bytes", "bytes"), typ("clear_calls", "count"), typ("cleared_bytes", "bytes"), {RequestsType, "count"}},
+			[2]string{"copy", "count"}, g.prefix+"copied_bytes")
+		c.addComment("perfspy.copies_profile=v2")
+		for _, s := range g.g.Copies {
+			user, via := wire.UserStack(s.Stack)
+			v := []int64{int64(s.Calls[0]), int64(s.Bytes[0]), 0, 0, 0}
+			if s.Kind == "memclr" {
+				v = []int64{0, 0, int64(s.Calls[0]), int64(s.Bytes[0]), 0}
+			}
+			c.add(c.sampleStack(user), v, "kind", s.Kind, "via", via)
+		}
+		c.add(c.frame(RequestsFrame), []int64{0, 0, 0, 0, int64(g.g.Requests)})
+		out = append(out, Series{g.copies, "", stamp(c)})
+	}
+	return out
 }

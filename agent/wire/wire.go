@@ -196,7 +196,10 @@ type BillReport struct {
 	Every int    `json:"every"` // one request in Every took a bill
 	Cap   int    `json:"cap"`   // the most bills a window keeps
 	Open  int    `json:"open"`  // bills of requests that had not ended
-	Bills []Bill `json:"bills"` // the requests that ended, in the order they began
+	// Missed are the sampled requests that found no free bill (live
+	// mode, since the start).
+	Missed uint64 `json:"missed,omitempty"`
+	Bills  []Bill `json:"bills"` // the requests that ended, in the order they began
 	// WaitStacks are the stacks the bills' Waits name, each once.
 	WaitStacks []BillWaitStack `json:"wait_stacks,omitempty"`
 }

@@ -9,6 +9,8 @@ package spytable
 import (
 	"errors"
 	"fmt"
+
+	"github.com/perfspy/perfspy/agent/wire"
 )
 
 // Table is one runtime table and the window over it.
@@ -132,3 +134,22 @@ func Lives() []*Live { return lives }
 // RouteWord is the slot word that holds the request mark the site was
 // counted under: a route's index, 0 for the background.
 const RouteWord = 2
+
+// LiveBills is the requests' bills as the live loop reads them (package
+// alloctable registers it): Start turns live billing on (each sampled
+// request takes a free bill), Read returns the bills of the requests that
+// ended since the last Read and gives them back; Symbolize turns a
+// recorder's stack into frames.
+type LiveBills struct {
+	Start     func()
+	Read      func(names []string) *wire.BillReport
+	Symbolize func(pcs []uintptr) []wire.PCFrames
+}
+
+var liveBills *LiveBills
+
+// RegisterLiveBills sets the live loop's bills; it is called from an init.
+func RegisterLiveBills(b *LiveBills) { liveBills = b }
+
+// Bills is the live loop's bills, nil when the binary has none.
+func Bills() *LiveBills { return liveBills }
