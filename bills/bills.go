@@ -32,6 +32,8 @@ type Tail struct {
 	// as a CopyReport (every call in the first size bucket: a bill keeps
 	// no sizes); nil when the window counted no copies.
 	SlowCopies, MedianCopies *wire.CopyReport
+	// SlowBills and MedianBills are the two groups' own bills.
+	SlowBills, MedianBills []wire.Bill
 	// N is how many requests each group holds.
 	N int
 }
@@ -117,6 +119,7 @@ func Explain(rep *wire.BillReport, win Window) (*Tail, error) {
 	mid := max(0, min(len(order)-n, len(order)/2-n/2))
 	slow, median := order[:n], order[mid:mid+n]
 	t.N = n
+	t.SlowBills, t.MedianBills = slow, median
 	waits := waitSites(rep.WaitStacks)
 	lat := func(b wire.Bill) (int64, bool) {
 		us, ok := driver[b.Peer]

@@ -13,14 +13,16 @@ import (
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/bills"
 	"github.com/perfspy/perfspy/copyspy"
+	"github.com/perfspy/perfspy/internal/stacks"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
 // bills: each request's own allocations and copies in the attribution
 // window, the slowest 1%'s mean bill against the median group's, and each
-// group as an allocation profile (tail_allocs.pb.gz, median_allocs.pb.gz)
-// and a copy profile (tail_copies.pb.gz, median_copies.pb.gz).
+// group as an allocation profile (tail_allocs.pb.gz, median_allocs.pb.gz),
+// a copy profile (tail_copies.pb.gz, median_copies.pb.gz) and a profile of
+// its waits (tail_waits.pb.gz, median_waits.pb.gz).
 func (o *runOutput) bills() error {
 	if o.raw.bills == "" || o.allocRep == nil {
 		return nil
@@ -71,8 +73,58 @@ func (o *runOutput) bills() error {
 		}
 		o.s.Files[f.name] = f.file
 	}
+	for _, f := range []struct {
+		name, file string
+		group      []wire.Bill
+	}{{"tail_waits", "tail_waits.pb.gz", t.SlowBills}, {"median_waits", "median_waits.pb.gz", t.MedianBills}} {
+		p := billWaitProfile(f.group, rep.WaitStacks)
+		p.Comments = append(windowComments(int64(t.N), secs, o.ses.cfg.Target, o.ses.commit), p.Comments...)
+		if err := o.addProfile(f.file, p); err != nil {
+			return err
+		}
+		o.s.Files[f.name] = f.file
+	}
 	return nil
 }
+
+// billWaitProfile is a group's waits on its own goroutine, summed by
+// stack: sample type delay (nanoseconds) with the part as label "part".
+// A bill keeps a wait's 8 innermost return PCs (from the function that
+// parked): a stack of 8 ends in a [truncated] frame.
+func billWaitProfile(group []wire.Bill, waits []wire.BillWaitStack) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:        []*profile.ValueType{{Type: "delay", Unit: "nanoseconds"}},
+		PeriodType:        &profile.ValueType{Type: "delay", Unit: "nanoseconds"},
+		Period:            1,
+		DefaultSampleType: "delay",
+		Comments:          []string{"perfspy.waits_profile=v1"},
+	}
+	ns := map[uint64]int64{}
+	for _, b := range group {
+		for _, w := range b.Waits {
+			ns[w.Key] += int64(w.NS)
+		}
+	}
+	bld := stacks.NewBuilder(p)
+	for _, w := range waits {
+		if ns[w.Key] == 0 {
+			continue
+		}
+		part := "other"
+		if w.Part >= 0 && w.Part < len(wire.BillParts) {
+			part = wire.BillParts[w.Part]
+		}
+		p.Sample = append(p.Sample, &profile.Sample{
+			Location: bld.Locations(wire.MarkTruncated(w.Stack, len(w.Stack) >= billWaitDepth)),
+			Value:    []int64{ns[w.Key]},
+			Label:    map[string][]string{"part": {part}},
+		})
+	}
+	return p
+}
+
+// billWaitDepth is the return PCs a bill keeps of a wait's stack.
+const billWaitDepth = 8
 
 // billCopyProfile is a group's copy profile: the copies profile's sample
 // types, without its size buckets, which a bill does not keep.

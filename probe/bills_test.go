@@ -80,6 +80,28 @@ func TestTailBill(t *testing.T) {
 		}
 	}
 	checkBillCopies(t, m.dir, b)
+	// The groups' waits: the slowest 1% waited 5 ms or more a request on
+	// the timer's channel in main.tailWait (sync), the median group not.
+	for file, least := range map[string]int64{"tail_waits.pb.gz": 5e6, "median_waits.pb.gz": 0} {
+		p, err := readProfile(filepath.Join(m.dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := requestsComment(t, p)
+		var ns int64
+		for _, smp := range p.Sample {
+			if stackHas(smp, "main.tailWait") {
+				if smp.Label["part"][0] != "sync" {
+					t.Errorf("%s: main.tailWait's wait is %v", file, smp.Label["part"])
+				}
+				ns += smp.Value[0]
+			}
+		}
+		t.Logf("%s: %d requests, %d ns in main.tailWait", file, n, ns)
+		if n != int64(slow.Requests) || ns < least*n || least == 0 && ns != 0 {
+			t.Errorf("%s: %d ns in main.tailWait over %d requests; want %d or more each (none for the median)", file, ns, n, least)
+		}
+	}
 	checkBillTime(t, b, s.Verdict != VerdictNotJudged)
 	checkBillJoin(t, b)
 	if r := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(r, "| +10.00 | +10240 | main.rareFill |") {

@@ -118,7 +118,7 @@ type pushSet struct {
 // types are the allocation and copy profiles' (a store reader asking for
 // type=alloc_objects would find three).
 func pushed(k, f string) bool {
-	if k == "tail_allocs" || k == "median_allocs" || k == "tail_copies" || k == "median_copies" {
+	if strings.HasPrefix(k, "tail_") || strings.HasPrefix(k, "median_") {
 		return false
 	}
 	return filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb"
