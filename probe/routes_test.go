@@ -18,6 +18,7 @@ import (
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // routeCount sums a profile's values vi of the samples labelled route whose
@@ -451,6 +452,23 @@ func TestRoutesGRPC(t *testing.T) {
 	}
 	if o := routeCount(allocs, profkey.Background, "main.extraAlloc", 0); o != 0 {
 		t.Errorf("main.extraAlloc: %d allocations in the background", o)
+	}
+	// Each call's own bill (taken as grpc-go's labels mark its goroutine,
+	// ended as that goroutine exits) holds its 3 allocations there.
+	b := s.Bills
+	if b == nil || b.Kept < 100 {
+		t.Fatalf("bills %+v: want the calls' own", b)
+	}
+	for _, g := range append([]schema.Bill{*b.Groups["p50"], *b.Groups["p99"]}, b.Exemplars...) {
+		var extra float64
+		for _, site := range g.Sites {
+			if site.Func == "main.extraAlloc" {
+				extra += site.Allocs
+			}
+		}
+		if extra != 3 || g.DurationUS <= 0 || g.Route != "" && g.Route != method {
+			t.Errorf("a bill of %.0f µs (%s): main.extraAlloc %v, want 3", g.DurationUS, g.Route, extra)
+		}
 	}
 }
 

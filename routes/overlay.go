@@ -66,10 +66,12 @@ var runtimeEdits = []Edit{
 	{"proc.go",
 		"\t\t\tnewg.labels = mp.curg.labels\n",
 		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill, newg.perfspyBillGen = mp.curg.perfspyBill, mp.curg.perfspyBillGen\n"},
-	// A g is reused from the free list: it starts unmarked.
+	// A goroutine that ends (gdestroy) ends the bill of the call it
+	// served when grpc-go's labels marked it, and a g reused from the
+	// free list starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false\n\tgp.timer = nil\n"},
 	// A billed goroutine's state changes add its time to the bill by
 	// state (running, runnable, in a syscall, waiting and why).
 	{"proc.go",
