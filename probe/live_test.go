@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,32 @@ func labelOf(s *pushv1.RawProfileSeries, name string) string {
 	return ""
 }
 
+// liveBinary is probetarget built once by probe build (live mode on) for
+// the live tests, in the test cache.
+func liveBinary(t *testing.T) string {
+	t.Helper()
+	liveBuild.once.Do(func() {
+		bin := filepath.Join(testCacheDir, "live-probetarget")
+		var o, e bytes.Buffer
+		if code := Main(context.Background(), []string{"build", "-q", "-o", bin, "./testdata/probetarget"}, &o, &e); code != ExitOK {
+			liveBuild.err = fmt.Errorf("probe build: exit %d\n%s%s", code, o.String(), e.String())
+		} else if !strings.Contains(o.String(), "live mode on") {
+			liveBuild.err = fmt.Errorf("probe build said:\n%s", o.String())
+		}
+		liveBuild.bin = bin
+	})
+	if liveBuild.err != nil {
+		t.Fatal(liveBuild.err)
+	}
+	return liveBuild.bin
+}
+
+var liveBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
 // TestLive: probetarget built with probe build, started as a plain
 // process with PERFSPY_PUSH and PERFSPY_SAMPLE=16, driven with a mix of
 // three routes of known cost for a few one-second periods, the store
@@ -132,15 +159,8 @@ func labelOf(s *pushv1.RawProfileSeries, name string) string {
 // the refused pushes add up to the driver's.
 func TestLive(t *testing.T) {
 	skipShort(t)
-	bin := t.TempDir() + "/pt"
-	var o, e bytes.Buffer
-	if code := Main(context.Background(), []string{"build", "-q", "-o", bin, "./testdata/probetarget"}, &o, &e); code != ExitOK {
-		t.Fatalf("probe build: exit %d\n%s%s", code, o.String(), e.String())
-	}
-	if !strings.Contains(o.String(), "live mode on") {
-		t.Fatalf("probe build said:\n%s", o.String())
-	}
-	store := storetest.Start(t)
+	bin := liveBinary(t)
+	store := storetest.Shared(t)
 	var sp storeProxy
 	push := sp.start(t, store)
 	var stderr syncBuffer
@@ -169,12 +189,8 @@ func TestLive(t *testing.T) {
 // there each, the median group none.
 func TestLiveBills(t *testing.T) {
 	skipShort(t)
-	bin := t.TempDir() + "/pt"
-	var o, e bytes.Buffer
-	if code := Main(context.Background(), []string{"build", "-q", "-o", bin, "./testdata/probetarget"}, &o, &e); code != ExitOK {
-		t.Fatalf("probe build: exit %d\n%s%s", code, o.String(), e.String())
-	}
-	store := storetest.Start(t)
+	bin := liveBinary(t)
+	store := storetest.Shared(t)
 	var stderr syncBuffer
 	cmd, addr := testtarget.StartBinaryTo(t, &stderr, bin, []string{"PERFSPY_PUSH=" + store, "PERFSPY_SAMPLE=16", "PERFSPY_PERIOD=1s", "PERFSPY_LABELS=env=bills"},
 		"-addr", "127.0.0.1:0")
@@ -206,21 +222,35 @@ func TestLiveBills(t *testing.T) {
 		}
 		return n
 	}
+	// Each slow request's bill holds its ten objects and its 64 KiB copy,
+	// exactly: the tail's counts are whole multiples, the same number of
+	// rare requests in both. A period the load only touched (the first,
+	// the last) may have no accounted rare request: its slowest is a
+	// plain one, so up to two of the tail's requests may have none.
+	rare := map[string]int64{}
 	for _, c := range []struct {
 		typ, fn string
-		v       int
 		each    int64
 	}{
-		{"tail_alloc_objects", "main.rareFill", 0, 10},
-		{"median_alloc_objects", "main.rareFill", 0, 0},
-		{"tail_copied_bytes", "main.rareCopy", 0, 65536},
-		{"median_copied_bytes", "main.rareCopy", 0, 0},
+		{"tail_alloc_objects", "main.rareFill", 10},
+		{"median_alloc_objects", "main.rareFill", 10},
+		{"tail_copied_bytes", "main.rareCopy", 65536},
+		{"median_copied_bytes", "main.rareCopy", 65536},
 	} {
 		p := fetch(c.typ)
-		n, got := requestsOf(t, p), leafSum(p, c.fn, c.v)
+		n, got := requestsOf(t, p), leafSum(p, c.fn, 0)
 		t.Logf("%s: %d requests, %s %d", c.typ, n, c.fn, got)
-		if n == 0 || got != c.each*n {
-			t.Errorf("%s: %s %d in %d requests, want %d each", c.typ, c.fn, got, n, c.each)
+		if n == 0 || got%c.each != 0 {
+			t.Errorf("%s: %s %d in %d requests, want a multiple of %d", c.typ, c.fn, got, n, c.each)
+		}
+		group, _, _ := strings.Cut(c.typ, "_")
+		if k := got / c.each; strings.HasSuffix(c.typ, "copied_bytes") && k != rare[group] {
+			t.Errorf("%s: %d rare requests copied, %d allocated", group, k, rare[group])
+		} else {
+			rare[group] = k
+		}
+		if group == "tail" && got/c.each < n-2 || group == "median" && got != 0 {
+			t.Errorf("%s: %s %d in %d requests: want %d each (all but two at most) in the tail, none in the median", c.typ, c.fn, got, n, c.each)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/internal/storetest"
 	"github.com/perfspy/perfspy/internal/testtarget"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/profkey"
@@ -51,6 +52,7 @@ func TestMain(m *testing.M) {
 	testCacheDir = d
 	os.Setenv("PERFSPY_CACHE", d)
 	code := m.Run()
+	storetest.StopShared()
 	os.RemoveAll(d)
 	os.Exit(code)
 }

@@ -30,7 +30,7 @@ import (
 // the local allocdiff of the same runs exactly.
 func TestStore(t *testing.T) {
 	skipShort(t)
-	base := storetest.Start(t)
+	base := storetest.Shared(t)
 	dir, c1, c2, _ := makeRepo(t)
 	out := filepath.Join(t.TempDir(), "ab")
 	cfg := abConfig(dir, c1, c2, out)

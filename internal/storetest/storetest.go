@@ -81,14 +81,14 @@ func lastLines(b []byte, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
+// freePort is a loopback port free as it returns.
+func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Start runs the server on loopback, every ring and instance address set
@@ -96,9 +96,62 @@ func freePort(t *testing.T) int {
 // returns its base URL, http://127.0.0.1:PORT, once it is ready.
 func Start(t *testing.T) string {
 	t.Helper()
+	base, stop, err := start(Binary(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return base
+}
+
+// Shared is Start's server, started once for the tests of a package that
+// call it (each keeps to series of its own labels): a Pyroscope server
+// takes seconds to be ready. The package's TestMain calls StopShared after
+// its tests.
+func Shared(t *testing.T) string {
+	t.Helper()
 	bin := Binary(t)
-	data := t.TempDir()
-	httpPort, grpcPort, gossip := freePort(t), freePort(t), freePort(t)
+	shared.once.Do(func() {
+		data, err := os.MkdirTemp("", "perfspy-store-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.data = data
+		shared.base, shared.stop, shared.err = start(bin, data)
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.base
+}
+
+// StopShared stops the shared server, if one started, and removes its data.
+func StopShared() {
+	if shared.stop != nil {
+		shared.stop()
+	}
+	if shared.data != "" {
+		os.RemoveAll(shared.data)
+	}
+}
+
+var shared struct {
+	once       sync.Once
+	base, data string
+	stop       func()
+	err        error
+}
+
+// start starts bin with its data in data and waits until it is ready.
+func start(bin, data string) (base string, stop func(), err error) {
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return "", nil, err
+		}
+	}
+	httpPort, grpcPort, gossip := ports[0], ports[1], ports[2]
 	args := []string{
 		"-server.http-listen-address=127.0.0.1", "-server.http-listen-port=" + strconv.Itoa(httpPort),
 		"-server.grpc-listen-address=127.0.0.1", "-server.grpc-listen-port=" + strconv.Itoa(grpcPort),
@@ -114,20 +167,20 @@ func Start(t *testing.T) string {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = data, &log, &log
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
+	base = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		if ready(ctx, base) {
-			return base
+			return base, stop, nil
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("the Pyroscope server was not ready in 90 s:\n%s", lastLines(log.Bytes(), 10))
-	return ""
+	stop()
+	return "", nil, fmt.Errorf("the Pyroscope server was not ready in 90 s:\n%s", lastLines(log.Bytes(), 10))
 }
 
 func ready(ctx context.Context, base string) bool {
