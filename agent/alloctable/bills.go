@@ -76,7 +76,7 @@ func (b *bills) Begin() error {
 func (b *bills) End(path string) error {
 	began := perfspyBillStop()
 	kept, _, _ := perfspyBillLayout()
-	// The buffer (9 MiB) is made once the load has stopped, not as the
+	// The buffer (13 MiB) is made once the load has stopped, not as the
 	// window opens: a GC it would start runs beside no request.
 	if b.buf == nil {
 		b.buf = make([]uint64, kept*billWords)
