@@ -65,7 +65,6 @@ type Window struct {
 // copySite is a copy slot's site: its first line outside the runtime.
 type copySite struct {
 	fn, line, via, kind string
-	slot                uint64
 	stack               []wire.PCFrames
 	route               string
 }
@@ -91,11 +90,8 @@ func Explain(rep *wire.BillReport, win Window) (*Tail, error) {
 			continue
 		}
 		stack, _ := wire.AllocStack(s.Stack)
-		st := site{fn: "(unknown)", line: "?", stack: s.Stack, route: s.Route}
-		if len(stack) > 0 && len(stack[0].Frames) > 0 {
-			f := stack[0].Frames[0]
-			st.fn, st.line = f.Func, fmt.Sprintf("%s:%d", f.File, f.Line)
-		}
+		st := site{stack: s.Stack, route: s.Route}
+		st.fn, st.line = leafLine(stack)
 		sites[s.Slot] = st
 	}
 	for _, b := range rep.Bills {
@@ -166,11 +162,8 @@ func copySites(rep *wire.BillReport, copies *wire.CopyReport) (map[uint64]copySi
 			continue
 		}
 		user, via := wire.UserStack(s.Stack)
-		st := copySite{fn: "(unknown)", line: "?", via: via, kind: s.Kind, slot: s.Slot, stack: s.Stack, route: s.Route}
-		if len(user) > 0 && len(user[0].Frames) > 0 {
-			f := user[0].Frames[0]
-			st.fn, st.line = f.Func, fmt.Sprintf("%s:%d", f.File, f.Line)
-		}
+		st := copySite{via: via, kind: s.Kind, stack: s.Stack, route: s.Route}
+		st.fn, st.line = leafLine(user)
 		out[s.Slot] = st
 	}
 	for _, b := range rep.Bills {
@@ -181,6 +174,16 @@ func copySites(rep *wire.BillReport, copies *wire.CopyReport) (map[uint64]copySi
 		}
 	}
 	return out, nil
+}
+
+// leafLine names a stack's innermost frame: its function and file:line
+// ("(unknown)" and "?" for an empty stack).
+func leafLine(stack []wire.PCFrames) (fn, line string) {
+	if len(stack) == 0 || len(stack[0].Frames) == 0 {
+		return "(unknown)", "?"
+	}
+	f := stack[0].Frames[0]
+	return f.Func, fmt.Sprintf("%s:%d", f.File, f.Line)
 }
 
 // meanCopies is a group's mean copies, by line.
