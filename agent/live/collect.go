@@ -103,8 +103,18 @@ func (c *collector) next(now time.Time) (*livepush.Period, error) {
 func (c *collector) billGroups(bills []wire.Bill) (tail, median *livepush.BillGroup) {
 	order := slices.Clone(bills)
 	slices.SortStableFunc(order, func(a, b wire.Bill) int { return cmp.Compare(b.DurationNS, a.DurationNS) })
-	n := max(1, len(order)/100)
-	mid := max(0, min(len(order)-n, len(order)/2-n/2))
+	// No min and max: the agent module compiles at go 1.18.
+	n := len(order) / 100
+	if n < 1 {
+		n = 1
+	}
+	mid := len(order)/2 - n/2
+	if mid > len(order)-n {
+		mid = len(order) - n
+	}
+	if mid < 0 {
+		mid = 0
+	}
 	return c.group(order[:n]), c.group(order[mid : mid+n])
 }
 

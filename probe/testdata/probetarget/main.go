@@ -213,10 +213,10 @@ func rareFill(n int) {
 	}
 }
 
-var rareFrom, rareTo = make([]byte, 1<<20), make([]byte, 1<<20)
+var rareFrom, rareTo [1 << 16]byte
 
-// rareCopy copies n bytes (at most 1 MiB) between two buffers made at
-// start: one memmove of n bytes, no allocation.
+// rareCopy copies n bytes (at most 64 KiB) between two buffers: one
+// memmove of n bytes, no allocation.
 //
 //go:noinline
 func rareCopy(n int) {
