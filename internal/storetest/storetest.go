@@ -166,6 +166,7 @@ func start(bin, data string) (base string, stop func(), err error) {
 	var log bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = data, &log, &log
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
