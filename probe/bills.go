@@ -39,6 +39,10 @@ func (o *runOutput) bills() error {
 	}
 	o.s.Bills = t.Summary
 	o.s.Sources["bills"] = t.Summary.Source
+	if t.SlowCopies != nil {
+		// The bills' copies are copyspy's recorder's, on each request.
+		o.s.Sources["bill_copies"] = SourceCopiesOverlay + "+request-bills"
+	}
 	for name, g := range t.Summary.Groups {
 		if tg := o.s.Tail[name]; tg != nil {
 			tg.Bill = g

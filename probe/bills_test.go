@@ -82,6 +82,9 @@ func TestTailBill(t *testing.T) {
 			t.Errorf("%s: %d requests, main.rareFill %d objects %d B; want %d requests, %d each", file, n, objs, bytes, slow.Requests, want)
 		}
 	}
+	if src := s.Sources["bill_copies"]; src != "copyspy-overlay+request-bills" {
+		t.Errorf("sources.bill_copies = %q", src)
+	}
 	checkBillCopies(t, m.dir, b)
 	// The groups' waits: the slowest 1% waited 5 ms or more a request on
 	// the timer's channel in main.tailWait (sync), the median group not.
