@@ -124,17 +124,28 @@ func decode(rep *wire.BillReport, words []uint64, names []string) {
 }
 
 // liveRead reads the bills of the requests that ended since the last
-// read, and gives them back to the runtime for the next requests.
+// read, and gives them back to the runtime for the next requests. It reads
+// them liveChunk at a time, into a buffer of that size (a whole table's
+// would hold 13 MiB in a live program for its life).
 func liveRead(names []string) *wire.BillReport {
 	kept, _, _ := perfspyBillLayout()
 	if liveBuf == nil {
-		liveBuf = make([]uint64, kept*billWords)
+		liveBuf = make([]uint64, liveChunk*billWords)
 	}
-	n, began, missed := perfspyBillReadEnded(liveBuf)
-	rep := &wire.BillReport{Began: began, Every: 1, Cap: kept - 1, Missed: missed}
-	decode(rep, liveBuf[:n], names)
-	return rep
+	rep := &wire.BillReport{Every: 1, Cap: kept - 1}
+	for {
+		n, began, missed := perfspyBillReadEnded(liveBuf)
+		rep.Began, rep.Missed = began, missed
+		decode(rep, liveBuf[:n], names)
+		if n+billWords > len(liveBuf) {
+			continue // full: more may have ended
+		}
+		return rep
+	}
 }
+
+// liveChunk is how many bills liveRead takes from the runtime at once.
+const liveChunk = 256
 
 // liveBuf is liveRead's buffer (the live loop reads on one goroutine).
 var liveBuf []uint64
