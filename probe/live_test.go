@@ -238,6 +238,11 @@ func TestLiveBills(t *testing.T) {
 		{"median_copied_bytes", "main.rareCopy", 65536},
 	} {
 		p := fetch(c.typ)
+		// Read back under the run's sample type, so that allocdiff and
+		// flame -diff compare the two groups.
+		if _, typ, _ := strings.Cut(c.typ, "_"); p.SampleType[0].Type != typ {
+			t.Errorf("%s reads back as %s, want %s", c.typ, p.SampleType[0].Type, typ)
+		}
 		n, got := requestsOf(t, p), leafSum(p, c.fn, 0)
 		t.Logf("%s: %d requests, %s %d", c.typ, n, c.fn, got)
 		if n == 0 || got%c.each != 0 {

@@ -379,7 +379,27 @@ func Fetch(ctx context.Context, a *Access, sel *Selection) (*profile.Profile, er
 	if requests > 0 {
 		p.Comments = append(p.Comments, fmt.Sprintf("%s%d", profkey.RequestsComment, requests))
 	}
+	ungroup(p, typeID)
 	return p, nil
+}
+
+// ungroup names the sample types of a live bill group's profile
+// (perfspy_tail_allocs, perfspy_median_copies, ...: pushed as
+// tail_alloc_objects, median_copied_bytes, so that a bare
+// type=alloc_objects names one profile in the store) as the run's group
+// profiles name them (alloc_objects, copied_bytes): allocdiff and flame
+// -diff then compare the median group with the tail.
+func ungroup(p *profile.Profile, typeID string) {
+	name, _, _ := strings.Cut(typeID, ":")
+	for _, g := range []string{"tail", "median"} {
+		if !strings.HasPrefix(name, "perfspy_"+g+"_") {
+			continue
+		}
+		for _, st := range p.SampleType {
+			st.Type = strings.TrimPrefix(st.Type, g+"_")
+		}
+		p.DefaultSampleType = strings.TrimPrefix(p.DefaultSampleType, g+"_")
+	}
 }
 
 // FetchAddress reads the profile at a store address (pyroscope://...),

@@ -119,3 +119,31 @@ func TestTypeIDs(t *testing.T) {
 		t.Errorf("an unknown type: %v", err)
 	}
 }
+
+// TestUngroup: a live bill group's profile reads back with the run's
+// sample types, so that the two groups compare; other profiles keep
+// theirs.
+func TestUngroup(t *testing.T) {
+	mk := func(types ...string) *profile.Profile {
+		p := &profile.Profile{DefaultSampleType: types[0]}
+		for _, ty := range types {
+			p.SampleType = append(p.SampleType, &profile.ValueType{Type: ty, Unit: "count"})
+		}
+		return p
+	}
+	p := mk("tail_alloc_objects", "tail_requested_space", "requests")
+	ungroup(p, "perfspy_tail_allocs:tail_alloc_objects:count:space:bytes")
+	if p.SampleType[0].Type != "alloc_objects" || p.SampleType[1].Type != "requested_space" || p.SampleType[2].Type != "requests" || p.DefaultSampleType != "alloc_objects" {
+		t.Errorf("tail: %v %s", p.SampleType, p.DefaultSampleType)
+	}
+	p = mk("median_copied_bytes")
+	ungroup(p, "perfspy_median_copies:median_copied_bytes:bytes:copy:count")
+	if p.SampleType[0].Type != "copied_bytes" {
+		t.Errorf("median: %v", p.SampleType)
+	}
+	p = mk("tail_x")
+	ungroup(p, "memory:tail_x:count:space:bytes")
+	if p.SampleType[0].Type != "tail_x" {
+		t.Errorf("another profile renamed: %v", p.SampleType)
+	}
+}
