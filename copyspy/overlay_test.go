@@ -204,7 +204,7 @@ func exprString(e ast.Expr) string {
 // where it is saved in SI and restored.
 func TestRecorderRegisters(t *testing.T) {
 	allowed := map[string]bool{"DX": true, "SI": true, "DI": true, "R8": true, "R9": true, "R10": true, "R11": true, "R12": true, "R13": true}
-	writes := regexp.MustCompile(`^\s*(MOVQ|XORQ|IMULQ|IMUL3Q|SUBQ|ADDQ|ANDQ|ORQ|SHRQ|INCQ|DECQ|LEAQ|XADDQ|CMPXCHGQ)\s+(.*)$`)
+	writes := regexp.MustCompile(`^\s*(MOVQ|MOVL|XORQ|IMULQ|IMUL3Q|SUBQ|ADDQ|ANDQ|ORQ|SHRQ|SHLQ|INCQ|DECQ|LEAQ|XADDQ|CMPXCHGQ)\s+(.*)$`)
 	saved := false
 	for i, line := range strings.Split(runtimeAsm["amd64"], "\n") {
 		line = strings.TrimSpace(strings.SplitN(line, "//", 2)[0])

@@ -508,7 +508,21 @@ func stackHas(s *profile.Sample, fn string) bool {
 // recorder runs.
 func TestCopiesGroundTruth(t *testing.T) {
 	skipShort(t)
-	copiesGroundTruth(t, nil)
+	copiesGroundTruth(t, nil, "")
+}
+
+// TestCopiesGroundTruthPs is TestCopiesGroundTruth with the target on every
+// CPU (GOMAXPROCS 2 here): each P counts in counts of its own, without
+// locked adds, and the sum over the Ps is still exact.
+func TestCopiesGroundTruthPs(t *testing.T) {
+	skipShort(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: one P")
+	}
+	res := copiesGroundTruth(t, nil, "none")
+	if res.Summary.GOMAXPROCS < 2 {
+		t.Errorf("GOMAXPROCS %d: the target ran on one P", res.Summary.GOMAXPROCS)
+	}
 }
 
 // TestCopiesGroundTruthARM64 is TestCopiesGroundTruth on probetarget built
@@ -516,7 +530,7 @@ func TestCopiesGroundTruth(t *testing.T) {
 // recorder's counts, whole stacks and buckets are the same.
 func TestCopiesGroundTruthARM64(t *testing.T) {
 	emulateARM64(t)
-	res := copiesGroundTruth(t, []string{"qemu-aarch64-static"})
+	res := copiesGroundTruth(t, []string{"qemu-aarch64-static"}, "")
 	if res.Summary.GOARCH != "arm64" || res.Summary.Exec != "qemu-aarch64-static" {
 		t.Errorf("summary: goarch %q exec %q", res.Summary.GOARCH, res.Summary.Exec)
 	}
@@ -527,12 +541,12 @@ func TestCopiesGroundTruthARM64(t *testing.T) {
 
 // copiesGroundTruth runs /copy (under exec, when set) and holds its copy
 // sites to the known figures.
-func copiesGroundTruth(t *testing.T, exec []string) *Result {
+func copiesGroundTruth(t *testing.T, exec []string, cpus string) *Result {
 	t.Setenv("GOGC", "1")
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Config{
 		Target: "./testdata/probetarget", Spec: load.Spec{Path: "/copy"}, Warmup: 300 * time.Millisecond, Duration: time.Second,
-		Out: out, Exec: exec, seams: seams{attributionCPUProfile: true},
+		Out: out, Exec: exec, CPUs: cpus, seams: seams{attributionCPUProfile: true},
 	}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
