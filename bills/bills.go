@@ -106,14 +106,8 @@ func Explain(rep *wire.BillReport, win Window) (*Tail, error) {
 	if len(rep.Bills) == 0 {
 		return t, nil
 	}
-	order := slices.Clone(rep.Bills)
-	// Slowest first; ties in the order the requests began (stable).
-	slices.SortStableFunc(order, func(a, b wire.Bill) int { return cmp.Compare(b.DurationNS, a.DurationNS) })
-	// The slowest 1%, rounded down: every request of a 1-in-100 path is
-	// then in it when those are the slowest.
-	n := max(1, len(order)/100)
-	mid := max(0, min(len(order)-n, len(order)/2-n/2))
-	slow, median := order[:n], order[mid:mid+n]
+	order, slow, median := wire.RankBills(rep.Bills)
+	n := len(slow)
 	t.N = n
 	t.SlowBills, t.MedianBills = slow, median
 	waits := waitSites(rep.WaitStacks)

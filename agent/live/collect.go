@@ -1,7 +1,6 @@
 package live
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -97,25 +96,11 @@ func (c *collector) next(now time.Time) (*livepush.Period, error) {
 	return pd, nil
 }
 
-// billGroups ranks a period's bills by server-side duration, as probe run
-// does (package bills): the slowest 1% (rounded down, at least one) and
-// as many around the median, each summed by stack.
+// billGroups ranks a period's bills as probe run ranks a window's
+// (wire.RankBills), each group summed by stack.
 func (c *collector) billGroups(bills []wire.Bill) (tail, median *livepush.BillGroup) {
-	order := slices.Clone(bills)
-	slices.SortStableFunc(order, func(a, b wire.Bill) int { return cmp.Compare(b.DurationNS, a.DurationNS) })
-	// No min and max: the agent module compiles at go 1.18.
-	n := len(order) / 100
-	if n < 1 {
-		n = 1
-	}
-	mid := len(order)/2 - n/2
-	if mid > len(order)-n {
-		mid = len(order) - n
-	}
-	if mid < 0 {
-		mid = 0
-	}
-	return c.group(order[:n]), c.group(order[mid : mid+n])
+	_, slow, mid := wire.RankBills(bills)
+	return c.group(slow), c.group(mid)
 }
 
 // group sums a group's bills by slot, each slot's stack from its recorder.
