@@ -27,8 +27,15 @@ import (
 //go:embed runtime/zz_perfspy_mark.go.txt
 var runtimeGo string
 
+//go:embed runtime/zz_perfspy_hand.go.txt
+var handGo string
+
 // runtimeFile is the file RuntimeOverlay adds to package runtime.
 const runtimeFile = "zz_perfspy_mark.go"
+
+// handFile is the file with the handoffs: the request a channel's value,
+// a timer's function or a new goroutine carries.
+const handFile = "zz_perfspy_hand.go"
 
 // Edit replaces the one occurrence of Old in a GOROOT file with New; each
 // stays on its line, so that line numbers in profiles do not move.
@@ -62,16 +69,19 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change and whether the goroutine serves the billed request\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyInTimer uintptr; perfspyWaitHand bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it), the timer whose function it runs, and whether its wait ended by its own request's worker\n"},
+	// A new goroutine works for the request its creator works for, or,
+	// started by a timer's function (time.AfterFunc), for the request
+	// that set the timer.
 	{"proc.go",
-		"\t\t\tnewg.labels = mp.curg.labels\n",
-		"\t\t\tnewg.labels = mp.curg.labels; perfspySetMark(newg, mp.curg.perfspyMark); newg.perfspyBill, newg.perfspyBillGen = mp.curg.perfspyBill, mp.curg.perfspyBillGen\n"},
+		"\t\tnewg.bubble = callergp.bubble\n",
+		"\t\tnewg.bubble = callergp.bubble; perfspyInherit(newg, mp.curg, callergp)\n"},
 	// A goroutine that ends (gdestroy) ends the bill of the call it
 	// served when grpc-go's labels marked it, and a g reused from the
 	// free list starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqEnd(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false\n\tgp.timer = nil\n"},
 	// A billed goroutine's state changes add its time to the bill by
 	// state (running, runnable, in a syscall, waiting and why).
 	{"proc.go",
@@ -84,6 +94,47 @@ var runtimeEdits = []Edit{
 	{"proc.go",
 		"\tif gp.bubble != nil || !gp.atomicstatus.CompareAndSwap(_Gsyscall, _Grunning) {\n",
 		"\tif gp.bubble != nil || gp.perfspyBill != 0 || !gp.atomicstatus.CompareAndSwap(_Gsyscall, _Grunning) {\n"},
+}
+
+// handEdits carry a request across a channel (docs/routes.md, "Handoffs"):
+// a value put in a buffered channel's slot leaves its sender's request
+// beside it (perfspyHandPut), the goroutine that takes it works for that
+// request from then on (perfspyHandTake); a direct handoff to a waiting
+// receiver (send) or from a waiting sender (recv) passes it goroutine to
+// goroutine. A timer's function runs with the timer noted on its
+// goroutine: its sends carry no request, and the goroutines it starts
+// (time.AfterFunc's) work for the request that set the timer.
+var handEdits = []Edit{
+	{"chan.go",
+		"\t\ttypedmemmove(c.elemtype, qp, ep)\n\t\tc.sendx++\n",
+		"\t\ttypedmemmove(c.elemtype, qp, ep); perfspyHandPut(c, c.sendx)\n\t\tc.sendx++\n"},
+	{"chan.go",
+		"\t\ttypedmemclr(c.elemtype, qp)\n\t\tc.recvx++\n",
+		"\t\ttypedmemclr(c.elemtype, qp); perfspyHandTake(c, c.recvx)\n\t\tc.recvx++\n"},
+	{"chan.go",
+		"\t\tsg.elem.set(nil)\n\t}\n\tgp := sg.g\n",
+		"\t\tsg.elem.set(nil)\n\t}\n\tgp := sg.g; perfspyHandSend(gp)\n"},
+	{"chan.go",
+		"\tif c.dataqsiz == 0 {\n\t\tif raceenabled {\n\t\t\tracesync(c, sg)\n",
+		"\tperfspyHandRecv(c, sg.g); if c.dataqsiz == 0 {\n\t\tif raceenabled {\n\t\t\tracesync(c, sg)\n"},
+	{"chan.go",
+		"\t\t\ttypedmemclr(c.elemtype, sg.elem.get())\n\t\t\tsg.elem.set(nil)\n\t\t}\n\t\tif sg.releasetime != 0 {\n\t\t\tsg.releasetime = cputicks()\n\t\t}\n\t\tgp := sg.g\n",
+		"\t\t\ttypedmemclr(c.elemtype, sg.elem.get())\n\t\t\tsg.elem.set(nil)\n\t\t}\n\t\tif sg.releasetime != 0 {\n\t\t\tsg.releasetime = cputicks()\n\t\t}\n\t\tgp := sg.g; perfspyHandClose(gp)\n"},
+	{"select.go",
+		"\ttypedmemclr(c.elemtype, qp)\n\tc.recvx++\n",
+		"\ttypedmemclr(c.elemtype, qp); perfspyHandTake(c, c.recvx)\n\tc.recvx++\n"},
+	{"select.go",
+		"\ttypedmemmove(c.elemtype, chanbuf(c, c.sendx), cas.elem)\n",
+		"\ttypedmemmove(c.elemtype, chanbuf(c, c.sendx), cas.elem); perfspyHandPut(c, c.sendx)\n"},
+	{"time.go",
+		"\tt.modify(when, period, f, arg, 0)\n\tt.init = true\n",
+		"\tt.modify(when, period, f, arg, 0); if c == nil { perfspyTimerSet(&t.timer) }\n\tt.init = true\n"},
+	{"time.go",
+		"\treturn t.reset(when, period)\n",
+		"\tif !t.isChan { perfspyTimerSet(&t.timer) }; return t.reset(when, period)\n"},
+	{"time.go",
+		"\tf(arg, seq, delay)\n",
+		"\tperfspyTimerGp := getg(); perfspyTimerGp.perfspyInTimer = uintptr(unsafe.Pointer(t)); f(arg, seq, delay); perfspyTimerGp.perfspyInTimer = 0\n"},
 }
 
 // syscallEdits count each syscall package syscall makes, by number, on
@@ -118,7 +169,7 @@ func perfspySyscallNote(nr uintptr)
 // read the mark. Each call writes the same content.
 func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
 	rt := filepath.Join(goroot, "src", "runtime")
-	files, err := ApplyEdits(rt, "request mark", runtimeEdits)
+	files, err := ApplyEdits(rt, "request mark", append(append([]Edit(nil), runtimeEdits...), handEdits...))
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +177,7 @@ func RuntimeOverlay(goroot, dir string) (map[string]string, error) {
 		return nil, capability.Shape("request mark", "%s already exists in GOROOT", runtimeFile)
 	}
 	files[filepath.Join(rt, runtimeFile)] = strings.NewReplacer("SOCKETENV", wire.SocketEnv, "PUSHENV", wire.PushEnv, "MARKSENV", wire.MarksEnv).Replace(runtimeGo)
+	files[filepath.Join(rt, handFile)] = handGo
 	sys := filepath.Join(goroot, "src", "syscall")
 	sysFiles, err := ApplyEdits(sys, "request mark", syscallEdits)
 	if err != nil {
