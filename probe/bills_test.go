@@ -305,3 +305,47 @@ func overlapText(v *float64) string {
 	}
 	return strconv.FormatFloat(*v, 'f', 2, 64)
 }
+
+// TestTailBillHandoff: /pooled/a hands each job to a pool's worker that
+// main started; every 50th job the worker also makes 10 allocations of
+// 1024 B in main.rareWorkerFill and sleeps 3 ms. The slowest 1%'s bills
+// hold the worker's work, exactly, and name the request's wait for the
+// worker as handoff, not as a channel receive; the median group holds
+// neither.
+func TestTailBillHandoff(t *testing.T) {
+	skipShort(t)
+	m := runTarget(t, "/pooled/a?rare=50", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false")
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	b := s.Bills
+	if b == nil {
+		t.Fatalf("no bills; sources %v", s.Sources)
+	}
+	site := func(sites []schema.BillSite, fn string) float64 {
+		if i := slices.IndexFunc(sites, func(s schema.BillSite) bool { return s.Func == fn }); i >= 0 {
+			return sites[i].Allocs
+		}
+		return 0
+	}
+	slow, med := b.Groups["p99"], b.Groups["p50"]
+	t.Logf("slowest 1%%: %d requests, %.0f µs, time %v; median %v", slow.Requests, slow.DurationUS, slow.TimeUS, med.TimeUS)
+	if a := site(slow.Sites, "main.rareWorkerFill"); a != 10 {
+		t.Errorf("slowest 1%%: main.rareWorkerFill %v objects a request, want 10 (the worker's)", a)
+	}
+	if a := site(med.Sites, "main.rareWorkerFill"); a != 0 {
+		t.Errorf("median group: main.rareWorkerFill %v, want none", a)
+	}
+	for name, g := range map[string]*schema.Bill{"slowest 1%": slow, "median": med} {
+		if a := site(g.Sites, "main.pooledWork"); a != 2 {
+			t.Errorf("%s: main.pooledWork %v objects a request, want the worker's 2", name, a)
+		}
+	}
+	if h := slow.TimeUS["handoff"]; h < 2500 || slow.TimeUS["sync"] > h/10 {
+		t.Errorf("slowest 1%%: handoff %.0f µs, sync %.0f; want the 3 ms wait for the worker named handoff", h, slow.TimeUS["sync"])
+	}
+	if med.TimeUS["handoff"] > 1000 {
+		t.Errorf("median: handoff %.0f µs", med.TimeUS["handoff"])
+	}
+}

@@ -83,9 +83,11 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	defer func() { out.Routes = slices.DeleteFunc(out.Routes, idle) }()
 	siteSums := map[string]map[string][2]int64{}
 	var unlabelled [2]int64
+	var allocBytes int64
 	if allocs != nil {
 		for _, s := range allocs.Sample {
 			out.Closure.Allocs += s.Value[0]
+			allocBytes += s.Value[1]
 			rs := byName[routeOf(s)]
 			if rs == nil {
 				unlabelled[0] += s.Value[0]
@@ -130,6 +132,10 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 				rs.AllocBytesPerSec = f64(round(float64(rs.AllocBytes)/seconds, 2))
 				rs.CopiedBytesPerSec = f64(round(float64(rs.CopiedBytes)/seconds, 2))
 				rs.Sites = routeSites(siteSums[rs.Route], seconds)
+			}
+			if out.Closure.Allocs > 0 && allocBytes > 0 {
+				rs.ShareAllocs = f64(round(float64(rs.Allocs)/float64(out.Closure.Allocs), 4))
+				rs.ShareBytes = f64(round(float64(rs.AllocBytes)/float64(allocBytes), 4))
 			}
 			continue
 		}

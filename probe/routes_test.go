@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -490,4 +492,103 @@ func atGoLine(s *profile.Sample) bool {
 	}
 	ln := s.Location[0].Line[0]
 	return ln.Function != nil && ln.Function.Name == "main.childParent" && ln.Line == childGoLine
+}
+
+// TestRoutesHandoffs: routes that hand their work to goroutines main
+// started (probetarget's handoffs.go) in one mixed window, beside a ticker
+// and a background producer feeding the same pool: a pool fed by a
+// buffered channel shared by two routes, a resource's owner fed by an
+// unbuffered channel, a batcher whose flush the last sender pays for, a
+// time.AfterFunc callback, and a queue behind a sync.Cond that cannot be
+// followed. Each route's sites are exact per request, the ticker's and the
+// producer's work stays in the background, and the closure holds.
+func TestRoutesHandoffs(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /pooled/a weight=2\nGET /pooled/b\nGET /owner\nGET /batch/a\nGET /batch/b\nGET /afterfunc\nGET /handoff\nGET /mutexq\n"), 0o644)
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-retained=false", "-args", "-ticker 2ms -producer 1ms")
+	s, _ := summaryAndCopies(t, m)
+	reqs := map[string]int64{}
+	for _, r := range s.Routes {
+		reqs[r.Route] = int64(r.Requests)
+	}
+	t.Logf("routes %v, closure %+v", reqs, *s.RoutesClosure)
+	const pa, pb, own, ba, bb, after, hand, condq = "GET /pooled/a", "GET /pooled/b", "GET /owner", "GET /batch/a", "GET /batch/b", "GET /afterfunc", "GET /handoff", "GET /mutexq"
+	for _, r := range []string{pa, pb, own, ba, bb, after, hand, condq} {
+		if reqs[r] == 0 {
+			t.Fatalf("routes %v: no %s", reqs, r)
+		}
+	}
+	c := s.RoutesClosure
+	if c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 {
+		t.Errorf("closure %+v: the routes' requests must be the driver's, with no remainder", *c)
+	}
+	all := []string{pa, pb, own, ba, bb, after, hand, condq, profkey.Background, profkey.BeforeRouting}
+	exact := []struct {
+		route, fn string
+		objs      int64 // per request of the route
+	}{
+		{pa, "main.pooledWork", 2},
+		{pb, "main.pooledWork", 5},
+		{own, "main.ownerWork", 3},
+		{ba, "main.batchItem", 1},
+		{bb, "main.batchItem", 1},
+		{after, "main.afterWork", 2},
+		{hand, "main.handoffWork", 8}, // 4 slices of 1024 B, each put in an interface
+	}
+	for _, e := range exact {
+		if o := routeCount(m.allocs, e.route, e.fn, 0); o != e.objs*reqs[e.route] {
+			t.Errorf("%s: %s %d objects in %d requests; want %d per request", e.route, e.fn, o, reqs[e.route], e.objs)
+		}
+	}
+	// Only the routes named above, and the background producer's jobs
+	// (7 each), reach the workers' sites.
+	for _, fn := range []string{"main.pooledWork", "main.ownerWork", "main.batchItem", "main.afterWork", "main.handoffWork"} {
+		for _, r := range all {
+			named := slices.ContainsFunc(exact, func(e struct {
+				route, fn string
+				objs      int64
+			}) bool {
+				return e.route == r && e.fn == fn
+			})
+			if n := routeCount(m.allocs, r, fn, 0); !named && n != 0 && !(fn == "main.pooledWork" && r == profkey.Background) {
+				t.Errorf("%s: %d objects charged to %s", fn, n, r)
+			}
+		}
+	}
+	if bg := routeCount(m.allocs, profkey.Background, "main.pooledWork", 0); bg == 0 || bg%7 != 0 {
+		t.Errorf("the producer's jobs: %d objects of main.pooledWork in the background, want a positive multiple of 7", bg)
+	}
+	// The batcher: the flush is the last sender's.
+	for fn, r := range map[string]string{"main.batchFlushA": ba, "main.batchFlushB": bb} {
+		for _, other := range all {
+			if n := routeCount(m.allocs, other, fn, 0); other != r && n != 0 {
+				t.Errorf("%s (the flush after %s's item): %d objects charged to %s", fn, r, n, other)
+			}
+		}
+		if routeCount(m.allocs, r, fn, 0) == 0 {
+			t.Errorf("%s: no flush charged to %s", fn, r)
+		}
+	}
+	// What cannot be followed, and what is no request's.
+	if n := routeCount(m.allocs, profkey.Background, "main.condWork", 0); n != 4*reqs[condq] {
+		t.Errorf("main.condWork: %d objects in the background, want 4 per %s request (%d)", n, condq, reqs[condq])
+	}
+	for _, r := range all[:9] {
+		if n := routeCount(m.allocs, r, "main.tickAlloc", 0); r != profkey.Background && n != 0 {
+			t.Errorf("the ticker's allocations charged to %s: %d", r, n)
+		}
+	}
+	bg := s.RoutesBackground
+	if bg == nil || bg.ShareBytes == nil || bg.ShareAllocs == nil || *bg.ShareBytes <= 0 || *bg.ShareBytes >= 1 {
+		t.Fatalf("routes_background %+v: want its share of the window", bg)
+	}
+	var bytes int64
+	for _, smp := range m.allocs.Sample {
+		bytes += smp.Value[1]
+	}
+	if want := float64(bg.AllocBytes) / float64(bytes); math.Abs(*bg.ShareBytes-want) > 1e-4 {
+		t.Errorf("background share %.4f of the bytes, the profile's %.4f", *bg.ShareBytes, want)
+	}
+	t.Logf("background: %.4f of the allocations, %.4f of the bytes", *bg.ShareAllocs, *bg.ShareBytes)
 }

@@ -595,12 +595,16 @@ func writeRoutesTable(w io.Writer, s *schema.Summary, md bool, top int) {
 	if s.RoutesClosure != nil {
 		c = *s.RoutesClosure
 	}
+	share := ""
+	if b.ShareBytes != nil {
+		share = fmt.Sprintf(", %.1f%% of the window's allocated bytes after handoffs", 100**b.ShareBytes)
+	}
 	if md {
-		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
-			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
+		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s%s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
+			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), share, c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
 		return
 	}
-	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), c.AllocsRemainder, c.CopiedRemainder)
+	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s%s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), share, c.AllocsRemainder, c.CopiedRemainder)
 }
 
 // Site is one call site's share of a profile.

@@ -320,6 +320,12 @@ type RouteSummary struct {
 	AllocBytesPerSec  *float64    `json:"alloc_bytes_per_s,omitempty"`
 	CopiedBytesPerSec *float64    `json:"copied_bytes_per_s,omitempty"`
 	Sites             []RouteSite `json:"sites,omitempty"`
+	// ShareAllocs and ShareBytes are, for the background only, its part
+	// of the window's allocations and bytes: what no request held after
+	// the handoffs perfspy follows (docs/routes.md, "Handoffs"); a share
+	// that grows with the load is work that escaped its requests.
+	ShareAllocs *float64 `json:"share_allocs,omitempty"`
+	ShareBytes  *float64 `json:"share_bytes,omitempty"`
 	// RequestUS is the route's mean request on the server, in the
 	// off-CPU window's trace: its parts (cpu, sync, syscall...) and
 	// "total", over OffCPURequests of its requests; absent without that

@@ -35,11 +35,13 @@
 //	            in main.childWork and one copy of 3000 B in main.copyN
 //	-ticker D   a background goroutine allocates 128 B in main.tickAlloc
 //	            every D, outside any request
+//	/pooled/..., /owner, /batch/..., /afterfunc, /mutexq: handoffs.go
 //	/handoff    hands a job to a worker goroutine started at the start
-//	            (outside any request), which makes exactly 4 allocations of
-//	            1024 B in main.handoffWork and answers: the request's own
-//	            allocation is the channel it waits on; the 4 KB land in the
-//	            background
+//	            (outside any request), over an unbuffered channel; the
+//	            worker makes exactly 4 allocations of 1024 B (8 objects:
+//	            each slice put in an interface) in main.handoffWork and
+//	            answers: the handoff carries the request, so they are the
+//	            request's
 //
 // -mode panic panics in a goroutine after -crash-after requests; -mode
 // flood writes 10 MB without a newline and exits; -spawn FILE starts two
@@ -394,6 +396,7 @@ func main() {
 	}
 	var served atomic.Int64
 	mux := http.NewServeMux()
+	registerHandoffs(mux)
 	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		userAlloc()
 		w.Write([]byte("ok"))

@@ -1,0 +1,257 @@
+package main
+
+// Handoffs: routes that hand their work to goroutines that exist before
+// any request (started by main), each site of known cost per request:
+//
+//	/pooled/a, /pooled/b  hand a job to a pool of 4 workers fed by one
+//	            buffered channel; the worker makes n allocations of 80 B in
+//	            main.pooledWork (a: 2, b: 5) and answers on the job's
+//	            channel. With ?rare=K every K-th job of the pool also makes
+//	            10 allocations of 1024 B in main.rareWorkerFill and sleeps
+//	            3 ms before it answers.
+//	/owner      hands a request over an unbuffered channel to the one
+//	            goroutine that owns a resource: 3 allocations of 112 B in
+//	            main.ownerWork, then the answer.
+//	/batch/a, /batch/b  put an item on a batcher's buffered channel and
+//	            wait until its batch is flushed: 1 allocation of 96 B per
+//	            item in main.batchItem; the batcher drains what is there,
+//	            then flushes once, in main.batchFlushA when the last item
+//	            it took came from /batch/a, main.batchFlushB otherwise (1
+//	            allocation of 256 B each): the last sender's request pays
+//	            for the flush.
+//	/afterfunc  sets a time.AfterFunc of 50 µs whose function makes 2
+//	            allocations of 160 B in main.afterWork, and waits for it.
+//	/mutexq     puts a job on a queue guarded by a mutex and a sync.Cond;
+//	            a worker started by main makes 4 allocations of 1024 B in
+//	            main.condWork for it (a handoff perfspy cannot follow: the
+//	            background's).
+//	-producer D a background goroutine puts a job of 7 allocations on the
+//	            pool's channel every D, outside any request.
+
+import (
+	"flag"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var producerEvery = flag.Duration("producer", 0, "put a job of 7 allocations in main.pooledWork on the pool's channel every `interval`, in the background")
+
+type pooledJob struct {
+	n    int
+	rare bool
+	done chan struct{}
+}
+
+type ownerReq struct{ reply chan int }
+
+type batchIt struct {
+	fromA bool
+	done  chan struct{}
+}
+
+var (
+	pooledSink [8]*[80]byte
+	rareWSink  [10]*[1024]byte
+	ownerSink  [3]*[112]byte
+	batchSink  *[96]byte
+	flushSink  *[256]byte
+	afterSink  [2]*[160]byte
+	condSink   [4]*[1024]byte
+)
+
+//go:noinline
+func pooledWork(n int) {
+	for i := 0; i < n; i++ {
+		pooledSink[i] = new([80]byte)
+	}
+}
+
+//go:noinline
+func rareWorkerFill() {
+	for i := range rareWSink {
+		rareWSink[i] = new([1024]byte)
+	}
+}
+
+//go:noinline
+func ownerWork() {
+	for i := range ownerSink {
+		ownerSink[i] = new([112]byte)
+	}
+}
+
+//go:noinline
+func batchItem() { batchSink = new([96]byte) }
+
+//go:noinline
+func batchFlushA() { flushSink = new([256]byte) }
+
+//go:noinline
+func batchFlushB() { flushSink = new([256]byte) }
+
+//go:noinline
+func afterWork() {
+	for i := range afterSink {
+		afterSink[i] = new([160]byte)
+	}
+}
+
+//go:noinline
+func condWork() {
+	for i := range condSink {
+		condSink[i] = new([1024]byte)
+	}
+}
+
+// pooledWorker serves the pool's jobs, parked on its channel while idle.
+func pooledWorker(jobs chan pooledJob) {
+	for j := range jobs {
+		pooledWork(j.n)
+		if j.rare {
+			rareWorkerFill()
+			time.Sleep(3 * time.Millisecond)
+		}
+		if j.done != nil {
+			close(j.done)
+		}
+	}
+}
+
+// owner is the one goroutine that owns a resource: requests reach it over
+// an unbuffered channel.
+func owner(reqs chan ownerReq) {
+	for r := range reqs {
+		ownerWork()
+		r.reply <- 1
+	}
+}
+
+// batcher takes what is on its channel, item by item, then flushes the
+// batch once and answers every item of it.
+func batcher(items chan batchIt) {
+	var batch []chan struct{}
+	for it := range items {
+		batch = append(batch[:0], it.done)
+		batchItem()
+		last := it.fromA
+	drain:
+		for {
+			select {
+			case it := <-items:
+				batch = append(batch, it.done)
+				batchItem()
+				last = it.fromA
+			default:
+				break drain
+			}
+		}
+		if last {
+			batchFlushA()
+		} else {
+			batchFlushB()
+		}
+		for _, d := range batch {
+			close(d)
+		}
+	}
+}
+
+// condQueue is a queue guarded by a mutex and a sync.Cond.
+type condQueue struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	jobs []chan struct{}
+}
+
+func (q *condQueue) serve() {
+	q.mu.Lock()
+	for {
+		for len(q.jobs) == 0 {
+			q.cond.Wait()
+		}
+		done := q.jobs[0]
+		q.jobs = q.jobs[1:]
+		q.mu.Unlock()
+		condWork()
+		close(done)
+		q.mu.Lock()
+	}
+}
+
+// registerHandoffs starts the goroutines the handoff routes hand their
+// work to, outside any request, and registers the routes.
+func registerHandoffs(mux *http.ServeMux) {
+	jobs := make(chan pooledJob, 16)
+	for range 4 {
+		go pooledWorker(jobs)
+	}
+	if *producerEvery > 0 {
+		go func() {
+			for range time.Tick(*producerEvery) {
+				jobs <- pooledJob{n: 7}
+			}
+		}()
+	}
+	var poolCount atomic.Int64
+	pooled := func(n int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			j := pooledJob{n: n, done: make(chan struct{})}
+			if k, _ := strconv.ParseInt(r.URL.Query().Get("rare"), 10, 64); k > 0 && poolCount.Add(1)%k == 0 {
+				j.rare = true
+			}
+			jobs <- j
+			<-j.done
+			w.Write([]byte("ok"))
+		}
+	}
+	mux.HandleFunc("GET /pooled/a", pooled(2))
+	mux.HandleFunc("GET /pooled/b", pooled(5))
+
+	reqs := make(chan ownerReq)
+	go owner(reqs)
+	mux.HandleFunc("GET /owner", func(w http.ResponseWriter, r *http.Request) {
+		req := ownerReq{reply: make(chan int)}
+		reqs <- req
+		<-req.reply
+		w.Write([]byte("ok"))
+	})
+
+	items := make(chan batchIt, 64)
+	go batcher(items)
+	batch := func(fromA bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			it := batchIt{fromA: fromA, done: make(chan struct{})}
+			items <- it
+			<-it.done
+			w.Write([]byte("ok"))
+		}
+	}
+	mux.HandleFunc("GET /batch/a", batch(true))
+	mux.HandleFunc("GET /batch/b", batch(false))
+
+	mux.HandleFunc("GET /afterfunc", func(w http.ResponseWriter, r *http.Request) {
+		done := make(chan struct{})
+		time.AfterFunc(50*time.Microsecond, func() {
+			afterWork()
+			close(done)
+		})
+		<-done
+		w.Write([]byte("ok"))
+	})
+
+	q := &condQueue{}
+	q.cond = sync.NewCond(&q.mu)
+	go q.serve()
+	mux.HandleFunc("GET /mutexq", func(w http.ResponseWriter, r *http.Request) {
+		done := make(chan struct{})
+		q.mu.Lock()
+		q.jobs = append(q.jobs, done)
+		q.mu.Unlock()
+		q.cond.Signal()
+		<-done
+		w.Write([]byte("ok"))
+	})
+}
