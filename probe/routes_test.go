@@ -429,8 +429,17 @@ func summaryAndCopies(t *testing.T, m *measured) (Summary, *profile.Profile) {
 // its calls are the driver's.
 func TestRoutesGRPC(t *testing.T) {
 	skipShort(t)
+	// A goroutine per call, and grpc.NumStreamWorkers' pool: the calls
+	// handed to its workers over a channel are each their method's, and
+	// a worker's bill ends as its next call's labels come.
+	for _, args := range []string{"-extra-allocs 3", "-extra-allocs 3 -stream-workers 4"} {
+		t.Run(strings.ReplaceAll(args, " ", "_"), func(t *testing.T) { testRoutesGRPC(t, args) })
+	}
+}
+
+func testRoutesGRPC(t *testing.T, args string) {
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := probeRun(t, "-out", out, "-offcpu=false", "-args", "-extra-allocs 3", "../targets/grpcecho")
+	code, stdout, stderr := probeRun(t, "-out", out, "-offcpu=false", "-args", args, "../targets/grpcecho")
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}

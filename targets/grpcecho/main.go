@@ -42,6 +42,7 @@ import (
 var (
 	addr        = flag.String("addr", "127.0.0.1:0", "listen address")
 	extraAllocs = flag.Int("extra-allocs", 0, "64-byte heap allocations added to each call")
+	workers     = flag.Uint("stream-workers", 0, "serve calls on this many pooled goroutines (grpc.NumStreamWorkers), 0 a goroutine per call")
 	withReflect = flag.String("reflection", "true", "serve the reflection service: true (v1 and v1alpha), v1alpha (only the old one) or false")
 )
 
@@ -121,7 +122,7 @@ func main() {
 	e := &echo{in: msgs.ByName("EchoRequest"), out: msgs.ByName("EchoReply")}
 	e.payload, e.repeat = e.in.Fields().ByName("payload"), e.in.Fields().ByName("repeat")
 	e.outBody = e.out.Fields().ByName("payload")
-	s := grpc.NewServer()
+	s := grpc.NewServer(grpc.NumStreamWorkers(uint32(*workers)))
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "perfspy.echo.Echo",
 		HandlerType: (*any)(nil),

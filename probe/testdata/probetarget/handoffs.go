@@ -181,6 +181,13 @@ func (q *condQueue) serve() {
 	}
 }
 
+// newMux is main's mux, with the handoff routes (after flag.Parse).
+func newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	registerHandoffs(mux)
+	return mux
+}
+
 // registerHandoffs starts the goroutines the handoff routes hand their
 // work to, outside any request, and registers the routes.
 func registerHandoffs(mux *http.ServeMux) {

@@ -35,13 +35,11 @@
 //	            in main.childWork and one copy of 3000 B in main.copyN
 //	-ticker D   a background goroutine allocates 128 B in main.tickAlloc
 //	            every D, outside any request
-//	/pooled/..., /owner, /batch/..., /afterfunc, /mutexq: handoffs.go
-//	/handoff    hands a job to a worker goroutine started at the start
-//	            (outside any request), over an unbuffered channel; the
-//	            worker makes exactly 4 allocations of 1024 B (8 objects:
-//	            each slice put in an interface) in main.handoffWork and
-//	            answers: the handoff carries the request, so they are the
-//	            request's
+//	/handoff    hands a job over an unbuffered channel to a worker started
+//	            outside any request; it makes 4 allocations of 1024 B (8
+//	            objects: each put in an interface) in main.handoffWork and
+//	            answers: the handoff carries the request, so they are its.
+//	            /pooled/..., /owner, /batch/..., /afterfunc: handoffs.go
 //
 // -mode panic panics in a goroutine after -crash-after requests; -mode
 // flood writes 10 MB without a newline and exits; -spawn FILE starts two
@@ -395,8 +393,7 @@ func main() {
 		}()
 	}
 	var served atomic.Int64
-	mux := http.NewServeMux()
-	registerHandoffs(mux)
+	mux := newMux()
 	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		userAlloc()
 		w.Write([]byte("ok"))

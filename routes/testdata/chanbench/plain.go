@@ -1,0 +1,7 @@
+//go:build !routes
+
+package main
+
+func setup() string { return "plain" }
+
+func runOn(int) {}
