@@ -42,13 +42,15 @@ commands:
   review every server and benchmark of .perfspy.yml at two revisions, the
          file's gates, a pull request comment and line annotations
          (docs/review.md)
+  bisect the commit where an exact count changed, one counted run per step
+         (-good REV -bad REV [-metric allocs/req], docs/bisect.md)
   build  build the target with the agent and the runtime overlays into a
          binary that runs on its own, its build list unchanged (-o FILE;
          docs/live.md)
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
   cost   what perfspy's instruments cost, against the references
-         (-what offcpu,allocdiff,flame,attribution,live,live-instructions)
+         (-what offcpu,allocdiff,flame,attribution,live,live-instructions,handoff)
 
 The target is a directory holding a main package (of this module or
 another), or module/path/cmd/x@version. Default: ` + DefaultTarget + `
@@ -74,6 +76,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainBulk(ctx, args[1:], stdout, stderr)
 	case "build":
 		return mainBuild(ctx, args[1:], stdout, stderr)
+	case "bisect":
+		return mainBisect(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
@@ -848,4 +852,74 @@ func (f modeFlag) Set(v string) error {
 	}
 	*f.m = os.FileMode(n)
 	return nil
+}
+
+// parseBisectFlags reads probe bisect's flags: the run's (or -bench's),
+// the two revisions and the metric. Its windows count, they do not time:
+// unless the flags say otherwise, 1 s of load, no off-CPU, retained or
+// bills window.
+func parseBisectFlags(args []string, stderr io.Writer) (bc BisectConfig, opt cliOptions, code int, ok bool) {
+	cfg, opt, code, ok := parseRunFlags("probe bisect", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&bc.Good, "good", "", "a `revision` whose figure is the one before the change")
+		fs.StringVar(&bc.Bad, "bad", "", "a later `revision` whose figure changed")
+		fs.StringVar(&bc.Metric, "metric", "", "the exact count to follow: allocs/req, B/req or copied-B/req; with -bench allocs/op, B/op or copied-B/op (default allocs/req, allocs/op)")
+		fs.StringVar(&bc.Repo, "repo", "", "the git repository (default: the target's own)")
+	})
+	if !ok {
+		return bc, opt, code, false
+	}
+	given := func(name string) bool {
+		return slices.ContainsFunc(cfg.Flags, func(f string) bool { return strings.HasPrefix(f, "-"+name+"=") })
+	}
+	if !given("duration") {
+		cfg.Duration = time.Second
+	}
+	if !given("offcpu") {
+		cfg.OffCPU = false
+	}
+	if !given("retained") {
+		cfg.Retained = false
+	}
+	if !given("bills") {
+		cfg.NoBills = true
+	}
+	if bc.Metric == "" {
+		bc.Metric = "allocs/req"
+		if opt.bench.Bench != "" {
+			bc.Metric = "allocs/op"
+		}
+	}
+	if bc.Good == "" || bc.Bad == "" {
+		fmt.Fprintln(stderr, "probe bisect: -good and -bad are required")
+		return bc, opt, ExitUsage, false
+	}
+	if _, known := bisectMetrics[bc.Metric]; !known {
+		fmt.Fprintf(stderr, "probe bisect: -metric %s: want an exact count: %s\n", bc.Metric, strings.Join(slices.Sorted(maps.Keys(bisectMetrics)), ", "))
+		return bc, opt, ExitUsage, false
+	}
+	if (opt.bench.Bench != "") != strings.HasSuffix(bc.Metric, "/op") {
+		fmt.Fprintf(stderr, "probe bisect: -metric %s: a server's figures are .../req, -bench's .../op\n", bc.Metric)
+		return bc, opt, ExitUsage, false
+	}
+	bc.Out, cfg.Out, opt.bench.Out = cfg.Out, "", ""
+	opt.bench.Retained, opt.bench.OffCPU = false, false
+	bc.Run, bc.Bench = cfg, opt.bench
+	return bc, opt, 0, true
+}
+
+func mainBisect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	bc, opt, code, ok := parseBisectFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	var logw io.Writer = stderr
+	if opt.quiet {
+		logw = nil
+	}
+	res, err := Bisect(ctx, bc, logw)
+	if res != nil {
+		WriteBisectReport(stdout, res)
+		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
+	}
+	return exitCode(stderr, "probe bisect", err)
 }

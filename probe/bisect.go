@@ -1,0 +1,470 @@
+package probe
+
+// probe bisect: the commit where an exact count changed, one counted run
+// per step (docs/bisect.md).
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/internal/worktree"
+	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// BisectSchema is bisect.json's schema.
+const BisectSchema = "perfspy.bisect/v1"
+
+// bisectMetrics are the exact counts bisect can follow, and the profile
+// whose functions say what moved: a count needs one run per step, a
+// timing would need rounds and a verdict at each.
+var bisectMetrics = map[string]string{
+	"allocs/req": "allocs", "B/req": "allocs", "copied-B/req": "copies",
+	"allocs/op": "allocs", "B/op": "allocs", "copied-B/op": "copies",
+}
+
+// minBisectChange is the least change between good and bad that bisect
+// follows: below it the figure's rounding (a pool's refill after a GC)
+// would decide the steps.
+const minBisectChange = 0.5
+
+// BisectConfig is probe bisect's configuration.
+type BisectConfig struct {
+	Good, Bad string // revisions: the figure at Good is the one before the change
+	Metric    string // a key of bisectMetrics: .../req for a server, .../op with Bench
+	Repo      string // the git repository, default the target's own
+	Run       Config
+	Bench     BenchConfig // Bench.Bench set: the package's benchmarks, Σ over them
+	Out       string
+}
+
+// BisectStep is one commit measured.
+type BisectStep struct {
+	Commit  string   `json:"commit"`
+	Subject string   `json:"subject"`
+	Value   *float64 `json:"value"`             // null when skipped
+	Skipped string   `json:"skipped,omitempty"` // why: its build failed
+	Bad     bool     `json:"bad"`               // nearer the bad revision's figure than the good's
+	Dir     string   `json:"dir,omitempty"`
+}
+
+// BisectResult is bisect.json.
+type BisectResult struct {
+	Schema string            `json:"schema"`
+	Metric string            `json:"metric"`
+	Good   map[string]string `json:"good"`
+	Bad    map[string]string `json:"bad"`
+	// Commits are the first-parent commits after good up to bad, oldest
+	// first; Steps the ones measured, in the order they were.
+	Commits []string      `json:"commits"`
+	Steps   []*BisectStep `json:"steps"`
+	// First is the first bad commit and Before the last good one before
+	// it; Candidates, when skipped builds leave more than one commit
+	// that may be first, all of them (First the last).
+	First      *BisectStep `json:"first"`
+	Before     *BisectStep `json:"before"`
+	Candidates []string    `json:"candidates,omitempty"`
+	// Functions are the functions whose figure moved from Before to
+	// First, per request (or op), largest change first.
+	Functions []ABFunction `json:"functions"`
+	Dir       string       `json:"dir"`
+}
+
+// Bisect finds the first commit from cfg.Good to cfg.Bad whose metric is
+// nearer Bad's figure than Good's, measuring one run per step.
+func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResult, error) {
+	logf := func(format string, a ...any) {
+		if logw != nil {
+			fmt.Fprintf(logw, "probe bisect: "+format+"\n", a...)
+		}
+	}
+	if _, ok := bisectMetrics[cfg.Metric]; !ok {
+		return nil, fmt.Errorf("-metric %q: bisect follows exact counts: %s", cfg.Metric, strings.Join(slices.Sorted(maps.Keys(bisectMetrics)), ", "))
+	}
+	if bench := cfg.Bench.Bench != ""; bench != strings.HasSuffix(cfg.Metric, "/op") {
+		return nil, fmt.Errorf("-metric %s: a server's figures are .../req, -bench's .../op", cfg.Metric)
+	}
+	if cfg.Good == "" || cfg.Bad == "" {
+		return nil, errors.New("-good and -bad name the two revisions")
+	}
+	target := cfg.Run.Target
+	if cfg.Bench.Bench != "" {
+		target = cfg.Bench.Target
+	}
+	if target == "" {
+		target = DefaultTarget
+	}
+	repo := cfg.Repo
+	if repo == "" {
+		repo = repoOf(ABConfig{Run: Config{Target: target}, Bench: BenchConfig{Bench: cfg.Bench.Bench, Target: target}})
+	}
+	root, err := git(ctx, repo, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%s is not in a git repository: %w", repo, err)
+	}
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return nil, fmt.Errorf("target %s is not inside the repository %s", target, root)
+	}
+	res := &BisectResult{Schema: BisectSchema, Metric: cfg.Metric}
+	shas := map[string]string{}
+	for flagName, rev := range map[string]string{"good": cfg.Good, "bad": cfg.Bad} {
+		sha, err := git(ctx, root, "rev-parse", "--verify", rev+"^{commit}")
+		if err != nil {
+			return nil, fmt.Errorf("-%s %s: %w", flagName, rev, err)
+		}
+		shas[flagName] = sha
+	}
+	res.Good = map[string]string{"rev": cfg.Good, "commit": shas["good"]}
+	res.Bad = map[string]string{"rev": cfg.Bad, "commit": shas["bad"]}
+	if _, err := git(ctx, root, "merge-base", "--is-ancestor", shas["good"], shas["bad"]); err != nil {
+		return nil, fmt.Errorf("-good %s is not an ancestor of -bad %s", cfg.Good, cfg.Bad)
+	}
+	list, err := git(ctx, root, "rev-list", "--first-parent", "--reverse", shas["good"]+".."+shas["bad"])
+	if err != nil {
+		return nil, err
+	}
+	res.Commits = strings.Fields(list)
+	if len(res.Commits) == 0 {
+		return nil, fmt.Errorf("-good %s and -bad %s are the same commit", cfg.Good, cfg.Bad)
+	}
+	out := cfg.Out
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("bisect_%s_%s_%s", report.ShortCommit(shas["good"]), report.ShortCommit(shas["bad"]), filepath.Base(rel)))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if res.Dir, err = makeOutDir(out, "", ""); err != nil {
+		return nil, err
+	}
+	set, err := worktree.New(ctx, root, "bisect")
+	if err != nil {
+		return nil, err
+	}
+	defer set.Remove()
+	b := &bisector{cfg: cfg, res: res, root: root, rel: rel, set: set, logf: logf, measured: map[string]*BisectStep{}}
+	// commits[0] is good; commits[i] the i-th after it.
+	commits := append([]string{shas["good"]}, res.Commits...)
+	good, err := b.measure(ctx, commits[0])
+	if err != nil {
+		return nil, err
+	}
+	bad, err := b.measure(ctx, commits[len(commits)-1])
+	if err != nil {
+		return nil, err
+	}
+	if good.Value == nil || bad.Value == nil {
+		return nil, fmt.Errorf("the good or the bad revision did not build: %s", cmp.Or(good.Skipped, bad.Skipped))
+	}
+	b.good, b.bad, b.ready = *good.Value, *bad.Value, true
+	logf("%s %.4f at good %s, %.4f at bad %s; %d commits after good", cfg.Metric, b.good, report.ShortCommit(shas["good"]), b.bad, report.ShortCommit(shas["bad"]), len(res.Commits))
+	if math.Abs(b.bad-b.good) < minBisectChange {
+		b.persist()
+		return res, fmt.Errorf("%w: %s is %.4f at good and %.4f at bad: no change of %g or more to bisect", ErrNotJudged, cfg.Metric, b.good, b.bad, minBisectChange)
+	}
+	good.Bad, bad.Bad = false, true
+	lo, hi := 0, len(commits)-1 // lo good, hi bad
+	for hi-lo > 1 {
+		i, step, err := b.probeBetween(ctx, commits, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		if step == nil { // every commit between lo and hi skipped
+			for _, c := range commits[lo+1 : hi] {
+				res.Candidates = append(res.Candidates, c)
+			}
+			res.Candidates = append(res.Candidates, commits[hi])
+			break
+		}
+		if step.Bad {
+			hi = i
+		} else {
+			lo = i
+		}
+	}
+	res.First, res.Before = b.measured[commits[hi]], b.measured[commits[lo]]
+	if err := b.functions(); err != nil {
+		return nil, err
+	}
+	if err := b.persist(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// bisector is a bisection on its way.
+type bisector struct {
+	cfg       BisectConfig
+	res       *BisectResult
+	root, rel string
+	set       *worktree.Set
+	logf      func(string, ...any)
+	good, bad float64
+	ready     bool // good and bad measured: a step is classed by them
+	measured  map[string]*BisectStep
+}
+
+// probeBetween measures the commit halfway between lo and hi, or, when
+// its build fails, the nearest one between them that builds: it returns
+// its index and step, or nil when none between them builds.
+func (b *bisector) probeBetween(ctx context.Context, commits []string, lo, hi int) (int, *BisectStep, error) {
+	mid := (lo + hi) / 2
+	for d := 0; d < hi-lo; d++ {
+		for _, i := range []int{mid + d, mid - d} {
+			if i <= lo || i >= hi || d == 0 && i != mid {
+				continue
+			}
+			if s := b.measured[commits[i]]; s != nil && s.Value == nil {
+				continue
+			}
+			step, err := b.measure(ctx, commits[i])
+			if err != nil {
+				return 0, nil, err
+			}
+			if step.Value != nil {
+				return i, step, nil
+			}
+		}
+	}
+	return 0, nil, nil
+}
+
+// measure runs the target (or the benchmarks) at commit once, counting:
+// its step, with Value nil when it did not build.
+func (b *bisector) measure(ctx context.Context, commit string) (*BisectStep, error) {
+	if s := b.measured[commit]; s != nil {
+		return s, nil
+	}
+	subject, _ := git(ctx, b.root, "log", "-1", "--format=%s", commit)
+	step := &BisectStep{Commit: commit, Subject: subject}
+	b.measured[commit] = step
+	b.res.Steps = append(b.res.Steps, step)
+	idx := len(b.res.Steps) - 1
+	dir, err := b.set.Add(ctx, report.ShortCommit(commit), commit)
+	if err != nil {
+		return nil, err
+	}
+	step.Dir = filepath.Join(b.res.Dir, "runs", fmt.Sprintf("%02d-%s", idx+1, report.ShortCommit(commit)))
+	if err := os.MkdirAll(filepath.Dir(step.Dir), 0o700); err != nil {
+		return nil, err
+	}
+	target := filepath.Join(dir, b.rel)
+	b.logf("step %d: %s %s", idx+1, report.ShortCommit(commit), subject)
+	var v float64
+	if b.cfg.Bench.Bench != "" {
+		bc := b.cfg.Bench
+		bc.Target, bc.Out = target, step.Dir
+		r, err := RunBench(ctx, bc, nil)
+		if skip := buildFailed(err); skip != "" {
+			step.Skipped, step.Dir = skip, ""
+			b.logf("  skipped: %s", skip)
+			return step, nil
+		}
+		if err != nil && !errors.Is(err, ErrBenchmemMismatch) {
+			return nil, fmt.Errorf("%s: %w", report.ShortCommit(commit), err)
+		}
+		if len(r.Summary.Benchmarks) == 0 {
+			return nil, fmt.Errorf("%s: -bench %s matched no benchmark", report.ShortCommit(commit), bc.Bench)
+		}
+		for _, f := range r.Summary.Benchmarks {
+			v += benchFigure(f.PerOp, b.cfg.Metric)
+		}
+	} else {
+		rc := b.cfg.Run
+		rc.Target, rc.Out = target, step.Dir
+		// The folder the target runs in: probe's own, as it lies in the
+		// commit's worktree (probe ab's arms do the same).
+		rc.Dir = (&abRun{root: b.root, dirs: map[string]string{"step": dir}}).workdir("step")
+		r, err := Run(ctx, rc, nil)
+		if skip := buildFailed(err); skip != "" {
+			step.Skipped, step.Dir = skip, ""
+			b.logf("  skipped: %s", skip)
+			return step, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotJudged) {
+			return nil, fmt.Errorf("%s: %w", report.ShortCommit(commit), err)
+		}
+		v = metricValues(r.Summary)[b.cfg.Metric]
+		if math.IsNaN(v) {
+			return nil, fmt.Errorf("%s: the run measured no %s (sources %v)", report.ShortCommit(commit), b.cfg.Metric, r.Summary.Sources)
+		}
+	}
+	v = round(v, 4)
+	step.Value = &v
+	if b.ready {
+		step.Bad = math.Abs(v-b.bad) < math.Abs(v-b.good)
+	}
+	b.logf("  %s %.4f", b.cfg.Metric, v)
+	return step, nil
+}
+
+// benchFigure is a benchmark's per-op figure of metric.
+func benchFigure(p schema.BenchPerOp, metric string) float64 {
+	switch metric {
+	case "allocs/op":
+		return p.Allocs
+	case "B/op":
+		return p.AllocBytes
+	case "copied-B/op":
+		if p.CopiedBytes != nil {
+			return *p.CopiedBytes
+		}
+	}
+	return math.NaN()
+}
+
+// buildFailed says why err is a build that failed (the commit is
+// skipped, as git bisect skip does), or "" when it is not.
+func buildFailed(err error) string {
+	var be *withagent.BuildError
+	var nm *withagent.NotMainError
+	switch {
+	case errors.As(err, &be):
+		// The first line that is not the go command's package header.
+		first := ""
+		for _, l := range strings.Split(strings.TrimSpace(be.Output), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				first = l
+				break
+			}
+		}
+		return "the build failed: " + cmp.Or(first, be.Err.Error())
+	case errors.As(err, &nm):
+		return "no main package there: " + nm.Error()
+	}
+	return ""
+}
+
+// functions compares the profile of the metric between the last good
+// commit and the first bad one, function by function.
+func (b *bisector) functions() error {
+	if b.res.First == nil || b.res.Before == nil || b.res.First.Dir == "" || b.res.Before.Dir == "" {
+		return nil
+	}
+	prof := bisectMetrics[b.cfg.Metric]
+	files := func(dir string) []string {
+		if b.cfg.Bench.Bench == "" {
+			return []string{filepath.Join(dir, prof+".pb.gz")}
+		}
+		var s BenchSummary
+		if raw, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil && json.Unmarshal(raw, &s) == nil {
+			var out []string
+			for _, f := range s.Benchmarks {
+				if p, ok := f.Files[prof]; ok {
+					out = append(out, filepath.Join(dir, p))
+				}
+			}
+			return out
+		}
+		return nil
+	}
+	bf, af := files(b.res.Before.Dir), files(b.res.First.Dir)
+	if len(bf) == 0 || len(af) == 0 {
+		return nil
+	}
+	before, err := diff.Load(bf, diff.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	after, err := diff.Load(af, diff.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	sample := ""
+	switch b.cfg.Metric {
+	case "allocs/req", "allocs/op":
+		sample = "alloc_objects"
+	case "B/req", "B/op":
+		sample = "alloc_space"
+	case "copied-B/req", "copied-B/op":
+		sample = "copied_bytes"
+	}
+	c, err := diff.Compare(before, after, diff.Options{Sample: sample, Folds: profkey.DefaultFolds})
+	if err != nil {
+		return fmt.Errorf("%s profiles: %w", prof, err)
+	}
+	for _, row := range c.Rows {
+		f := ABFunction{Profile: prof, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
+		if c.PerRequest {
+			f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
+		}
+		f.Delta = f.After - f.Before
+		if math.Abs(f.Delta) >= 0.01 || !c.PerRequest && f.Delta != 0 {
+			b.res.Functions = append(b.res.Functions, f)
+		}
+		if len(b.res.Functions) == 10 {
+			break
+		}
+	}
+	return nil
+}
+
+// persist writes bisect.json and report.md.
+func (b *bisector) persist() error {
+	raw, err := json.MarshalIndent(b.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.res.Dir, "bisect.json"), append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	WriteBisectReport(&md, b.res)
+	return os.WriteFile(filepath.Join(b.res.Dir, "report.md"), []byte(md.String()), 0o644)
+}
+
+// WriteBisectReport writes what a bisection found, as markdown (its
+// terminal form too).
+func WriteBisectReport(w io.Writer, r *BisectResult) {
+	fmt.Fprintf(w, "# probe bisect: %s\n\n", r.Metric)
+	fmt.Fprintf(w, "Good %s (%s), bad %s (%s): %d commits after good, first parent; %d measured, one counted run each.\n\n",
+		r.Good["rev"], report.ShortCommit(r.Good["commit"]), r.Bad["rev"], report.ShortCommit(r.Bad["commit"]), len(r.Commits), len(r.Steps))
+	switch {
+	case len(r.Candidates) > 0:
+		fmt.Fprintf(w, "**The first bad commit is one of %d** (the builds between failed):", len(r.Candidates))
+		for _, c := range r.Candidates {
+			fmt.Fprintf(w, " `%s`", report.ShortCommit(c))
+		}
+		fmt.Fprintln(w)
+	case r.First != nil && r.Before != nil && r.First.Value != nil && r.Before.Value != nil:
+		fmt.Fprintf(w, "**First bad commit: `%s`** %s\n\n%s %.4f at `%s`, %.4f at `%s` (%+.4f).\n",
+			report.ShortCommit(r.First.Commit), r.First.Subject, r.Metric, *r.Before.Value, report.ShortCommit(r.Before.Commit), *r.First.Value, report.ShortCommit(r.First.Commit), *r.First.Value-*r.Before.Value)
+	default:
+		fmt.Fprintln(w, "No commit named: the figure did not change between good and bad.")
+	}
+	if len(r.Functions) > 0 {
+		fmt.Fprintf(w, "\nWhat moved (%s, per %s):\n\n| function | before | after | delta |\n|---|---|---|---|\n", r.Functions[0].Sample, strings.TrimPrefix(r.Metric[strings.Index(r.Metric, "/"):], "/"))
+		for _, f := range r.Functions {
+			fmt.Fprintf(w, "| `%s` | %.2f | %.2f | %+.2f |\n", f.Key, f.Before, f.After, f.Delta)
+		}
+	}
+	fmt.Fprintf(w, "\nSteps:\n\n| # | commit | subject | %s | side |\n|---|---|---|---|---|\n", r.Metric)
+	for i, s := range r.Steps {
+		val, side := "skipped", s.Skipped
+		if s.Value != nil {
+			val, side = fmt.Sprintf("%.4f", *s.Value), "good"
+			if s.Bad {
+				side = "bad"
+			}
+		}
+		fmt.Fprintf(w, "| %d | `%s` | %s | %s | %s |\n", i+1, report.ShortCommit(s.Commit), s.Subject, val, side)
+	}
+}

@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bisectServer is a server whose handler makes n allocations of 64 B in
+// main.work, n a constant of n.go.
+const bisectServer = `package main
+
+import (
+	"log"
+	"net"
+	"net/http"
+)
+
+var sink [16]*[64]byte
+
+//go:noinline
+func work() {
+	for i := 0; i < n; i++ {
+		sink[i] = new([64]byte)
+	}
+}
+
+func main() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		work()
+		w.Write([]byte("ok"))
+	})))
+}
+`
+
+// bisectHistory makes a repository of a server and 16 commits after its
+// first: commit 11 raises its allocations per request from 3 to 4, commit
+// 8 (the first step's) does not build, and every other commit changes a
+// comment. It returns
+// the repository and the commits, oldest first (index 0 the first).
+func bisectHistory(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	write("go.mod", "module example.com/bisected\n\ngo 1.26\n")
+	write("main.go", bisectServer)
+	write("n.go", "package main\n\nconst n = 3\n")
+	run("add", ".")
+	run("commit", "-q", "-m", "a server of 3 allocations a request")
+	commits := []string{run("rev-parse", "HEAD")}
+	for i := 1; i <= 16; i++ {
+		msg := fmt.Sprintf("commit %d: a comment", i)
+		switch i {
+		case 8:
+			write("broken.go", "package main\n\nfunc broken() { undefined() }\n")
+			msg = "commit 8: does not build"
+		case 9:
+			os.Remove(filepath.Join(dir, "broken.go"))
+			msg = "commit 9: builds again"
+		case 11:
+			write("n.go", "package main\n\nconst n = 4\n")
+			msg = "commit 11: one allocation more"
+		default:
+			write("note.go", fmt.Sprintf("package main\n\n// note %d\n", i))
+		}
+		run("add", "-A")
+		run("commit", "-q", "-m", msg)
+		commits = append(commits, run("rev-parse", "HEAD"))
+	}
+	return dir, commits
+}
+
+// TestBisect: of 16 commits, the one that adds an allocation a request is
+// named, with the figure before and after and main.work as what moved,
+// in a few counted runs; the commit that does not build is skipped.
+func TestBisect(t *testing.T) {
+	skipShort(t)
+	repo, commits := bisectHistory(t)
+	cfg := Config{Target: repo, Warmup: 200 * time.Millisecond, Duration: time.Second, ExactDuration: time.Second, NoBills: true, Copies: "off"}
+	start := time.Now()
+	res, err := Bisect(context.Background(), BisectConfig{Good: commits[0], Bad: commits[16], Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d steps in %s", len(res.Steps), time.Since(start).Round(time.Second))
+	if res.First == nil || res.First.Commit != commits[11] || res.Before == nil || res.Before.Commit != commits[10] {
+		t.Fatalf("first %+v, before %+v; want commit 11 %s after commit 10", res.First, res.Before, commits[11])
+	}
+	// net/http's own allocations are in both; a sync.Pool's refill after
+	// a GC moves the figure by hundredths.
+	if d := *res.First.Value - *res.Before.Value; d < 0.95 || d > 1.05 {
+		t.Errorf("allocs/req %.4f before, %.4f after: want one more a request", *res.Before.Value, *res.First.Value)
+	}
+	if len(res.Functions) == 0 || res.Functions[0].Key != "main.work" || res.Functions[0].Delta < 0.99 || res.Functions[0].Delta > 1.01 {
+		t.Errorf("functions %+v: want main.work +1 a request first", res.Functions)
+	}
+	// log2 of 16 steps, and the two ends: a step more at most for the
+	// broken build.
+	if len(res.Steps) > 7 {
+		t.Errorf("%d steps, want at most 7", len(res.Steps))
+	}
+	skipped := false
+	for _, s := range res.Steps {
+		if s.Commit == commits[8] {
+			skipped = s.Value == nil && strings.Contains(s.Skipped, "build failed")
+		}
+	}
+	if !skipped {
+		t.Errorf("commit 8 (does not build, the first step): not skipped in %d steps", len(res.Steps))
+	}
+	var back BisectResult
+	raw, err := os.ReadFile(filepath.Join(res.Dir, "bisect.json"))
+	if err != nil || json.Unmarshal(raw, &back) != nil || back.Schema != BisectSchema || back.First.Commit != commits[11] {
+		t.Errorf("bisect.json: %v %s", err, raw)
+	}
+	if md, _ := os.ReadFile(filepath.Join(res.Dir, "report.md")); !strings.Contains(string(md), "First bad commit: `"+commits[11][:12]+"`") {
+		t.Errorf("report.md:\n%s", md)
+	}
+	// No change between two good commits: not judged, and said so.
+	_, err = Bisect(context.Background(), BisectConfig{Good: commits[0], Bad: commits[5], Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out2")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no change") {
+		t.Errorf("good and bad alike: %v, want not judged", err)
+	}
+}
+
+// TestBisectFlags: probe bisect's usage errors name the flag.
+func TestBisectFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bad", "HEAD", "."}, "-good and -bad are required"},
+		{[]string{"-good", "HEAD~1", "-bad", "HEAD", "-metric", "p99-us", "."}, "-metric p99-us: want an exact count"},
+		{[]string{"-good", "HEAD~1", "-bad", "HEAD", "-metric", "allocs/op", "."}, "a server's figures are .../req"},
+	} {
+		var stderr strings.Builder
+		if _, _, code, ok := parseBisectFlags(tc.args, &stderr); ok || code != ExitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: ok %v, exit %d, %q; want usage naming %q", tc.args, ok, code, stderr.String(), tc.want)
+		}
+	}
+	bc, _, _, ok := parseBisectFlags([]string{"-good", "a", "-bad", "b", "."}, &strings.Builder{})
+	if !ok || bc.Metric != "allocs/req" || bc.Run.Duration != time.Second || bc.Run.OffCPU || bc.Run.Retained || !bc.Run.NoBills {
+		t.Errorf("defaults %+v: want allocs/req over 1 s windows that only count", bc)
+	}
+}
