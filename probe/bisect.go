@@ -86,83 +86,17 @@ type BisectResult struct {
 // Bisect finds the first commit from cfg.Good to cfg.Bad whose metric is
 // nearer Bad's figure than Good's, measuring one run per step.
 func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResult, error) {
-	logf := func(format string, a ...any) {
+	b := &bisector{cfg: cfg, measured: map[string]*BisectStep{}, logf: func(format string, a ...any) {
 		if logw != nil {
 			fmt.Fprintf(logw, "probe bisect: "+format+"\n", a...)
 		}
-	}
-	if _, ok := bisectMetrics[cfg.Metric]; !ok {
-		return nil, fmt.Errorf("-metric %q: bisect follows exact counts: %s", cfg.Metric, strings.Join(slices.Sorted(maps.Keys(bisectMetrics)), ", "))
-	}
-	if bench := cfg.Bench.Bench != ""; bench != strings.HasSuffix(cfg.Metric, "/op") {
-		return nil, fmt.Errorf("-metric %s: a server's figures are .../req, -bench's .../op", cfg.Metric)
-	}
-	if cfg.Good == "" || cfg.Bad == "" {
-		return nil, errors.New("-good and -bad name the two revisions")
-	}
-	target := cfg.Run.Target
-	if cfg.Bench.Bench != "" {
-		target = cfg.Bench.Target
-	}
-	if target == "" {
-		target = DefaultTarget
-	}
-	repo := cfg.Repo
-	if repo == "" {
-		repo = repoOf(ABConfig{Run: Config{Target: target}, Bench: BenchConfig{Bench: cfg.Bench.Bench, Target: target}})
-	}
-	root, err := git(ctx, repo, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return nil, fmt.Errorf("%s is not in a git repository: %w", repo, err)
-	}
-	abs, err := filepath.Abs(target)
+	}}
+	commits, err := b.setup(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return nil, fmt.Errorf("target %s is not inside the repository %s", target, root)
-	}
-	res := &BisectResult{Schema: BisectSchema, Metric: cfg.Metric}
-	shas := map[string]string{}
-	for flagName, rev := range map[string]string{"good": cfg.Good, "bad": cfg.Bad} {
-		sha, err := git(ctx, root, "rev-parse", "--verify", rev+"^{commit}")
-		if err != nil {
-			return nil, fmt.Errorf("-%s %s: %w", flagName, rev, err)
-		}
-		shas[flagName] = sha
-	}
-	res.Good = map[string]string{"rev": cfg.Good, "commit": shas["good"]}
-	res.Bad = map[string]string{"rev": cfg.Bad, "commit": shas["bad"]}
-	if _, err := git(ctx, root, "merge-base", "--is-ancestor", shas["good"], shas["bad"]); err != nil {
-		return nil, fmt.Errorf("-good %s is not an ancestor of -bad %s", cfg.Good, cfg.Bad)
-	}
-	list, err := git(ctx, root, "rev-list", "--first-parent", "--reverse", shas["good"]+".."+shas["bad"])
-	if err != nil {
-		return nil, err
-	}
-	res.Commits = strings.Fields(list)
-	if len(res.Commits) == 0 {
-		return nil, fmt.Errorf("-good %s and -bad %s are the same commit", cfg.Good, cfg.Bad)
-	}
-	out := cfg.Out
-	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("bisect_%s_%s_%s", report.ShortCommit(shas["good"]), report.ShortCommit(shas["bad"]), filepath.Base(rel)))
-		if err := os.MkdirAll("results", 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if res.Dir, err = makeOutDir(out, "", ""); err != nil {
-		return nil, err
-	}
-	set, err := worktree.New(ctx, root, "bisect")
-	if err != nil {
-		return nil, err
-	}
-	defer set.Remove()
-	b := &bisector{cfg: cfg, res: res, root: root, rel: rel, set: set, logf: logf, measured: map[string]*BisectStep{}}
-	// commits[0] is good; commits[i] the i-th after it.
-	commits := append([]string{shas["good"]}, res.Commits...)
+	defer b.set.Remove()
+	res := b.res
 	good, err := b.measure(ctx, commits[0])
 	if err != nil {
 		return nil, err
@@ -175,7 +109,7 @@ func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResul
 		return nil, fmt.Errorf("the good or the bad revision did not build: %s", cmp.Or(good.Skipped, bad.Skipped))
 	}
 	b.good, b.bad, b.ready = *good.Value, *bad.Value, true
-	logf("%s %.4f at good %s, %.4f at bad %s; %d commits after good", cfg.Metric, b.good, report.ShortCommit(shas["good"]), b.bad, report.ShortCommit(shas["bad"]), len(res.Commits))
+	b.logf("%s %.4f at good %s, %.4f at bad %s; %d commits after good", cfg.Metric, b.good, report.ShortCommit(commits[0]), b.bad, report.ShortCommit(commits[len(commits)-1]), len(res.Commits))
 	if math.Abs(b.bad-b.good) < minBisectChange {
 		b.persist()
 		return res, fmt.Errorf("%w: %s is %.4f at good and %.4f at bad: no change of %g or more to bisect", ErrNotJudged, cfg.Metric, b.good, b.bad, minBisectChange)
@@ -188,10 +122,7 @@ func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResul
 			return nil, err
 		}
 		if step == nil { // every commit between lo and hi skipped
-			for _, c := range commits[lo+1 : hi] {
-				res.Candidates = append(res.Candidates, c)
-			}
-			res.Candidates = append(res.Candidates, commits[hi])
+			res.Candidates = append(append(res.Candidates, commits[lo+1:hi]...), commits[hi])
 			break
 		}
 		if step.Bad {
@@ -208,6 +139,72 @@ func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResul
 		return nil, err
 	}
 	return res, nil
+}
+
+// setup checks the configuration, resolves the two revisions and the
+// commits between them, makes the results folder and the worktrees' set.
+// It returns the commits, good first and bad last.
+func (b *bisector) setup(ctx context.Context) ([]string, error) {
+	cfg := b.cfg
+	if _, ok := bisectMetrics[cfg.Metric]; !ok {
+		return nil, fmt.Errorf("-metric %q: bisect follows exact counts: %s", cfg.Metric, strings.Join(slices.Sorted(maps.Keys(bisectMetrics)), ", "))
+	}
+	if bench := cfg.Bench.Bench != ""; bench != strings.HasSuffix(cfg.Metric, "/op") {
+		return nil, fmt.Errorf("-metric %s: a server's figures are .../req, -bench's .../op", cfg.Metric)
+	}
+	if cfg.Good == "" || cfg.Bad == "" {
+		return nil, errors.New("-good and -bad name the two revisions")
+	}
+	target := cmp.Or(cfg.Run.Target, DefaultTarget)
+	if cfg.Bench.Bench != "" {
+		target = cfg.Bench.Target
+	}
+	repo := cmp.Or(cfg.Repo, repoOf(ABConfig{Run: Config{Target: target}, Bench: BenchConfig{Bench: cfg.Bench.Bench, Target: target}}))
+	var err error
+	if b.root, err = git(ctx, repo, "rev-parse", "--show-toplevel"); err != nil {
+		return nil, fmt.Errorf("%s is not in a git repository: %w", repo, err)
+	}
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return nil, err
+	}
+	b.rel, err = filepath.Rel(b.root, abs)
+	if err != nil || strings.HasPrefix(b.rel, "..") {
+		return nil, fmt.Errorf("target %s is not inside the repository %s", target, b.root)
+	}
+	b.res = &BisectResult{Schema: BisectSchema, Metric: cfg.Metric}
+	shas := map[string]string{}
+	for name, rev := range map[string]string{"good": cfg.Good, "bad": cfg.Bad} {
+		if shas[name], err = git(ctx, b.root, "rev-parse", "--verify", rev+"^{commit}"); err != nil {
+			return nil, fmt.Errorf("-%s %s: %w", name, rev, err)
+		}
+	}
+	b.res.Good = map[string]string{"rev": cfg.Good, "commit": shas["good"]}
+	b.res.Bad = map[string]string{"rev": cfg.Bad, "commit": shas["bad"]}
+	if _, err := git(ctx, b.root, "merge-base", "--is-ancestor", shas["good"], shas["bad"]); err != nil {
+		return nil, fmt.Errorf("-good %s is not an ancestor of -bad %s", cfg.Good, cfg.Bad)
+	}
+	list, err := git(ctx, b.root, "rev-list", "--first-parent", "--reverse", shas["good"]+".."+shas["bad"])
+	if err != nil {
+		return nil, err
+	}
+	if b.res.Commits = strings.Fields(list); len(b.res.Commits) == 0 {
+		return nil, fmt.Errorf("-good %s and -bad %s are the same commit", cfg.Good, cfg.Bad)
+	}
+	out := cfg.Out
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("bisect_%s_%s_%s", report.ShortCommit(shas["good"]), report.ShortCommit(shas["bad"]), filepath.Base(b.rel)))
+		if err := os.MkdirAll("results", 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if b.res.Dir, err = makeOutDir(out, "", ""); err != nil {
+		return nil, err
+	}
+	if b.set, err = worktree.New(ctx, b.root, "bisect"); err != nil {
+		return nil, err
+	}
+	return append([]string{shas["good"]}, b.res.Commits...), nil
 }
 
 // bisector is a bisection on its way.
