@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -79,7 +80,20 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 		if before.requests == 0 || after.requests == 0 {
 			continue
 		}
+		deps := map[GoModChange]*depChange{}
 		for _, lc := range lines.netChanges(before, after) {
+			// A line the head left alone, whose change is in a module
+			// (or the toolchain) go.mod moved: go.mod's line is the
+			// cause, and this line the path to it.
+			if c, frame, ok := moduleCause(lc, r.Modules); ok {
+				d := deps[c]
+				if d == nil {
+					d = &depChange{c: c}
+					deps[c] = d
+				}
+				d.add(lc, frame)
+				continue
+			}
 			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
 				a.Item = it.Name
 				r.Annotations = append(r.Annotations, a)
@@ -87,6 +101,12 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 					r.baseLines = map[string][]int{}
 				}
 				r.baseLines[annKey(a)] = lc.base
+			}
+		}
+		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
+			if a, ok := deps[c].annotation(kind, per, subject, w.failed); ok {
+				a.Item = it.Name
+				r.Annotations = append(r.Annotations, a)
 			}
 		}
 	}
@@ -195,6 +215,10 @@ type lineChange struct {
 	// line): where the compiler's diagnostics of the base are read.
 	base []int
 	path []string // the head's heaviest stack to it (else the base's)
+	// changed says that the head changed the line (its hunk's lines are
+	// netted as one): a line the head left alone moved because of what
+	// it calls.
+	changed bool
 }
 
 // netChanges are the lines whose figures changed between before and
@@ -288,7 +312,7 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 			base, bk = append(base, l), append(bk, siteKey{k.file, l, k.fn})
 		}
 		hk := siteKey{k.file, max(line, 1), k.fn}
-		out = append(out, lineChange{k: hk, v: net, from: from, base: base, path: pathOf(hk, bk)})
+		out = append(out, lineChange{k: hk, v: net, from: from, base: base, path: pathOf(hk, bk), changed: true})
 	}
 	slices.SortFunc(out, func(a, b lineChange) int {
 		if c := strings.Compare(a.k.file, b.k.file); c != 0 {

@@ -194,6 +194,9 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 	start := time.Now()
 	dirs := map[string]bool{} // folder -> an annotated line is in a test file
 	for _, a := range r.Annotations {
+		if onGoMod(a) {
+			continue // a module's change: no line of the repository's code to explain
+		}
 		if strings.HasPrefix(a.Metric, "allocs/") || strings.HasPrefix(a.Metric, "retained-B/") {
 			dir := filepath.ToSlash(filepath.Dir(a.File))
 			dirs[dir] = dirs[dir] || strings.HasSuffix(a.File, "_test.go")
@@ -212,7 +215,7 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 	}
 	for i := range r.Annotations {
 		a := &r.Annotations[i]
-		if !strings.HasPrefix(a.Metric, "allocs/") && !strings.HasPrefix(a.Metric, "retained-B/") {
+		if !strings.HasPrefix(a.Metric, "allocs/") && !strings.HasPrefix(a.Metric, "retained-B/") || onGoMod(*a) {
 			continue
 		}
 		a.Compiler = compilerReasons(head, base, a.File, a.Line, r.baseLines[annKey(*a)])
@@ -224,4 +227,11 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 // annKey names an annotation for the base lines kept beside it.
 func annKey(a Annotation) string {
 	return strings.Join([]string{a.File, strconv.Itoa(a.Line), a.Item, a.Subject, a.Metric}, "\x00")
+}
+
+// onGoMod says whether an annotation is on go.mod (or go.sum): a
+// dependency's or the toolchain's change.
+func onGoMod(a Annotation) bool {
+	b := filepath.Base(a.File)
+	return b == "go.mod" || b == "go.sum"
 }

@@ -85,6 +85,7 @@ func (r *Result) Markdown(limit int) string {
 		}
 		head.WriteString("\n")
 	}
+	head.WriteString(r.moduleSection())
 	for _, why := range r.Reasons {
 		if strings.Contains(why, " could not be measured: ") {
 			fmt.Fprintf(&head, "- ❌ %s\n", safetext.Markdown(why))

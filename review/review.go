@@ -104,6 +104,12 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Review: schema.Review{Schema: Schema, Base: base, Head: head, Config: opt.Config}, cfg: cfg}
+	if res.Modules, err = moduleChanges(ctx, root, base["commit"], head["commit"]); err != nil {
+		logf("what go.mod changed: %v", err)
+	}
+	for _, c := range res.Modules {
+		logf("%s changes %s", c.File, moduleLabel(c))
+	}
 	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
 		return nil, err
 	}

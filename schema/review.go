@@ -13,9 +13,24 @@ type Review struct {
 	Verdict     string            `json:"verdict"` // pass, fail, incomplete or not judged
 	Items       []*ReviewItem     `json:"items"`
 	Annotations []Annotation      `json:"annotations"`
-	GateFailed  []string          `json:"gate_failed,omitempty"`
-	Reasons     []string          `json:"reasons,omitempty"`
-	Config      string            `json:"config"`
+	// Modules are the lines of go.mod (and go.sum files) that differ
+	// between the revisions: a dependency or toolchain bump.
+	Modules    []GoModChange `json:"modules,omitempty"`
+	GateFailed []string      `json:"gate_failed,omitempty"`
+	Reasons    []string      `json:"reasons,omitempty"`
+	Config     string        `json:"config"`
+}
+
+// GoModChange is a line of go.mod that differs between the revisions: a
+// required module's version (kind require), a replacement (replace), the
+// go or toolchain line, or a go.sum that changed while its go.mod did not.
+type GoModChange struct {
+	File   string `json:"file"` // the go.mod (go.sum), relative to the repository's root
+	Line   int    `json:"line"` // in the head; 0 when the head removed it
+	Kind   string `json:"kind"` // require, replace, go, toolchain, go.sum
+	Path   string `json:"path"` // the module (replace: path[@version]); go, toolchain
+	Before string `json:"before"`
+	After  string `json:"after"`
 }
 
 // ReviewItem is one server or benchmark package, compared.

@@ -622,6 +622,8 @@ func sameReplace(a, b string) bool {
 }
 
 // isFolder tells a replacement by a folder from one by a module version.
+// A binary's build information records a folder's version as (devel).
 func isFolder(r string) bool {
+	r = strings.TrimSuffix(r, " (devel)")
 	return r != "" && !strings.Contains(r, " ")
 }

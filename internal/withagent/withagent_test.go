@@ -21,6 +21,9 @@ func TestCompare(t *testing.T) {
 	}{
 		{"agent added", append(append([]Module{}, plain...), agent), nil},
 		{"folder spelled otherwise", []Module{plain[0], plain[1], {Path: "example.com/lib", Version: "v1.0.0", Replace: "/abs/lib"}, agent}, nil},
+		// go version -m's build information gives a folder the version
+		// (devel): seen on a replace by an absolute folder.
+		{"folder as the binary records it", []Module{plain[0], plain[1], {Path: "example.com/lib", Version: "v1.0.0", Replace: "/abs/lib (devel)"}, agent}, nil},
 		{"raised", []Module{{Path: "golang.org/x/net", Version: "v0.61.0"}, plain[1], plain[2], agent},
 			[]string{"golang.org/x/net: golang.org/x/net@v0.20.0 in a plain build, golang.org/x/net@v0.61.0 in the measured binary"}},
 		{"other module added", append(append([]Module{}, plain...), agent, Module{Path: "github.com/felixge/fgprof", Version: "v0.9.5"}),

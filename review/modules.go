@@ -1,0 +1,336 @@
+package review
+
+// Dependency and toolchain bumps: what go.mod changed between the
+// revisions, and the figures each change moved, annotated on the go.mod
+// line that moved them rather than on the unchanged line of the
+// repository's code that calls into the module.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// GoModChange is a line of go.mod that differs between the revisions.
+type GoModChange = schema.GoModChange
+
+// goMod is what a go.mod says that a review reads: the go and toolchain
+// lines, each required module's version and each replacement, with the
+// line each is on.
+type goMod struct {
+	lines    map[string]int    // "go", "toolchain", "require PATH", "replace PATH"
+	values   map[string]string // the same keys: the version, or the replacement
+	requires []string          // "require PATH" keys, in file order
+}
+
+// parseGoMod reads go.mod's directives line by line: single lines and
+// blocks, comments dropped. What it does not know (module, exclude,
+// retract, godebug, tool) it leaves out.
+func parseGoMod(text string) goMod {
+	m := goMod{lines: map[string]int{}, values: map[string]string{}}
+	block := ""
+	for i, raw := range strings.Split(text, "\n") {
+		line, _, _ := strings.Cut(raw, "//")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		verb, args := block, f
+		switch {
+		case block != "" && f[0] == ")":
+			block = ""
+			continue
+		case block == "" && len(f) == 2 && f[1] == "(":
+			block = f[0]
+			continue
+		case block == "":
+			verb, args = f[0], f[1:]
+		}
+		n := i + 1
+		switch {
+		case (verb == "go" || verb == "toolchain") && len(args) == 1:
+			m.lines[verb], m.values[verb] = n, args[0]
+		case verb == "require" && len(args) >= 2:
+			k := "require " + args[0]
+			m.lines[k], m.values[k] = n, args[1]
+			m.requires = append(m.requires, k)
+		case verb == "replace":
+			// Keyed by the module: a bump that moves both its require and
+			// its replace (the old version's folder for the new one's) is
+			// one change of each.
+			if at := slices.Index(args, "=>"); at >= 1 {
+				k := "replace " + args[0]
+				m.lines[k], m.values[k] = n, strings.Join(append(append([]string(nil), args[1:at]...), args[at:]...), " ")
+			}
+		}
+	}
+	return m
+}
+
+// moduleChanges lists what changed in each go.mod between base and head,
+// and the go.sum files that changed while their go.mod did not.
+func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange, error) {
+	names, err := git(ctx, root, "diff", "--name-only", base, head, "--", "go.mod", "*/go.mod", "go.sum", "*/go.sum")
+	if err != nil {
+		return nil, err
+	}
+	files := strings.Fields(names)
+	var out []GoModChange
+	for _, f := range files {
+		if path.Base(f) == "go.sum" {
+			if !slices.Contains(files, path.Join(path.Dir(f), "go.mod")) {
+				out = append(out, GoModChange{File: f, Line: 1, Kind: "go.sum", Path: "go.sum", Before: "", After: "changed"})
+			}
+			continue
+		}
+		b, _ := git(ctx, root, "show", base+":"+f)
+		h, _ := git(ctx, root, "show", head+":"+f)
+		out = append(out, goModChanges(f, parseGoMod(b), parseGoMod(h))...)
+	}
+	return out, nil
+}
+
+// goModChanges compares one go.mod's two revisions: each key whose value
+// differs, with its line in the head (0 when the head removed it).
+func goModChanges(file string, b, h goMod) []GoModChange {
+	keys := map[string]bool{}
+	for k := range b.values {
+		keys[k] = true
+	}
+	for k := range h.values {
+		keys[k] = true
+	}
+	var out []GoModChange
+	for _, k := range sortedKeys(keys) {
+		if b.values[k] == h.values[k] {
+			continue
+		}
+		kind, p, _ := strings.Cut(k, " ")
+		if p == "" {
+			p = kind
+		}
+		out = append(out, GoModChange{File: file, Line: h.lines[k], Kind: kind, Path: p, Before: b.values[k], After: h.values[k]})
+	}
+	return out
+}
+
+// funcPackage is the package path of a profile's function name:
+// "example.com/m/pkg.(*T).M" is example.com/m/pkg.
+func funcPackage(fn string) string {
+	slash := strings.LastIndex(fn, "/")
+	if dot := strings.Index(fn[slash+1:], "."); dot >= 0 {
+		return fn[:slash+1+dot]
+	}
+	return fn
+}
+
+// isStd says whether a package is the standard library's (its first
+// element has no dot, and it is not a main package's).
+func isStd(pkg string) bool {
+	first, _, _ := strings.Cut(pkg, "/")
+	return !strings.Contains(first, ".") && pkg != "main"
+}
+
+// moduleOf is the change a function's code comes with: the changed
+// required (or replaced) module whose path is the longest prefix of the
+// function's package, or, for the standard library's, a changed go or
+// toolchain line (the toolchain's first).
+func moduleOf(fn string, changes []GoModChange) (GoModChange, bool) {
+	pkg := funcPackage(fn)
+	best, found := GoModChange{}, false
+	for _, c := range changes {
+		if c.Line <= 0 {
+			continue // removed from the head: no line to put it on
+		}
+		switch c.Kind {
+		case "require", "replace":
+			mod, _, _ := strings.Cut(c.Path, "@")
+			bestMod, _, _ := strings.Cut(best.Path, "@")
+			// The longest module path; at the same path, the require
+			// line (its version is the one a reader knows).
+			if (pkg == mod || strings.HasPrefix(pkg, mod+"/")) && (!found || len(mod) > len(bestMod) || len(mod) == len(bestMod) && c.Kind == "require") {
+				best, found = c, true
+			}
+		case "go", "toolchain":
+			if isStd(pkg) && (!found || c.Kind == "toolchain" && best.Kind == "go") {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// moduleCause finds, for a line of the repository that the head did not
+// change, the go.mod change below it: the innermost frame of its stack,
+// below the line itself, whose code a changed module (or a changed
+// toolchain) brings. It returns the change and that frame ("fn
+// (file:line)").
+func moduleCause(lc lineChange, changes []GoModChange) (GoModChange, string, bool) {
+	if lc.changed || len(changes) == 0 {
+		return GoModChange{}, "", false
+	}
+	own := fmt.Sprintf("%s (%s:%d)", lc.k.fn, lc.k.file, lc.k.line)
+	i := slices.Index(lc.path, own)
+	if i < 0 {
+		return GoModChange{}, "", false
+	}
+	var std *GoModChange
+	var stdFrame string
+	for j := len(lc.path) - 1; j > i; j-- {
+		fn, _, _ := strings.Cut(lc.path[j], " (")
+		c, ok := moduleOf(fn, changes)
+		if !ok {
+			continue
+		}
+		if c.Kind == "require" || c.Kind == "replace" {
+			return c, lc.path[j], true
+		}
+		// The runtime's frames are the allocation's mechanics: the
+		// standard library's caller above them names it.
+		if std == nil || strings.HasPrefix(stdFrame, "runtime.") && !strings.HasPrefix(fn, "runtime.") {
+			std, stdFrame = &c, lc.path[j]
+		}
+	}
+	if std != nil {
+		return *std, stdFrame, true
+	}
+	return GoModChange{}, "", false
+}
+
+// moduleLabel names a change as a reviewer reads it: "example.com/m
+// v1.0.0 → v1.1.0", "go 1.26 → 1.27".
+func moduleLabel(c GoModChange) string {
+	b, a := c.Before, c.After
+	if b == "" {
+		b = "(none)"
+	}
+	if a == "" {
+		a = "(removed)"
+	}
+	p := c.Path
+	if c.Kind == "replace" {
+		p = "replace " + p
+	}
+	return fmt.Sprintf("%s %s → %s", p, b, a)
+}
+
+// moduleSums adds the functions' per-request (per-op) changes of one
+// item's profile by the go.mod change their code comes with.
+func moduleSums(fns []ABFunctionRow, changes []GoModChange) map[int]float64 {
+	out := map[int]float64{}
+	for _, f := range fns {
+		if c, ok := moduleOf(f.Key, changes); ok {
+			out[slices.IndexFunc(changes, func(x GoModChange) bool { return x == c })] += f.Delta
+		}
+	}
+	return out
+}
+
+// ABFunctionRow is a function row of an item (schema.ABFunction).
+type ABFunctionRow = schema.ABFunction
+
+// depChange is what one go.mod change moved in one profile of an item:
+// the lines of the repository it moved, netted, and the frames in its
+// code where it moved them, heaviest first.
+type depChange struct {
+	c      GoModChange
+	v      [2]float64
+	frames map[string]float64
+	path   []string // the heaviest line's stack
+	most   float64
+}
+
+func (d *depChange) add(lc lineChange, frame string) {
+	d.v = add(d.v, lc.v, 1)
+	if d.frames == nil {
+		d.frames = map[string]float64{}
+	}
+	d.frames[frame] += lc.v[0]
+	if w := math.Abs(lc.v[0]) + math.Abs(lc.v[1])/1e6; w >= d.most {
+		d.most, d.path = w, lc.path
+	}
+}
+
+// annotation puts the change on go.mod's line: the module and its two
+// versions, the figure, where in its code, and the line of the
+// repository that calls it (the annotation's stack holds the whole path).
+func (d *depChange) annotation(kind, per, subject string, failed bool) (Annotation, bool) {
+	if d.c.Line <= 0 {
+		return Annotation{}, false
+	}
+	frames := slices.SortedFunc(maps.Keys(d.frames), func(a, b string) int {
+		return cmp.Or(cmp.Compare(math.Abs(d.frames[b]), math.Abs(d.frames[a])), strings.Compare(a, b))
+	})
+	top, _, _ := strings.Cut(frames[0], " (")
+	a, ok := annotation(lineChange{k: siteKey{d.c.File, d.c.Line, top}, v: d.v, path: d.path}, kind, per, subject, failed)
+	if !ok {
+		return a, false
+	}
+	at := frames[0]
+	if len(frames) > 1 {
+		at += fmt.Sprintf(" and %d more", len(frames)-1)
+	}
+	via := ""
+	if len(d.path) > 0 {
+		via = ", called from " + d.path[0]
+	}
+	a.Message = fmt.Sprintf("%s: %s, at %s%s", moduleLabel(d.c), a.Message, at, via)
+	what := map[string]string{"require": "the module", "replace": "the replacement", "go": "the go line", "toolchain": "the toolchain", "go.sum": "go.sum"}[d.c.Kind]
+	a.Title = fmt.Sprintf("%s (%s %s)", strings.Replace(a.Title, " in "+shortFunc(top), "", 1), what, d.c.Path)
+	return a, true
+}
+
+// moduleSection is review.md's list of what go.mod changed, each change
+// with the allocations its code's functions moved in each item (the
+// functions tables' rows, grouped by the module whose code they are).
+func (r *Result) moduleSection() string {
+	if len(r.Modules) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("**go.mod changed** (a dependency or the toolchain): the allocations each change moved, by the functions of its code.\n\n| line | change | moved |\n|---|---|---|\n")
+	for i, c := range r.Modules {
+		var moved []string
+		for _, it := range r.Items {
+			byProfile := map[string][]ABFunctionRow{}
+			for _, f := range it.Functions {
+				// The window's allocations (a server's, a route's, a
+				// benchmark's), not the slowest requests' own bills.
+				if f.Sample == "alloc_objects" && (f.Profile == "allocs" || strings.HasSuffix(f.Profile, " allocs")) {
+					byProfile[f.Profile] = append(byProfile[f.Profile], f)
+				}
+			}
+			for _, p := range sortedKeys(byProfile) {
+				if v, ok := moduleSums(byProfile[p], r.Modules)[i]; ok && math.Abs(v) >= 0.005 {
+					subject := strings.TrimSpace(strings.TrimSuffix(p, "allocs"))
+					if subject == "" {
+						subject = it.Name
+					}
+					per := "req"
+					if it.Kind == "benchmarks" {
+						per = "op"
+					}
+					moved = append(moved, fmt.Sprintf("%s: %s allocs/%s", safetext.Markdown(subject), signedFixed(v), per))
+				}
+			}
+		}
+		if len(moved) == 0 {
+			moved = []string{"no allocation of its code moved"}
+		}
+		where := c.File
+		if c.Line > 0 {
+			where = fmt.Sprintf("%s:%d", c.File, c.Line)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", safetext.Code(where), safetext.Markdown(moduleLabel(c)), strings.Join(moved, "; "))
+	}
+	b.WriteString("\n")
+	return b.String()
+}

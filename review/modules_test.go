@@ -1,0 +1,254 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/internal/cmdmain"
+)
+
+const goModBase = `module example.com/svc
+
+go 1.26
+
+require (
+	github.com/goccy/go-json v0.10.5 // indirect
+	example.com/dep v1.0.0
+)
+
+require golang.org/x/sys v0.50.0
+
+replace example.com/dep v1.0.0 => ../dep1
+`
+
+const goModHead = `module example.com/svc
+
+go 1.27.3
+
+toolchain go1.27.3
+
+require (
+	github.com/goccy/go-json v0.12.0 // indirect
+	example.com/dep v1.1.0
+)
+
+require golang.org/x/sys v0.50.0
+
+replace example.com/dep v1.1.0 => ../dep2
+`
+
+// TestGoModChanges: each go.mod line that differs, with its line in the
+// head, from blocks and single lines.
+func TestGoModChanges(t *testing.T) {
+	got := goModChanges("go.mod", parseGoMod(goModBase), parseGoMod(goModHead))
+	want := []GoModChange{
+		{File: "go.mod", Line: 3, Kind: "go", Path: "go", Before: "1.26", After: "1.27.3"},
+		{File: "go.mod", Line: 14, Kind: "replace", Path: "example.com/dep", Before: "v1.0.0 => ../dep1", After: "v1.1.0 => ../dep2"},
+		{File: "go.mod", Line: 9, Kind: "require", Path: "example.com/dep", Before: "v1.0.0", After: "v1.1.0"},
+		{File: "go.mod", Line: 8, Kind: "require", Path: "github.com/goccy/go-json", Before: "v0.10.5", After: "v0.12.0"},
+		{File: "go.mod", Line: 5, Kind: "toolchain", Path: "toolchain", Before: "", After: "go1.27.3"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestModuleCause: an unchanged line whose stack goes into a bumped
+// module is that module's; into the standard library, the toolchain's;
+// a changed line, or one whose stack is the repository's own, is not
+// moved.
+func TestModuleCause(t *testing.T) {
+	changes := goModChanges("go.mod", parseGoMod(goModBase), parseGoMod(goModHead))
+	lc := func(changed bool, below ...string) lineChange {
+		return lineChange{k: siteKey{"codec/codec.go", 9, "example.com/svc/codec.Decode"}, changed: changed,
+			path: append([]string{"example.com/svc/codec.BenchmarkDecode (codec/codec_test.go:7)", "example.com/svc/codec.Decode (codec/codec.go:9)"}, below...)}
+	}
+	for _, tc := range []struct {
+		name  string
+		lc    lineChange
+		path  string
+		frame string
+	}{
+		{"a bumped module", lc(false, "github.com/goccy/go-json.Unmarshal (json.go:300)", "github.com/goccy/go-json/internal/decoder.(*RuntimeContext).makeString (decoder.go:20)", "runtime.growslice (slice.go:1)"),
+			"github.com/goccy/go-json", "github.com/goccy/go-json/internal/decoder.(*RuntimeContext).makeString (decoder.go:20)"},
+		{"the standard library", lc(false, "encoding/json.Unmarshal (decode.go:10)", "runtime.makeslice (slice.go:1)"), "toolchain", "encoding/json.Unmarshal (decode.go:10)"},
+		{"a module required and replaced anew", lc(false, "example.com/dep.Encode (dep.go:3)"), "example.com/dep", "example.com/dep.Encode (dep.go:3)"},
+		{"a module that did not change", lc(false, "golang.org/x/sys/unix.Read (syscall.go:3)"), "", ""},
+		{"the repository's own line", lc(false), "", ""},
+		{"a changed line", lc(true, "github.com/goccy/go-json.Unmarshal (json.go:300)"), "", ""},
+	} {
+		c, frame, ok := moduleCause(tc.lc, changes)
+		if ok != (tc.path != "") || c.Path != tc.path || frame != tc.frame {
+			t.Errorf("%s: %+v %q %v; want %q at %q", tc.name, c, frame, ok, tc.path, tc.frame)
+		}
+	}
+}
+
+// TestFuncPackage: the package path of a profile's function names.
+func TestFuncPackage(t *testing.T) {
+	for fn, want := range map[string]string{
+		"github.com/goccy/go-json/internal/decoder.(*RuntimeContext).makeString": "github.com/goccy/go-json/internal/decoder",
+		"encoding/json.(*decodeState).object":                                    "encoding/json",
+		"main.user":                                                              "main",
+		"example.com/dep.Encode[...]":                                            "example.com/dep",
+	} {
+		if got := funcPackage(fn); got != want {
+			t.Errorf("funcPackage(%q) = %q, want %q", fn, got, want)
+		}
+	}
+	if isStd("main") || !isStd("encoding/json") || isStd("example.com/x") {
+		t.Error("isStd")
+	}
+}
+
+// depSource is example.com/dep at a version: Encode makes n allocations
+// of 48 B in depWork.
+func depSource(n int) string {
+	return fmt.Sprintf(`package dep
+
+var sink [4]*[48]byte
+
+//go:noinline
+func depWork() {
+	for i := 0; i < %d; i++ {
+		sink[i] = new([48]byte)
+	}
+}
+
+// Encode is the module's API.
+//
+//go:noinline
+func Encode(s string) []byte {
+	depWork()
+	return []byte(s)
+}
+`, n)
+}
+
+const bumpServer = `package main
+
+import (
+	"flag"
+	"log"
+	"net"
+	"net/http"
+
+	"example.com/dep"
+)
+
+func user(w http.ResponseWriter, r *http.Request) {
+	w.Write(dep.Encode(r.PathValue("id")))
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	http.HandleFunc("GET /users/{id}", user)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+
+const bumpBench = `package codec
+
+import (
+	"testing"
+
+	"example.com/dep"
+)
+
+var Sink []byte
+
+func BenchmarkEncode(b *testing.B) {
+	for b.Loop() {
+		Sink = dep.Encode("42")
+	}
+}
+`
+
+const bumpConfig = `servers:
+  - name: api
+    target: ./server
+    path: /users/7
+benchmarks:
+  - package: ./codec
+    bench: 'BenchmarkEncode$'
+    benchtime: 2000x
+gates:
+  allocs/req: 0%
+  allocs/op: 0%
+`
+
+// TestReviewModuleBump: a head that only bumps a module (example.com/dep
+// v1.0.0 -> v1.1.0, each version a folder outside the repository that a
+// replace names; its Encode makes one allocation more) is annotated on
+// go.mod's require line, naming the module, both versions and the
+// module's function, for the server and the benchmark; no line of the
+// repository's code is annotated; review.json and review.md name the
+// change.
+func TestReviewModuleBump(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a server and a benchmark at two revisions; skipped with -short")
+	}
+	deps := t.TempDir()
+	for v, n := range map[string]int{"v1.0.0": 1, "v1.1.0": 2} {
+		d := filepath.Join(deps, v)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "go.mod"), []byte("module example.com/dep\n\ngo 1.26\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "dep.go"), []byte(depSource(n)), 0o644)
+	}
+	goMod := func(v string) string {
+		return fmt.Sprintf("module example.com/bumped\n\ngo 1.26\n\nrequire example.com/dep %s\n\nreplace example.com/dep %s => %s\n", v, v, filepath.Join(deps, v))
+	}
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	base := r.commit(map[string]string{"go.mod": goMod("v1.0.0"), "server/main.go": bumpServer, "codec/codec_test.go": bumpBench, ".perfspy.yml": bumpConfig}, "base")
+	head := r.commit(map[string]string{"go.mod": goMod("v1.1.0")}, "bump example.com/dep to v1.1.0")
+	out := filepath.Join(t.TempDir(), "review")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false", "-warmup", "200ms", "-duration", "700ms"}, &o, &e)
+	if code != cmdmain.Failed {
+		t.Fatalf("exit %d, want 1 (the 0%% gates)\n%s%s", code, o.String(), e.String())
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "review.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("modules %+v", res.Modules)
+	require := slices.IndexFunc(res.Modules, func(c GoModChange) bool { return c.Kind == "require" && c.Path == "example.com/dep" })
+	if require < 0 || res.Modules[require].Line != 5 || res.Modules[require].Before != "v1.0.0" || res.Modules[require].After != "v1.1.0" {
+		t.Fatalf("modules %+v: want example.com/dep v1.0.0 -> v1.1.0 on line 5", res.Modules)
+	}
+	on := map[string]int{}
+	for _, a := range res.Annotations {
+		t.Logf("%s:%d %s %s: %s", a.File, a.Line, a.Level, a.Title, a.Message)
+		on[a.File]++
+		if a.File != "go.mod" {
+			t.Errorf("an annotation on %s:%d, a line the head did not change: %s", a.File, a.Line, a.Message)
+			continue
+		}
+		if a.Line != 5 || !strings.Contains(a.Message, "example.com/dep v1.0.0 → v1.1.0") || !strings.Contains(a.Message, "example.com/dep.depWork") || a.Delta < 0.99 || a.Delta > 1.01 {
+			t.Errorf("go.mod annotation %+v: want line 5, the module's versions, example.com/dep.depWork, +1", a)
+		}
+		if len(a.Compiler) != 0 {
+			t.Errorf("go.mod annotation with the compiler's reasons %q", a.Compiler)
+		}
+	}
+	if on["go.mod"] != 2 {
+		t.Errorf("%d annotations on go.mod, want the server's and the benchmark's", on["go.mod"])
+	}
+	md := readFile(t, filepath.Join(out, "review.md"))
+	if !strings.Contains(md, "**go.mod changed**") || !strings.Contains(md, "example.com/dep v1.0.0 → v1.1.0") {
+		t.Errorf("review.md does not name the bump:\n%s", md)
+	}
+}
