@@ -261,12 +261,16 @@ func (ab *abRun) oneTree(ctx context.Context, target string) error {
 	return ab.makeOut()
 }
 
-// toolchain is arm's GOTOOLCHAIN ("" the environment's).
+// toolchain is arm's GOTOOLCHAIN: -before-go's or -after-go's, else the
+// run's (Config.Toolchain; "" the environment's).
 func (ab *abRun) toolchain(arm string) string {
-	if arm == "before" {
+	if arm == "before" && ab.cfg.BeforeGo != "" {
 		return ab.cfg.BeforeGo
 	}
-	return ab.cfg.AfterGo
+	if arm == "after" && ab.cfg.AfterGo != "" {
+		return ab.cfg.AfterGo
+	}
+	return ab.cfg.Run.Toolchain
 }
 
 // target is the target as arm builds it: in its worktree, or the tree as

@@ -193,9 +193,11 @@ func moduleCause(lc lineChange, changes []GoModChange) (GoModChange, string, boo
 		if c.Kind == "require" || c.Kind == "replace" {
 			return c, lc.path[j], true
 		}
-		// The runtime's frames are the allocation's mechanics: the
-		// standard library's caller above them names it.
-		if std == nil || strings.HasPrefix(stdFrame, "runtime.") && !strings.HasPrefix(fn, "runtime.") {
+		// The runtime's, reflect's and internal packages' frames are the
+		// allocation's mechanics: the innermost package a program
+		// imports names it (encoding/json, net/http).
+		stdFn, _, _ := strings.Cut(stdFrame, " (")
+		if std == nil || mechanics(funcPackage(stdFn)) && !mechanics(funcPackage(fn)) {
 			std, stdFrame = &c, lc.path[j]
 		}
 	}
@@ -203,6 +205,12 @@ func moduleCause(lc lineChange, changes []GoModChange) (GoModChange, string, boo
 		return *std, stdFrame, true
 	}
 	return GoModChange{}, "", false
+}
+
+// mechanics are the standard library's packages that carry out what
+// another asks for: the runtime, reflect, internal packages.
+func mechanics(pkg string) bool {
+	return pkg == "runtime" || pkg == "reflect" || strings.HasPrefix(pkg, "internal/") || strings.Contains(pkg, "/internal/") || strings.HasPrefix(pkg, "runtime/")
 }
 
 // moduleLabel names a change as a reviewer reads it: "example.com/m
@@ -283,8 +291,16 @@ func (d *depChange) annotation(kind, per, subject string, failed bool) (Annotati
 		via = ", called from " + d.path[0]
 	}
 	a.Message = fmt.Sprintf("%s: %s, at %s%s", moduleLabel(d.c), a.Message, at, via)
-	what := map[string]string{"require": "the module", "replace": "the replacement", "go": "the go line", "toolchain": "the toolchain", "go.sum": "go.sum"}[d.c.Kind]
-	a.Title = fmt.Sprintf("%s (%s %s)", strings.Replace(a.Title, " in "+shortFunc(top), "", 1), what, d.c.Path)
+	what := d.c.Path + " " + d.c.After
+	switch d.c.Kind {
+	case "require":
+		what = "module " + what
+	case "replace":
+		what = "replace " + what
+	case "go.sum":
+		what = "go.sum"
+	}
+	a.Title = fmt.Sprintf("%s (%s)", strings.Replace(a.Title, " in "+shortFunc(top), "", 1), what)
 	return a, true
 }
 

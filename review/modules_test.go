@@ -252,3 +252,84 @@ func TestReviewModuleBump(t *testing.T) {
 		t.Errorf("review.md does not name the bump:\n%s", md)
 	}
 }
+
+const jsonBench = `package codec
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+type record struct {
+	ID    int               ` + "`json:\"id\"`" + `
+	Name  string            ` + "`json:\"name\"`" + `
+	Tags  []string          ` + "`json:\"tags\"`" + `
+	Attrs map[string]string ` + "`json:\"attrs\"`" + `
+}
+
+var Sink record
+
+func BenchmarkDecode(b *testing.B) {
+	in := []byte(` + "`" + `{"id":7,"name":"x","tags":["a","b"],"attrs":{"k":"v"}}` + "`" + `)
+	for b.Loop() {
+		var r record
+		if err := json.Unmarshal(in, &r); err != nil {
+			b.Fatal(err)
+		}
+		Sink = r
+	}
+}
+`
+
+// TestReviewToolchainBump: a head that only moves go.mod's go line from
+// 1.26 to 1.27.3 is built by Go 1.27.3 (GOTOOLCHAIN=auto, as the go
+// command does), the base by Go 1.26; review.json names each revision's
+// Go, and encoding/json's change is annotated on the go line, not on the
+// benchmark's unchanged line.
+func TestReviewToolchainBump(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a benchmark with two Go releases; skipped with -short")
+	}
+	if os.Getenv("GOTOOLCHAIN") != "" {
+		t.Skip("GOTOOLCHAIN is set: the review builds both revisions with it")
+	}
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	conf := "benchmarks:\n  - package: ./codec\n    bench: 'BenchmarkDecode$'\n    benchtime: 2000x\n"
+	base := r.commit(map[string]string{"go.mod": "module example.com/tc\n\ngo 1.26\n", "codec/codec_test.go": jsonBench, ".perfspy.yml": conf}, "base")
+	head := r.commit(map[string]string{"go.mod": "module example.com/tc\n\ngo 1.27.3\n"}, "go 1.27.3")
+	out := filepath.Join(t.TempDir(), "review")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false"}, &o, &e)
+	if code != cmdmain.OK && code != cmdmain.Failed {
+		t.Fatalf("exit %d\n%s%s", code, o.String(), e.String())
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "review.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Base["go"], "go1.26") || res.Head["go"] != "go1.27.3" {
+		t.Errorf("base built by %q, head by %q; want go1.26 and go1.27.3", res.Base["go"], res.Head["go"])
+	}
+	if len(res.Modules) != 1 || res.Modules[0].Kind != "go" || res.Modules[0].Line != 3 || res.Modules[0].After != "1.27.3" {
+		t.Errorf("modules %+v: want the go line, 3, 1.26 → 1.27.3", res.Modules)
+	}
+	var onGo int
+	for _, a := range res.Annotations {
+		t.Logf("%s:%d %s: %s", a.File, a.Line, a.Title, a.Message)
+		if a.File != "go.mod" || a.Line != 3 {
+			t.Errorf("an annotation on %s:%d, a line the head did not change", a.File, a.Line)
+			continue
+		}
+		onGo++
+		if !strings.Contains(a.Message, "go 1.26 → 1.27.3") || !strings.Contains(a.Message, ", at encoding/json") {
+			t.Errorf("go line's annotation %q: want the two Go versions and encoding/json's site", a.Message)
+		}
+	}
+	if onGo == 0 {
+		t.Errorf("no annotation on the go line; changes %+v", res.Items[0].Changes)
+	}
+	if md := readFile(t, filepath.Join(out, "review.md")); !strings.Contains(md, "go1.27.3") {
+		t.Errorf("review.md does not name the head's Go:\n%s", md)
+	}
+}

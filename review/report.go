@@ -76,8 +76,14 @@ func (r *Result) Markdown(limit int) string {
 	default:
 		fmt.Fprintf(&head, "## perfspy review: %s, %d figure(s) changed within their gates\n\n", title, len(changed))
 	}
-	fmt.Fprintf(&head, "base %s (%s) → head %s (%s). Counts are exact and gate on any change past their allowed growth; timings are judged with significance.\n\n",
-		safetext.Code(short(r.Base["commit"])), safetext.Markdown(r.Base["rev"]), safetext.Code(short(r.Head["commit"])), safetext.Markdown(r.Head["rev"]))
+	goOf := func(side map[string]string) string {
+		if g := side["go"]; g != "" {
+			return ", " + safetext.Markdown(g)
+		}
+		return ""
+	}
+	fmt.Fprintf(&head, "base %s (%s%s) → head %s (%s%s). Counts are exact and gate on any change past their allowed growth; timings are judged with significance.\n\n",
+		safetext.Code(short(r.Base["commit"])), safetext.Markdown(r.Base["rev"]), goOf(r.Base), safetext.Code(short(r.Head["commit"])), safetext.Markdown(r.Head["rev"]), goOf(r.Head))
 	if len(changed) > 0 {
 		head.WriteString("| | figure | before | after | change | verdict |\n|---|---|---:|---:|---:|---|\n")
 		for _, ch := range changed {

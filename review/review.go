@@ -148,6 +148,12 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		res.Items = append(res.Items, it)
 		if ab != nil {
 			res.addAnnotations(ctx, root, it, ab)
+			// The Go that built each revision (its go.mod's).
+			for _, side := range []struct{ to, from map[string]string }{{res.Base, ab.Before}, {res.Head, ab.After}} {
+				if g := side.from["go"]; g != "" && side.to["go"] == "" {
+					side.to["go"] = g
+				}
+			}
 		}
 	}
 	if took, err := res.explain(ctx, root); err != nil {
@@ -333,6 +339,14 @@ func diffFlame(before, after, sample, out, title string) error {
 func (m measurer) runAB(ctx context.Context, abc probe.ABConfig, item string, logw io.Writer) (*probe.ABResult, error) {
 	opt, cfg := m.opt, m.cfg
 	var err error
+	// Each revision is built by the toolchain its go.mod asks for, as
+	// the go command does under GOTOOLCHAIN=auto (the default of Go's
+	// own downloads; a machine's go.env may say local): a head that moves
+	// go or toolchain is measured with that Go. GOTOOLCHAIN set in the
+	// environment is the user's choice, and kept.
+	if opt.Getenv("GOTOOLCHAIN") == "" && abc.Run.Toolchain == "" {
+		abc.Run.Toolchain = "auto"
+	}
 	if !opt.Timings {
 		abc.CountsOnly = true
 		if opt.Rounds == 0 {
