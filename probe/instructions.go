@@ -101,11 +101,14 @@ type callgrindRun struct {
 // folder (kcachegrind and callgrind_annotate read it). Callgrind asserts
 // on the signals of Go's asynchronous preemption; GC cycles start at
 // points that vary from run to run: without them, one binary's count
-// repeats (GC cost is the timing windows' business).
+// repeats (GC cost is the timing windows' business). Valgrind does not
+// know RDTSCP, which the runtime's cputicks runs when a runtime lock is
+// contended long enough to sleep (lock2): SIGILL, seen under load;
+// cpu.rdtscp=off makes cputicks fence and read RDTSC instead.
 func (cr *callgrindRun) command(binary string, args []string) (string, []string, []string) {
 	cr.cgOut = filepath.Join(cr.s.out, "callgrind.out")
 	vargs := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cr.cgOut, binary}, args...)
-	return cr.valgrind, vargs, []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0", "GOGC=off"}
+	return cr.valgrind, vargs, []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0,cpu.rdtscp=off", "GOGC=off"}
 }
 
 // dump asks callgrind for a dump: the part between two dumps is a window.

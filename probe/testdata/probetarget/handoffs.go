@@ -8,7 +8,7 @@ package main
 //	            main.pooledWork (a: 2, b: 5) and answers on the job's
 //	            channel. With ?rare=K every K-th job of the pool also makes
 //	            10 allocations of 1024 B in main.rareWorkerFill and sleeps
-//	            3 ms before it answers.
+//	            ms=N ms (default 3) before it answers.
 //	/owner      hands a request over an unbuffered channel to the one
 //	            goroutine that owns a resource: 3 allocations of 112 B in
 //	            main.ownerWork, then the answer.
@@ -41,7 +41,7 @@ var producerEvery = flag.Duration("producer", 0, "put a job of 7 allocations in 
 
 type pooledJob struct {
 	n    int
-	rare bool
+	rare time.Duration // the rare job's sleep; 0 a plain job
 	done chan struct{}
 }
 
@@ -110,9 +110,9 @@ func condWork() {
 func pooledWorker(jobs chan pooledJob) {
 	for j := range jobs {
 		pooledWork(j.n)
-		if j.rare {
+		if j.rare > 0 {
 			rareWorkerFill()
-			time.Sleep(3 * time.Millisecond)
+			time.Sleep(j.rare)
 		}
 		if j.done != nil {
 			close(j.done)
@@ -207,7 +207,11 @@ func registerHandoffs(mux *http.ServeMux) {
 		return func(w http.ResponseWriter, r *http.Request) {
 			j := pooledJob{n: n, done: make(chan struct{})}
 			if k, _ := strconv.ParseInt(r.URL.Query().Get("rare"), 10, 64); k > 0 && poolCount.Add(1)%k == 0 {
-				j.rare = true
+				ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+				if err != nil || ms <= 0 {
+					ms = 3
+				}
+				j.rare = time.Duration(ms) * time.Millisecond
 			}
 			jobs <- j
 			<-j.done
