@@ -85,7 +85,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			// A line the head left alone, whose change is in a module
 			// (or the toolchain) go.mod moved: go.mod's line is the
 			// cause, and this line the path to it.
-			if c, frame, ok := moduleCause(lc, r.Modules); ok {
+			if c, frame, ok := moduleCause(lc, r.Modules, r.codeChanged); ok {
 				d := deps[c]
 				if d == nil {
 					d = &depChange{c: c}

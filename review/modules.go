@@ -76,13 +76,23 @@ func parseGoMod(text string) goMod {
 }
 
 // moduleChanges lists what changed in each go.mod between base and head,
-// and the go.sum files that changed while their go.mod did not.
-func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange, error) {
-	names, err := git(ctx, root, "diff", "--name-only", base, head, "--", "go.mod", "*/go.mod", "go.sum", "*/go.sum")
+// and the go.sum files that changed while their go.mod did not; and
+// whether the head changed any Go file.
+func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange, bool, error) {
+	names, err := git(ctx, root, "diff", "--name-only", base, head)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	files := strings.Fields(names)
+	var files []string
+	codeChanged := false
+	for _, f := range strings.Fields(names) {
+		switch {
+		case path.Base(f) == "go.mod" || path.Base(f) == "go.sum":
+			files = append(files, f)
+		case strings.HasSuffix(f, ".go"):
+			codeChanged = true
+		}
+	}
 	var out []GoModChange
 	for _, f := range files {
 		if path.Base(f) == "go.sum" {
@@ -95,7 +105,7 @@ func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange,
 		h, _ := git(ctx, root, "show", head+":"+f)
 		out = append(out, goModChanges(f, parseGoMod(b), parseGoMod(h))...)
 	}
-	return out, nil
+	return out, codeChanged, nil
 }
 
 // goModChanges compares one go.mod's two revisions: each key whose value
@@ -172,12 +182,19 @@ func moduleOf(fn string, changes []GoModChange) (GoModChange, bool) {
 // change, the go.mod change below it: the innermost frame of its stack,
 // below the line itself, whose code a changed module (or a changed
 // toolchain) brings. It returns the change and that frame ("fn
-// (file:line)").
-func moduleCause(lc lineChange, changes []GoModChange) (GoModChange, string, bool) {
+// (file:line)"). When the head changed no Go file at all (only go.mod
+// and go.sum) and one change of go.mod is all there is to blame (one
+// module, or the toolchain), a line whose own allocation moved (no frame
+// below it: the call into the module was compiled otherwise) is that
+// change's, at the line itself.
+func moduleCause(lc lineChange, changes []GoModChange, codeChanged bool) (GoModChange, string, bool) {
 	if lc.changed || len(changes) == 0 {
 		return GoModChange{}, "", false
 	}
 	own := fmt.Sprintf("%s (%s:%d)", lc.k.fn, lc.k.file, lc.k.line)
+	if c, ok := soleChange(changes); ok && !codeChanged && (len(lc.path) == 0 || lc.path[len(lc.path)-1] == own) {
+		return c, own, true
+	}
 	i := slices.Index(lc.path, own)
 	if i < 0 {
 		return GoModChange{}, "", false
@@ -205,6 +222,34 @@ func moduleCause(lc lineChange, changes []GoModChange) (GoModChange, string, boo
 		return *std, stdFrame, true
 	}
 	return GoModChange{}, "", false
+}
+
+// soleChange is the one change of go.mod a pull request that changed no
+// Go file can be blamed for: its one required (or replaced) module, or,
+// with none, its go or toolchain line.
+func soleChange(changes []GoModChange) (GoModChange, bool) {
+	mods := map[string]GoModChange{} // by module: its require line first
+	var tool []GoModChange
+	for _, c := range changes {
+		switch {
+		case c.Line <= 0:
+		case c.Kind == "require" || c.Kind == "replace":
+			if m, ok := mods[c.Path]; !ok || m.Kind != "require" {
+				mods[c.Path] = c
+			}
+		case c.Kind == "go" || c.Kind == "toolchain":
+			tool = append(tool, c)
+		}
+	}
+	switch {
+	case len(mods) == 1 && len(tool) == 0:
+		for _, c := range mods {
+			return c, true
+		}
+	case len(mods) == 0 && len(tool) > 0:
+		return tool[len(tool)-1], true // the toolchain line, when it changed
+	}
+	return GoModChange{}, false
 }
 
 // mechanics are the standard library's packages that carry out what

@@ -84,7 +84,7 @@ func TestModuleCause(t *testing.T) {
 		{"the repository's own line", lc(false), "", ""},
 		{"a changed line", lc(true, "github.com/goccy/go-json.Unmarshal (json.go:300)"), "", ""},
 	} {
-		c, frame, ok := moduleCause(tc.lc, changes)
+		c, frame, ok := moduleCause(tc.lc, changes, true)
 		if ok != (tc.path != "") || c.Path != tc.path || frame != tc.frame {
 			t.Errorf("%s: %+v %q %v; want %q at %q", tc.name, c, frame, ok, tc.path, tc.frame)
 		}
@@ -331,5 +331,24 @@ func TestReviewToolchainBump(t *testing.T) {
 	}
 	if md := readFile(t, filepath.Join(out, "review.md")); !strings.Contains(md, "go1.27.3") {
 		t.Errorf("review.md does not name the head's Go:\n%s", md)
+	}
+}
+
+// TestModuleCauseOwnLine: a line whose own allocation moved (no frame
+// below it) is the one module's a head that changed no Go file bumped;
+// with Go files changed too, or two modules bumped, it is not moved.
+func TestModuleCauseOwnLine(t *testing.T) {
+	one := goModChanges("go.mod", parseGoMod("require example.com/dep v1.0.0\nreplace example.com/dep => ../d1\n"), parseGoMod("require example.com/dep v1.1.0\nreplace example.com/dep => ../d2\n"))
+	two := goModChanges("go.mod", parseGoMod("require (\n\ta.example/x v1.0.0\n\tb.example/y v1.0.0\n)\n"), parseGoMod("require (\n\ta.example/x v1.0.1\n\tb.example/y v1.0.1\n)\n"))
+	lc := lineChange{k: siteKey{"codec/codec.go", 28, "example.com/gj/codec.Encode"},
+		path: []string{"example.com/gj/codec.BenchmarkEncode (codec/codec_test.go:24)", "example.com/gj/codec.Encode (codec/codec.go:28)"}}
+	if c, frame, ok := moduleCause(lc, one, false); !ok || c.Kind != "require" || c.Line != 1 || frame != lc.path[1] {
+		t.Errorf("one module, no Go file changed: %+v %q %v; want its require line at the line itself", c, frame, ok)
+	}
+	if _, _, ok := moduleCause(lc, one, true); ok {
+		t.Error("a Go file changed too: moved to go.mod")
+	}
+	if _, _, ok := moduleCause(lc, two, false); ok {
+		t.Error("two modules bumped: moved to one of them")
 	}
 }

@@ -57,6 +57,9 @@ type Result struct {
 	// baseLines are the base's lines each annotation's line is compared
 	// with (annKey), for the compiler's reasons.
 	baseLines map[string][]int
+	// codeChanged says that the head changed a Go file: else only go.mod
+	// (go.sum) did, and every figure that moved is theirs.
+	codeChanged bool
 }
 
 // The parts of review.json (package schema's).
@@ -104,7 +107,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Review: schema.Review{Schema: Schema, Base: base, Head: head, Config: opt.Config}, cfg: cfg}
-	if res.Modules, err = moduleChanges(ctx, root, base["commit"], head["commit"]); err != nil {
+	if res.Modules, res.codeChanged, err = moduleChanges(ctx, root, base["commit"], head["commit"]); err != nil {
 		logf("what go.mod changed: %v", err)
 	}
 	for _, c := range res.Modules {
