@@ -23,14 +23,7 @@ func TestTailBill(t *testing.T) {
 	// plain request can stall 15 ms or more in the run queue (seen beside
 	// a CI run), and must not rank among them.
 	m := runTarget(t, "/rare?every=50&ms=20&spin=1000&sys=3&copy=65536", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false")
-	var s Summary
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
-		t.Fatal(err)
-	}
-	b := s.Bills
-	if b == nil {
-		t.Fatalf("no bills; sources %v", s.Sources)
-	}
+	s, b := runBills(t, m)
 	t.Logf("bills: %d kept of %d begun (one in %d), %d open", b.Kept, b.Began, b.Every, b.Open)
 	if b.Source != schema.SourceBills || b.Kept < 500 || b.Began < uint64(b.Kept) || b.Kept > b.Cap {
 		t.Fatalf("bills %+v", b)
@@ -315,14 +308,7 @@ func overlapText(v *float64) string {
 func TestTailBillHandoff(t *testing.T) {
 	skipShort(t)
 	m := runTarget(t, "/pooled/a?rare=50&ms=20", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false")
-	var s Summary
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
-		t.Fatal(err)
-	}
-	b := s.Bills
-	if b == nil {
-		t.Fatalf("no bills; sources %v", s.Sources)
-	}
+	_, b := runBills(t, m)
 	site := func(sites []schema.BillSite, fn string) float64 {
 		if i := slices.IndexFunc(sites, func(s schema.BillSite) bool { return s.Func == fn }); i >= 0 {
 			return sites[i].Allocs
@@ -348,4 +334,17 @@ func TestTailBillHandoff(t *testing.T) {
 	if med.TimeUS["handoff"] > 1000 {
 		t.Errorf("median: handoff %.0f µs", med.TimeUS["handoff"])
 	}
+}
+
+// runBills reads a run's summary.json and its bills, which it must have.
+func runBills(t *testing.T, m *measured) (Summary, *schema.Bills) {
+	t.Helper()
+	var s Summary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Bills == nil {
+		t.Fatalf("no bills; sources %v", s.Sources)
+	}
+	return s, s.Bills
 }

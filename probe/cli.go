@@ -288,10 +288,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var logw io.Writer = stderr
-	if opt.quiet {
-		logw = nil
-	}
+	logw := opt.progress(stderr)
 	if opt.bench.Bench != "" {
 		return mainBench(ctx, cfg, opt.bench, logw, stdout, stderr)
 	}
@@ -490,10 +487,7 @@ func mainAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var logw io.Writer = stderr
-	if opt.quiet {
-		logw = nil
-	}
+	logw := opt.progress(stderr)
 	res, err := AB(ctx, ab, logw)
 	if res != nil {
 		if merr := applyResultsMode(res.Dir, ab.Run.ResultsMode); merr != nil && err == nil {
@@ -912,14 +906,23 @@ func mainBisect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	var logw io.Writer = stderr
-	if opt.quiet {
-		logw = nil
-	}
+	logw := opt.progress(stderr)
 	res, err := Bisect(ctx, bc, logw)
 	if res != nil {
+		if merr := applyResultsMode(res.Dir, bc.Run.ResultsMode); merr != nil && err == nil {
+			err = fmt.Errorf("-results-mode: %w", merr)
+		}
 		WriteBisectReport(stdout, res)
 		fmt.Fprintf(stdout, "\nresults: %s\n", res.Dir)
 	}
 	return exitCode(stderr, "probe bisect", err)
+}
+
+// progress is where a command's progress lines go: stderr, or nowhere
+// with -q.
+func (o cliOptions) progress(stderr io.Writer) io.Writer {
+	if o.quiet {
+		return nil
+	}
+	return stderr
 }
