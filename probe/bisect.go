@@ -36,6 +36,12 @@ var bisectMetrics = map[string]string{
 	"allocs/op": "allocs", "B/op": "allocs", "copied-B/op": "copies",
 }
 
+// Bisectable reports whether probe bisect follows metric (an exact count).
+func Bisectable(metric string) bool {
+	_, ok := bisectMetrics[metric]
+	return ok
+}
+
 // minBisectChange is the least change between good and bad that bisect
 // follows: below it the figure's rounding (a pool's refill after a GC)
 // would decide the steps.

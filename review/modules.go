@@ -13,9 +13,11 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -393,5 +395,61 @@ func (r *Result) moduleSection() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", safetext.Code(where), safetext.Markdown(moduleLabel(c)), strings.Join(moved, "; "))
 	}
 	b.WriteString("\n")
+	return b.String()
+}
+
+// bisectHints offers probe bisect for a pull request of several commits
+// whose exact count regressed: the command that names the commit that
+// moved it, one a figure and item (docs/bisect.md).
+func (r *Result) bisectHints() string {
+	commits, _ := strconv.Atoi(r.Head["commits"])
+	if commits < 2 || r.cfg == nil {
+		return ""
+	}
+	var b strings.Builder
+	done := map[string]bool{}
+	for _, ch := range r.changed() {
+		it, c := ch.item, ch.c
+		if c.Verdict != "regression" || !IsCount(c.Metric) || done[it.Name+c.Metric] {
+			continue
+		}
+		var args []string
+		switch {
+		case it.Kind == "server" && strings.HasSuffix(c.Metric, "/req"):
+			i := slices.IndexFunc(r.cfg.Servers, func(s Server) bool { return s.Name == it.Name })
+			if i < 0 {
+				continue
+			}
+			s := r.cfg.Servers[i]
+			if s.Requests != "" {
+				args = append(args, "-requests", s.Requests)
+			} else if s.Path != "" {
+				args = append(args, "-path", s.Path)
+			}
+			args = append(args, "./"+strings.TrimPrefix(s.Target, "./"))
+		case it.Kind == "benchmarks" && strings.HasSuffix(c.Metric, "/op"):
+			i := slices.IndexFunc(r.cfg.Benchmarks, func(x Benchmark) bool { return x.Package+" "+x.Bench == it.Name })
+			if i < 0 {
+				continue
+			}
+			x := r.cfg.Benchmarks[i]
+			args = append(args, "-bench", "'"+x.Bench+"'")
+			if x.BenchTime != "" {
+				args = append(args, "-benchtime", x.BenchTime)
+			}
+			args = append(args, "./"+strings.TrimPrefix(x.Package, "./"))
+		default:
+			continue
+		}
+		if !probe.Bisectable(c.Metric) {
+			continue
+		}
+		done[it.Name+c.Metric] = true
+		cmd := fmt.Sprintf("probe bisect -good %s -bad %s -metric %s %s", short(r.Base["commit"]), short(r.Head["commit"]), c.Metric, strings.Join(args, " "))
+		fmt.Fprintf(&b, "- %s %s grew in %d commits: %s names the commit that moved it (one counted run per step; docs/bisect.md).\n", safetext.Markdown(it.Name), safetext.Markdown(c.Metric), commits, safetext.Code(cmd))
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
 	return b.String()
 }

@@ -352,3 +352,25 @@ func TestModuleCauseOwnLine(t *testing.T) {
 		t.Error("two modules bumped: moved to one of them")
 	}
 }
+
+// TestBisectHint: a pull request of several commits whose exact count
+// regressed is offered the probe bisect command that names the commit;
+// one of a single commit is not.
+func TestBisectHint(t *testing.T) {
+	r := &Result{cfg: &Config{Servers: []Server{{Name: "api", Target: "./server", Path: "/users/7"}}}}
+	r.Base = map[string]string{"commit": "1111111111111111"}
+	r.Head = map[string]string{"commit": "2222222222222222", "commits": "5"}
+	r.Items = []*Item{{Kind: "server", Name: "api", Changes: []Change{
+		{Subject: "GET /users/7", Metric: "allocs/req", Verdict: "regression"},
+		{Subject: "GET /users/7", Metric: "p99-us", Verdict: "regression"},
+	}}}
+	md := r.Markdown(60000)
+	want := "probe bisect -good " + short("1111111111111111") + " -bad " + short("2222222222222222") + " -metric allocs/req -path /users/7 ./server"
+	if !strings.Contains(md, want) || strings.Count(md, "probe bisect") != 1 {
+		t.Errorf("review.md does not offer %q once:\n%s", want, md)
+	}
+	r.Head["commits"] = "1"
+	if md := r.Markdown(60000); strings.Contains(md, "probe bisect") {
+		t.Errorf("one commit: bisect offered:\n%s", md)
+	}
+}

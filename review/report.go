@@ -92,6 +92,7 @@ func (r *Result) Markdown(limit int) string {
 		head.WriteString("\n")
 	}
 	head.WriteString(r.moduleSection())
+	head.WriteString(r.bisectHints())
 	for _, why := range r.Reasons {
 		if strings.Contains(why, " could not be measured: ") {
 			fmt.Fprintf(&head, "- ❌ %s\n", safetext.Markdown(why))

@@ -113,6 +113,9 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	for _, c := range res.Modules {
 		logf("%s changes %s", c.File, moduleLabel(c))
 	}
+	if n, err := git(ctx, root, "rev-list", "--count", base["commit"]+".."+head["commit"]); err == nil {
+		res.Head["commits"] = n
+	}
 	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
 		return nil, err
 	}
