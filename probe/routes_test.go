@@ -514,7 +514,7 @@ func atGoLine(s *profile.Sample) bool {
 func TestRoutesHandoffs(t *testing.T) {
 	skipShort(t)
 	file := filepath.Join(t.TempDir(), "mix.txt")
-	os.WriteFile(file, []byte("GET /pooled/a weight=2\nGET /pooled/b\nGET /owner\nGET /batch/a\nGET /batch/b\nGET /afterfunc\nGET /handoff\nGET /mutexq\n"), 0o644)
+	os.WriteFile(file, []byte("GET /pooled/a weight=2\nGET /pooled/b\nGET /owner\nGET /batch/a\nGET /batch/b\nGET /afterfunc\nGET /handoff\nGET /mutexq\nGET /ownafter\n"), 0o644)
 	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-retained=false", "-args", "-ticker 2ms -producer 1ms")
 	s, _ := summaryAndCopies(t, m)
 	reqs := map[string]int64{}
@@ -522,8 +522,8 @@ func TestRoutesHandoffs(t *testing.T) {
 		reqs[r.Route] = int64(r.Requests)
 	}
 	t.Logf("routes %v, closure %+v", reqs, *s.RoutesClosure)
-	const pa, pb, own, ba, bb, after, hand, condq = "GET /pooled/a", "GET /pooled/b", "GET /owner", "GET /batch/a", "GET /batch/b", "GET /afterfunc", "GET /handoff", "GET /mutexq"
-	for _, r := range []string{pa, pb, own, ba, bb, after, hand, condq} {
+	const pa, pb, own, ba, bb, after, hand, condq, kept = "GET /pooled/a", "GET /pooled/b", "GET /owner", "GET /batch/a", "GET /batch/b", "GET /afterfunc", "GET /handoff", "GET /mutexq", "GET /ownafter"
+	for _, r := range []string{pa, pb, own, ba, bb, after, hand, condq, kept} {
 		if reqs[r] == 0 {
 			t.Fatalf("routes %v: no %s", reqs, r)
 		}
@@ -532,7 +532,7 @@ func TestRoutesHandoffs(t *testing.T) {
 	if c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 {
 		t.Errorf("closure %+v: the routes' requests must be the driver's, with no remainder", *c)
 	}
-	all := []string{pa, pb, own, ba, bb, after, hand, condq, profkey.Background, profkey.BeforeRouting}
+	all := []string{pa, pb, own, ba, bb, after, hand, condq, kept, profkey.Background, profkey.BeforeRouting}
 	exact := []struct {
 		route, fn string
 		objs      int64 // per request of the route
@@ -544,6 +544,9 @@ func TestRoutesHandoffs(t *testing.T) {
 		{bb, "main.batchItem", 1},
 		{after, "main.afterWork", 2},
 		{hand, "main.handoffWork", 8}, // 4 slices of 1024 B, each put in an interface
+		// The request's own goroutine keeps its request after its child
+		// ended and after a value from the background.
+		{kept, "main.ownAfterWork", 3},
 	}
 	for _, e := range exact {
 		if o := routeCount(m.allocs, e.route, e.fn, 0); o != e.objs*reqs[e.route] {
@@ -552,7 +555,7 @@ func TestRoutesHandoffs(t *testing.T) {
 	}
 	// Only the routes named above, and the background producer's jobs
 	// (7 each), reach the workers' sites.
-	for _, fn := range []string{"main.pooledWork", "main.ownerWork", "main.batchItem", "main.afterWork", "main.handoffWork"} {
+	for _, fn := range []string{"main.pooledWork", "main.ownerWork", "main.batchItem", "main.afterWork", "main.handoffWork", "main.ownAfterWork"} {
 		for _, r := range all {
 			named := slices.ContainsFunc(exact, func(e struct {
 				route, fn string
@@ -583,7 +586,7 @@ func TestRoutesHandoffs(t *testing.T) {
 	if n := routeCount(m.allocs, profkey.Background, "main.condWork", 0); n != 4*reqs[condq] {
 		t.Errorf("main.condWork: %d objects in the background, want 4 per %s request (%d)", n, condq, reqs[condq])
 	}
-	for _, r := range all[:9] {
+	for _, r := range all {
 		if n := routeCount(m.allocs, r, "main.tickAlloc", 0); r != profkey.Background && n != 0 {
 			t.Errorf("the ticker's allocations charged to %s: %d", r, n)
 		}

@@ -69,7 +69,7 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyInTimer uintptr; perfspyWaitHand bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it), the timer whose function it runs, and whether its wait ended by its own request's worker\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyReqOwner bool; perfspyInTimer uintptr; perfspyWaitHand bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it) and whether it began it, the timer whose function it runs, and whether its wait ended by its own request's worker\n"},
 	// A new goroutine works for the request its creator works for, or,
 	// started by a timer's function (time.AfterFunc), for the request
 	// that set the timer.
@@ -81,7 +81,7 @@ var runtimeEdits = []Edit{
 	// free list starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqEnd(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqGone(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false\n\tgp.timer = nil\n"},
 	// A billed goroutine's state changes add its time to the bill by
 	// state (running, runnable, in a syscall, waiting and why).
 	{"proc.go",

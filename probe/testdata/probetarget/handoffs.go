@@ -25,6 +25,12 @@ package main
 //	            a worker started by main makes 4 allocations of 1024 B in
 //	            main.condWork for it (a handoff perfspy cannot follow: the
 //	            background's).
+//	/ownafter   starts a goroutine and waits for it to end, then takes a
+//	            value from a channel a background goroutine keeps full,
+//	            then makes 3 allocations of 176 B in main.ownAfterWork: the
+//	            request's own goroutine keeps its request through both (a
+//	            child's end does not end it; a background value does not
+//	            take it).
 //	-producer D a background goroutine puts a job of 7 allocations on the
 //	            pool's channel every D, outside any request.
 
@@ -60,7 +66,15 @@ var (
 	flushSink  *[256]byte
 	afterSink  [2]*[160]byte
 	condSink   [4]*[1024]byte
+	ownSink    [3]*[176]byte
 )
+
+//go:noinline
+func ownAfterWork() {
+	for i := range ownSink {
+		ownSink[i] = new([176]byte)
+	}
+}
 
 //go:noinline
 func pooledWork(n int) {
@@ -250,6 +264,21 @@ func registerHandoffs(mux *http.ServeMux) {
 			close(done)
 		})
 		<-done
+		w.Write([]byte("ok"))
+	})
+
+	ticks := make(chan int, 1)
+	go func() { // the background keeps ticks full
+		for i := 0; ; i++ {
+			ticks <- i
+		}
+	}()
+	mux.HandleFunc("GET /ownafter", func(w http.ResponseWriter, r *http.Request) {
+		done := make(chan struct{})
+		go close(done)
+		<-done
+		<-ticks
+		ownAfterWork()
 		w.Write([]byte("ok"))
 	})
 
