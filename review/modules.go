@@ -453,3 +453,19 @@ func (r *Result) bisectHints() string {
 	}
 	return b.String()
 }
+
+// readHistory reads what the pull request did besides its code: what
+// go.mod changed (Modules), whether a Go file did, and how many commits
+// it has (head.commits).
+func (r *Result) readHistory(ctx context.Context, root string, logf func(string, ...any)) {
+	var err error
+	if r.Modules, r.codeChanged, err = moduleChanges(ctx, root, r.Base["commit"], r.Head["commit"]); err != nil {
+		logf("what go.mod changed: %v", err)
+	}
+	for _, c := range r.Modules {
+		logf("%s changes %s", c.File, moduleLabel(c))
+	}
+	if n, err := git(ctx, root, "rev-list", "--count", r.Base["commit"]+".."+r.Head["commit"]); err == nil {
+		r.Head["commits"] = n
+	}
+}

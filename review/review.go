@@ -107,15 +107,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Review: schema.Review{Schema: Schema, Base: base, Head: head, Config: opt.Config}, cfg: cfg}
-	if res.Modules, res.codeChanged, err = moduleChanges(ctx, root, base["commit"], head["commit"]); err != nil {
-		logf("what go.mod changed: %v", err)
-	}
-	for _, c := range res.Modules {
-		logf("%s changes %s", c.File, moduleLabel(c))
-	}
-	if n, err := git(ctx, root, "rev-list", "--count", base["commit"]+".."+head["commit"]); err == nil {
-		res.Head["commits"] = n
-	}
+	res.readHistory(ctx, root, logf)
 	if res.Dir, err = makeOut(opt.Out, base["commit"], head["commit"]); err != nil {
 		return nil, err
 	}
