@@ -573,19 +573,13 @@ func (ab *abRun) functions() error {
 		scopes := map[string]float64{ScopeRuntime: 0, ScopeStd: 0, ScopeUser: 0}
 		listed := 0
 		for _, row := range c.Rows {
-			f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
-			if c.PerRequest {
-				f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
-			}
-			f.Delta = f.After - f.Before
+			f := functionRow(p, c, row)
 			scopes[f.Scope] += f.Delta
 			if listed == ab.cfg.Top {
 				continue
 			}
 			listed++
-			// Below a hundredth per request, a row is the rounding of
-			// background work, not the change under review.
-			if math.Abs(f.Delta) >= 0.01 || (!c.PerRequest && f.Delta != 0) {
+			if functionMoved(f, c) {
 				ab.res.Functions = append(ab.res.Functions, f)
 			}
 		}
@@ -604,6 +598,24 @@ func (ab *abRun) functions() error {
 		}
 	}
 	return nil
+}
+
+// functionRow is a comparison's row as a function of profile p: per
+// request (op) when the profiles say how many.
+func functionRow(p string, c *diff.Result, row diff.Row) ABFunction {
+	f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
+	if c.PerRequest {
+		f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
+	}
+	f.Delta = f.After - f.Before
+	return f
+}
+
+// functionMoved says whether a row is a change to list: below a
+// hundredth per request, a row is the rounding of background work, not
+// the change under review.
+func functionMoved(f ABFunction, c *diff.Result) bool {
+	return math.Abs(f.Delta) >= 0.01 || !c.PerRequest && f.Delta != 0
 }
 
 // gate lists the metrics that regressed past -max-regress, in name order.

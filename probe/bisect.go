@@ -405,12 +405,7 @@ func (b *bisector) functions() error {
 		return fmt.Errorf("%s profiles: %w", prof, err)
 	}
 	for _, row := range c.Rows {
-		f := ABFunction{Profile: prof, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
-		if c.PerRequest {
-			f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
-		}
-		f.Delta = f.After - f.Before
-		if math.Abs(f.Delta) >= 0.01 || !c.PerRequest && f.Delta != 0 {
+		if f := functionRow(prof, c, row); functionMoved(f, c) {
 			b.res.Functions = append(b.res.Functions, f)
 		}
 		if len(b.res.Functions) == 10 {
