@@ -197,14 +197,11 @@ func (b *bisector) setup(ctx context.Context) ([]string, error) {
 	if b.res.Commits = strings.Fields(list); len(b.res.Commits) == 0 {
 		return nil, fmt.Errorf("-good %s and -bad %s are the same commit", cfg.Good, cfg.Bad)
 	}
-	out := cfg.Out
-	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("bisect_%s_%s_%s", report.ShortCommit(shas["good"]), report.ShortCommit(shas["bad"]), filepath.Base(b.rel)))
-		if err := os.MkdirAll("results", 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if b.res.Dir, err = makeOutDir(out, "", ""); err != nil {
+	// Without -out, a folder stamped with the time, as probe run's: a
+	// second bisection of the same range (another metric or path) never
+	// meets the first's.
+	name := fmt.Sprintf("%s_%s", report.ShortCommit(shas["bad"]), filepath.Base(b.rel))
+	if b.res.Dir, err = makeOutDir(cfg.Out, "bisect_"+report.ShortCommit(shas["good"]), name); err != nil {
 		return nil, err
 	}
 	if b.set, err = worktree.New(ctx, b.root, "bisect"); err != nil {
