@@ -29,6 +29,27 @@ type Event struct {
 	// .goroutines.end).
 	Retained string `json:"retained,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Steady is the two warm runs made after the reported one when
+	// SteadyEnv is set.
+	Steady *Steady `json:"steady,omitempty"`
+}
+
+// SteadyEnv makes the recorder run each benchmark twice more after the
+// run testing reports, warm: 1 op, then N+1 ops. The second's counts
+// minus the first's are N ops in steady state (probe's steady per-op
+// figures); the reported run's counts minus those are what it paid once.
+const SteadyEnv = "PERFSPY_BENCH_STEADY"
+
+// Steady names the two warm runs' reports, each a pair: the 1-op run's,
+// then the (N+1)-op run's.
+type Steady struct {
+	N              [2]int    `json:"n"`
+	BenchmemAllocs [2]uint64 `json:"benchmem_allocs"`
+	BenchmemBytes  [2]uint64 `json:"benchmem_bytes"`
+	Allocs         []string  `json:"allocs,omitempty"`
+	Copies         []string  `json:"copies,omitempty"`
+	Retained       []string  `json:"retained,omitempty"`
+	Error          string    `json:"error,omitempty"`
 }
 
 // ReadEvents reads the results the recorder wrote into dir, in order.

@@ -80,7 +80,13 @@ func (ab *abRun) ingestBench(arm, dir string, s *BenchSummary) error {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
 		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu", "retained", "goroutines_left"} {
-			if f, ok := b.Files[p]; ok {
+			f, ok := b.Files[p]
+			if s, steady := b.Files[p+"_steady"]; steady {
+				// Per op once warm, as the figures: what a run paid
+				// once is not a site's cost per op.
+				f, ok = s, true
+			}
+			if ok {
 				ab.profiles[arm][b.Name+" "+p] = append(ab.profiles[arm][b.Name+" "+p], filepath.Join(dir, f))
 			}
 		}

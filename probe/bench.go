@@ -339,7 +339,7 @@ func runBenchRetained(ctx context.Context, tgt *withagent.Binary, cfg BenchConfi
 		return "", nil, err
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1")
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1", benchwin.SteadyEnv+"=1")
 	if runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); runErr != nil {
 		// A run cut short keeps the results it reported.
 		events, err := benchwin.ReadFinished(dir)
@@ -404,7 +404,7 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 		return nil, err
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
 	var started func(*proc.Proc) error
 	switch err := capability.BPF("counting syscalls"); {
 	case cfg.Syscalls == "off":

@@ -208,7 +208,12 @@ func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder str
 		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: allocspy counted %d allocations, %d B; -benchmem counted %d, %d B", e.Name, objects, allocBytes, e.BenchmemAllocs, e.BenchmemBytes))
 	}
 	p := allocspy.Profile(rep)
-	o.addTop(folder, "allocations", "allocs", p, 0, e.N)
+	if err := o.steadyAllocs(f, e, p, folder, comments); err != nil {
+		return err
+	}
+	if f.Steady == nil {
+		o.addTop(folder, "allocations", "allocs", p, 0, e.N)
+	}
 	return o.profile(f, folder, "allocs", p, comments)
 }
 
@@ -296,6 +301,9 @@ func (o *benchOutput) retainedFigures(f *BenchFigures, k int, folder string, com
 	}
 	n := float64(e.N)
 	rp := allocspy.RetainedProfile(rep)
+	if rp, err = o.steadyRetained(f, e, rp); err != nil {
+		return err
+	}
 	t := totals(rp)
 	f.PerOp.RetainedObjects = f64(round(float64(t[0])/n, 4))
 	f.PerOp.RetainedBytes = f64(round(float64(t[1])/n, 2))
@@ -367,6 +375,21 @@ func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult) {
 	if bt == "" {
 		bt = "1s"
 	}
-	f.CountsDiffer = fmt.Sprintf("go test -benchmem: %.0f allocs/op, %.0f B/op at b.N=%d (-benchtime %s); counted: %.0f, %.0f at b.N=%d (the op's cost depends on b.N, or the run did work beside its ops)",
-		p.allocs, p.bytes, p.n, bt, ca, cb, e.N)
+	f.CountsDiffer = fmt.Sprintf("go test -benchmem: %.0f allocs/op, %.0f B/op at b.N=%d (-benchtime %s); counted: %.0f, %.0f at b.N=%d (%s)",
+		p.allocs, p.bytes, p.n, bt, ca, cb, e.N, countsDifferWhy(f, p.n, e.N))
+}
+
+// countsDifferWhy says why go test's whole allocations per op are not the
+// counted run's: what a run pays once is spread over another b.N, or, at
+// the same b.N, the two runs did different work beside their ops.
+func countsDifferWhy(f *BenchFigures, goTestN, n int) string {
+	st := f.Steady
+	switch {
+	case st != nil && goTestN != n && (st.OnceAllocs != 0 || st.OnceBytes != 0):
+		return fmt.Sprintf("what the run paid once, %d allocs and %d B, is spread over each run's b.N; once warm an op costs %s allocs, %s B", st.OnceAllocs, st.OnceBytes,
+			strconv.FormatFloat(f.PerOp.Allocs, 'f', -1, 64), strconv.FormatFloat(f.PerOp.AllocBytes, 'f', -1, 64))
+	case goTestN == n:
+		return "the same b.N: the runs differ in the work done beside their ops in the timed region (other goroutines', the runtime's), which is not the same from run to run"
+	}
+	return "the op's cost depends on b.N, or the run did work beside its ops"
 }

@@ -186,7 +186,7 @@ func (o *Bench) Markdown(w io.Writer) {
 	if s.Build != nil {
 		fmt.Fprintf(w, "; build: %s", BuildLine(s.Build))
 	}
-	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run.\n\n")
+	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run. Allocations and retained bytes are per op once warm (two warm runs of 1 and N+1 ops after it: the second's counts minus the first's); what the reported run paid beyond that is listed apart, as paid once.\n\n")
 	for _, c := range s.Cut {
 		fmt.Fprintf(w, "- **Cut:** %s\n", c)
 	}
@@ -208,6 +208,10 @@ func (o *Bench) Markdown(w io.Writer) {
 		if b.CountsDiffer != "" {
 			fmt.Fprintf(w, "\n**Not go test's count:** %s.\n", b.CountsDiffer)
 		}
+		if b.SteadyNote != "" {
+			fmt.Fprintf(w, "\n%s.\n", b.SteadyNote)
+		}
+		writeOnce(w, b)
 		for _, t := range o.Top[folder] {
 			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.What, b.N)
 			for _, r := range t.Rows {
@@ -251,7 +255,10 @@ func (r *Bench) Terminal(w io.Writer) {
 	}
 	for _, b := range s.Benchmarks {
 		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))
-		fmt.Fprintf(w, "    allocs      %s /op, %s B/op  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+		fmt.Fprintf(w, "    allocs      %s /op, %s B/op%s  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), steadyWords(b), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+		if line := OnceLine(b); line != "" {
+			fmt.Fprintf(w, "    paid once   %s\n", line)
+		}
 		if b.CountsDiffer != "" {
 			fmt.Fprintf(w, "    go test     %s\n", b.CountsDiffer)
 		}
@@ -326,3 +333,41 @@ func byName(m map[string]float64) string {
 // benchUnits are the figures probe ab compares for each benchmark, in the
 // report's order (the metric table's).
 var benchUnits = metric.Compare("op")
+
+// steadyWords says where a result's allocations per op come from.
+func steadyWords(b schema.BenchFigures) string {
+	if b.Steady == nil {
+		return ""
+	}
+	return fmt.Sprintf(" once warm (warm runs of %d and %d ops)", b.Steady.Runs[0], b.Steady.Runs[1])
+}
+
+// OnceLine is what a result's reported run paid once, with its largest
+// site, or "" when it paid nothing once.
+func OnceLine(b schema.BenchFigures) string {
+	st := b.Steady
+	if st == nil || (st.OnceAllocs == 0 && st.OnceBytes == 0) {
+		return ""
+	}
+	line := fmt.Sprintf("%d allocs, %d B in the reported run, not per op", st.OnceAllocs, st.OnceBytes)
+	if len(st.OnceSites) > 0 && st.OnceSites[0].Func != "(other sites)" {
+		line += fmt.Sprintf(" (%d B at %s)", st.OnceSites[0].Bytes, st.OnceSites[0].Func)
+	}
+	return line + fmt.Sprintf("; go test -benchmem spreads it over b.N=%d: %s allocs/op, %s B/op", b.N, fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+}
+
+// writeOnce writes report.md's table of what a result paid once, when it
+// paid anything once.
+func writeOnce(w io.Writer, b schema.BenchFigures) {
+	if OnceLine(b) == "" {
+		return
+	}
+	fmt.Fprintf(w, "\nPaid once in the reported run (not per op; -benchmem spreads it over b.N=%d):\n\n| allocs | bytes | site |\n|---:|---:|---|\n", b.N)
+	for _, s := range b.Steady.OnceSites {
+		fmt.Fprintf(w, "| %d | %d | %s |\n", s.Allocs, s.Bytes, s.Func)
+	}
+	fmt.Fprintf(w, "| %d | %d | total |\n", b.Steady.OnceAllocs, b.Steady.OnceBytes)
+	if st := b.Steady; st.OnceRetainedBytes != nil && *st.OnceRetainedBytes != 0 {
+		fmt.Fprintf(w, "\nLeft live once (the retained run, not per op): %d objects, %d B.\n", *st.OnceRetainedObjects, *st.OnceRetainedBytes)
+	}
+}

@@ -28,7 +28,8 @@ type BenchSummary struct {
 }
 
 // BenchFigures are one benchmark result's figures: the run testing
-// reported, divided by its op count N.
+// reported, divided by its op count N; allocations and what the ops leave
+// live are per op in steady state (Steady) when it was measured.
 type BenchFigures struct {
 	Name     string     `json:"name"` // as testing prints it, with the -cpu suffix
 	N        int        `json:"n"`
@@ -46,6 +47,38 @@ type BenchFigures struct {
 	// running (the retained run).
 	RetainedSites  []RetainedSite   `json:"retained_sites,omitempty"`
 	GoroutinesLeft []GoroutinesLeft `json:"goroutines_left,omitempty"`
+	// Steady is the cost per op once warm, and what the counted run paid
+	// once besides (docs/bench.md, "Steady state").
+	Steady *BenchSteady `json:"steady,omitempty"`
+	// SteadyNote says why per_op's allocations are the reported run's,
+	// divided by N, when the steady state was not measured.
+	SteadyNote string `json:"steady_note,omitempty"`
+}
+
+// BenchSteady is how a result's steady state was measured: two warm runs
+// after the one testing reported, of 1 and N+1 ops; the second's counts
+// minus the first's are N ops in steady state, which per_op's allocations,
+// bytes and retained figures are. What the reported run counted beyond
+// them it paid once (a cache its first op built, work beside the loop, a
+// buffer a global keeps): go test -benchmem spreads that over b.N.
+type BenchSteady struct {
+	Runs       [2]int `json:"runs_n"`
+	OnceAllocs int64  `json:"once_allocs"`
+	OnceBytes  int64  `json:"once_bytes"`
+	// OnceSites are the sites of what was paid once, most bytes first;
+	// the last row, "(other sites)", holds the rest.
+	OnceSites []OnceSite `json:"once_sites,omitempty"`
+	// OnceRetainedObjects and OnceRetainedBytes are what the retained
+	// run's reported run left live beyond N ops at the steady cost.
+	OnceRetainedObjects *int64 `json:"once_retained_objects,omitempty"`
+	OnceRetainedBytes   *int64 `json:"once_retained_bytes,omitempty"`
+}
+
+// OnceSite is a function's part of what a run paid once.
+type OnceSite struct {
+	Func   string `json:"func"`
+	Allocs int64  `json:"allocs"`
+	Bytes  int64  `json:"bytes"`
 }
 
 // BenchPerOp are the figures per op. Those not measured are null.

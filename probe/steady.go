@@ -1,0 +1,163 @@
+package probe
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// steadyAllocs gives the result its steady state from the counted run's
+// two warm runs: the (N+1)-op run's sites minus the 1-op run's are N ops
+// once warm (allocs-steady.pb.gz); the reported run's sites minus those
+// are what it paid once (allocs-once.pb.gz). p is the reported run's
+// profile. Counts are exact, so the two warm runs need no repeats; each is
+// checked against testing's -benchmem count of the same run.
+func (o *benchOutput) steadyAllocs(f *BenchFigures, e benchwin.Event, p *profile.Profile, folder string, comments []string) error {
+	st := e.Steady
+	switch {
+	case st == nil:
+		return nil
+	case st.Error != "":
+		f.SteadyNote = "steady state not measured: " + st.Error
+		return nil
+	case len(st.Allocs) != 2 || st.N != [2]int{1, e.N + 1}:
+		return fmt.Errorf("%s: the steady-state runs: %d reports for runs of %v ops, want 2 for [1 %d]", e.Name, len(st.Allocs), st.N, e.N+1)
+	}
+	var warm [2]*profile.Profile
+	for i, name := range st.Allocs {
+		rep, err := benchwin.ReadAllocs(filepath.Join(o.win.dir, name))
+		if err != nil {
+			return err
+		}
+		objects, allocBytes, _, _ := allocspy.Totals(rep)
+		if rep.Dropped > 0 || objects != st.BenchmemAllocs[i] || allocBytes != st.BenchmemBytes[i] {
+			o.mismatch = append(o.mismatch, fmt.Sprintf("%s: the %d-op steady-state run: allocspy counted %d allocations, %d B (%d dropped); -benchmem counted %d, %d B",
+				e.Name, st.N[i], objects, allocBytes, rep.Dropped, st.BenchmemAllocs[i], st.BenchmemBytes[i]))
+		}
+		warm[i] = allocspy.Profile(rep)
+	}
+	steady, err := diffProfiles(warm[1], warm[0])
+	if err != nil {
+		return fmt.Errorf("%s: the steady state: %w", e.Name, err)
+	}
+	once, err := diffProfiles(p, steady)
+	if err != nil {
+		return fmt.Errorf("%s: what was paid once: %w", e.Name, err)
+	}
+	ts, to := totals(steady), totals(once)
+	n := float64(e.N)
+	f.PerOp.Allocs, f.PerOp.AllocBytes = round(float64(ts[0])/n, 4), round(float64(ts[1])/n, 4)
+	f.Steady = &schema.BenchSteady{Runs: st.N, OnceAllocs: to[0], OnceBytes: to[1], OnceSites: onceSites(once)}
+	o.addTop(folder, "allocations once warm", "allocs", steady, 0, e.N)
+	if err := o.profile(f, folder, "allocs_steady", steady, comments); err != nil {
+		return err
+	}
+	return o.profile(f, folder, "allocs_once", once, comments)
+}
+
+// onceSitesShown is how many sites of what was paid once summary.json
+// lists before its "(other sites)" row.
+const onceSitesShown = 10
+
+// onceSites are p's sites by bytes, the first onceSitesShown and then the
+// rest in one row: the rows add up to p's totals.
+func onceSites(p *profile.Profile) []schema.OnceSite {
+	var out []schema.OnceSite
+	var rest schema.OnceSite
+	for _, site := range topSites(p, 1) {
+		if site.Values[0] == 0 && site.Values[1] == 0 {
+			continue
+		}
+		if len(out) < onceSitesShown {
+			out = append(out, schema.OnceSite{Func: site.Func, Allocs: site.Values[0], Bytes: site.Values[1]})
+			continue
+		}
+		rest.Allocs, rest.Bytes = rest.Allocs+site.Values[0], rest.Bytes+site.Values[1]
+	}
+	if rest != (schema.OnceSite{}) {
+		rest.Func = "(other sites)"
+		out = append(out, rest)
+	}
+	return out
+}
+
+// diffProfiles is a minus b, sample by sample (the same stack and labels
+// are one sample); the samples that cancel are left out. Stacks end at
+// testing's runN: the warm runs are started by the recorder, the reported
+// one by testing, and the frames beyond runN are not the op's.
+func diffProfiles(a, b *profile.Profile) (*profile.Profile, error) {
+	neg := b.Copy()
+	neg.Scale(-1)
+	a = a.Copy()
+	endAtRunN(a)
+	endAtRunN(neg)
+	d, err := profile.Merge([]*profile.Profile{a, neg})
+	if err != nil {
+		return nil, err
+	}
+	kept := d.Sample[:0]
+	for _, s := range d.Sample {
+		for _, v := range s.Value {
+			if v != 0 {
+				kept = append(kept, s)
+				break
+			}
+		}
+	}
+	d.Sample = kept
+	d.Comments = nil
+	return d, nil
+}
+
+// steadyRetained makes the retained figures per op once warm, from the
+// retained run's two warm runs: the (N+1)-op run's stacks left live minus
+// the 1-op run's are what N ops leave; what the reported run left beyond
+// that is a fixed amount (one buffer a global keeps), not a cost per op.
+// It returns the profile the per-op figures come from: rp when the steady
+// state was not measured.
+func (o *benchOutput) steadyRetained(f *BenchFigures, e benchwin.Event, rp *profile.Profile) (*profile.Profile, error) {
+	st := e.Steady
+	if st == nil || st.Error != "" || f.Steady == nil {
+		return rp, nil
+	}
+	if len(st.Retained) != 2 || st.N != [2]int{1, e.N + 1} {
+		return nil, fmt.Errorf("%s: the retained run's steady-state runs: %d reports for runs of %v ops", e.Name, len(st.Retained), st.N)
+	}
+	var warm [2]*profile.Profile
+	for i, name := range st.Retained {
+		rep, err := benchwin.ReadRetained(filepath.Join(o.win.retainedDir, name))
+		if err != nil {
+			return nil, err
+		}
+		warm[i] = allocspy.RetainedProfile(rep)
+	}
+	steady, err := diffProfiles(warm[1], warm[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: the retained steady state: %w", e.Name, err)
+	}
+	ts, tr := totals(steady), totals(rp)
+	objects, bytes := tr[0]-ts[0], tr[1]-ts[1]
+	f.Steady.OnceRetainedObjects, f.Steady.OnceRetainedBytes = &objects, &bytes
+	return steady, nil
+}
+
+// runN is the function of package testing that calls the benchmark.
+const runN = "testing.(*B).runN"
+
+// endAtRunN cuts each of p's stacks after the frame of runN.
+func endAtRunN(p *profile.Profile) {
+	for _, s := range p.Sample {
+		for i, loc := range s.Location {
+			if slices.ContainsFunc(loc.Line, func(l profile.Line) bool { return l.Function != nil && l.Function.Name == runN }) {
+				s.Location = s.Location[:i+1]
+				break
+			}
+		}
+	}
+}
