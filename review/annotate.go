@@ -88,7 +88,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			if c, frame, ok := moduleCause(lc, r.Modules, r.codeChanged); ok {
 				d := deps[c]
 				if d == nil {
-					d = &depChange{c: c}
+					d = &depChange{c: c, modCache: r.modCache}
 					deps[c] = d
 				}
 				d.add(lc, frame)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os/exec"
 	"path"
 	"slices"
 	"strconv"
@@ -296,11 +297,12 @@ type ABFunctionRow = schema.ABFunction
 // the lines of the repository it moved, netted, and the frames in its
 // code where it moved them, heaviest first.
 type depChange struct {
-	c      GoModChange
-	v      [2]float64
-	frames map[string]float64
-	path   []string // the heaviest line's stack
-	most   float64
+	c        GoModChange
+	modCache string // the module cache, where what changed is read
+	v        [2]float64
+	frames   map[string]float64
+	path     []string // the heaviest line's stack
+	most     float64
 }
 
 func (d *depChange) add(lc lineChange, frame string) {
@@ -338,6 +340,9 @@ func (d *depChange) annotation(kind, per, subject string, failed bool) (Annotati
 		via = ", called from " + d.path[0]
 	}
 	a.Message = fmt.Sprintf("%s: %s, at %s%s", moduleLabel(d.c), a.Message, at, via)
+	if w := whatChanged(d.modCache, d.c, top); w != "" {
+		a.Message += "; " + w
+	}
 	what := d.c.Path + " " + d.c.After
 	switch d.c.Kind {
 	case "require":
@@ -464,6 +469,13 @@ func (r *Result) readHistory(ctx context.Context, root string, logf func(string,
 	}
 	for _, c := range r.Modules {
 		logf("%s changes %s", c.File, moduleLabel(c))
+		if c.Kind == "require" && r.modCache == "" {
+			// Where the builds put both versions' source: what changed
+			// at a dependency's function is read there.
+			if out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output(); err == nil {
+				r.modCache = strings.TrimSpace(string(out))
+			}
+		}
 	}
 	if n, err := git(ctx, root, "rev-list", "--count", r.Base["commit"]+".."+r.Head["commit"]); err == nil {
 		r.Head["commits"] = n

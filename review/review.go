@@ -60,6 +60,7 @@ type Result struct {
 	// codeChanged says that the head changed a Go file: else only go.mod
 	// (go.sum) did, and every figure that moved is theirs.
 	codeChanged bool
+	modCache    string // GOMODCACHE, when go.mod's requirements changed
 }
 
 // The parts of review.json (package schema's).

@@ -1,0 +1,57 @@
+package review
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWhatChanged reads a dependency's function at both versions from a
+// module cache: new, body changed, or the same (the path moved), for a
+// method, a closure and a function of a module whose path has capitals.
+func TestWhatChanged(t *testing.T) {
+	cache := t.TempDir()
+	write := func(version, text string) {
+		dir := filepath.Join(cache, "example.com/!big/dep@"+version, "codec")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "codec.go"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("v1.0.0", `package codec
+
+type dec struct{ b []byte }
+
+// Decode's comment changes; comments are not the body.
+func (d *dec) Decode() []byte { return append(d.b, 1) }
+
+func Same(n int) []int { return make([]int, n) }
+`)
+	write("v1.1.0", `package codec
+
+type dec struct{ b []byte }
+
+// Decode, reworded.
+func (d *dec) Decode() []byte { return append(d.b[:0], 1) }
+
+func Same(n int) []int { return make([]int, n) }
+
+func Fresh() func() *int { return func() *int { return new(int) } }
+`)
+	c := GoModChange{File: "go.mod", Line: 5, Kind: "require", Path: "example.com/Big/dep", Before: "v1.0.0", After: "v1.1.0"}
+	for fn, want := range map[string]string{
+		"example.com/Big/dep/codec.(*dec).Decode": "codec.(*dec).Decode's body changed between v1.0.0 and v1.1.0",
+		"example.com/Big/dep/codec.Same":          "codec.Same is the same in both versions: the path to it moved",
+		"example.com/Big/dep/codec.Fresh.func1":   "codec.Fresh.func1 is new in v1.1.0",
+		"example.com/other.F":                     "",
+	} {
+		if got := whatChanged(cache, c, fn); got != want {
+			t.Errorf("%s: %q, want %q", fn, got, want)
+		}
+	}
+	if got := whatChanged(cache, GoModChange{Kind: "go", Path: "go", Before: "1.26", After: "1.27"}, "encoding/json.Marshal"); got != "" {
+		t.Errorf("a toolchain change: %q, want nothing", got)
+	}
+}
