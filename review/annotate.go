@@ -81,7 +81,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			continue
 		}
 		deps := map[GoModChange]*depChange{}
-		for _, lc := range lines.netChanges(before, after) {
+		for _, lc := range lines.causeLines(lines.netChanges(before, after)) {
 			// A line the head left alone, whose change is in a module
 			// (or the toolchain) go.mod moved: go.mod's line is the
 			// cause, and this line the path to it.
@@ -96,11 +96,16 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			}
 			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
 				a.Item = it.Name
+				base := lc.base
+				if lc.alloc != 0 {
+					a.AllocLine, base = lc.alloc, lc.allocBase
+					a.Message += fmt.Sprintf("; allocated at %s:%d, a line this change left alone, because of this one", lc.k.file, lc.alloc)
+				}
 				r.Annotations = append(r.Annotations, a)
 				if r.baseLines == nil {
-					r.baseLines = map[string][]int{}
+					r.baseLines, r.changedLines = map[string][]int{}, map[string]bool{}
 				}
-				r.baseLines[annKey(a)] = lc.base
+				r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
 			}
 		}
 		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
@@ -219,6 +224,11 @@ type lineChange struct {
 	// netted as one): a line the head left alone moved because of what
 	// it calls.
 	changed bool
+	// alloc is the line that allocates, when the change is on the
+	// changed line that caused it (causeLines), and allocBase the base
+	// lines it came from.
+	alloc     int
+	allocBase []int
 }
 
 // netChanges are the lines whose figures changed between before and

@@ -110,19 +110,34 @@ func shortPos(p string) string {
 }
 
 // compilerReasons compares the head's diagnostics at a line with the
-// base's at the lines it came from.
-func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int) []string {
+// base's at the lines it came from. changed says whether the head changed
+// the line. A diagnostic about a constant (a string literal converted to
+// an interface) is no allocation's reason; one that differs only in its
+// numbers (make([]byte, 64) became make([]byte, 128)) holds at both
+// revisions and is said so.
+func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int, changed bool) []string {
 	var h, b []diag
-	h = head.at[file][line]
+	for _, d := range head.at[file][line] {
+		if !aboutConstant(d.msg) {
+			h = append(h, d)
+		}
+	}
 	for _, l := range baseLines {
-		b = append(b, base.at[file][l]...)
+		for _, d := range base.at[file][l] {
+			if !aboutConstant(d.msg) {
+				b = append(b, d)
+			}
+		}
 	}
 	has := func(ds []diag, msg string) bool {
-		return slices.ContainsFunc(ds, func(d diag) bool { return d.msg == msg })
+		return slices.ContainsFunc(ds, func(d diag) bool { return numbers.ReplaceAllString(d.msg, "N") == numbers.ReplaceAllString(msg, "N") })
 	}
-	var out []string
+	var out, both []string
 	for _, d := range h {
 		if has(b, d.msg) {
+			if strings.HasSuffix(d.msg, "escapes to heap") || strings.HasPrefix(d.msg, "moved to heap") {
+				both = append(both, d.msg)
+			}
 			continue
 		}
 		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
@@ -152,10 +167,30 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 		}
 		out = append(out, "no longer "+d.msg)
 	}
-	if len(out) == 0 {
+	switch {
+	case len(out) > 0:
+	case len(both) > 0 && changed:
+		out = append(out, "it escapes at both revisions ("+strings.Join(both, "; ")+"): the code asks for another allocation (a size, a count)")
+	case changed:
 		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new or call)")
+	default:
+		out = append(out, "no diagnostic of the compiler's explains it at this line, which the change left alone: the allocations moved in what it calls (the function table names them)")
 	}
 	return out
+}
+
+// numbers are a diagnostic's numbers, which a size change moves.
+var numbers = regexp.MustCompile(`\d+`)
+
+// aboutConstant says whether a diagnostic is about a constant: a literal
+// converted to an interface is static data, never an allocation.
+func aboutConstant(msg string) bool {
+	subject, _, ok := strings.Cut(msg, " escapes to heap")
+	if !ok || subject == "" {
+		return false
+	}
+	c := subject[0]
+	return c == '"' || c == '`' || c == '\'' || c >= '0' && c <= '9'
 }
 
 // diagnose builds each folder of dirs at commit, in a worktree of its own,
@@ -218,7 +253,11 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 		if !strings.HasPrefix(a.Metric, "allocs/") && !strings.HasPrefix(a.Metric, "retained-B/") || onGoMod(*a) {
 			continue
 		}
-		a.Compiler = compilerReasons(head, base, a.File, a.Line, r.baseLines[annKey(*a)])
+		line := a.Line
+		if a.AllocLine != 0 {
+			line = a.AllocLine
+		}
+		a.Compiler = compilerReasons(head, base, a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0)
 		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
 	}
 	return time.Since(start), nil

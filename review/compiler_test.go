@@ -52,21 +52,44 @@ func TestCompilerReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	pLine := lineOf(t, headSrc, "p := point{n, n}")
-	got := strings.Join(compilerReasons(hd, bd, "main.go", pLine, []int{lineOf(t, escBase, "p := point{n, n}")}), "; ")
+	got := strings.Join(compilerReasons(hd, bd, "main.go", pLine, []int{lineOf(t, escBase, "p := point{n, n}")}, false), "; ")
 	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at main.go:") {
 		t.Errorf("the escaping struct's line: %q", got)
 	}
 	call := lineOf(t, headSrc, "return s + keep(&p)")
-	got = strings.Join(compilerReasons(hd, bd, "main.go", call, []int{lineOf(t, escBase, "return s + keep(&p)")}), "; ")
+	got = strings.Join(compilerReasons(hd, bd, "main.go", call, []int{lineOf(t, escBase, "return s + keep(&p)")}, false), "; ")
 	if !strings.Contains(got, "keep is no longer inlined (function too complex: cost") {
 		t.Errorf("the call no longer inlined: %q", got)
 	}
 	use := lineOf(t, headSrc, "s := use(&p)")
-	got = strings.Join(compilerReasons(hd, bd, "main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}), "; ")
+	got = strings.Join(compilerReasons(hd, bd, "main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}, true), "; ")
 	if !strings.HasPrefix(got, "no change in escape analysis or inlining") {
-		t.Errorf("an unchanged line: %q", got)
+		t.Errorf("a changed line with no new diagnostic: %q", got)
+	}
+	got = strings.Join(compilerReasons(hd, bd, "main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}, false), "; ")
+	if !strings.HasPrefix(got, "no diagnostic of the compiler's explains it") || strings.Contains(got, "asks for") {
+		t.Errorf("a line the change left alone: %q", got)
 	}
 	if out := r.git("worktree", "list"); strings.Count(out, "\n") != 0 {
 		t.Errorf("worktrees left:\n%s", out)
+	}
+}
+
+// TestReasonsNotConstants: a literal converted to an interface is no
+// allocation's reason, and an escape that differs only in a size holds at
+// both revisions.
+func TestReasonsNotConstants(t *testing.T) {
+	head := &diagnostics{at: map[string]map[int][]diag{"a.go": {
+		3: {{msg: `"/users" escapes to heap`}, {msg: "make([]byte, 128) escapes to heap"}},
+		7: {{msg: `"/users" escapes to heap`}, {msg: "42 escapes to heap"}},
+	}}}
+	base := &diagnostics{at: map[string]map[int][]diag{"a.go": {3: {{msg: "make([]byte, 64) escapes to heap"}}}}}
+	got := strings.Join(compilerReasons(head, base, "a.go", 3, []int{3}, true), "; ")
+	if !strings.HasPrefix(got, "it escapes at both revisions (make([]byte, 128) escapes to heap)") || strings.Contains(got, "users") {
+		t.Errorf("a bigger buffer: %q", got)
+	}
+	got = strings.Join(compilerReasons(head, base, "a.go", 7, []int{7}, true), "; ")
+	if strings.Contains(got, "users") || strings.Contains(got, "42") {
+		t.Errorf("constants given as a reason: %q", got)
 	}
 }

@@ -61,6 +61,9 @@ type Result struct {
 	// (go.sum) did, and every figure that moved is theirs.
 	codeChanged bool
 	modCache    string // GOMODCACHE, when go.mod's requirements changed
+	// changedLines says, by annKey, which annotations are on a line the
+	// head changed.
+	changedLines map[string]bool
 }
 
 // The parts of review.json (package schema's).

@@ -83,17 +83,21 @@ type ReviewChange struct {
 
 // Annotation is one source line whose count grew.
 type Annotation struct {
-	Level   string  `json:"level"` // error (its metric failed its gate) or warning
-	File    string  `json:"file"`  // relative to the repository's root
-	Line    int     `json:"line"`  // in the head revision
-	Func    string  `json:"func"`
-	Item    string  `json:"item"`
-	Subject string  `json:"subject"` // the route or benchmark
-	Metric  string  `json:"metric"`  // allocs/req, copied-B/req, allocs/op...
-	Delta   float64 `json:"delta"`
-	Bytes   float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
-	Title   string  `json:"title"`
-	Message string  `json:"message"`
+	Level string `json:"level"` // error (its metric failed its gate) or warning
+	File  string `json:"file"`  // relative to the repository's root
+	Line  int    `json:"line"`  // in the head revision
+	// AllocLine is the line that allocates when it is not Line: the head
+	// left it alone, and the changed Line made it allocate (a local
+	// whose address Line stores, a slice whose capacity Line set).
+	AllocLine int     `json:"alloc_line,omitempty"`
+	Func      string  `json:"func"`
+	Item      string  `json:"item"`
+	Subject   string  `json:"subject"` // the route or benchmark
+	Metric    string  `json:"metric"`  // allocs/req, copied-B/req, allocs/op...
+	Delta     float64 `json:"delta"`
+	Bytes     float64 `json:"bytes,omitempty"` // for allocations: the bytes' change beside the count's
+	Title     string  `json:"title"`
+	Message   string  `json:"message"`
 	// Stack is the heaviest stack to the line in the head (the base's
 	// for a line that no longer allocates), from the repository's
 	// outermost frame, the handler or the benchmark, down to the frame
