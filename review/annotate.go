@@ -146,7 +146,8 @@ func readKind(files []string, worktree, kind string) siteCounts {
 		}
 		return sc
 	case "copies":
-		return readSites(files, worktree, []string{"copied_bytes"}, cadence)
+		// Bytes, not a count: a map's growth is the GC's cadence's.
+		return readSites(files, worktree, []string{"copied_bytes"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) })
 	case "retained":
 		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, cadence)
 	}
@@ -387,7 +388,7 @@ func shortFunc(fn string) string {
 // worktree (the repository's own code, vendored code left out), with the
 // requests the files carry, the samples skip says leaving out. An
 // unreadable file is left out.
-func readSites(files []string, worktree string, samples []string, skip func(*profile.Sample) bool) siteCounts {
+func readSites(files []string, worktree string, samples []string, skip func(s *profile.Sample, perReq float64) bool) siteCounts {
 	sc := siteCounts{v: map[siteKey][2]float64{}, path: map[siteKey][]string{}, weight: map[siteKey]int64{}}
 	prefix := strings.TrimSuffix(worktree, "/") + "/"
 	for _, f := range files {
@@ -409,7 +410,7 @@ func readSites(files []string, worktree string, samples []string, skip func(*pro
 		}
 		sc.requests += n
 		for _, s := range p.Sample {
-			if skip != nil && skip(s) {
+			if skip != nil && skip(s, float64(s.Value[idx[0]])/float64(n)) {
 				continue
 			}
 			k, ok := ownFrame(s, prefix)

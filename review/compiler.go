@@ -111,11 +111,12 @@ func shortPos(p string) string {
 
 // compilerReasons compares the head's diagnostics at a line with the
 // base's at the lines it came from. changed says whether the head changed
-// the line. A diagnostic about a constant (a string literal converted to
+// the line, caused that a changed line made this one allocate. A
+// diagnostic about a constant (a string literal converted to
 // an interface) is no allocation's reason; one that differs only in its
 // numbers (make([]byte, 64) became make([]byte, 128)) holds at both
 // revisions and is said so.
-func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int, changed bool) []string {
+func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int, changed, caused bool) []string {
 	var h, b []diag
 	for _, d := range head.at[file][line] {
 		if !aboutConstant(d.msg) {
@@ -144,9 +145,13 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 			out = append(out, fn+" is now inlined")
 			continue
 		}
-		r := "now " + d.msg
+		msg := d.msg
+		if m := capturing.FindStringSubmatch(msg); m != nil {
+			msg = "a closure captures " + m[1] + " by reference"
+		}
+		r := "now " + msg
 		if len(baseLines) == 0 {
-			r = d.msg
+			r = msg
 		}
 		if d.from != "" {
 			r += " (from " + d.from + ")"
@@ -173,11 +178,16 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 		out = append(out, "it escapes at both revisions ("+strings.Join(both, "; ")+"): the code asks for another allocation (a size, a count)")
 	case changed:
 		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new or call)")
+	case caused:
+		out = append(out, "no change in escape analysis or inlining at this line: it allocates because of what the changed line gives it (a slice with less capacity, a map made anew)")
 	default:
 		out = append(out, "no diagnostic of the compiler's explains it at this line, which the change left alone: the allocations moved in what it calls (the function table names them)")
 	}
 	return out
 }
+
+// capturing is -m=2's note of a variable a closure captures by reference.
+var capturing = regexp.MustCompile(`capturing by ref: (\S+)`)
 
 // numbers are a diagnostic's numbers, which a size change moves.
 var numbers = regexp.MustCompile(`\d+`)
@@ -257,7 +267,7 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 		if a.AllocLine != 0 {
 			line = a.AllocLine
 		}
-		a.Compiler = compilerReasons(head, base, a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0)
+		a.Compiler = compilerReasons(head, base, a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0, a.AllocLine != 0)
 		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
 	}
 	return time.Since(start), nil

@@ -31,10 +31,13 @@ import (
 )
 
 // cadence reports whether a sample's allocations follow the GC's cadence
-// rather than the requests.
-func cadence(s *profile.Sample) bool {
+// rather than the requests. perReq is its allocations per request (op):
+// a map that grows at half the requests or more is made per request (its
+// groups come at every request's inserts), not one that lives on and
+// grows now and then.
+func cadence(s *profile.Sample, perReq float64) bool {
 	if e := s.Label[profkey.EntryLabel]; len(e) == 1 && strings.HasPrefix(e[0], "runtime.mapassign") {
-		return true
+		return perReq < perRequestMap
 	}
 	for _, loc := range s.Location {
 		for _, l := range loc.Line {
@@ -45,6 +48,11 @@ func cadence(s *profile.Sample) bool {
 	}
 	return false
 }
+
+// perRequestMap is the growth per request (op) from which a map's growth
+// is the request's own: a map made per call grows at each (its first
+// group at least), one that lives on grows once per doubling.
+const perRequestMap = 0.5
 
 // split is one round's allocations per request (op), objects and
 // requested bytes: the code's own, and those that follow the GC's
@@ -68,7 +76,7 @@ func readSplit(path string, types [2]string) (split, bool) {
 	var sp split
 	for _, s := range p.Sample {
 		part := &sp.own
-		if cadence(s) {
+		if cadence(s, float64(s.Value[oi])/float64(n)) {
 			part = &sp.gc
 		}
 		part[0] += float64(s.Value[oi]) / float64(n)
