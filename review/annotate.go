@@ -97,15 +97,22 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
 				a.Item = it.Name
 				base := lc.base
-				if lc.alloc != 0 {
+				verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it"}[kind]
+				switch {
+				case lc.alloc != 0 && !lc.own:
 					a.AllocLine, base = lc.alloc, lc.allocBase
-					a.Message += fmt.Sprintf("; allocated at %s:%d, a line this change left alone, because of this one", lc.k.file, lc.alloc)
+					a.Message += fmt.Sprintf("; at %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
+				case lc.alloc != 0:
+					a.Message += fmt.Sprintf("; with %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
 				}
 				r.Annotations = append(r.Annotations, a)
 				if r.baseLines == nil {
-					r.baseLines, r.changedLines = map[string][]int{}, map[string]bool{}
+					r.baseLines, r.changedLines, r.causedLines = map[string][]int{}, map[string]bool{}, map[string]lineChange{}
 				}
 				r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
+				if lc.alloc != 0 && lc.own {
+					r.causedLines[annKey(a)] = lc
+				}
 			}
 		}
 		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
@@ -230,6 +237,9 @@ type lineChange struct {
 	// lines it came from.
 	alloc     int
 	allocBase []int
+	// own says that the changed line's own figures changed too: the
+	// change is its and alloc's.
+	own bool
 }
 
 // netChanges are the lines whose figures changed between before and

@@ -177,7 +177,14 @@ func (lm *lineMaps) causeLines(lcs []lineChange) []lineChange {
 			o.path = lc.path
 		}
 		o.v = add(o.v, lc.v, 1)
-		o.alloc, o.allocBase = max(o.alloc, lc.alloc), append(slices.Clip(o.allocBase), lc.allocBase...)
+		// The changed line's own change and one it caused: both named.
+		o.own = o.own || o.alloc == 0 || lc.alloc == 0
+		if o.alloc == 0 {
+			o.alloc, o.allocBase = lc.alloc, lc.allocBase
+		}
+		if o.base == nil {
+			o.base = lc.base
+		}
 		o.from = cmp.Or(o.from, lc.from)
 	}
 	return out

@@ -115,17 +115,18 @@ func shortPos(p string) string {
 // diagnostic about a constant (a string literal converted to
 // an interface) is no allocation's reason; one that differs only in its
 // numbers (make([]byte, 64) became make([]byte, 128)) holds at both
-// revisions and is said so.
+// revisions and is said so. "X does not escape" explains no allocation
+// (what escapes now is said as such).
 func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int, changed, caused bool) []string {
 	var h, b []diag
 	for _, d := range head.at[file][line] {
-		if !aboutConstant(d.msg) {
+		if !aboutConstant(d.msg) && !strings.HasSuffix(d.msg, "does not escape") {
 			h = append(h, d)
 		}
 	}
 	for _, l := range baseLines {
 		for _, d := range base.at[file][l] {
-			if !aboutConstant(d.msg) {
+			if !aboutConstant(d.msg) && !strings.HasSuffix(d.msg, "does not escape") {
 				b = append(b, d)
 			}
 		}
@@ -177,9 +178,9 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 	case len(both) > 0 && changed:
 		out = append(out, "it escapes at both revisions ("+strings.Join(both, "; ")+"): the code asks for another allocation (a size, a count)")
 	case changed:
-		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new or call)")
+		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new, conversion or call)")
 	case caused:
-		out = append(out, "no change in escape analysis or inlining at this line: it allocates because of what the changed line gives it (a slice with less capacity, a map made anew)")
+		out = append(out, "no change in escape analysis or inlining at this line: it allocates because of what the changed line gives it (a value, a slice's capacity, a map made anew)")
 	default:
 		out = append(out, "no diagnostic of the compiler's explains it at this line, which the change left alone: the allocations moved in what it calls (the function table names them)")
 	}
@@ -268,6 +269,11 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 			line = a.AllocLine
 		}
 		a.Compiler = compilerReasons(head, base, a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0, a.AllocLine != 0)
+		if lc, ok := r.causedLines[annKey(*a)]; ok {
+			for _, why := range compilerReasons(head, base, a.File, lc.alloc, lc.allocBase, false, true) {
+				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))
+			}
+		}
 		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
 	}
 	return time.Since(start), nil

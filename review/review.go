@@ -64,6 +64,9 @@ type Result struct {
 	// changedLines says, by annKey, which annotations are on a line the
 	// head changed.
 	changedLines map[string]bool
+	// causedLines are, by annKey, the changes on changed lines that also
+	// made a line the head left alone allocate (its line: alloc).
+	causedLines map[string]lineChange
 }
 
 // The parts of review.json (package schema's).
