@@ -117,7 +117,8 @@ func shortPos(p string) string {
 // numbers (make([]byte, 64) became make([]byte, 128)) holds at both
 // revisions and is said so. "X does not escape" explains no allocation
 // (what escapes now is said as such).
-func compilerReasons(head, base *diagnostics, file string, line int, baseLines []int, changed, caused bool) []string {
+func compilerReasons(head, base *diagnostics, at reasonAt) []string {
+	file, line, baseLines, changed, caused := at.file, at.line, at.baseLines, at.changed, at.caused
 	var h, b []diag
 	for _, d := range head.at[file][line] {
 		if !aboutConstant(d.msg) && !strings.HasSuffix(d.msg, "does not escape") {
@@ -189,6 +190,16 @@ func compilerReasons(head, base *diagnostics, file string, line int, baseLines [
 
 // capturing is -m=2's note of a variable a closure captures by reference.
 var capturing = regexp.MustCompile(`capturing by ref: (\S+)`)
+
+// reasonAt is the line whose reasons are read: its file and line in the
+// head, the base lines it came from, whether the head changed it, and
+// whether a changed line made it allocate.
+type reasonAt struct {
+	file            string
+	line            int
+	baseLines       []int
+	changed, caused bool
+}
 
 // numbers are a diagnostic's numbers, which a size change moves.
 var numbers = regexp.MustCompile(`\d+`)
@@ -268,9 +279,9 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 		if a.AllocLine != 0 {
 			line = a.AllocLine
 		}
-		a.Compiler = compilerReasons(head, base, a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0, a.AllocLine != 0)
+		a.Compiler = compilerReasons(head, base, reasonAt{a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0, a.AllocLine != 0})
 		if lc, ok := r.causedLines[annKey(*a)]; ok {
-			for _, why := range compilerReasons(head, base, a.File, lc.alloc, lc.allocBase, false, true) {
+			for _, why := range compilerReasons(head, base, reasonAt{a.File, lc.alloc, lc.allocBase, false, true}) {
 				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))
 			}
 		}
