@@ -48,20 +48,8 @@ func fileIdents(src string) []funcIdents {
 		}
 		def := func(e ast.Expr) {
 			// The variable assigned: x, x[k], x.f all change x's value.
-			for {
-				switch x := e.(type) {
-				case *ast.Ident:
-					mark(fi.defs, x)
-					return
-				case *ast.IndexExpr:
-					e = x.X
-				case *ast.SelectorExpr:
-					e = x.X
-				case *ast.StarExpr:
-					e = x.X
-				default:
-					return
-				}
+			if id := rootIdent(e); id != nil {
+				mark(fi.defs, id)
 			}
 		}
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -192,3 +180,24 @@ func (lm *lineMaps) causeLines(lcs []lineChange) []lineChange {
 
 // weight is a change's size: its count, then its bytes.
 func weight(v [2]float64) float64 { return math.Abs(v[0]) + math.Abs(v[1])/1e6 }
+
+// rootIdent is the name an expression reads through: x of x, *x, x[k],
+// x.f and T[P] (a generic receiver's type); nil for any other.
+func rootIdent(e ast.Expr) *ast.Ident {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.SelectorExpr:
+			e = x.X
+		default:
+			return nil
+		}
+	}
+}

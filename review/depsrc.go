@@ -114,21 +114,10 @@ func receiverName(fd *ast.FuncDecl) string {
 	if fd.Recv == nil || len(fd.Recv.List) == 0 {
 		return ""
 	}
-	t := fd.Recv.List[0].Type
-	for {
-		switch x := t.(type) {
-		case *ast.StarExpr:
-			t = x.X
-		case *ast.IndexExpr:
-			t = x.X
-		case *ast.IndexListExpr:
-			t = x.X
-		case *ast.Ident:
-			return x.Name
-		default:
-			return ""
-		}
+	if id := rootIdent(fd.Recv.List[0].Type); id != nil {
+		return id.Name
 	}
+	return ""
 }
 
 // escapeModPath is a module path as the module cache spells its folder:
