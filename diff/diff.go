@@ -355,7 +355,7 @@ func Compare(before, after *Side, opt Options) (*Result, error) {
 		sum    *int64
 	}{{"before", r.before.total, &r.TotalBefore}, {"after", r.after.total, &r.TotalAfter}} {
 		for _, t := range side.totals {
-			if t > 0 && *side.sum > math.MaxInt64-t {
+			if t > 0 && *side.sum > math.MaxInt64-t || t < 0 && *side.sum < math.MinInt64-t {
 				return nil, fmt.Errorf("the %s profiles' %s values add up to more than 2^63: they overflow", side.name, sample)
 			}
 			*side.sum += t

@@ -132,12 +132,17 @@ func TestOverflow(t *testing.T) {
 	small := mk("small.pb", 10)
 	twice := mk("twice.pb", math.MaxInt64, math.MaxInt64)
 	big := mk("big.pb", math.MaxInt64)
+	// Negative values (a diff profile's) wrap below -2^63 as silently.
+	negTwice := mk("negtwice.pb", math.MinInt64, -10)
+	negBig := mk("negbig.pb", math.MinInt64+5)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{small, twice}, "twice.pb: its alloc_space values add up to more than 2^63"},
 		{[]string{big, big, "--", small}, "the before profiles' alloc_space values add up to more than 2^63"},
+		{[]string{small, negTwice}, "negtwice.pb: its alloc_space values add up to more than 2^63"},
+		{[]string{negBig, negBig, "--", small}, "the before profiles' alloc_space values add up to more than 2^63"},
 	} {
 		var o, e bytes.Buffer
 		if code := Command(c.args, &o, &e); code == 0 || !strings.Contains(e.String(), c.want) {

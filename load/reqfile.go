@@ -102,8 +102,8 @@ func parseRequestLine(line, dir string, maxBody int64) (Request, error) {
 			if !ok || f == "" {
 				return Request{}, fmt.Errorf("body %q: want body=@FILE", v)
 			}
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(dir, f)
+			if f, err = bodyPath(dir, f); err != nil {
+				return Request{}, fmt.Errorf("body: %w", err)
 			}
 			if req.Body, err = ReadBody(f, maxBody); err != nil {
 				return Request{}, fmt.Errorf("body: %w", err)
@@ -174,6 +174,28 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// bodyPath is a request file's body=@FILE: named relative to the request
+// file's folder and inside it, links followed. A request file is often
+// the repository's (a review reads the pull request's): it must not send
+// a file from elsewhere on the machine.
+func bodyPath(dir, f string) (string, error) {
+	if filepath.IsAbs(f) {
+		return "", fmt.Errorf("@%s: name a body file relative to the request file's folder, inside it", f)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	path, err := filepath.EvalSymlinks(filepath.Join(dir, f))
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(root, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("@%s: outside the request file's folder %s", f, dir)
+	}
+	return path, nil
 }
 
 // ReadBody reads a request body from a file, within maxBody bytes (0:

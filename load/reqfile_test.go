@@ -14,8 +14,17 @@ import (
 )
 
 func TestParseRequests(t *testing.T) {
-	dir := t.TempDir()
+	top := t.TempDir()
+	dir := filepath.Join(top, "perf")
+	os.Mkdir(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"a":1}`), 0o644)
+	// A secret beside the request file's folder, a link to it inside, and
+	// a FIFO, whose open() would wait for a writer for ever.
+	os.WriteFile(filepath.Join(top, "secret.txt"), []byte("secret"), 0o600)
+	os.Symlink(filepath.Join(top, "secret.txt"), filepath.Join(dir, "link.txt"))
+	if err := mkfifo(filepath.Join(dir, "fifo")); err != nil {
+		t.Fatal(err)
+	}
 	src := `# a mix
 GET /json weight=3
 
@@ -36,14 +45,17 @@ HEAD /  weight=1
 		{"GET / weight=0", "mix.txt:1: weight \"0\""},
 		{"GET / weight=x", "weight \"x\""},
 		{"GET / body=x.json", "body \"x.json\": want body=@FILE"},
-		{"GET / body=@nope.json", "mix.txt:1: body: open"},
+		{"GET / body=@nope.json", "mix.txt:1: body: lstat"},
+		{"POST / body=@../secret.txt", "mix.txt:1: body: @../secret.txt: outside the request file's folder"},
+		{"POST / body=@link.txt", "mix.txt:1: body: @link.txt: outside the request file's folder"},
+		{"POST / body=@fifo", "fifo is not a regular file (a FIFO): refused before opening it"},
 		{"GET / header=\"NoColon\"", "header \"NoColon\""},
 		{"GET / color=red", "unknown key \"color\""},
 		{"GET \"/a b\"", "mix.txt:1: path \"/a b\": byte 2 is ' '; percent-encode it (%20)"},
 		{"GET /a\x00", "mix.txt:1: path \"/a\\x00\": byte 2"},
 		{"GET / header=\"X-A: b\rc\"", "mix.txt:1: header X-A: its value holds a line break or NUL"},
 		{"GET / header=\"X(A): b\"", "mix.txt:1: header name \"X(A)\""},
-		{"POST / body=@/dev/zero", "mix.txt:1: body: /dev/zero over the limit of 67108864 bytes (-max-body raises it)"},
+		{"POST / body=@/dev/zero", "mix.txt:1: body: @/dev/zero: name a body file relative to the request file's folder"},
 		{"GET / header=\"A: b", "unterminated double quote"},
 		{"GET", "want METHOD PATH"},
 		{"# nothing\n", "no requests in it"},

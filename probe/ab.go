@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/report"
@@ -199,6 +200,11 @@ func (ab *abRun) setup(ctx context.Context) error {
 	}
 	if (cfg.BeforeGo == "") != (cfg.AfterGo == "") {
 		return errors.New("-before-go and -after-go name the two toolchains, both or neither")
+	}
+	for _, c := range [][2]string{{"-before-go", cfg.BeforeGo}, {"-after-go", cfg.AfterGo}} {
+		if err := gorelease.CheckToolchain(c[0], c[1]); c[1] != "" && err != nil {
+			return err
+		}
 	}
 	target := cfg.Run.Target
 	if target == "" {

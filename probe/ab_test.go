@@ -329,6 +329,22 @@ func TestABToolchainFlags(t *testing.T) {
 			t.Errorf("%q: %v", args, err)
 		}
 	}
+	// A name GOTOOLCHAIN would not take is refused before anything is
+	// built, by flag and by AB itself.
+	for _, bad := range []string{"../../x", "go1.27.3;id", "go1.27.3 ", "1.27"} {
+		args := []string{"-before-go", "go1.26.8", "-after-go", bad, "./targets/httpjson"}
+		if _, err := ABConfigFromArgs(args); err == nil || !strings.Contains(err.Error(), "-after-go") || !strings.Contains(err.Error(), "want a Go release") {
+			t.Errorf("%q: %v", bad, err)
+		}
+		if _, err := AB(context.Background(), ABConfig{BeforeGo: bad, AfterGo: "go1.27.3", Out: t.TempDir()}, nil); err == nil || !strings.Contains(err.Error(), "-before-go") {
+			t.Errorf("AB with -before-go %q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"go1.27.3", "go1.27", "go1.28rc1", "local", "auto", "path", "go1.27.3+auto"} {
+		if err := gorelease.CheckToolchain("-after-go", good); err != nil {
+			t.Errorf("%q refused: %v", good, err)
+		}
+	}
 }
 
 // TestABToolchains: one tree built by Go 1.26 and Go 1.27 in interleaved

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/load"
@@ -419,6 +420,12 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		fmt.Fprintln(stderr, "probe ab: -before-go and -after-go go together")
 		return ab, opt, ExitUsage, false
 	}
+	for _, c := range [][2]string{{"-before-go", ab.BeforeGo}, {"-after-go", ab.AfterGo}} {
+		if err := gorelease.CheckToolchain(c[0], c[1]); c[1] != "" && err != nil {
+			fmt.Fprintf(stderr, "probe ab: %v\n", err)
+			return ab, opt, ExitUsage, false
+		}
+	}
 	if (ab.Before == "" || ab.After == "") && (ab.BeforeGo == "" || ab.Before != ab.After) {
 		fmt.Fprintln(stderr, "probe ab: -before and -after are required (or -before-go and -after-go, to compare two toolchains on one tree)")
 		return ab, opt, ExitUsage, false
@@ -590,9 +597,9 @@ func readRequestFile(cfg *Config, maxBody int64) error {
 	if cfg.RequestFile == "" {
 		return nil
 	}
-	fh, err := os.Open(cfg.RequestFile)
+	fh, err := limits.OpenRegular(cfg.RequestFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("-requests: %w", err)
 	}
 	defer fh.Close()
 	cfg.Mix, err = load.ParseRequests(fh, cfg.RequestFile, filepath.Dir(cfg.RequestFile), maxBody)

@@ -22,6 +22,7 @@ import (
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/report"
@@ -209,6 +210,11 @@ func (cfg Config) validate() (CPUPlan, error) {
 	}
 	if a := cfg.Arrivals; a.Rate < 0 || math.IsNaN(a.Rate) || math.IsInf(a.Rate, 0) || a.Rate > 10_000_000 {
 		return CPUPlan{}, fmt.Errorf("-rate %g: want requests per second, above 0 and at most 1e7 (0: closed loop)", a.Rate)
+	}
+	// A gap longer than the window sends nothing in it, and one past
+	// 2^63 ns cannot be scheduled: both refused here, before any build.
+	if a := cfg.Arrivals; a.Open() && float64(time.Second)/a.Rate > float64(max(cfg.Duration, time.Second)) {
+		return CPUPlan{}, fmt.Errorf("-rate %g: one request every %.3gs, longer than the window (-duration %v): it would send none", a.Rate, 1/a.Rate, cfg.Duration)
 	}
 	if cfg.Arrivals.Open() && cfg.Instructions {
 		return CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
@@ -523,7 +529,7 @@ func h2cLean(cfg Config) bool {
 func tlsConfig(cfg Config) (*tls.Config, error) {
 	c := &tls.Config{InsecureSkipVerify: cfg.Insecure}
 	if cfg.CACert != "" {
-		b, err := os.ReadFile(cfg.CACert)
+		b, err := limits.ReadFile(cfg.CACert, limits.Body, "-max-body")
 		if err != nil {
 			return nil, fmt.Errorf("-cacert: %w", err)
 		}

@@ -337,8 +337,8 @@ func TestBadInput(t *testing.T) {
 		{"exits at start", []string{"-args", "-mode exit", "./testdata/probetarget"}, ExitFailed, []string{"exited before it listened", "exiting at start as asked"}},
 		{"never listens", []string{"-args", "-mode nolisten", "-ready-timeout", "1s", "./testdata/probetarget"}, ExitFailed, []string{"never listened", "-ready-timeout"}},
 		{"crashes mid-window", []string{"-args", "-mode crash -crash-after 3000", "-warmup", "0s", "-duration", "20s", "./testdata/probetarget"}, ExitFailed, []string{"exited during the window", "crashing as asked"}},
-		{"panics mid-window", []string{"-args", "-mode panic -crash-after 3000", "-warmup", "0s", "-duration", "20s", "./testdata/probetarget"}, ExitFailed, []string{"its last output:\n  panic: probetarget: panicking as asked", "goroutine", "main.panicDeep"}},
-		{"floods its output", []string{"-args", "-mode flood", "./testdata/probetarget"}, ExitFailed, []string{"its last output:\n  xxx", "... (", "bytes more)"}},
+		{"panics mid-window", []string{"-args", "-mode panic -crash-after 3000", "-warmup", "0s", "-duration", "20s", "./testdata/probetarget"}, ExitFailed, []string{"its last output:\n  | panic: probetarget: panicking as asked", "goroutine", "main.panicDeep"}},
+		{"floods its output", []string{"-args", "-mode flood", "./testdata/probetarget"}, ExitFailed, []string{"its last output:\n  | xxx", "... (", "bytes more)"}},
 		{"wrong -addr", []string{"-addr", "127.0.0.1:9", "-ready-timeout", "2s", "./testdata/probetarget"}, ExitFailed, []string{"never listened on 127.0.0.1:9 (it listens on 127.0.0.1:", "pass that to -addr"}},
 		{"port held by another process", []string{"-addr", held.Addr().String(), "./testdata/probetarget"}, ExitFailed, []string{"held by another process", fmt.Sprintf("pid %d", os.Getpid())}},
 		{"existing out", []string{"-out", existing, "./testdata/probetarget"}, ExitUsage, []string{existing, "already exists"}}, // before the build

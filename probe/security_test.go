@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/perfspy/perfspy/profstore"
@@ -52,6 +53,11 @@ func TestRefusedBeforeBuild(t *testing.T) {
 	existing := t.TempDir()
 	body := filepath.Join(t.TempDir(), "big")
 	os.WriteFile(body, make([]byte, 2048), 0o600)
+	// A FIFO's open() waits for a writer, deaf to signals: refused first.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -67,7 +73,11 @@ func TestRefusedBeforeBuild(t *testing.T) {
 		{[]string{"-path", "/a b"}, "-path: path \"/a b\": byte 2 is ' '"},
 		{[]string{"-header", "X-A: b\rc"}, "its value holds a line break"},
 		{[]string{"-body", body, "-max-body", "1024"}, "-body: " + body + " over the limit of 1024 bytes (-max-body raises it)"},
-		{[]string{"-body", "/dev/zero"}, "-body: /dev/zero over the limit of 67108864 bytes (-max-body raises it)"},
+		{[]string{"-body", "/dev/zero"}, "-body: /dev/zero is not a regular file (a device): refused before opening it"},
+		{[]string{"-body", fifo}, "-body: " + fifo + " is not a regular file (a FIFO)"},
+		{[]string{"-requests", fifo}, "-requests: " + fifo + " is not a regular file (a FIFO)"},
+		{[]string{"-rate", "1e-12"}, "-rate 1e-12: one request every 1e+12s, longer than the window"},
+		{[]string{"-rate-steps", "NaN"}, "-rate-steps \"NaN\": want requests per second above 0"},
 		{[]string{"-results-mode", "0644"}, "-results-mode"},
 	} {
 		var stderr strings.Builder

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +28,7 @@ func parseRates(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v <= 0 || v > 10_000_000 {
+		if err != nil || !(v > 0) || v > 10_000_000 || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("-rate-steps %q: want requests per second above 0, at most 1e7, comma-separated", s)
 		}
 		if len(out) > 0 && v <= out[len(out)-1] {
@@ -72,7 +73,15 @@ func RateSteps(ctx context.Context, cfg Config, rates []float64, logw io.Writer)
 		}
 		res.Steps = append(res.Steps, rateStep(r.Summary, rate, filepath.Base(rc.Out)))
 	}
-	return res, out, writeSteps(out, res)
+	if err := writeSteps(out, res); err != nil {
+		return res, out, err
+	}
+	// Steps none of which held its rate say nothing of where the server
+	// falls behind: not judged (exit 3), as a run would be.
+	if !slices.ContainsFunc(res.Steps, func(s schema.RateStep) bool { return s.Verdict == VerdictRateHeld }) {
+		return res, out, fmt.Errorf("%w: no step held its rate and was judged (each step's reasons are in steps.json)", ErrNotJudged)
+	}
+	return res, out, nil
 }
 
 // writeSteps writes steps.json and report.md for the steps res holds,

@@ -93,6 +93,22 @@ func TestRateSteps(t *testing.T) {
 	}
 }
 
+// TestRateStepsNoneHeld: steps none of which holds its rate (each 100×
+// past a 1 ms handler's capacity) are not judged: exit 3 with the reason,
+// steps.json written.
+func TestRateStepsNoneHeld(t *testing.T) {
+	skipShort(t)
+	out := filepath.Join(t.TempDir(), "steps")
+	code, stdout, stderr := probeRun(t, "-q", "-out", out, "-path", "/spin?us=1000", "-rate-steps", "100000", "-conns", "2",
+		"-duration", "1s", "-exact-duration", "500ms", "-warmup", "200ms", "-retained=false", "-wallclock=false", "./testdata/probetarget")
+	if code != ExitNotJudged || !strings.Contains(stderr, "no step held its rate") {
+		t.Fatalf("exit %d, want %d and the reason\n%s%s", code, ExitNotJudged, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "steps.json")); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestRateStepsInterrupt: Ctrl-C during the second step keeps the first:
 // steps.json and report.md are written with it and say why the rest are
 // not there; probe exits as interrupted and leaves no process.

@@ -20,6 +20,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -605,7 +606,24 @@ func codeQuality(as []Annotation) ([]byte, error) {
 // workflowCommand is a GitHub workflow command line for a.
 func workflowCommand(a Annotation) string {
 	prop := func(s string) string {
-		return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+		s = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+		if safetext.Clean(s) {
+			return s
+		}
+		// A rune a terminal must not see (U+202E reorders the line) is
+		// percent-encoded, byte by byte: the safe writer would otherwise
+		// spell it \u202e, a name that is no file.
+		var b strings.Builder
+		for _, r := range s {
+			if safetext.Clean(string(r)) {
+				b.WriteRune(r)
+				continue
+			}
+			for _, c := range []byte(string(r)) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		return b.String()
 	}
 	data := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(a.Message)
 	return fmt.Sprintf("::%s file=%s,line=%d,title=%s::%s", a.Level, prop(a.File), a.Line, prop(a.Title), data)

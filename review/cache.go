@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/probe"
 )
 
@@ -46,10 +47,16 @@ type cache struct {
 	record map[string]string // key -> digest
 }
 
+// maxManifest bounds the cache's record: a key and a digest per entry,
+// kilobytes for thousands of entries.
+const maxManifest = 4 << 20
+
 // openCache reads dir's record; none (a new cache) is an empty one.
 func openCache(dir string) *cache {
 	c := &cache{dir: dir, record: map[string]string{}}
-	if b, err := os.ReadFile(filepath.Join(dir, manifestName)); err == nil {
+	// A record that is not a regular file (a FIFO, /dev/zero) or past its
+	// bound is no record: every entry is measured again.
+	if b, err := limits.ReadFile(filepath.Join(dir, manifestName), maxManifest, ""); err == nil {
 		json.Unmarshal(b, &c.record)
 	}
 	return c
@@ -84,7 +91,7 @@ func (c *cache) lookup(key string) (runs []string, worktree, why string, ok bool
 	if d, err := digest(entry); err != nil || d != c.record[key] {
 		return nil, "", "its bytes do not match the cache's record (edited since this perfspy wrote it, or written by something else): measured again", false
 	}
-	wt, err := os.ReadFile(filepath.Join(entry, "worktree"))
+	wt, err := limits.ReadFile(filepath.Join(entry, "worktree"), 1<<16, "")
 	if err != nil {
 		return nil, "", "", false
 	}

@@ -56,7 +56,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logw = nil
 	}
 	res, err := Review(ctx, opt, logw)
-	if res != nil && res.Dir != "" {
+	if res != nil && res.Dir != "" && !errors.Is(err, ErrWrite) {
 		for _, a := range res.Annotations {
 			fmt.Fprintln(stdout, workflowCommand(a))
 		}

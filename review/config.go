@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/metric"
 )
 
@@ -122,7 +123,7 @@ const MaxConfig = 1 << 20
 
 // readConfig reads path, refusing more than MaxConfig bytes unread.
 func readConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := limits.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

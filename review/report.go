@@ -2,6 +2,7 @@ package review
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/report"
@@ -21,6 +23,10 @@ const CommentMarker = "<!-- perfspy-review -->"
 // CommentLimit is the size review.md stays within: GitHub refuses a
 // comment over 65536 characters; the rest is left for a note.
 const CommentLimit = 60000
+
+// ErrWrite is a review whose results could not be written (a full disk):
+// it is measured, but there is nothing to read.
+var ErrWrite = errors.New("writing the results")
 
 // write writes review.md, review.json and annotations.txt, and appends
 // review.md to $GITHUB_STEP_SUMMARY when it is set.
@@ -38,9 +44,14 @@ func (r *Result) write(getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	for name, data := range map[string][]byte{"review.md": []byte(md), "review.json": append(js, '\n'), "annotations.txt": []byte(ann.String()), "codequality.json": cq} {
-		if err := os.WriteFile(filepath.Join(r.Dir, name), data, 0o644); err != nil {
-			return err
+	// Each file whole or not at all (a full disk leaves no empty
+	// review.md), review.md last: its presence says the others are there.
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"review.json", append(js, '\n')}, {"annotations.txt", []byte(ann.String())}, {"codequality.json", cq}, {"review.md", []byte(md)}} {
+		if err := outfile.Write(filepath.Join(r.Dir, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrWrite, f.name, err)
 		}
 	}
 	if p := getenv("GITHUB_STEP_SUMMARY"); p != "" {

@@ -1,7 +1,10 @@
 package review
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,6 +83,12 @@ func TestWorkflowCommand(t *testing.T) {
 	want := "::error file=a%2Cb%3Ac.go,line=7,title=perfspy%3A x%2C y::100%25 more%0Aand more"
 	if got := workflowCommand(a); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A file name with U+202E: percent-encoded, so that the safe writer
+	// leaves the command as it is.
+	a.File = "srv/\u202egnp.go"
+	if got := workflowCommand(a); !strings.HasPrefix(got, "::error file=srv/%E2%80%AEgnp.go,line=7,") {
+		t.Errorf("got %s", got)
 	}
 }
 
@@ -183,5 +192,27 @@ func TestTailBills(t *testing.T) {
 	writeTailBills(&b, []probe.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}, {Profile: "tail_copies", Key: "main.same", Delta: 0.9}})
 	if b.Len() != 0 {
 		t.Errorf("nothing moved, yet:\n%s", b.String())
+	}
+}
+
+// TestWriteFailed: results that cannot be written are an ErrWrite, and
+// leave no file behind half written.
+func TestWriteFailed(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	os.WriteFile(file, nil, 0o644)
+	r := &Result{Dir: filepath.Join(file, "review")}
+	if err := r.write(func(string) string { return "" }); !errors.Is(err, ErrWrite) {
+		t.Errorf("write into a file's path: %v, want ErrWrite", err)
+	}
+	r.Dir = dir
+	if err := r.write(func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("a temporary file left: %s", e.Name())
+		}
 	}
 }

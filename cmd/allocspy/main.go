@@ -7,12 +7,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/internal/cmdmain"
@@ -26,7 +23,7 @@ var malloc = cost.Micro{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdmain.SignalContext()
 	defer stop()
 	cmdmain.Run(func(stdout, stderr io.Writer) int {
 		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {

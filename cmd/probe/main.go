@@ -8,11 +8,8 @@
 package main
 
 import (
-	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/cost"
@@ -31,7 +28,7 @@ var handoff = cost.Micro{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdmain.SignalContext()
 	defer stop()
 	cmdmain.Run(func(stdout, stderr io.Writer) int {
 		if len(os.Args) > 1 && (os.Args[1] == "cost" || os.Args[1] == "bench") {

@@ -20,6 +20,17 @@ func TestMain(m *testing.M) {
 	case "version":
 		os.Args = []string{"/x/allocdiff", "-version"}
 		Run(func(io.Writer, io.Writer) int { return Usage })
+	case "stuck":
+		// A command that never looks at its context: the second signal
+		// ends it.
+		ctx, stop := SignalContext()
+		defer stop()
+		Run(func(_, stderr io.Writer) int {
+			io.WriteString(stderr, "ready\n")
+			<-ctx.Done()
+			io.WriteString(stderr, "first signal seen; stuck\n")
+			select {}
+		})
 	case "escape":
 		Run(func(stdout, _ io.Writer) int {
 			io.WriteString(stdout, "name\x1b]52;c;aGk=\x07 main.rtl\u202egnp.exe\n")
@@ -85,5 +96,34 @@ func TestVersion(t *testing.T) {
 	code, _, out := run(t, "version")
 	if code != OK || !strings.HasPrefix(out, "allocdiff ") || strings.TrimSpace(strings.TrimPrefix(out, "allocdiff ")) != Version() {
 		t.Errorf("-version: exit %d, %q (Version() = %q)", code, out, Version())
+	}
+}
+
+// TestSecondSignalExits: a command stuck after the first SIGINT (as one
+// blocked in open() on a FIFO is) exits 130 at the second.
+func TestSecondSignalExits(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CMDMAIN_CRASH=stuck")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, _ := stderr.Read(buf); !strings.Contains(string(buf[:n]), "ready") {
+		t.Fatalf("the command did not start: %q", buf[:n])
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if n, _ := stderr.Read(buf); !strings.Contains(string(buf[:n]), "stuck") {
+		t.Fatalf("the first signal was not seen: %q", buf[:n])
+	}
+	cmd.Process.Signal(os.Interrupt)
+	rest, _ := io.ReadAll(stderr)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != Interrupted || !strings.Contains(string(rest), "a second signal") {
+		t.Errorf("after a second SIGINT: %v, %q; want exit %d and the reason", err, rest, Interrupted)
 	}
 }

@@ -98,3 +98,16 @@ func GOROOT(release string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// toolchainName is what GOTOOLCHAIN may be: local, auto, path, or a Go
+// release (go1.27, go1.27.3, go1.28rc1) with +auto or +path.
+var toolchainName = regexp.MustCompile(`^(local|auto|path|go1(\.[0-9]+){1,2}((rc|beta)[0-9]+)?(\+(auto|path))?)$`)
+
+// CheckToolchain refuses a toolchain name GOTOOLCHAIN would not take,
+// before anything is built with it: flag names the flag that gave it.
+func CheckToolchain(flag, v string) error {
+	if !toolchainName.MatchString(v) {
+		return fmt.Errorf("%s %q: want a Go release (go1.27.3), local, auto or path, as GOTOOLCHAIN takes them", flag, v)
+	}
+	return nil
+}

@@ -33,10 +33,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Size == e.Limit+1 { // reading stopped there
-		return fmt.Sprintf("%s over the limit of %d %s (%s raises it)", e.What, e.Limit, e.Unit, e.Flag)
+	raise := ""
+	if e.Flag != "" { // a bound no flag moves (perfspy's own records) says none
+		raise = " (" + e.Flag + " raises it)"
 	}
-	return fmt.Sprintf("%s of %d %s, over the limit of %d %s (%s raises it)", e.What, e.Size, e.Unit, e.Limit, e.Unit, e.Flag)
+	if e.Size == e.Limit+1 { // reading stopped there
+		return fmt.Sprintf("%s over the limit of %d %s%s", e.What, e.Limit, e.Unit, raise)
+	}
+	return fmt.Sprintf("%s of %d %s, over the limit of %d %s%s", e.What, e.Size, e.Unit, e.Limit, e.Unit, raise)
 }
 
 // ReadAll reads r to its end, or fails with an *Error past limit bytes.
@@ -101,17 +105,54 @@ func GzipSize(r io.ReaderAt, n int64) int64 {
 }
 
 // ReadFile reads the file at path, or fails: with an *Error (named
-// after the file) past limit bytes, or saying it is a folder.
+// after the file) past limit bytes, or saying it is not a regular file.
 func ReadFile(path string, limit int64, flag string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	return ReadAll(f, limit, path, flag)
+}
+
+// OpenRegular opens path for reading when it is a regular file (through
+// symbolic links). Anything else is refused before it is opened: a FIFO's
+// open() waits for a writer, deaf to signals, and a device (/dev/zero)
+// never ends.
+func OpenRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
 		return nil, fmt.Errorf("%s is a folder", path)
 	}
-	return ReadAll(f, limit, path, flag)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): refused before opening it", path, kindOf(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	// The path may have been swapped between the two looks.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
+}
+
+// kindOf names what a file that is not regular is.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0 || m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
 }
 
 // Reader reads through r and fails with an *Error once more than limit

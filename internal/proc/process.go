@@ -122,7 +122,9 @@ func (p *Proc) logTail() string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return "; its last output:\n  " + strings.Join(lines, "\n  ")
+	// Quoted: a line of the target's never begins a line of ours (a CI
+	// runner's workflow commands).
+	return "; its last output:\n  " + strings.ReplaceAll(safetext.Relayed(strings.Join(lines, "\n")), "\n", "\n  ")
 }
 
 // Bounds of what logTail shows: a target's output is not the user's

@@ -22,7 +22,7 @@ func FromProfile(pp *profile.Profile) *Profile {
 	for _, l := range pp.Location {
 		c.loc(l)
 	}
-	total := make([]int64, p.nt)
+	total, neg := make([]int64, p.nt), make([]int64, p.nt)
 	for _, s := range pp.Sample {
 		p.keyOff = append(p.keyOff, uint32(len(p.extra)))
 		for _, l := range s.Location {
@@ -37,8 +37,11 @@ func FromProfile(pp *profile.Profile) *Profile {
 			}
 			p.vals = append(p.vals, v)
 			switch {
+			case v < 0 && v < math.MinInt64-neg[t]:
+				p.Negative[t], p.Overflow[t], neg[t] = true, true, math.MinInt64
 			case v < 0:
 				p.Negative[t] = true
+				neg[t] += v
 			case v > math.MaxInt64-total[t]:
 				p.Overflow[t], total[t] = true, math.MaxInt64
 			default:

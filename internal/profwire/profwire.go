@@ -39,8 +39,8 @@ type Profile struct {
 	Samples     int // samples read, before interning
 	// Negative is, per sample type, whether a sample had a negative value.
 	Negative []bool
-	// Overflow is, per sample type, whether its positive values add up
-	// past what an int64 holds.
+	// Overflow is, per sample type, whether its positive values, or its
+	// negative ones, add up past what an int64 holds.
 	Overflow []bool
 
 	data []byte
@@ -243,6 +243,7 @@ type decoder struct {
 	fnIDs    []uint64
 	mapIDs   []uint64
 	posTotal []int64
+	negTotal []int64 // the negative values' sum, to see it pass -2^63
 }
 
 // top reads the profile's fields; with a stream, as its bytes arrive.
@@ -545,7 +546,7 @@ func (d *decoder) sample(typ int, v []byte) error {
 		d.p.nt = d.nv
 		d.p.Negative = make([]bool, d.nv)
 		d.p.Overflow = make([]bool, d.nv)
-		d.posTotal = make([]int64, d.nv)
+		d.posTotal, d.negTotal = make([]int64, d.nv), make([]int64, d.nv)
 	} else if len(d.scrVal) != d.nv {
 		return malformed("mismatch: a sample has %d values, another %d", len(d.scrVal), d.nv)
 	}
@@ -560,8 +561,12 @@ func (d *decoder) sample(typ int, v []byte) error {
 	for i, x := range d.scrVal {
 		vals[i] += x
 		switch {
+		case x < 0 && x < math.MinInt64-d.negTotal[i]:
+			d.p.Negative[i], d.p.Overflow[i] = true, true
+			d.negTotal[i] = math.MinInt64
 		case x < 0:
 			d.p.Negative[i] = true
+			d.negTotal[i] += x
 		case x > math.MaxInt64-d.posTotal[i]:
 			d.p.Overflow[i] = true
 			d.posTotal[i] = math.MaxInt64

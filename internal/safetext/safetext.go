@@ -204,3 +204,16 @@ func plain(p []byte) bool {
 	}
 	return true
 }
+
+// Relayed returns another program's output (a target's last lines, the
+// go command's errors) to be quoted in perfspy's own: each line begins
+// with "| ", so that none of it begins a line a CI runner parses as a
+// command of its own (GitHub's "::error ...", "::stop-commands::", the
+// older "##[error]"; runners trim leading space before they look).
+func Relayed(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return "| " + strings.ReplaceAll(s, "\n", "\n| ")
+}

@@ -105,3 +105,19 @@ func BenchmarkWriter(b *testing.B) {
 		w.Write(buf)
 	}
 }
+
+// TestRelayed: another program's output, quoted, begins no line that a CI
+// runner would take for a workflow command, even with leading space.
+func TestRelayed(t *testing.T) {
+	in := "  ::stop-commands::tok\n::error file=main.go,line=1::forged\n\t##[error]old\nplain\n"
+	got := Relayed(in)
+	for _, line := range strings.Split(got, "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		if strings.HasPrefix(trimmed, "::") || strings.HasPrefix(trimmed, "##[") || !strings.HasPrefix(line, "| ") {
+			t.Errorf("relayed line %q", line)
+		}
+	}
+	if strings.Count(got, "\n") != 3 || Relayed("") != "" {
+		t.Errorf("Relayed(%q) = %q", in, got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy"
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
+	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/internal/srcroot"
 )
 
@@ -65,7 +66,9 @@ type BuildError struct {
 }
 
 func (e *BuildError) Error() string {
-	return fmt.Sprintf("building %s: %v\n%s", e.Spec, e.Err, strings.TrimSpace(e.Output))
+	// Quoted: the go command prints file names a //line directive sets,
+	// which must not begin a line a CI runner parses as a command.
+	return fmt.Sprintf("building %s: %v\n%s", e.Spec, e.Err, safetext.Relayed(strings.TrimSpace(e.Output)))
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
