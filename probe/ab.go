@@ -92,6 +92,9 @@ type ABResult struct {
 	// returns).
 	Profiles  map[string]map[string][]string `json:"-"`
 	Worktrees map[string]string              `json:"-"`
+	// pins are the digests of every round's files, taken as the round
+	// ended (pins.go): CheckPins reads them again.
+	pins map[string][32]byte
 	// metrics are the metrics compared, in the report's order.
 	metrics []abMetric
 }
@@ -129,6 +132,9 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	}
 	defer ab.close()
 	if err := ab.rounds(ctx); err != nil {
+		return nil, err
+	}
+	if err := ab.res.CheckPins(); err != nil {
 		return nil, err
 	}
 	ab.judge()
@@ -405,6 +411,9 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	}
 	ab.ingest(r, arm, rr.Dir, s)
 	ab.toolchainOf(arm, s.Go)
+	if err := ab.pin(rr.Dir); err != nil {
+		return err
+	}
 	if cfg.Control == "" {
 		return nil
 	}
@@ -417,7 +426,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	for k, v := range metricValues(cr.Summary) {
 		ab.control[arm][k] = append(ab.control[arm][k], v)
 	}
-	return nil
+	return ab.pin(cr.Dir)
 }
 
 // ingest takes one round's results folder into arm's figures, profiles
@@ -470,6 +479,10 @@ func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
 // folders of earlier runs of the same revision, instead of measuring it.
 func (ab *abRun) reuse() error {
 	for i, dir := range ab.cfg.BeforeRuns {
+		// Before any round of the other revision runs.
+		if err := ab.pin(dir); err != nil {
+			return fmt.Errorf("an earlier run of the before revision: %w", err)
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 		if err != nil {
 			return fmt.Errorf("an earlier run of the before revision: %w", err)

@@ -61,7 +61,10 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 		return err
 	}
 	ab.toolchainOf(arm, res.Summary.Go)
-	return ab.ingestBench(arm, res.Dir, res.Summary)
+	if err := ab.ingestBench(arm, res.Dir, res.Summary); err != nil {
+		return err
+	}
+	return ab.pin(res.Dir)
 }
 
 // ingestBench takes one benchmark round's results folder into arm's

@@ -168,3 +168,23 @@ func TestMainBadConfig(t *testing.T) {
 		t.Error("a results folder was made")
 	}
 }
+
+// TestCacheFolderChecked: -cache names the folder the base's counts are
+// judged from: one another user can write, or a link, is refused before
+// anything is measured, naming the flag.
+func TestCacheFolderChecked(t *testing.T) {
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	r.commit(map[string]string{"go.mod": "module example.com/rv\n\ngo 1.26\n", "server/main.go": serverBase, ".perfspy.yml": "servers:\n  - target: ./server\n"}, "base")
+	open := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(t.TempDir(), link)
+	for dir, want := range map[string]string{open: "is writable by group or others", link: "is a symbolic link"} {
+		code, stdout, stderr := runReview(t, r.dir, "-base", "HEAD", "-cache", dir, "-out", filepath.Join(t.TempDir(), "out"))
+		if code != 2 || !strings.Contains(stderr, "-cache: "+dir+" "+want) {
+			t.Errorf("-cache %s: exit %d\n%s%s", dir, code, stdout, stderr)
+		}
+	}
+}

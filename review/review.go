@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/flame"
+	cachedir "github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/schema"
@@ -126,7 +127,20 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	var jobs []job
 	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
 	if opt.Cache != "" {
-		m.cache = openCache(opt.Cache)
+		// The base's counts are judged from there: a folder another user
+		// can write (or a link to one) could change the verdict.
+		dir, err := filepath.Abs(opt.Cache)
+		if err == nil {
+			err = cachedir.Ensure(dir)
+		}
+		var ue *cachedir.UnsafeError
+		if errors.As(err, &ue) {
+			return nil, &ConfigError{File: "-cache", Msg: fmt.Sprintf("%s %s: another user could change the base's counts this review judges; give -cache a folder of your own", ue.Dir, ue.Reason)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-cache: %w", err)
+		}
+		m.cache = openCache(dir)
 	}
 	for _, s := range cfg.Servers {
 		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", "server", s.Name, func() (*Item, *probe.ABResult, error) {
@@ -246,6 +260,9 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 		it.Route = routeOf(abc)
 	}
 	it.Changes = changes(ab, m.cfg, it.Route, "req")
+	if err := ab.CheckPins(); err != nil {
+		return nil, nil, err
+	}
 	rejudge(it, ab, m.cfg)
 	m.flames(it, ab)
 	return it, ab, nil
@@ -274,6 +291,9 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.AB
 	}
 	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.Changes = changes(ab, m.cfg, "", "op")
+	if err := ab.CheckPins(); err != nil {
+		return nil, nil, err
+	}
 	rejudge(it, ab, m.cfg)
 	m.flames(it, ab)
 	return it, ab, nil
