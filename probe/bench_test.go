@@ -435,8 +435,10 @@ func TestBenchCountedShort(t *testing.T) {
 	// scavenger's timer heap) are in both, so the exact 2 per op is the
 	// benchmark's own lines' count, and the rest has runtime leaves.
 	for _, b := range s.Benchmarks {
-		if b.PerOp.Allocs != b.Benchmem.Allocs {
-			t.Errorf("%s: %v allocs/op, -benchmem %v", b.Name, b.PerOp.Allocs, b.Benchmem.Allocs)
+		// Once warm, the benchmark's 2 per op, but for the runtime's own
+		// allocations in a region (a few in a run).
+		if b.Steady == nil || math.Abs(b.PerOp.Allocs-2) > 0.005 {
+			t.Errorf("%s: %v allocs/op once warm (%v), want 2", b.Name, b.PerOp.Allocs, b.SteadyNote)
 		}
 		p, err := readProfile(filepath.Join(out, b.Files["allocs"]))
 		if err != nil {

@@ -121,6 +121,12 @@ func pushed(k, f string) bool {
 	if strings.HasPrefix(k, "tail_") || strings.HasPrefix(k, "median_") {
 		return false
 	}
+	// A benchmark's steady and once-paid allocations are views of the
+	// reported run's: the store keeps that run's (allocs), one profile per
+	// sample type, as a query by type names one.
+	if strings.HasSuffix(k, "_steady") || strings.HasSuffix(k, "_once") {
+		return false
+	}
 	return filepath.Ext(f) == ".gz" && filepath.Ext(f[:len(f)-3]) == ".pb"
 }
 

@@ -127,20 +127,9 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	var jobs []job
 	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
 	if opt.Cache != "" {
-		// The base's counts are judged from there: a folder another user
-		// can write (or a link to one) could change the verdict.
-		dir, err := filepath.Abs(opt.Cache)
-		if err == nil {
-			err = cachedir.Ensure(dir)
+		if m.cache, err = cacheFlag(opt.Cache); err != nil {
+			return nil, err
 		}
-		var ue *cachedir.UnsafeError
-		if errors.As(err, &ue) {
-			return nil, &ConfigError{File: "-cache", Msg: fmt.Sprintf("%s %s: another user could change the base's counts this review judges; give -cache a folder of your own", ue.Dir, ue.Reason)}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("-cache: %w", err)
-		}
-		m.cache = openCache(dir)
 	}
 	for _, s := range cfg.Servers {
 		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", "server", s.Name, func() (*Item, *probe.ABResult, error) {
@@ -193,6 +182,24 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Reasons, "; "))
 	}
 	return res, nil
+}
+
+// cacheFlag opens -cache DIR, held to the cache folder's checks: the
+// base's counts are judged from there, and a folder another user can
+// write (or a link to one) could change the verdict.
+func cacheFlag(flagDir string) (*cache, error) {
+	dir, err := filepath.Abs(flagDir)
+	if err == nil {
+		err = cachedir.Ensure(dir)
+	}
+	var ue *cachedir.UnsafeError
+	if errors.As(err, &ue) {
+		return nil, &ConfigError{File: "-cache", Msg: fmt.Sprintf("%s %s: another user could change the base's counts this review judges; give -cache a folder of your own", ue.Dir, ue.Reason)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-cache: %w", err)
+	}
+	return openCache(dir), nil
 }
 
 // measurer is what every item of one review shares: the repository, the
