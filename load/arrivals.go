@@ -87,16 +87,15 @@ func (s *schedule) take() time.Time {
 // worker could start within openGrace after it (every connection busy) is
 // dropped; one started more than lateSlack after its time is late. Latency is from the intended time,
 // RawLatency from the send.
-func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, step func(i int, r *Result)) (*Result, error) {
-	res := &Result{Latency: newHistogram(), RawLatency: newHistogram(), Arrivals: a}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, step func(i int, r *Result), end phaseEnd) (*Result, error) {
+	res := &Result{Latency: newHistogram(), RawLatency: newHistogram(), Arrivals: a, Drain: end.drain}
+	var g gather
 	start := time.Now()
 	sched := newSchedule(start, a)
 	for i := 0; i < conns; i++ {
-		wg.Add(1)
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
 			raw := &Result{Latency: newHistogram()}
 			local := &Result{Latency: newHistogram()}
 			timer := time.NewTimer(time.Hour)
@@ -135,17 +134,17 @@ func runOpen(ctx context.Context, conns int, deadline time.Time, a Arrivals, ste
 					local.Latency.RecordValue(max(time.Since(from).Microseconds(), 1))
 				}
 			}
-			mu.Lock()
-			res.addCounts(raw)
-			res.Scheduled += local.Scheduled
-			res.Late += local.Late
-			res.Dropped += local.Dropped
-			res.Latency.Merge(local.Latency)
-			res.RawLatency.Merge(raw.Latency)
-			mu.Unlock()
+			g.add(func() {
+				res.addCounts(raw)
+				res.Scheduled += local.Scheduled
+				res.Late += local.Late
+				res.Dropped += local.Dropped
+				res.Latency.Merge(local.Latency)
+				res.RawLatency.Merge(raw.Latency)
+			})
 		}()
 	}
-	wg.Wait()
+	res.settle(g.wait(conns, end.hard, end.abort))
 	res.Elapsed = time.Since(start)
 	return res, ctx.Err()
 }

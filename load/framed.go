@@ -59,6 +59,7 @@ func NewFramed(opt FramedOptions) (*Framed, error) {
 	}
 	d := &Framed{opt: opt, conns: make([]*framedConn, opt.Conns)}
 	d.workers.n, d.workers.step = opt.Conns, d.step
+	d.workers.abort = func() { d.Close() }
 	return d, nil
 }
 

@@ -63,6 +63,7 @@ type h2Request struct {
 func newH2Pool(addr string, n int, arrivals Arrivals, http bool, req h2Request) *h2Pool {
 	p := &h2Pool{addr: addr, http: http, conns: make([]*h2Conn, n), tagBook: tagBook{tags: make([][]Tag, n)}}
 	p.workers.n, p.workers.step, p.workers.arrivals = n, p.step, arrivals
+	p.workers.abort = func() { p.Close() }
 	p.first = encodeFrames(headerBlock(req.lead, req.fields, blockFirst), req.data)
 	p.steady = encodeFrames(headerBlock(req.lead, req.fields, blockSteady), req.data)
 	p.literal = encodeFrames(headerBlock(req.lead, req.fields, blockLiteral), req.data)

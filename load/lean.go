@@ -126,6 +126,7 @@ func NewLean(opt HTTPOptions) (*Lean, error) {
 	}
 	d := &Lean{opt: opt, addr: u.Host, conns: make([]*leanConn, opt.Conns), tagBook: tagBook{tags: make([][]Tag, opt.Conns)}}
 	d.workers.n, d.workers.step, d.workers.arrivals = opt.Conns, d.step, opt.Arrivals
+	d.workers.abort = func() { d.Close() }
 	port := "80"
 	if u.Scheme == "https" {
 		d.tls, port = opt.TLS, "443"

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +51,12 @@ type Result struct {
 	Arrivals                 Arrivals
 	RawLatency               *hdrhistogram.Histogram
 	Scheduled, Late, Dropped int64
+	// Abandoned are the requests still in flight when the phase's drain
+	// allowance after its deadline ran out (drain.go): not counted as
+	// errors, and a phase that has any is not one to judge.
+	Abandoned int64
+	// Drain is that allowance.
+	Drain time.Duration
 }
 
 // Latency is recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
@@ -159,11 +164,14 @@ type workers struct {
 	dials    atomic.Int64
 	step     func(ctx context.Context) func(i int, r *Result)
 	arrivals Arrivals
+	// abort closes the workers' connections, so that requests abandoned
+	// at a phase's end come back (drain.go); nil leaves them.
+	abort func()
 }
 
 // Run implements Driver.
 func (w *workers) Run(ctx context.Context, dur time.Duration) (*Result, error) {
-	return countDials(&w.dials, func() (*Result, error) { return phaseAt(ctx, dur, w.n, w.arrivals, w.step(ctx)) })
+	return countDials(&w.dials, func() (*Result, error) { return phaseAt(ctx, dur, w.n, w.arrivals, w.step(ctx), w.abort) })
 }
 
 // RunN implements Driver.
@@ -222,16 +230,30 @@ func phase(ctx context.Context, d time.Duration, conns int, step func(i int, r *
 	return phaseAt(ctx, d, conns, Arrivals{}, step)
 }
 
-// phaseAt is phase, on a clock when a is open-loop load.
-func phaseAt(ctx context.Context, d time.Duration, conns int, a Arrivals, step func(i int, r *Result)) (*Result, error) {
+// phaseAt is phase, on a clock when a is open-loop load; abort, when not
+// nil, closes the driver's connections (drain.go).
+func phaseAt(ctx context.Context, d time.Duration, conns int, a Arrivals, step func(i int, r *Result), abort ...func()) (*Result, error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("load: duration %v must be positive", d)
 	}
 	deadline := time.Now().Add(d)
-	if a.Open() {
-		return runOpen(ctx, conns, deadline, a, step)
+	end := phaseEnd{hard: deadline.Add(drainAllowance(d)), drain: drainAllowance(d)}
+	if len(abort) > 0 {
+		end.abort = abort[0]
 	}
-	return run(ctx, conns, func() bool { return time.Now().Before(deadline) }, step)
+	if a.Open() {
+		end.hard = end.hard.Add(openGrace)
+		return runOpen(ctx, conns, deadline, a, step, end)
+	}
+	return run(ctx, conns, func() bool { return time.Now().Before(deadline) }, step, end)
+}
+
+// phaseEnd is when a phase's requests in flight are abandoned (none: a
+// phase bounded by a count waits for them), and how.
+type phaseEnd struct {
+	hard  time.Time
+	drain time.Duration
+	abort func()
 }
 
 // phaseN is phase bounded by a count of requests: exactly n are started.
@@ -241,29 +263,28 @@ func phaseN(ctx context.Context, n, conns int, step func(i int, r *Result)) (*Re
 	}
 	var left atomic.Int64
 	left.Store(int64(n))
-	return run(ctx, conns, func() bool { return left.Add(-1) >= 0 }, step)
+	return run(ctx, conns, func() bool { return left.Add(-1) >= 0 }, step, phaseEnd{})
 }
 
-func run(ctx context.Context, conns int, more func() bool, step func(i int, r *Result)) (*Result, error) {
-	res := &Result{Latency: newHistogram()}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+func run(ctx context.Context, conns int, more func() bool, step func(i int, r *Result), end phaseEnd) (*Result, error) {
+	res := &Result{Latency: newHistogram(), Drain: end.drain}
+	var g gather
 	start := time.Now()
 	for i := 0; i < conns; i++ {
-		wg.Add(1)
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
 			local := &Result{Latency: newHistogram()}
 			for ctx.Err() == nil && more() {
 				step(i, local)
 			}
-			mu.Lock()
-			res.addCounts(local)
-			res.Latency.Merge(local.Latency)
-			mu.Unlock()
+			g.add(func() {
+				res.addCounts(local)
+				res.Latency.Merge(local.Latency)
+			})
 		}()
 	}
-	wg.Wait()
+	res.settle(g.wait(conns, end.hard, end.abort))
 	res.Elapsed = time.Since(start)
 	return res, ctx.Err()
 }

@@ -802,6 +802,9 @@ func windowReasons(windows []namedWindow, min int64) []string {
 		if l.Errors+l.Non2xx > 0 {
 			out = append(out, fmt.Sprintf("%d failed requests in the %s (first: %s)", l.Errors+l.Non2xx, nw.name, l.FirstErr))
 		}
+		if l.Abandoned > 0 {
+			out = append(out, fmt.Sprintf("%d requests in flight at the %s's end had no answer %v after it and were abandoned (a request that never answers ends no window)", l.Abandoned, nw.name, l.Drain))
+		}
 	}
 	if few {
 		out = append([]string{fmt.Sprintf("too few successful requests (%s; need %d)", strings.Join(counts, ", "), min)}, out...)
