@@ -199,6 +199,7 @@ func (q *condQueue) serve() {
 func newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	registerHandoffs(mux)
+	registerNoAnswer(mux)
 	return mux
 }
 
