@@ -4,9 +4,13 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/perfspy/perfspy/internal/worktree"
+	"github.com/perfspy/perfspy/report"
 )
 
 // git runs git in dir (worktree.Git).
@@ -45,6 +49,29 @@ func (ab *abRun) worktrees(ctx context.Context) error {
 			return err
 		}
 		ab.dirs[arm] = d
+		// The revision's own tree, not the checkout's: a head that
+		// commits the target's folder as a link to a folder elsewhere
+		// would have it built and run.
+		if err := insideTree(d, ab.rel); err != nil {
+			return fmt.Errorf("the %s revision (%s): %w", arm, report.ShortCommit(ab.shas[arm]), err)
+		}
+	}
+	return nil
+}
+
+// insideTree refuses rel when, its symbolic links followed in the
+// worktree root, it leads outside root.
+func insideTree(root, rel string) error {
+	top, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return nil // not there: the build says so
+	}
+	if r, err := filepath.Rel(top, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: a symbolic link leads outside the repository (to %s); refused", rel, real)
 	}
 	return nil
 }

@@ -31,3 +31,20 @@ func TestPins(t *testing.T) {
 		t.Errorf("removed: %v", err)
 	}
 }
+
+// TestInsideTree: a revision whose target folder is a link to a folder
+// outside its checkout is refused; a real folder, or one not there (the
+// build says so), is not.
+func TestInsideTree(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(root, "real"), 0o755)
+	os.Symlink(outside, filepath.Join(root, "srv"))
+	os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "inner"))
+	for rel, bad := range map[string]bool{"real": false, "inner": false, "missing": false, "srv": true, "srv/cmd": true} {
+		os.MkdirAll(filepath.Join(outside, "cmd"), 0o755)
+		err := insideTree(root, rel)
+		if (err != nil) != bad || bad && !strings.Contains(err.Error(), "leads outside the repository") {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+}
