@@ -21,10 +21,18 @@ const Env = "PERFSPY_CACHE"
 type UnsafeError struct {
 	Dir    string
 	Reason string
+	// Fix says what moves the folder: PERFSPY_CACHE for Dir's, the
+	// user's cache folder's variables for UserDir's, which
+	// PERFSPY_CACHE does not move.
+	Fix string
 }
 
 func (e *UnsafeError) Error() string {
-	return fmt.Sprintf("cache folder %s %s: another user could put code in what probe builds and runs; remove it, or set %s to a folder of your own", e.Dir, e.Reason, Env)
+	fix := e.Fix
+	if fix == "" {
+		fix = "set " + Env + " to a folder of your own"
+	}
+	return fmt.Sprintf("cache folder %s %s: another user could put code in what probe builds and runs; remove it, or %s", e.Dir, e.Reason, fix)
 }
 
 // Dir returns the cache folder, created private when missing and checked
@@ -34,12 +42,29 @@ func Dir() (string, error) {
 	if d := os.Getenv(Env); d != "" {
 		return ensureAbs(d)
 	}
-	return UserDir()
+	d, err := userDir()
+	var ue *UnsafeError
+	if errors.As(err, &ue) {
+		ue.Fix = "set " + Env + " (or XDG_CACHE_HOME, or HOME) to a folder of your own"
+	}
+	return d, err
 }
 
 // UserDir is Dir without $PERFSPY_CACHE: the folder shared by every run
 // of the user's (tests keep what takes minutes to build there).
 func UserDir() (string, error) {
+	d, err := userDir()
+	var ue *UnsafeError
+	if errors.As(err, &ue) && os.Getenv(Env) == "" {
+		// Dir's folder too: PERFSPY_CACHE would move Dir's, not this.
+		ue.Fix = "set XDG_CACHE_HOME (or HOME) so that its perfspy folder is one of your own"
+	} else if errors.As(err, &ue) {
+		ue.Fix = "set XDG_CACHE_HOME (or HOME) so that its perfspy folder is one of your own (" + Env + " does not move this one: it keeps the toolchains' private copies)"
+	}
+	return d, err
+}
+
+func userDir() (string, error) {
 	if uc, err := os.UserCacheDir(); err == nil {
 		return ensureAbs(filepath.Join(uc, "perfspy"))
 	}
@@ -78,15 +103,15 @@ func Check(dir string) error {
 	}
 	switch {
 	case st.Mode()&os.ModeSymlink != 0:
-		return &UnsafeError{dir, "is a symbolic link"}
+		return &UnsafeError{Dir: dir, Reason: "is a symbolic link"}
 	case !st.IsDir():
-		return &UnsafeError{dir, "is not a folder"}
+		return &UnsafeError{Dir: dir, Reason: "is not a folder"}
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return &UnsafeError{dir, fmt.Sprintf("belongs to uid %d, not to uid %d who runs probe", sys.Uid, os.Geteuid())}
+		return &UnsafeError{Dir: dir, Reason: fmt.Sprintf("belongs to uid %d, not to uid %d who runs probe", sys.Uid, os.Geteuid())}
 	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return &UnsafeError{dir, fmt.Sprintf("is writable by group or others (mode %04o)", st.Mode().Perm())}
+		return &UnsafeError{Dir: dir, Reason: fmt.Sprintf("is writable by group or others (mode %04o)", st.Mode().Perm())}
 	}
 	return nil
 }

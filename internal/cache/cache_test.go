@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -113,5 +114,24 @@ func TestInstallReplaces(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Dir(dir))
 	if len(ents) != 1 {
 		t.Errorf("Install left %d entries beside the folder, want none", len(ents)-1)
+	}
+}
+
+// TestUnsafeSaysWhatMovesIt: a planted folder under XDG_CACHE_HOME is
+// refused with the variable that moves it: PERFSPY_CACHE for Dir's,
+// XDG_CACHE_HOME for UserDir's, which PERFSPY_CACHE does not move.
+func TestUnsafeSaysWhatMovesIt(t *testing.T) {
+	home := t.TempDir()
+	planted := filepath.Join(home, "perfspy")
+	os.Mkdir(planted, 0o777)
+	os.Chmod(planted, 0o777)
+	t.Setenv("XDG_CACHE_HOME", home)
+	t.Setenv(Env, "")
+	if _, err := Dir(); err == nil || !strings.Contains(err.Error(), "set "+Env+" (or XDG_CACHE_HOME, or HOME)") {
+		t.Errorf("Dir: %v", err)
+	}
+	t.Setenv(Env, t.TempDir())
+	if _, err := UserDir(); err == nil || !strings.Contains(err.Error(), "set XDG_CACHE_HOME (or HOME)") || !strings.Contains(err.Error(), Env+" does not move this one") {
+		t.Errorf("UserDir: %v", err)
 	}
 }
