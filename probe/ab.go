@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/diff"
+	cachedir "github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
@@ -209,6 +210,13 @@ func (ab *abRun) setup(ctx context.Context) error {
 	}
 	for _, c := range [][2]string{{"-before-go", cfg.BeforeGo}, {"-after-go", cfg.AfterGo}} {
 		if err := gorelease.CheckToolchain(c[0], c[1]); c[1] != "" && err != nil {
+			return err
+		}
+	}
+	// A toolchain the go command fetches is copied into the user's cache
+	// folder: checked now, not after the first arm was built and measured.
+	if cfg.BeforeGo != "" {
+		if _, err := cachedir.UserDir(); err != nil {
 			return err
 		}
 	}
