@@ -239,10 +239,16 @@ func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) err
 		case opt.bench.Bench != "":
 			return errors.New("-rate-steps: not with -bench (benchmarks are not driven by a clock)")
 		}
-		check := *cfg
-		check.Arrivals.Rate = opt.rateSteps[0]
-		_, err := check.check()
-		return err
+		// Each step is checked as the run it will be: a rate the window
+		// cannot schedule is the flag's, -rate-steps.
+		for _, rate := range opt.rateSteps {
+			check := *cfg
+			check.Arrivals.Rate = rate
+			if _, err := check.check(); err != nil {
+				return fmt.Errorf("-rate-steps: %w", err)
+			}
+		}
+		return nil
 	}
 	if opt.bench.Bench == "" {
 		cfg.Exec = opt.bench.Exec

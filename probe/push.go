@@ -155,14 +155,16 @@ func pushFiles(ctx context.Context, pc PushConfig, ps pushSet) []error {
 		u := profstore.Upload{Base: pc.URL, Name: StoreName(k), Service: service, Labels: labels, Requests: profkey.Requests(p), From: from, Until: until}
 		if err := pushRoutes(ctx, pc, u, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", files[k], err))
-			if errors.Is(err, profstore.ErrNoAnswer) {
-				// One wait for a store that does not answer, not one
-				// per profile.
-				if left := len(names) - i - 1; left > 0 {
+			// One wait for a store that does not answer, and one refusal
+			// from a store that refuses: not one per profile.
+			if left := len(names) - i - 1; left > 0 {
+				if errors.Is(err, profstore.ErrNoAnswer) {
 					errs = append(errs, fmt.Errorf("%w: the other %d profiles were not sent", profstore.ErrNoAnswer, left))
+				} else {
+					errs = append(errs, fmt.Errorf("the store refused a profile: the other %d were not sent", left))
 				}
-				break
 			}
+			break
 		}
 	}
 	return errs

@@ -78,6 +78,7 @@ func TestRefusedBeforeBuild(t *testing.T) {
 		{[]string{"-requests", fifo}, "-requests: " + fifo + " is not a regular file (a FIFO)"},
 		{[]string{"-rate", "1e-12"}, "-rate 1e-12: one request every 1e+12s, longer than the window"},
 		{[]string{"-rate-steps", "NaN"}, "-rate-steps \"NaN\": want requests per second above 0"},
+		{[]string{"-rate-steps", "1e-9,1"}, "-rate-steps: -rate 1e-09: one request every 1e+09s, longer than the window"},
 		{[]string{"-results-mode", "0644"}, "-results-mode"},
 	} {
 		var stderr strings.Builder

@@ -131,6 +131,9 @@ type Upload struct {
 
 // Push sends p, with its requests, as u says: one push.v1 Push of the raw
 // pprof body. An error says what the server answered.
+// pushAnswerMax bounds what a push reads of the store's answer.
+const pushAnswerMax = 1 << 20
+
 func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
 	a = a.OrDefault()
 	if err := a.Check(u.Base); err != nil {
@@ -154,7 +157,14 @@ func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
 	if err != nil {
 		return err
 	}
-	_, err = pushv1connect.NewPusherServiceClient(hc, u.Base, options(a)...).Push(ctx, connect.NewRequest(req))
+	// A push's answer is an empty message: an endless or a huge one is
+	// cut at a mebibyte, not at the reads' -store-max-response.
+	pa := *a
+	pa.MaxResponse = min(max(pa.MaxResponse, 0), pushAnswerMax)
+	if pa.MaxResponse == 0 {
+		pa.MaxResponse = pushAnswerMax
+	}
+	_, err = pushv1connect.NewPusherServiceClient(hc, u.Base, options(&pa)...).Push(ctx, connect.NewRequest(req))
 	return serverError(a, u.Base, "Push", err)
 }
 

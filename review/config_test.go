@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // configRoot is a repository folder with a server and a package.
@@ -186,5 +188,36 @@ func TestCacheFolderChecked(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "-cache: "+dir+" "+want) {
 			t.Errorf("-cache %s: exit %d\n%s%s", dir, code, stdout, stderr)
 		}
+	}
+}
+
+// TestFIFOsRefused: a FIFO given as the configuration, or planted as the
+// cache's record, is refused (or read as no record) before open(), which
+// would wait for a writer deaf to signals.
+func TestFIFOsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := readConfig(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+			t.Errorf("readConfig(FIFO): %v", err)
+		}
+		cache := t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(cache, manifestName), 0o600); err != nil {
+			t.Error(err)
+			return
+		}
+		if c := openCache(cache); len(c.record) != 0 {
+			t.Errorf("a FIFO record read as %v", c.record)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked on a FIFO")
 	}
 }
