@@ -125,7 +125,9 @@ func (lm *lineMaps) causeLines(lcs []lineChange) []lineChange {
 	parsed := map[string][]funcIdents{}
 	for i := range lcs {
 		lc := &lcs[i]
-		if lc.changed || !strings.HasSuffix(lc.k.file, ".go") {
+		// A line whose change is below what an annotation shows (the
+		// runtime's noise) is no change to move.
+		if lc.changed || !strings.HasSuffix(lc.k.file, ".go") || math.Abs(lc.v[0]) < 0.005 && math.Abs(lc.v[1]) < 0.5 {
 			continue
 		}
 		hs := lm.hunks(lc.k.file)

@@ -121,13 +121,13 @@ func compilerReasons(head, base *diagnostics, at reasonAt) []string {
 	file, line, baseLines, changed, caused := at.file, at.line, at.baseLines, at.changed, at.caused
 	var h, b []diag
 	for _, d := range head.at[file][line] {
-		if !aboutConstant(d.msg) && !strings.HasSuffix(d.msg, "does not escape") {
+		if reason(d.msg) {
 			h = append(h, d)
 		}
 	}
 	for _, l := range baseLines {
 		for _, d := range base.at[file][l] {
-			if !aboutConstant(d.msg) && !strings.HasSuffix(d.msg, "does not escape") {
+			if reason(d.msg) {
 				b = append(b, d)
 			}
 		}
@@ -203,6 +203,13 @@ type reasonAt struct {
 
 // numbers are a diagnostic's numbers, which a size change moves.
 var numbers = regexp.MustCompile(`\d+`)
+
+// reason says whether a diagnostic can explain an allocation: not one
+// about a constant, not "does not escape", not b.Loop's "will be kept
+// alive".
+func reason(msg string) bool {
+	return !aboutConstant(msg) && !strings.HasSuffix(msg, "does not escape") && !strings.HasSuffix(msg, "will be kept alive")
+}
 
 // aboutConstant says whether a diagnostic is about a constant: a literal
 // converted to an interface is static data, never an allocation.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -366,5 +367,38 @@ func TestNewInHead(t *testing.T) {
 	// The repository's root (package: .) is never new.
 	if it, ok := m.newInHead(context.Background(), "benchmarks", ". .", "."); ok {
 		t.Errorf("the root is called new: %+v", it)
+	}
+}
+
+// TestHeadRewritesCachedBase: a head whose init() rewrites the base's
+// cached profiles (the review's -cache folder, found as a hostile head
+// finds it) cannot turn a failing review into a pass: the base's rounds
+// are pinned before the head runs, and a changed file ends the item.
+func TestHeadRewritesCachedBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reviews a benchmark package twice; skipped with -short")
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	bench := "package codec\n\nimport \"testing\"\n\nvar sink []byte\n\nfunc BenchmarkOp(b *testing.B) {\n\tfor b.Loop() {\n\t\tsink = make([]byte, 64)\n\t}\n}\n"
+	conf := "benchmarks:\n  - package: ./codec\n    bench: .\n    benchtime: 2000x\n"
+	base := r.commit(map[string]string{"go.mod": "module example.com/hostile\n\ngo 1.26\n", "codec/codec_test.go": bench, ".perfspy.yml": conf}, "base")
+	// The head allocates twice as much per op, and its init() rewrites
+	// every cached profile of the base it can find.
+	evil := strings.Replace(bench, "\t\tsink = make([]byte, 64)\n", "\t\tsink = make([]byte, 64)\n\t\tsink = make([]byte, 64)\n", 1)
+	evil = strings.Replace(evil, "import \"testing\"\n", "import (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n)\n\nfunc init() {\n\tfiles, _ := filepath.Glob(filepath.Join("+strconv.Quote(cache)+", \"*\", \"runs\", \"*-before\", \"*\", \"*.pb.gz\"))\n\tfor _, f := range files {\n\t\tos.WriteFile(f, []byte(\"rewritten\"), 0o644)\n\t}\n}\n", 1)
+	head := r.commit(map[string]string{"codec/codec_test.go": evil}, "head")
+	for i := range 2 {
+		out := filepath.Join(t.TempDir(), "review")
+		var o, e bytes.Buffer
+		code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false", "-cache", cache}, &o, &e)
+		t.Logf("review %d: exit %d\n%s%s", i+1, code, o.String(), e.String())
+		if code == cmdmain.OK || strings.Contains(o.String(), "review: pass") {
+			t.Errorf("review %d passed", i+1)
+		}
+		if i == 1 && !strings.Contains(o.String()+e.String(), "changed after the round ended") {
+			t.Errorf("review %d does not say the base's results changed", i+1)
+		}
 	}
 }
