@@ -509,8 +509,9 @@ func TestBenchCountsDiffer(t *testing.T) {
 				t.Errorf("%s: go test N=%d %v allocs/op (want %v), counted N=%d: difference %q", f.Name, g.N, g.Allocs, want, f.N, f.CountsDiffer)
 			}
 			// Each run's first op pays 100,000 allocations: once per run,
-			// none per op.
-			if !near(f.PerOp.Allocs, 0, 0.01) || !near(float64(st.OnceAllocs), 100000, 20) || !near(float64(st.OnceBytes), 800000, 2048) {
+			// none per op. (The GC those 800 kB start allocates in the
+			// warm runs too: a few kB, 5.5 kB seen in CI.)
+			if !near(f.PerOp.Allocs, 0, 0.01) || !near(float64(st.OnceAllocs), 100000, 20) || !near(float64(st.OnceBytes), 800000, 8192) {
 				t.Errorf("%s: once warm %v allocs/op; paid once %d allocs %d B, want 0 and 100,000, 800,000 B", f.Name, f.PerOp.Allocs, st.OnceAllocs, st.OnceBytes)
 			}
 		case "BenchmarkSteady":
