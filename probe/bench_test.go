@@ -522,8 +522,10 @@ func TestBenchCountsDiffer(t *testing.T) {
 		case "BenchmarkCache":
 			seen++
 			// b.Loop: the process's first op, and its 1 MiB, are in the
-			// run reported; go test spreads the MiB over its b.N.
-			if !near(f.PerOp.Allocs, 1, 0.001) || !near(f.PerOp.AllocBytes, 48, 0.05) || !near(float64(st.OnceBytes), 1<<20, 2048) ||
+			// run reported; go test spreads the MiB over its b.N. (The
+			// runtime's own allocations in a run, a new thread's, move
+			// the total by a few kB: the site holds the MiB.)
+			if !near(f.PerOp.Allocs, 1, 0.001) || !near(f.PerOp.AllocBytes, 48, 0.05) || !near(float64(st.OnceBytes), 1<<20, 16384) ||
 				len(st.OnceSites) == 0 || st.OnceSites[0].Func != "github.com/perfspy/perfspy/probe/testdata/amortized.BenchmarkCache" || !near(float64(st.OnceSites[0].Bytes), 1<<20, 2048) {
 				t.Errorf("%s: once warm %v allocs/op %v B/op, paid once %d allocs %d B at %+v; want 1, 48 and 1 MiB at BenchmarkCache", f.Name, f.PerOp.Allocs, f.PerOp.AllocBytes, st.OnceAllocs, st.OnceBytes, st.OnceSites)
 			}
