@@ -157,7 +157,7 @@ func readKind(files []string, worktree, kind string) siteCounts {
 		// Bytes, not a count: a map's growth is the GC's cadence's.
 		return readSites(files, worktree, []string{"copied_bytes"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) })
 	case "retained":
-		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, cadence)
+		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) })
 	}
 	return siteCounts{}
 }

@@ -76,7 +76,14 @@ func readSplit(path string, types [2]string) (split, bool) {
 	var sp split
 	for _, s := range p.Sample {
 		part := &sp.own
-		if cadence(s, float64(s.Value[oi])/float64(n)) {
+		// A map made per call is told by its allocations per request;
+		// a copy count or what is left live is not (one growth of a map
+		// that lives on moves many entries, keeps many groups).
+		perReq := 0.0
+		if types[0] == "alloc_objects" {
+			perReq = float64(s.Value[oi]) / float64(n)
+		}
+		if cadence(s, perReq) {
 			part = &sp.gc
 		}
 		part[0] += float64(s.Value[oi]) / float64(n)
