@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -181,21 +182,14 @@ func isToken(s string) bool {
 // the repository's (a review reads the pull request's): it must not send
 // a file from elsewhere on the machine.
 func bodyPath(dir, f string) (string, error) {
-	if filepath.IsAbs(f) {
+	path, err := limits.Inside(dir, f)
+	switch {
+	case errors.Is(err, limits.ErrOutside) && filepath.IsAbs(f):
 		return "", fmt.Errorf("@%s: name a body file relative to the request file's folder, inside it", f)
-	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
-	path, err := filepath.EvalSymlinks(filepath.Join(dir, f))
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(root, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	case errors.Is(err, limits.ErrOutside):
 		return "", fmt.Errorf("@%s: outside the request file's folder %s", f, dir)
 	}
-	return path, nil
+	return path, err
 }
 
 // ReadBody reads a request body from a file, within maxBody bytes (0:

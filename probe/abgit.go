@@ -4,11 +4,11 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/report"
 )
@@ -62,16 +62,9 @@ func (ab *abRun) worktrees(ctx context.Context) error {
 // insideTree refuses rel when, its symbolic links followed in the
 // worktree root, it leads outside root.
 func insideTree(root, rel string) error {
-	top, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
-	if err != nil {
-		return nil // not there: the build says so
-	}
-	if r, err := filepath.Rel(top, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+	real, err := limits.Inside(root, rel)
+	if errors.Is(err, limits.ErrOutside) {
 		return fmt.Errorf("%s: a symbolic link leads outside the repository (to %s); refused", rel, real)
 	}
-	return nil
+	return nil // not there: the build says so
 }

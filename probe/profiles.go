@@ -125,9 +125,22 @@ func heapDelta(before, after *profile.Profile) (*profile.Profile, error) {
 // profiles of one process (allocs, block, mutex): zero samples and samples
 // through perfspy's instruments are dropped.
 func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
-	neg := before.Copy()
+	d, err := subtract(after, before, throughInstruments)
+	if err != nil {
+		return nil, err
+	}
+	d.TimeNanos = after.TimeNanos
+	d.DurationNanos = after.TimeNanos - before.TimeNanos
+	return d, nil
+}
+
+// subtract is a minus b, sample by sample (the same stack and labels are
+// one sample), without the samples that cancel and those drop says are
+// not the program's (nil: none). Neither argument changes.
+func subtract(a, b *profile.Profile, drop func(*profile.Sample) bool) (*profile.Profile, error) {
+	neg := b.Copy()
 	neg.Scale(-1)
-	d, err := profile.Merge([]*profile.Profile{after.Copy(), neg})
+	d, err := profile.Merge([]*profile.Profile{a.Copy(), neg})
 	if err != nil {
 		return nil, fmt.Errorf("subtracting profiles: %w", err)
 	}
@@ -137,13 +150,11 @@ func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
 		for _, v := range s.Value {
 			zero = zero && v == 0
 		}
-		if !zero && !throughInstruments(s) {
+		if !zero && (drop == nil || !drop(s)) {
 			kept = append(kept, s)
 		}
 	}
 	d.Sample = kept
-	d.TimeNanos = after.TimeNanos
-	d.DurationNanos = after.TimeNanos - before.TimeNanos
 	return d.Compact(), nil
 }
 

@@ -87,30 +87,17 @@ func onceSites(p *profile.Profile) []schema.OnceSite {
 	return out
 }
 
-// diffProfiles is a minus b, sample by sample (the same stack and labels
-// are one sample); the samples that cancel are left out. Stacks end at
+// diffProfiles is a minus b (subtract), its stacks ending at
 // testing's runN: the warm runs are started by the recorder, the reported
 // one by testing, and the frames beyond runN are not the op's.
 func diffProfiles(a, b *profile.Profile) (*profile.Profile, error) {
-	neg := b.Copy()
-	neg.Scale(-1)
-	a = a.Copy()
+	a, b = a.Copy(), b.Copy()
 	endAtRunN(a)
-	endAtRunN(neg)
-	d, err := profile.Merge([]*profile.Profile{a, neg})
+	endAtRunN(b)
+	d, err := subtract(a, b, nil)
 	if err != nil {
 		return nil, err
 	}
-	kept := d.Sample[:0]
-	for _, s := range d.Sample {
-		for _, v := range s.Value {
-			if v != 0 {
-				kept = append(kept, s)
-				break
-			}
-		}
-	}
-	d.Sample = kept
 	d.Comments = nil
 	return d, nil
 }

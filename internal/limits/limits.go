@@ -7,9 +7,12 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Defaults. A real profile is far below each: a 100k-sample CPU profile
@@ -206,4 +209,29 @@ func unexpected(err error) error {
 		return fmt.Errorf("gzip stream cut short (a truncated file?): %w", err)
 	}
 	return err
+}
+
+// ErrOutside is a path that leads out of the folder it must stay in.
+var ErrOutside = errors.New("outside")
+
+// Inside resolves rel below root, symbolic links followed in both: the
+// real path, or ErrOutside when it leads out of root (a file of someone
+// else's: a pull request's link, a request file's ../), or the error of a
+// path that is not there (fs.ErrNotExist). rel must be relative.
+func Inside(root, rel string) (string, error) {
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%s: an absolute path: %w", rel, ErrOutside)
+	}
+	top, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.Rel(top, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return real, ErrOutside
+	}
+	return real, nil
 }
