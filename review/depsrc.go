@@ -2,15 +2,19 @@ package review
 
 import (
 	"bytes"
+	"errors"
 	"go/ast"
 	goparser "go/parser"
 	"go/printer"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/perfspy/perfspy/internal/limits"
 )
 
 // whatChanged says what changed at a dependency's function between the
@@ -33,7 +37,15 @@ func whatChanged(modCache string, c GoModChange, fn string) string {
 	var src [2]string
 	var found [2]bool
 	for i, v := range []string{c.Before, c.After} {
-		dir := filepath.Join(modCache, escapeModPath(c.Path)+"@"+v, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, c.Path), "/")))
+		// The path and versions are the head's go.mod's: nothing outside
+		// the module cache is read ("../" in either).
+		dir, err := limits.Inside(modCache, filepath.Join(escapeModPath(c.Path)+"@"+v, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, c.Path), "/"))))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not there: no declaration
+		}
+		if err != nil {
+			return ""
+		}
 		s, ok, err := funcSource(dir, recv, name)
 		if err != nil {
 			return ""

@@ -51,6 +51,13 @@ func Fresh() func() *int { return func() *int { return new(int) } }
 			t.Errorf("%s: %q, want %q", fn, got, want)
 		}
 	}
+	// A go.mod whose path or version climbs out of the cache reads nothing.
+	out := filepath.Join(filepath.Dir(cache), "x@v1", "codec")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(out, "f.go"), []byte("package codec\n\nfunc F() {}\n"), 0o644)
+	if got := whatChanged(cache, GoModChange{Kind: "require", Path: "../x", Before: "v1", After: "v1"}, "../x/codec.F"); got != "" {
+		t.Errorf("a path out of the cache: %q", got)
+	}
 	if got := whatChanged(cache, GoModChange{Kind: "go", Path: "go", Before: "1.26", After: "1.27"}, "encoding/json.Marshal"); got != "" {
 		t.Errorf("a toolchain change: %q, want nothing", got)
 	}
