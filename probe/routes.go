@@ -230,7 +230,13 @@ func (o *runOutput) routes() error {
 		o.s.Closure = &Closure{}
 	}
 	o.s.Closure.Requests = c
-	if !c.Closed {
+	switch l := attr.load; {
+	case c.Closed:
+	case l.Abandoned+l.Errors+l.Non2xx > 0:
+		// The server marked requests the driver did not count a success
+		// (abandoned at the window's end, failed): not its boundaries.
+		return o.addReason(fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d, beside %d requests abandoned and %d failed there", c.Driver, c.Marked, l.Abandoned, l.Errors+l.Non2xx))
+	default:
 		return o.addReason(fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d (%d missed): the request boundaries of %s's net/http miss a path", c.Driver, c.Marked, c.Missed, o.ses.tgt.GoVersion))
 	}
 	return nil
