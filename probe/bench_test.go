@@ -23,6 +23,7 @@ import (
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 
 	"github.com/perfspy/perfspy/internal/withagent"
 )
@@ -516,7 +517,11 @@ func TestBenchCountsDiffer(t *testing.T) {
 			}
 		case "BenchmarkSteady":
 			seen++
-			if f.CountsDiffer != "" || g.Allocs != 1 || g.Bytes != 48 || !near(f.PerOp.Allocs, 1, 0.001) || !near(f.PerOp.AllocBytes, 48, 0.05) || !near(float64(st.OnceAllocs), 0, 20) {
+			// A run may pay the runtime's own once (a new thread's 5.5 kB,
+			// seen under Go 1.27): go test's line then differs by a byte,
+			// and says so by what was paid once, at the runtime's sites.
+			ownOnce := slices.ContainsFunc(st.OnceSites, func(o schema.OnceSite) bool { return strings.Contains(o.Func, "amortized.") })
+			if f.CountsDiffer != "" && !strings.Contains(f.CountsDiffer, "paid once") || ownOnce || g.Allocs != 1 || g.Bytes != 48 || !near(f.PerOp.Allocs, 1, 0.001) || !near(f.PerOp.AllocBytes, 48, 0.05) || !near(float64(st.OnceAllocs), 0, 20) {
 				t.Errorf("%s: %q; go test %v allocs/op %v B/op, once warm %v %v, paid once %d", f.Name, f.CountsDiffer, g.Allocs, g.Bytes, f.PerOp.Allocs, f.PerOp.AllocBytes, st.OnceAllocs)
 			}
 		case "BenchmarkCache":
