@@ -513,10 +513,28 @@ func atGoLine(s *profile.Sample) bool {
 // producer's work stays in the background, and the closure holds.
 func TestRoutesHandoffs(t *testing.T) {
 	skipShort(t)
+	routesHandoffs(t)
+}
+
+// TestRoutesHandoffsARM64 is TestRoutesHandoffs on probetarget built for
+// linux/arm64 and run under qemu-user: the handoff table's plain stores and
+// loads under arm64's weaker memory order, the same exact routes.
+func TestRoutesHandoffsARM64(t *testing.T) {
+	emulateARM64(t)
+	routesHandoffs(t, "-exec", "qemu-aarch64-static")
+}
+
+// routesHandoffs runs the handoff mix (with extra flags) and holds every
+// route, the background and the closure to their known costs.
+func routesHandoffs(t *testing.T, extra ...string) {
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("GET /pooled/a weight=2\nGET /pooled/b\nGET /owner\nGET /batch/a\nGET /batch/b\nGET /afterfunc\nGET /handoff\nGET /mutexq\nGET /ownafter\n"), 0o644)
-	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-retained=false", "-args", "-ticker 2ms -producer 1ms")
-	s, _ := summaryAndCopies(t, m)
+	args := append([]string{"-requests", file, "-offcpu=false", "-retained=false", "-args", "-ticker 2ms -producer 1ms"}, extra...)
+	m := runTarget(t, "/", args...)
+	if extra != nil && m.summary["goarch"] != "arm64" {
+		t.Fatalf("goarch %v: want the arm64 build", m.summary["goarch"])
+	}
+	s, copies := summaryAndCopies(t, m)
 	reqs := map[string]int64{}
 	for _, r := range s.Routes {
 		reqs[r.Route] = int64(r.Requests)
@@ -551,6 +569,16 @@ func TestRoutesHandoffs(t *testing.T) {
 	for _, e := range exact {
 		if o := routeCount(m.allocs, e.route, e.fn, 0); o != e.objs*reqs[e.route] {
 			t.Errorf("%s: %s %d objects in %d requests; want %d per request", e.route, e.fn, o, reqs[e.route], e.objs)
+		}
+	}
+	// Copies follow the handoff too: the owner's copy is /owner's.
+	for _, r := range all {
+		want := int64(0)
+		if r == own {
+			want = 700 * reqs[own]
+		}
+		if b := routeCount(copies, r, "main.ownerCopy", 1); b != want {
+			t.Errorf("main.ownerCopy: %d B copied under %s, want %d (700 B per %s request)", b, r, want, own)
 		}
 	}
 	// Only the routes named above, and the background producer's jobs

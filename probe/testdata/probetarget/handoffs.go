@@ -11,7 +11,8 @@ package main
 //	            ms=N ms (default 3) before it answers.
 //	/owner      hands a request over an unbuffered channel to the one
 //	            goroutine that owns a resource: 3 allocations of 112 B in
-//	            main.ownerWork, then the answer.
+//	            main.ownerWork and one copy of 700 B in main.ownerCopy,
+//	            then the answer.
 //	/batch/a, /batch/b  put an item on a batcher's buffered channel and
 //	            wait until its batch is flushed: 1 allocation of 96 B per
 //	            item in main.batchItem; the batcher drains what is there,
@@ -97,6 +98,16 @@ func ownerWork() {
 	}
 }
 
+// ownerBuf is the owner's resource: each request copies ownerCopyN bytes
+// into it (a variable length, so that the copy is a memmove).
+var (
+	ownerBuf, ownerSrc [1024]byte
+	ownerCopyN         = 700
+)
+
+//go:noinline
+func ownerCopy(n int) int { return copy(ownerBuf[:n], ownerSrc[:n]) }
+
 //go:noinline
 func batchItem() { batchSink = new([96]byte) }
 
@@ -139,6 +150,7 @@ func pooledWorker(jobs chan pooledJob) {
 func owner(reqs chan ownerReq) {
 	for r := range reqs {
 		ownerWork()
+		ownerCopy(ownerCopyN)
 		r.reply <- 1
 	}
 }
