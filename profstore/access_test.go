@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +65,49 @@ func TestFetchHugeAnswer(t *testing.T) {
 	_, err = Fetch(context.Background(), a, sel)
 	if err == nil || !strings.Contains(err.Error(), "-store-max-response") {
 		t.Fatalf("Fetch of a 4 MiB answer with a 1 MiB limit: %v, want an error naming -store-max-response", err)
+	}
+}
+
+// TestFetchEndlessAnswer: an answer that declares no length and never
+// ends (chunked) is cut at the limit while it is read: the call ends at
+// once, not at its deadline, having read and kept about the limit, and the
+// error names the flag.
+func TestFetchEndlessAnswer(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/proto")
+		chunk := append([]byte{0x0a, 0x80, 0x80, 0x01}, make([]byte, 1<<14)...)
+		for r.Context().Err() == nil {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	sel, err := ParseSelection("pyroscope://"+strings.TrimPrefix(srv.URL, "http://")+`/{a="b"}?type=x`, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 20
+	a := &Access{MaxResponse: limit, Timeout: 20 * time.Second}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err = Fetch(context.Background(), a, sel)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "-store-max-response") {
+		t.Fatalf("Fetch of an endless answer with a 1 MiB limit: %v, want an error naming -store-max-response", err)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%v: ended in %v, %d B sent, %d B allocated", err, took, sent.Load(), allocated)
+	if took > 10*time.Second {
+		t.Errorf("the call took %v: the endless answer was read until the deadline", took)
+	}
+	if allocated > 16*limit {
+		t.Errorf("%d B allocated reading an answer cut at %d B", allocated, limit)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -252,7 +253,36 @@ func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%w: it declares %d bytes, over %d (-store-max-response); not read", ErrTooLarge, resp.ContentLength, limit)
 	}
+	// An answer that declares no length (chunked) is cut while it is read:
+	// a reader that drains the rest (Connect does, to reuse the
+	// connection) would otherwise read an endless answer until the
+	// deadline.
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit, limit: limit}
 	return resp, nil
+}
+
+// cappedBody passes at most limit bytes of an answer; a byte more is an
+// error, ErrTooLarge, and the rest is never read.
+type cappedBody struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes (-store-max-response); cut while reading", ErrTooLarge, b.limit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // Redact returns a URL or address with its password (and query values,
