@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy"
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
+	"github.com/perfspy/perfspy/internal/owned"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/internal/srcroot"
 )
@@ -108,6 +109,9 @@ func modulePathOf(gomod string) (string, error) {
 	return "", fmt.Errorf("%s: no module line", gomod)
 }
 
+// buildPrefix begins the name of each build's private folder in the cache.
+const buildPrefix = "build-"
+
 // BuildOptions chooses what is compiled into the target.
 type BuildOptions struct {
 	// Toolchain is GOTOOLCHAIN for the build (a version, "local", ...):
@@ -139,11 +143,19 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(root, "build-")
+	// A build's folder names its process, so that one a killed run left
+	// (SIGKILL during a review) is removed by the next build.
+	if err := owned.RemoveStale(root, buildPrefix); err != nil {
+		logf("perfspy: a killed run's build folder was not removed: %v", err)
+	}
+	work, err := os.MkdirTemp(root, buildPrefix)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	if err := owned.Claim(work); err != nil {
+		return nil, err
+	}
 	b := &builder{t: &Binary{Spec: spec}, opts: opts, work: work, cache: root, logf: logf}
 	steps := []func(context.Context) error{b.locate, b.prepare, b.overlays, b.compile, b.check}
 	for _, step := range steps {

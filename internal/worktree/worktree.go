@@ -12,17 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/perfspy/perfspy/internal/owned"
 )
 
 // Prefix begins the name of every temporary folder that holds worktrees.
 const Prefix = "perfspy-wt-"
-
-// ownerFile names the file, beside the worktrees, that holds the process
-// id of the run that made them.
-const ownerFile = "owner.pid"
 
 // Git runs git in dir and returns its output, trimmed; an error carries
 // what git said.
@@ -50,7 +46,7 @@ func New(ctx context.Context, root, what string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+	if err := owned.Claim(dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -105,7 +101,7 @@ func PruneStale(ctx context.Context, root string) error {
 		// under review runs and could write it), so a path it names
 		// elsewhere is never removed.
 		parent := filepath.Dir(path)
-		if !strings.HasPrefix(filepath.Base(parent), Prefix) || filepath.Dir(parent) != filepath.Clean(os.TempDir()) || alive(parent) {
+		if !strings.HasPrefix(filepath.Base(parent), Prefix) || filepath.Dir(parent) != filepath.Clean(os.TempDir()) || owned.Alive(parent) {
 			continue
 		}
 		if _, err := Git(ctx, root, "worktree", "remove", "--force", path); err != nil {
@@ -115,17 +111,4 @@ func PruneStale(ctx context.Context, root string) error {
 	}
 	_, err = Git(ctx, root, "worktree", "prune")
 	return errors.Join(append(errs, err)...)
-}
-
-// alive reports whether the run that owns the folder dir is running.
-func alive(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	return syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/internal/owned"
 )
 
 // TestPruneStale: a run killed with its worktrees in place (its owner's
@@ -37,7 +39,7 @@ func TestPruneStale(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(killed.Dir(), ownerFile), []byte(strconv.Itoa(gone.Process.Pid)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(killed.Dir(), owned.File), []byte(strconv.Itoa(gone.Process.Pid)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A worktree in a folder so named but not right in the temporary
