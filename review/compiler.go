@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -62,7 +63,7 @@ func parseDiagnostics(out, dir string, d *diagnostics) {
 		if m == nil {
 			continue
 		}
-		file := filepath.ToSlash(filepath.Clean(filepath.Join(dir, m[1])))
+		file := strings.ReplaceAll(filepath.ToSlash(filepath.Clean(filepath.Join(dir, m[1]))), nlMark, "\n")
 		line, _ := strconv.Atoi(m[2])
 		msg := m[3]
 		if strings.HasPrefix(msg, " ") { // a flow's step, under its header
@@ -103,10 +104,31 @@ func parseDiagnostics(out, dir string, d *diagnostics) {
 	}
 }
 
+// nlMark stands for a newline inside a file's name in the compiler's
+// output, so that the output splits into its diagnostics: no file name
+// holds a NUL.
+const nlMark = "\x00"
+
+// joinNewlineNames writes each newline in the names of dir's Go files
+// (names the compiler prints as they are, splitting a diagnostic over two
+// lines) as nlMark, wherever the output has such a name.
+func joinNewlineNames(out, dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if n := e.Name(); strings.Contains(n, "\n") && strings.HasSuffix(n, ".go") {
+			out = strings.ReplaceAll(out, n, strings.ReplaceAll(n, "\n", nlMark))
+		}
+	}
+	return out
+}
+
 // shortPos writes a position as file:line, the file's base name.
 func shortPos(p string) string {
 	m := position.FindStringSubmatch(p)
-	return filepath.Base(m[1]) + ":" + m[2]
+	return strings.ReplaceAll(filepath.Base(m[1]), nlMark, "\n") + ":" + m[2]
 }
 
 // compilerReasons compares the head's diagnostics at a line with the
@@ -246,7 +268,7 @@ func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = filepath.Join(wt, dir)
 		out, _ := cmd.CombinedOutput() // the diagnostics are on standard error either way
-		parseDiagnostics(string(out), dir, d)
+		parseDiagnostics(joinNewlineNames(string(out), cmd.Dir), dir, d)
 	}
 	return d, nil
 }

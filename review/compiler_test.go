@@ -75,6 +75,33 @@ func TestCompilerReasons(t *testing.T) {
 	}
 }
 
+// TestReasonsNewlineName: a file whose name holds a newline (the compiler
+// prints it as it is, over two lines) keeps its compiler reason.
+func TestReasonsNewlineName(t *testing.T) {
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	const name = "esc\nape.go"
+	src := strings.Replace(escBase, "func main() { println(handler(3)) }\n", "", 1)
+	files := map[string]string{"go.mod": "module example.com/esc\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() { println(handler(3)) }\n", name: src}
+	base := r.commit(files, "base")
+	headSrc := strings.Replace(src, "\ts := use(&p)\n", "\ts := use(&p)\n\tlast = &p\n", 1)
+	head := r.commit(map[string]string{name: headSrc}, "head")
+	ctx := context.Background()
+	dirs := map[string]bool{".": false}
+	hd, err := diagnose(ctx, r.dir, head, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := diagnose(ctx, r.dir, base, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(compilerReasons(hd, bd, reasonAt{name, lineOf(t, headSrc, "p := point{n, n}"), []int{lineOf(t, src, "p := point{n, n}")}, false, false}), "; ")
+	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at "+name+":") {
+		t.Errorf("the escaping struct's line in %q: %q", name, got)
+	}
+}
+
 // TestReasonsNotConstants: a literal converted to an interface is no
 // allocation's reason, and an escape that differs only in a size holds at
 // both revisions.
