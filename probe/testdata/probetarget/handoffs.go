@@ -212,6 +212,7 @@ func newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	registerHandoffs(mux)
 	registerNoAnswer(mux)
+	registerContend(mux)
 	return mux
 }
 
