@@ -253,37 +253,78 @@ func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%w: it declares %d bytes, over %d (-store-max-response); not read", ErrTooLarge, resp.ContentLength, limit)
 	}
-	// An answer that declares no length (chunked) is cut while it is read:
-	// a reader that drains the rest (Connect does, to reuse the
-	// connection) would otherwise read an endless answer until the
-	// deadline.
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit, limit: limit}
+	if resp.ContentLength < 0 {
+		// An answer that declares no length (chunked) is read here, cut
+		// at the limit: a reader that drains an answer it refuses
+		// (Connect does, to reuse the connection) would read an endless
+		// one until the deadline, into a buffer it doubles.
+		body, n, err := readCapped(resp.Body, limit)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body, resp.ContentLength = body, n
+	}
 	return resp, nil
 }
 
-// cappedBody passes at most limit bytes of an answer; a byte more is an
-// error, ErrTooLarge, and the rest is never read.
-type cappedBody struct {
-	io.ReadCloser
-	left, limit int64
+// capChunk is the size of the pieces an answer of no declared length is
+// read into: never copied to grow, so that the memory of an answer cut at
+// the limit is about the limit.
+const capChunk = 1 << 20
+
+// readCapped reads r whole into pieces, at most limit bytes; a byte more
+// is ErrTooLarge, and the rest is not read.
+func readCapped(r io.Reader, limit int64) (io.ReadCloser, int64, error) {
+	var pieces [][]byte
+	var n int64
+	for {
+		size := min64(capChunk, limit-n+1) // one byte past the limit tells an answer too long
+		if n < capChunk {
+			size = min64(size, 32<<10) // small answers, small pieces
+		}
+		p := make([]byte, size)
+		m, err := io.ReadFull(r, p)
+		n += int64(m)
+		if m > 0 {
+			pieces = append(pieces, p[:m])
+		}
+		if n > limit {
+			return nil, 0, fmt.Errorf("%w: more than %d bytes (-store-max-response); cut while reading", ErrTooLarge, limit)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return &piecesReader{pieces: pieces}, n, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
 }
 
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var one [1]byte
-		n, err := b.ReadCloser.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("%w: more than %d bytes (-store-max-response); cut while reading", ErrTooLarge, b.limit)
-		}
-		return 0, err
+func min64(a, b int64) int64 {
+	if a < b {
+		return a
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
+	return b
 }
+
+// piecesReader reads the pieces in order, dropping each once read.
+type piecesReader struct{ pieces [][]byte }
+
+func (p *piecesReader) Read(b []byte) (int, error) {
+	for len(p.pieces) > 0 && len(p.pieces[0]) == 0 {
+		p.pieces[0] = nil
+		p.pieces = p.pieces[1:]
+	}
+	if len(p.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, p.pieces[0])
+	p.pieces[0] = p.pieces[0][n:]
+	return n, nil
+}
+
+func (p *piecesReader) Close() error { p.pieces = nil; return nil }
 
 // Redact returns a URL or address with its password (and query values,
 // which may be tokens) replaced, for messages and files.
