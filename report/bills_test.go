@@ -48,6 +48,22 @@ func TestTailMoves(t *testing.T) {
 // slowest 1% allocate and copy more, and where their time went; report.md
 // gives the copies' table, and neither says a word of copies when the
 // window counted none.
+// TestBillScope: the terminal's tail bill says that the work before
+// routing, in the per-request totals, is on no bill.
+func TestBillScope(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	s := &schema.Summary{Target: "t", Verdict: "server-bound", PerRequest: schema.PerRequest{Allocs: f(23.03)},
+		Bills: &schema.Bills{Source: schema.SourceBills, Kept: 300, Groups: map[string]*schema.Bill{
+			"p99": {Requests: 3, DurationUS: 900, Allocs: 10, AllocBytes: 900}, "p50": {Requests: 3, DurationUS: 100, Allocs: 10, AllocBytes: 900}}},
+		RoutesBeforeRouting: &schema.RouteSummary{Route: "(before routing)", AllocsPerReq: f(13), AllocBytesPerReq: f(1400)}}
+	var out strings.Builder
+	(&Run{Summary: s}).Terminal(&out)
+	want := "10.00 allocs, 900 B against 10.00, 900 B; no site differs (a bill runs from the handler's start: the 13.00 allocs, 1400 B a request spends before routing are in the per-request totals, on no bill)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the terminal's tail bill lacks %q:\n%s", want, out.String())
+	}
+}
+
 func TestBillLine(t *testing.T) {
 	group := func(n int, us, copied float64) *schema.Bill {
 		return &schema.Bill{Requests: n, DurationUS: us, Allocs: 3, AllocBytes: 48, TimeUS: map[string]float64{"cpu": 10},

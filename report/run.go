@@ -303,7 +303,7 @@ func (r *Run) Terminal(w io.Writer) {
 		}
 	}
 	if line := BillLine(s.Bills); line != "" {
-		fmt.Fprintf(w, "  tail bill     %s  [%s]\n", line, s.Bills.Source)
+		fmt.Fprintf(w, "  tail bill     %s%s  [%s]\n", line, billScope(s), s.Bills.Source)
 	}
 	n := s.AttributionWindow.Requests
 	if n > 0 {
@@ -318,6 +318,21 @@ func (r *Run) Terminal(w io.Writer) {
 	}
 	writeEndpoints(w, s, false)
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
+}
+
+// billScope says, beside the bill's figures, what the per-request totals
+// hold that no bill does: a bill runs from the handler's start, so the
+// request's reading and parsing before routing is on none.
+func billScope(s *schema.Summary) string {
+	br := s.RoutesBeforeRouting
+	if br == nil || br.AllocsPerReq == nil || *br.AllocsPerReq == 0 {
+		return ""
+	}
+	bytes := 0.0
+	if br.AllocBytesPerReq != nil {
+		bytes = *br.AllocBytesPerReq
+	}
+	return fmt.Sprintf(" (a bill runs from the handler's start: the %.2f allocs, %.0f B a request spends before routing are in the per-request totals, on no bill)", *br.AllocsPerReq, bytes)
 }
 
 // BuildLine says what the build-list check found: the measured binary has
