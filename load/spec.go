@@ -22,7 +22,8 @@ type Spec struct {
 	// does not verify it, and the report says so.
 	CACert   string
 	Insecure bool
-	// Data is the gRPC request message as JSON (-data); ProtoFiles and
+	// Data is the gRPC request message as JSON (-data), and the HTTP
+	// requests' body when Body is nil; ProtoFiles and
 	// ImportPaths describe a gRPC server without reflection.
 	Data        []byte
 	ProtoFiles  []string

@@ -134,11 +134,13 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "%s: -exec: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
-	if err := opt.checkMode(&cfg, stderr, name); err != nil {
+	// The inputs first: the checks of every flag and its combinations
+	// (-data with -proto, the .proto files) see them, before any build.
+	if err := readRunInputs(&cfg, f.targetArgs, f.bodyFile, *f.maxBody, f.pushLabels, f.readData); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
-	if err := readRunInputs(&cfg, f.targetArgs, f.bodyFile, *f.maxBody, f.pushLabels, f.readData); err != nil {
+	if err := opt.checkMode(&cfg, stderr, name); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, opt, ExitUsage, false
 	}
@@ -286,6 +288,12 @@ func readRunInputs(cfg *Config, targetArgs, bodyFile string, maxBody int64, push
 		if cfg.Body, err = load.ReadBody(bodyFile, maxBody); err != nil {
 			return fmt.Errorf("-body: %w", err)
 		}
+	}
+	switch {
+	case len(cfg.Data) > 0 && bodyFile != "":
+		return errors.New("-data and -body: give the request's body once (-body FILE, or -data TEXT or @FILE)")
+	case len(cfg.Data) > 0 && cfg.RequestFile != "":
+		return errors.New("-data: not with -requests, whose lines give each request's body (body=@FILE)")
 	}
 	return nil
 }
@@ -659,7 +667,7 @@ func pushFlags(fs *flag.FlagSet, cfg *Config) func() error {
 // -data (JSON as given, or @file) once the flags are parsed.
 func protoFlags(fs *flag.FlagSet, cfg *Config) func(maxBody int64) error {
 	var data string
-	fs.StringVar(&data, "data", "", "-proto grpc: the request message as JSON, or @file")
+	fs.StringVar(&data, "data", "", "the requests' body as given, or @file (http, https, h2c, h2); with -proto grpc, the request message as JSON")
 	var protoFiles, importPaths listFlag
 	fs.Var(&protoFiles, "proto-file", "-proto grpc: a .proto `FILE` describing the service, for a server without reflection (repeatable)")
 	fs.Var(&importPaths, "import-path", "-proto-file: a `DIR` to find imports in (repeatable; default: each file's folder)")

@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"encoding/pem"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +43,13 @@ func runLandings(t *testing.T) map[string]landing {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
 	os.WriteFile(file, []byte("GET /a\n"), 0o600)
+	protoFile := filepath.Join(dir, "x.proto")
+	os.WriteFile(protoFile, []byte("syntax = \"proto3\";\n"), 0o600)
+	// -cacert is read before the build: a real certificate.
+	srv := httptest.NewTLSServer(nil)
+	srv.Close()
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
 	t.Setenv(profstore.EnvToken, "")
 	return map[string]landing{
 		"q":                  {[]string{"-q"}, func(c Config, o cliOptions) bool { return o.quiet }},
@@ -49,9 +58,9 @@ func runLandings(t *testing.T) map[string]landing {
 		"path":               {[]string{"-path", "/p"}, func(c Config, o cliOptions) bool { return c.Path == "/p" }},
 		"method":             {[]string{"-method", "POST"}, func(c Config, o cliOptions) bool { return c.Method == "POST" }},
 		"data":               {[]string{"-data", `{"a":1}`}, func(c Config, o cliOptions) bool { return string(c.Data) == `{"a":1}` }},
-		"proto-file":         {[]string{"-proto-file", "x.proto"}, func(c Config, o cliOptions) bool { return slices.Equal(c.ProtoFiles, []string{"x.proto"}) }},
-		"import-path":        {[]string{"-import-path", "d"}, func(c Config, o cliOptions) bool { return slices.Equal(c.ImportPaths, []string{"d"}) }},
-		"cacert":             {[]string{"-cacert", "ca.pem"}, func(c Config, o cliOptions) bool { return c.CACert == "ca.pem" }},
+		"proto-file":         {[]string{"-proto-file", protoFile}, func(c Config, o cliOptions) bool { return slices.Equal(c.ProtoFiles, []string{protoFile}) }},
+		"import-path":        {[]string{"-import-path", dir}, func(c Config, o cliOptions) bool { return slices.Equal(c.ImportPaths, []string{dir}) }},
+		"cacert":             {[]string{"-cacert", caFile}, func(c Config, o cliOptions) bool { return c.CACert == caFile }},
 		"insecure":           {[]string{"-insecure"}, func(c Config, o cliOptions) bool { return c.Insecure }},
 		"push":               {[]string{"-push", "http://127.0.0.1:4040"}, func(c Config, o cliOptions) bool { return c.Push.URL == "http://127.0.0.1:4040" }},
 		"label":              {[]string{"-label", "team=x"}, func(c Config, o cliOptions) bool { return c.Push.Labels["team"] == "x" }},

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -216,6 +217,12 @@ func (cfg Config) validate() (CPUPlan, error) {
 	if a := cfg.Arrivals; a.Open() && float64(time.Second)/a.Rate > float64(max(cfg.Duration, time.Second)) {
 		return CPUPlan{}, fmt.Errorf("-rate %g: one request every %.3gs, longer than the window (-duration %v): it would send none", a.Rate, 1/a.Rate, cfg.Duration)
 	}
+	if err := cfg.validatePaths(); err != nil {
+		return CPUPlan{}, err
+	}
+	if p := cfg.Proto; cfg.Arrivals.Open() && closedLoopOnly(p) {
+		return CPUPlan{}, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", p)
+	}
 	if cfg.Arrivals.Open() && cfg.Instructions {
 		return CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
 	}
@@ -235,6 +242,48 @@ func (cfg Config) validate() (CPUPlan, error) {
 		return CPUPlan{}, fmt.Errorf("-cpus: %w", err)
 	}
 	return plan, nil
+}
+
+// closedLoopOnly says whether the driver of proto (a -proto value) sends
+// in a closed loop only, and payloads of its own making.
+func closedLoopOnly(proto string) bool {
+	return proto == "framed" || proto == "quic" || proto == "udp"
+}
+
+// validatePaths checks, before any build, the paths the run will use
+// after it: -out's folder, -cacert's certificate, the .proto files and
+// their import paths, and -exec's program.
+func (cfg Config) validatePaths() error {
+	if cfg.Out != "" {
+		parent := filepath.Dir(filepath.Clean(cfg.Out))
+		if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+			return fmt.Errorf("-out %s: its folder %s does not exist (probe makes the results folder, not the folders above it)", cfg.Out, parent)
+		}
+	}
+	if cfg.CACert != "" {
+		if _, err := tlsConfig(cfg); err != nil {
+			return err
+		}
+	}
+	for _, f := range cfg.ProtoFiles {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("-proto-file %s: not a regular file", f)
+		}
+	}
+	for _, d := range cfg.ImportPaths {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("-import-path %s: not a folder", d)
+		}
+	}
+	if len(cfg.Exec) > 0 {
+		if _, err := exec.LookPath(cfg.Exec[0]); err != nil {
+			return fmt.Errorf("-exec %s: %w", cfg.Exec[0], err)
+		}
+	}
+	if len(cfg.Data) > 0 && closedLoopOnly(cfg.Proto) {
+		return fmt.Errorf("-data: the %s driver sends no body of yours; -data is the body of http, https, h2c and h2 requests and grpc's message", cfg.Proto)
+	}
+	return nil
 }
 
 // validateLoad checks the window's and the load driver's flags.
@@ -443,8 +492,11 @@ func driverName(cfg Config, ep proc.Endpoint) string {
 // (resolveProto).
 func newDriver(cfg Config, ep proc.Endpoint) (load.Driver, error) {
 	proto := driverProto(cfg, ep)
-	if cfg.Arrivals.Open() && (proto == "framed" || proto == "quic" || proto == "udp") {
+	if cfg.Arrivals.Open() && closedLoopOnly(proto) {
 		return nil, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", proto)
+	}
+	if len(cfg.Data) > 0 && closedLoopOnly(proto) {
+		return nil, fmt.Errorf("-data: the %s driver sends no body of yours; -data is the body of http, https, h2c and h2 requests and grpc's message", proto)
 	}
 	switch proto {
 	case "framed":
@@ -496,7 +548,7 @@ func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, err
 	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
 		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
 	}
-	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: cfg.Body, Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix, Arrivals: cfg.Arrivals}
+	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: httpBody(cfg), Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix, Arrivals: cfg.Arrivals}
 	if len(cfg.Mix) > 0 && (proto == "h2c" || proto == "h2" || cfg.HTTPDriver != "lean") {
 		return nil, fmt.Errorf("-requests %s: request files are sent by the lean HTTP/1.1 driver (http or https, -http-driver lean)", cfg.RequestFile)
 	}
@@ -521,7 +573,16 @@ func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, err
 // -http-driver lean (the default), one stream per connection and a body
 // of one DATA frame; otherwise net/http's client sends it.
 func h2cLean(cfg Config) bool {
-	return cfg.HTTPDriver == "lean" && cfg.Streams <= 1 && len(cfg.Body) <= load.MaxLeanH2Body
+	return cfg.HTTPDriver == "lean" && cfg.Streams <= 1 && len(httpBody(cfg)) <= load.MaxLeanH2Body
+}
+
+// httpBody is the HTTP requests' body: -body's file, else -data's text
+// (which is grpc's message when the server speaks gRPC).
+func httpBody(cfg Config) []byte {
+	if cfg.Body != nil {
+		return cfg.Body
+	}
+	return cfg.Data
 }
 
 // tlsConfig is the drivers' TLS: the server's certificate verified

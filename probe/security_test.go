@@ -2,13 +2,20 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/perfspy/perfspy/internal/proc"
+	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profstore"
 )
 
@@ -80,6 +87,14 @@ func TestRefusedBeforeBuild(t *testing.T) {
 		{[]string{"-rate-steps", "NaN"}, "-rate-steps \"NaN\": want requests per second above 0"},
 		{[]string{"-rate-steps", "1e-9,1"}, "-rate-steps: -rate 1e-09: one request every 1e+09s, longer than the window"},
 		{[]string{"-results-mode", "0644"}, "-results-mode"},
+		// Checked before the build, not after it (a 30 s build wasted).
+		{[]string{"-out", filepath.Join(existing, "no", "out")}, "-out " + filepath.Join(existing, "no", "out") + ": its folder " + filepath.Join(existing, "no") + " does not exist"},
+		{[]string{"-proto", "framed", "-rate", "100"}, "-rate: the framed driver sends in a closed loop only"},
+		{[]string{"-proto", "udp", "-data", "x"}, "-data: the udp driver sends no body of yours"},
+		{[]string{"-data", "x", "-body", body}, "-data and -body: give the request's body once"},
+		{[]string{"-cacert", body}, "-cacert " + body + ": no PEM certificate in it"},
+		{[]string{"-proto-file", filepath.Join(existing, "x.proto")}, "-proto-file " + filepath.Join(existing, "x.proto") + ": not a regular file"},
+		{[]string{"-import-path", body}, "-import-path " + body + ": not a folder"},
 	} {
 		var stderr strings.Builder
 		_, _, code, ok := parseRunFlags("probe run", append(c.args, "./targets/httpjson"), &stderr, nil)
@@ -169,5 +184,38 @@ func TestFullDisk(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "flame-cpu.html")); err == nil {
 		t.Error("the file cut short is left behind")
+	}
+}
+
+// TestDataIsTheBody: -data is the HTTP requests' body (it was recorded
+// in meta and sent nowhere: a POST got 400s), with both HTTP/1.1 drivers.
+func TestDataIsTheBody(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies[r.Method+" "+string(b)]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	ep := proc.Endpoint{Addr: strings.TrimPrefix(srv.URL, "http://")}
+	for _, driver := range []string{"lean", "nethttp"} {
+		cfg := Config{Spec: load.Spec{Path: "/", Method: "POST", Data: []byte(`{"a":1}`), Proto: "http", HTTPDriver: driver, Conns: 1}}
+		d, err := newDriver(cfg, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.RunN(context.Background(), 3)
+		d.Close()
+		if err != nil || res.OK != 3 {
+			t.Fatalf("%s: %v, %+v", driver, err, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bodies[`POST {"a":1}`] != 6 || len(bodies) != 1 {
+		t.Errorf("the server got %v, want 6 POSTs with -data's body", bodies)
 	}
 }
