@@ -157,6 +157,7 @@ func Build(ctx context.Context, spec string, opts BuildOptions, logf func(string
 		return nil, err
 	}
 	b := &builder{t: &Binary{Spec: spec}, opts: opts, work: work, cache: root, logf: logf}
+	defer heartbeat(spec, logf)()
 	steps := []func(context.Context) error{b.locate, b.prepare, b.overlays, b.compile, b.check}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -245,6 +246,9 @@ func (b *builder) prepare(ctx context.Context) error {
 	modPath, err := modulePathOf(filepath.Join(mod, "go.mod"))
 	if err != nil {
 		return err
+	}
+	if note := toolchainNote(ctx, mod, b.env); note != "" {
+		b.logf("%s", note)
 	}
 	b.setup, err = Prepare(ctx, Target{ModRoot: mod, ModPath: modPath, PkgDir: t.PkgDir, Tags: b.opts.Tags, Env: b.env, ModFlag: b.modFlag, Test: b.opts.Test}, b.work, b.cache)
 	if err != nil {
