@@ -51,6 +51,60 @@ func TestDesignPackages(t *testing.T) {
 	}
 }
 
+// TestPackageDocs: every package of the repository (the agent module's
+// included, testdata aside) has a doc comment that says what it is for.
+func TestPackageDocs(t *testing.T) {
+	if got := undocumented(t, map[string][]string{"x": {"package x\n"}, "y": {"// Package y does.\npackage y\n"}}); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("on planted packages: %q", got)
+	}
+	dirs := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			dirs[filepath.Dir(path)] = append(dirs[filepath.Dir(path)], string(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range undocumented(t, dirs) {
+		t.Errorf("package in %s has no doc comment (// Package NAME ... or // Command NAME ...)", d)
+	}
+}
+
+// undocumented lists the folders none of whose files has a package doc
+// comment.
+func undocumented(t *testing.T, dirs map[string][]string) []string {
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
+		documented := false
+		for _, src := range dirs[dir] {
+			f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+				documented = true
+				break
+			}
+		}
+		if !documented {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
 // tableMismatch lists the packages the table lacks and the names it has
 // that are no package.
 func tableMismatch(pkgs, table []string) []string {

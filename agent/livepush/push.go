@@ -1,3 +1,9 @@
+// Package livepush is live mode's way to the store, inside the user's
+// program: its configuration from the environment (PERFSPY_*), the
+// periods' profiles encoded as pprof with the standard library only, and
+// a bounded queue that pushes them one at a time, so that a store that is
+// down or slow never blocks the program nor holds more than a few periods
+// (docs/live.md).
 package livepush
 
 import (
