@@ -34,6 +34,9 @@ type benchOutput struct {
 	s        *BenchSummary
 	mismatch []string
 	top      map[string][]report.TopTable // by benchmark folder, for report.md
+	// beside are the counted run's allocations in the timed region that
+	// no op made (not under testing's runN), by benchmark folder.
+	beside map[string]besideOps
 	// traced and kept are the traced and retained runs' results by name
 	// (occurrences).
 	traced, kept map[string][]int
@@ -188,7 +191,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	if ps := o.plain[e.Name]; k < len(ps) {
 		v := round(ps[k].ns, 2)
 		f.PerOp.NS = &v
-		o.goTest(&f, e, ps[k])
+		o.goTest(&f, e, ps[k], o.beside[folder])
 	}
 	return f, nil
 }
@@ -208,6 +211,10 @@ func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder str
 		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: allocspy counted %d allocations, %d B; -benchmem counted %d, %d B", e.Name, objects, allocBytes, e.BenchmemAllocs, e.BenchmemBytes))
 	}
 	p := allocspy.Profile(rep)
+	if o.beside == nil {
+		o.beside = map[string]besideOps{}
+	}
+	o.beside[folder] = besideOf(p)
 	if err := o.steadyAllocs(f, e, p, folder, comments); err != nil {
 		return err
 	}
@@ -362,7 +369,7 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 // when the counted run gave other whole allocations or bytes per op,
 // compared as testing prints them (total / N, rounded down): an op whose
 // cost depends on b.N (a setup amortized over it), or work beside the ops.
-func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult) {
+func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult, beside besideOps) {
 	if !p.mem {
 		return
 	}
@@ -376,20 +383,58 @@ func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult) {
 		bt = "1s"
 	}
 	f.CountsDiffer = fmt.Sprintf("go test -benchmem: %.0f allocs/op, %.0f B/op at b.N=%d (-benchtime %s); counted: %.0f, %.0f at b.N=%d (%s)",
-		p.allocs, p.bytes, p.n, bt, ca, cb, e.N, countsDifferWhy(f, p.n, e.N))
+		p.allocs, p.bytes, p.n, bt, ca, cb, e.N, countsDifferWhy(f, p.n, e.N, beside))
+}
+
+// besideOps is what a run's timed region allocated beside its ops: on
+// stacks that testing's runN is not on (other goroutines', the runtime's
+// own), with the function that allocated the most bytes of it.
+type besideOps struct {
+	allocs, bytes int64
+	top           string
+}
+
+func besideOf(p *profile.Profile) besideOps {
+	var b besideOps
+	byFunc := map[string]int64{}
+	for _, s := range p.Sample {
+		if slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
+			return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && ln.Function.Name == runN })
+		}) {
+			continue
+		}
+		b.allocs += s.Value[0]
+		b.bytes += s.Value[1]
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function != nil {
+			byFunc[s.Location[0].Line[0].Function.Name] += s.Value[1]
+		}
+	}
+	for fn, v := range byFunc {
+		if v > byFunc[b.top] || v == byFunc[b.top] && fn < b.top {
+			b.top = fn
+		}
+	}
+	return b
 }
 
 // countsDifferWhy says why go test's whole allocations per op are not the
 // counted run's: what a run pays once is spread over another b.N, or, at
 // the same b.N, the two runs did different work beside their ops.
-func countsDifferWhy(f *BenchFigures, goTestN, n int) string {
+func countsDifferWhy(f *BenchFigures, goTestN, n int, beside besideOps) string {
 	st := f.Steady
 	switch {
 	case st != nil && goTestN != n && (st.OnceAllocs != 0 || st.OnceBytes != 0):
 		return fmt.Sprintf("what the run paid once, %d allocs and %d B, is spread over each run's b.N; once warm an op costs %s allocs, %s B", st.OnceAllocs, st.OnceBytes,
 			strconv.FormatFloat(f.PerOp.Allocs, 'f', -1, 64), strconv.FormatFloat(f.PerOp.AllocBytes, 'f', -1, 64))
+	case beside.allocs > 0:
+		why := fmt.Sprintf("the counted run's timed region held %d allocs, %d B beside its ops (not under %s: other goroutines' and the runtime's, most in %s), %s B an op, which another run has in another amount",
+			beside.allocs, beside.bytes, runN, beside.top, strconv.FormatFloat(round(float64(beside.bytes)/float64(n), 2), 'f', -1, 64))
+		if goTestN != n {
+			why += "; the rest, if any, is an op whose cost depends on b.N"
+		}
+		return why
 	case goTestN == n:
-		return "the same b.N: the runs differ in the work done beside their ops in the timed region (other goroutines', the runtime's), which is not the same from run to run"
+		return "the same b.N and nothing beside the ops in the counted run: go test's run did work beside its ops in its timed region (other goroutines', the runtime's)"
 	}
 	return "the op's cost depends on b.N, or the run did work beside its ops"
 }
