@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // docs/design.md is the map of the code; these tests fail when the map
@@ -384,4 +385,70 @@ func (g graph) check(drawing string) []string {
 		}
 	}
 	return errs
+}
+
+// TestDocLinks: every relative link of the README and docs/ leads to a
+// file that exists and, with a #fragment, to a heading of it (GitHub's
+// anchors).
+func TestDocLinks(t *testing.T) {
+	files, _ := filepath.Glob("docs/*.md")
+	files = append(files, "README.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	anchors := map[string]map[string]bool{}
+	headings := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if h, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+				a[slug(h)] = true
+			}
+		}
+		anchors[path] = a
+		return a
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			dest := f
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(f), path)
+			}
+			if _, err := os.Stat(dest); err != nil {
+				t.Errorf("%s: link %s: no file %s", f, target, dest)
+				continue
+			}
+			if frag != "" && strings.HasSuffix(dest, ".md") && !headings(dest)[frag] {
+				t.Errorf("%s: link %s: no heading #%s in %s", f, target, frag, dest)
+			}
+		}
+	}
+}
+
+// slug is GitHub's anchor of a heading: lower case, spaces to hyphens,
+// punctuation dropped.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
