@@ -41,16 +41,7 @@ func TestCompilerReasons(t *testing.T) {
 	headSrc := strings.Replace(escBase, "\treturn p.x * p.y\n", big, 1)
 	headSrc = strings.Replace(headSrc, "\ts := use(&p)\n", "\ts := use(&p)\n\tlast = &p\n", 1)
 	head := r.commit(map[string]string{"main.go": headSrc}, "head")
-	ctx := context.Background()
-	dirs := map[string]bool{".": false}
-	hd, err := diagnose(ctx, r.dir, head, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bd, err := diagnose(ctx, r.dir, base, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hd, bd := diagnoseBoth(t, r, head, base)
 	pLine := lineOf(t, headSrc, "p := point{n, n}")
 	got := strings.Join(compilerReasons(hd, bd, reasonAt{"main.go", pLine, []int{lineOf(t, escBase, "p := point{n, n}")}, false, false}), "; ")
 	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at main.go:") {
@@ -75,6 +66,21 @@ func TestCompilerReasons(t *testing.T) {
 	}
 }
 
+// diagnoseBoth reads the diagnostics of the repository's root package at
+// head and at base.
+func diagnoseBoth(t *testing.T, r *repo, head, base string) (hd, bd *diagnostics) {
+	t.Helper()
+	dirs := map[string]bool{".": false}
+	hd, err := diagnose(context.Background(), r.dir, head, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd, err = diagnose(context.Background(), r.dir, base, dirs); err != nil {
+		t.Fatal(err)
+	}
+	return hd, bd
+}
+
 // TestReasonsNewlineName: a file whose name holds a newline (the compiler
 // prints it as it is, over two lines) keeps its compiler reason.
 func TestReasonsNewlineName(t *testing.T) {
@@ -86,16 +92,7 @@ func TestReasonsNewlineName(t *testing.T) {
 	base := r.commit(files, "base")
 	headSrc := strings.Replace(src, "\ts := use(&p)\n", "\ts := use(&p)\n\tlast = &p\n", 1)
 	head := r.commit(map[string]string{name: headSrc}, "head")
-	ctx := context.Background()
-	dirs := map[string]bool{".": false}
-	hd, err := diagnose(ctx, r.dir, head, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bd, err := diagnose(ctx, r.dir, base, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hd, bd := diagnoseBoth(t, r, head, base)
 	got := strings.Join(compilerReasons(hd, bd, reasonAt{name, lineOf(t, headSrc, "p := point{n, n}"), []int{lineOf(t, src, "p := point{n, n}")}, false, false}), "; ")
 	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at "+name+":") {
 		t.Errorf("the escaping struct's line in %q: %q", name, got)
