@@ -72,8 +72,11 @@ stamp "the tests -short skips"
 # go.mod asks for, whatever Go runs this script.
 failed=""
 while read -r pkg run; do
-	go test -p 1 -count=1 -timeout 30m -run "$run" "$pkg" || failed="$failed $pkg"
+	go test -p 1 -count=1 -timeout 30m -json -run "$run" "$pkg" | "$long/tiers" -times "$long/times" || failed="$failed $pkg"
 done < "$long/tests"
+# The slowest tests: where the time of this script goes.
+stamp "the slowest end-to-end tests (seconds)"
+sort -rn "$long/times" | head -15
 if [ -n "$failed" ]; then
 	echo "FAIL:$failed"; exit 1
 fi

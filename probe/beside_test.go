@@ -43,3 +43,33 @@ func TestCountsDifferBeside(t *testing.T) {
 		t.Errorf("another b.N, nothing beside: %q", why)
 	}
 }
+
+// TestBusyOpenLoop: an open-loop window whose target or driver waited
+// for a CPU 150 µs a request or more (and half its own CPU) while other
+// processes used half a core or more is the machine's, even when the waits per second stay under the closed loop's
+// bound (the target is idle by design under -rate); an idle machine's
+// waits are not. The figures are targets/floor's, measured.
+func TestBusyOpenLoop(t *testing.T) {
+	other := 0.0
+	run := func(rps, serverWait, cpuUS, driverWait, driverUS float64) string {
+		o := &runOutput{s: &Summary{Window: WindowSummary{RPS: rps}, PerRequest: PerRequest{CPUUS: &cpuUS}, Driver: &DriverSummary{CPUUS: driverUS},
+			Machine: &MachineSummary{ServerRunQueueWait: serverWait, DriverRunQueueWait: driverWait, OtherCores: other, Busy: serverWait >= BusyMachineWait || driverWait >= BusyMachineWait}}}
+		return o.busyOpenLoop()
+	}
+	for _, idle := range [][5]float64{{100, 0.008, 126, 0.005, 190}, {500, 0.027, 76, 0.02, 148}, {2000, 0.055, 39, 0.063, 100}, {8000, 0.156, 23, 0.093, 38},
+		{3000, 0.35, 143, 0.14, 60}} { // the last: probetarget's /spin, its own threads contending for its core
+		if why := run(idle[0], idle[1], idle[2], idle[3], idle[4]); why != "" {
+			t.Errorf("an idle machine at %.0f req/s: %q", idle[0], why)
+		}
+	}
+	other = 1.9
+	if why := run(100, 0.141, 126, 0.078, 240); !strings.Contains(why, "the target waited for a CPU 1410 µs a request, the load driver 780 µs") {
+		t.Errorf("a busy machine at 100 req/s: %q", why)
+	}
+	if why := run(2000, 0.634, 42, 0.417, 88); why == "" {
+		t.Error("a busy machine at 2000 req/s: not named")
+	}
+	if why := run(100, 0.03, 2000, 0.005, 190); why != "" {
+		t.Errorf("a heavy request's own threads waiting 300 µs of its 2000: %q", why)
+	}
+}

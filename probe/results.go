@@ -223,6 +223,9 @@ func (o *runOutput) timingReasons() []string {
 				reasons = append(reasons, w.name+": "+why)
 			}
 		}
+		if why := o.busyOpenLoop(); why != "" {
+			reasons = append(reasons, why)
+		}
 		return reasons
 	}
 	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
@@ -255,6 +258,48 @@ func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *Ma
 	}
 	m.Busy = m.ServerRunQueueWait >= BusyMachineWait || m.DriverRunQueueWait >= BusyMachineWait
 	return m
+}
+
+// OpenLoopWaitUS is the wait for a CPU per request, in µs, of the target's
+// or the load driver's threads, past which (and past half the process's
+// own CPU per request) an open-loop run's latencies are the machine's, not
+// the server's: a latency from the intended send holds every such wait.
+// Measured on targets/floor from 100 to 8,000 req/s: 12 to 80 µs a request
+// on an idle machine, 208 to 1,410 with two CPU-bound processes on the
+// target's and the driver's CPUs.
+const OpenLoopWaitUS = 150
+
+// OpenLoopOtherCores is the CPU other processes used, in cores, below which
+// the waits are the target's and the driver's own (their threads
+// contending for the CPUs they were given), not the machine's: 0 to 0.19
+// on an idle machine, 1.74 to 1.96 beside two CPU-bound processes.
+const OpenLoopOtherCores = 0.5
+
+// busyOpenLoop says why an open-loop run's latencies cannot be judged
+// when the target or the driver waited for a CPU: "" when neither did.
+// Under -rate the target is idle by design, so the waits per second that
+// make a closed-loop run not judged stay small at low rates: the waits per
+// request tell, when other processes used the machine.
+func (o *runOutput) busyOpenLoop() string {
+	m, d, rps := o.s.Machine, o.s.Driver, o.s.Window.RPS
+	if m == nil || rps <= 0 {
+		return ""
+	}
+	serverUS, driverUS := m.ServerRunQueueWait/rps*1e6, m.DriverRunQueueWait/rps*1e6
+	waited := func(us float64, cpu *float64) bool {
+		return us >= OpenLoopWaitUS && (cpu == nil || us >= *cpu/2)
+	}
+	var driverCPU *float64
+	if d != nil {
+		driverCPU = &d.CPUUS
+	}
+	// Waits with no other process at work are the target's own threads
+	// contending for its cores (a server property, judged as such).
+	if m.OtherCores < OpenLoopOtherCores || !m.Busy && !waited(serverUS, o.s.PerRequest.CPUUS) && !waited(driverUS, driverCPU) {
+		return ""
+	}
+	return fmt.Sprintf("the latencies are the machine's: the target waited for a CPU %.0f µs a request, the load driver %.0f µs (%s); a latency from the intended send holds those waits. The counts stand; run where nothing else runs, or give probe CPUs no other work uses (-cpus)",
+		serverUS, driverUS, busyLine(m))
 }
 
 // busyLine says how busy the machine was.

@@ -1245,10 +1245,11 @@ func busyLoops(t *testing.T, cpus ...int) {
 	}
 }
 
-// TestBusyMachineNamed: with CPU-bound processes on the target's and the
-// driver's CPUs, the light target is not judged, and the reason is the
-// machine, with its figures, not the server or -conns.
-func TestBusyMachineNamed(t *testing.T) {
+// busyMachineRun runs targets/floor (with extra flags) beside CPU-bound
+// processes on the target's and the driver's CPUs, asks that it is not
+// judged, and returns its terminal and summary.
+func busyMachineRun(t *testing.T, extra ...string) (string, Summary) {
+	t.Helper()
 	skipShort(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
@@ -1256,24 +1257,52 @@ func TestBusyMachineNamed(t *testing.T) {
 	busyLoops(t, 0, 1)
 	out := filepath.Join(t.TempDir(), "out")
 	var o, e bytes.Buffer
-	code := Main(context.Background(), []string{"run", "-q", "-warmup", "300ms", "-duration", "2s", "-offcpu=false", "-copies", "off", "-cpus", "0:1", "-out", out, "../targets/floor"}, &o, &e)
+	args := append([]string{"run", "-q", "-warmup", "300ms", "-duration", "2s", "-offcpu=false", "-copies", "off", "-cpus", "0:1", "-out", out}, extra...)
+	code := Main(context.Background(), append(args, "../targets/floor"), &o, &e)
 	checkNoOrphans(t)
-	if code != ExitNotJudged || !strings.Contains(o.String(), "the machine was busy, not the server") || strings.Contains(o.String(), "raise -conns") {
-		t.Fatalf("exit %d:\n%s%s", code, o.String(), e.String())
-	}
-	if !strings.Contains(o.String(), "  machine       busy: target waited") {
-		t.Errorf("the terminal does not show the machine line:\n%s", o.String())
+	if code != ExitNotJudged {
+		t.Fatalf("exit %d, want %d:\n%s%s", code, ExitNotJudged, o.String(), e.String())
 	}
 	var s Summary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
+	return o.String(), s
+}
+
+// TestBusyMachineNamed: with CPU-bound processes on the target's and the
+// driver's CPUs, the light target is not judged, and the reason is the
+// machine, with its figures, not the server or -conns.
+func TestBusyMachineNamed(t *testing.T) {
+	o, s := busyMachineRun(t)
+	if !strings.Contains(o, "the machine was busy, not the server") || strings.Contains(o, "raise -conns") {
+		t.Fatalf("not judged, but:\n%s", o)
+	}
+	if !strings.Contains(o, "  machine       busy: target waited") {
+		t.Errorf("the terminal does not show the machine line:\n%s", o)
+	}
 	m := s.Machine
 	if m == nil || !m.Busy || m.ServerRunQueueWait < BusyMachineWait || m.OtherCores < 0.5 {
 		t.Errorf("summary.json machine %+v, want busy, a wait of at least %.1f s/s and the busy loops' cores", m, BusyMachineWait)
 	}
 	t.Logf("machine: %+v", m)
+}
+
+// TestRateBusyMachine: under -rate, with CPU-bound processes on the
+// target's and the driver's CPUs, the latencies from the intended send are
+// the machine's (a p99 of 311 ms where the code's is 20): the run is not
+// judged (exit 3), the reason says who waited for a CPU and how long, and
+// the counts stand.
+func TestRateBusyMachine(t *testing.T) {
+	o, s := busyMachineRun(t, "-rate", "500", "-retained=false")
+	if !strings.Contains(o, "not judged: the latencies are the machine's: the target waited for a CPU") {
+		t.Fatalf("not judged, but:\n%s", o)
+	}
+	if s.Verdict != VerdictNotJudged || s.PerRequest.Allocs == nil || s.Window.Rate != 500 {
+		t.Errorf("verdict %q, allocs %v, rate %v: want not judged with its counts", s.Verdict, s.PerRequest.Allocs, s.Window.Rate)
+	}
+	t.Logf("machine %+v, server cores %.3f, driver %+v; p99 %d µs", *s.Machine, s.ServerCores, *s.Driver, s.Window.LatencyUS["p99"])
 }
 
 // stackString is a sample's stack, innermost first.

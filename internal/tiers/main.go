@@ -3,7 +3,9 @@
 // `go test` would (each package's result line, and the whole output of a
 // test that failed), and writes to the -long file, per package, a -run
 // pattern of the top-level tests that skipped there or had a subtest that
-// skipped. The full pass (test.sh) runs just those.
+// skipped. The full pass (test.sh) runs just those. With -times it also
+// appends each top-level test's seconds, so that test.sh can name the
+// slowest.
 package main
 
 import (
@@ -24,30 +26,60 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64 // seconds, on a test's pass or fail
+}
+
+// timing is a top-level test's seconds.
+type timing struct {
+	pkg, test string
+	secs      float64
 }
 
 func main() {
 	long := flag.String("long", "", "write here, per package, a -run `pattern` of the tests that skipped")
+	times := flag.String("times", "", "append here each top-level test's seconds, package and name, a line each")
 	flag.Parse()
-	if *long == "" {
-		fmt.Fprintln(os.Stderr, "tiers: -long FILE is required")
+	if *long == "" && *times == "" {
+		fmt.Fprintln(os.Stderr, "tiers: -long FILE or -times FILE is required")
 		os.Exit(2)
 	}
-	skipped, err := follow(os.Stdin, os.Stdout)
+	var ts []timing
+	skipped, err := follow(os.Stdin, os.Stdout, &ts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tiers: %v\n", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(*long, []byte(patterns(skipped)), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "tiers: -long: %v\n", err)
-		os.Exit(1)
+	if *long != "" {
+		if err := os.WriteFile(*long, []byte(patterns(skipped)), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "tiers: -long: %v\n", err)
+			os.Exit(1)
+		}
 	}
+	if *times != "" {
+		if err := appendTimes(*times, ts); err != nil {
+			fmt.Fprintf(os.Stderr, "tiers: -times: %v\n", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// appendTimes appends ts to the file, one "seconds package test" a line.
+func appendTimes(file string, ts []timing) error {
+	fh, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		fmt.Fprintf(fh, "%.1f %s %s\n", t.secs, t.pkg, t.test)
+	}
+	return fh.Close()
 }
 
 // follow prints the events of r to w as go test's plain output would
 // read, without the passing tests' lines, and returns the top-level tests
-// that skipped (themselves or a subtest), by package.
-func follow(r io.Reader, w io.Writer) (map[string][]string, error) {
+// that skipped (themselves or a subtest), by package; each top-level
+// test's seconds go to ts.
+func follow(r io.Reader, w io.Writer, ts *[]timing) (map[string][]string, error) {
 	skipped := map[string][]string{}
 	held := map[[2]string][]string{} // a running test's output, printed if it fails
 	sc := bufio.NewScanner(r)
@@ -60,6 +92,9 @@ func follow(r io.Reader, w io.Writer) (map[string][]string, error) {
 			continue
 		}
 		key := [2]string{e.Package, e.Test}
+		if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+			*ts = append(*ts, timing{e.Package, e.Test, e.Elapsed})
+		}
 		switch {
 		case e.Action == "build-output": // a build error, since Go 1.24
 			io.WriteString(w, e.Output)

@@ -17,9 +17,14 @@ func TestFollow(t *testing.T) {
 	}
 	defer f.Close()
 	var out strings.Builder
-	skipped, err := follow(f, &out)
+	var ts []timing
+	skipped, err := follow(f, &out, &ts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Top-level tests that passed or failed, with their seconds; no subtest.
+	if len(ts) != 3 || ts[1] != (timing{"example.com/a", "TestMixed", 2.5}) || ts[2].test != "TestBroken" {
+		t.Errorf("timings: %+v", ts)
 	}
 	if got, want := patterns(skipped), "example.com/a ^(TestEndToEnd|TestMixed)$\n"; got != want {
 		t.Errorf("patterns: %q, want %q", got, want)
