@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // TestCountsDifferBeside: at the same b.N, go test's line and the counted
@@ -71,5 +73,20 @@ func TestBusyOpenLoop(t *testing.T) {
 	}
 	if why := run(100, 0.03, 2000, 0.005, 190); why != "" {
 		t.Errorf("a heavy request's own threads waiting 300 µs of its 2000: %q", why)
+	}
+}
+
+// TestMachineBusyNeedsOthers: waits for a CPU with no other process at
+// work are the target's or the driver's own threads contending for the
+// CPUs they were given (the lean driver's 0.35 s a second on its core, on
+// an idle machine): not a busy machine.
+func TestMachineBusyNeedsOthers(t *testing.T) {
+	w := &windowResult{runqWait: 10_000_000, machine: proc.MachineWindow{DriverWait: 0.35, BusyCores: 0.99 + 0.68, Pressure: -1}}
+	if m := machineSummary(w, 0.99, 0.68, 1); m.Busy {
+		t.Errorf("the driver's own contention, other processes %.2f cores: busy", m.OtherCores)
+	}
+	w.machine.BusyCores += 1.8
+	if m := machineSummary(w, 0.99, 0.68, 1); !m.Busy {
+		t.Errorf("other processes %.2f cores and the driver waiting 0.35 s a second: not busy", m.OtherCores)
 	}
 }

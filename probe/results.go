@@ -240,6 +240,14 @@ func (o *runOutput) timingReasons() []string {
 // an idle one they wait a few hundredths (0.6 to 2.1 on a busy one).
 const BusyMachineWait = 0.2
 
+// BusyOtherCores is the CPU other processes used, in cores, below which
+// the waits for a CPU are the target's and the driver's own (their
+// threads contending for the CPUs they were given: the lean driver's 0.35
+// s per second on its one core, closed loop, idle machine), not a busy
+// machine's: 0 to 0.19
+// on an idle machine, 1.74 to 1.96 beside two CPU-bound processes.
+const BusyOtherCores = 0.5
+
 // machineSummary is what the machine did in window w; serverCores and
 // driverCores are the target's and the driver's CPU in it.
 func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *MachineSummary {
@@ -256,7 +264,7 @@ func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *Ma
 		m.CPUPressure = f64(round(w.machine.Pressure, 3))
 		m.Source += ", /proc/pressure/cpu"
 	}
-	m.Busy = m.ServerRunQueueWait >= BusyMachineWait || m.DriverRunQueueWait >= BusyMachineWait
+	m.Busy = m.OtherCores >= BusyOtherCores && (m.ServerRunQueueWait >= BusyMachineWait || m.DriverRunQueueWait >= BusyMachineWait)
 	return m
 }
 
@@ -269,11 +277,6 @@ func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *Ma
 // target's and the driver's CPUs.
 const OpenLoopWaitUS = 150
 
-// OpenLoopOtherCores is the CPU other processes used, in cores, below which
-// the waits are the target's and the driver's own (their threads
-// contending for the CPUs they were given), not the machine's: 0 to 0.19
-// on an idle machine, 1.74 to 1.96 beside two CPU-bound processes.
-const OpenLoopOtherCores = 0.5
 
 // busyOpenLoop says why an open-loop run's latencies cannot be judged
 // when the target or the driver waited for a CPU: "" when neither did.
@@ -295,7 +298,7 @@ func (o *runOutput) busyOpenLoop() string {
 	}
 	// Waits with no other process at work are the target's own threads
 	// contending for its cores (a server property, judged as such).
-	if m.OtherCores < OpenLoopOtherCores || !m.Busy && !waited(serverUS, o.s.PerRequest.CPUUS) && !waited(driverUS, driverCPU) {
+	if m.OtherCores < BusyOtherCores || !m.Busy && !waited(serverUS, o.s.PerRequest.CPUUS) && !waited(driverUS, driverCPU) {
 		return ""
 	}
 	return fmt.Sprintf("the latencies are the machine's: the target waited for a CPU %.0f µs a request, the load driver %.0f µs (%s); a latency from the intended send holds those waits. The counts stand; run where nothing else runs, or give probe CPUs no other work uses (-cpus)",
