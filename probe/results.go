@@ -277,7 +277,6 @@ func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *Ma
 // target's and the driver's CPUs.
 const OpenLoopWaitUS = 150
 
-
 // busyOpenLoop says why an open-loop run's latencies cannot be judged
 // when the target or the driver waited for a CPU: "" when neither did.
 // Under -rate the target is idle by design, so the waits per second that
