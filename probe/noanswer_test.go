@@ -20,7 +20,7 @@ func TestNoAnswerEndsWindows(t *testing.T) {
 	for _, path := range []string{"/noanswer?every=500", "/noanswer?every=500&leak=1"} {
 		out := filepath.Join(t.TempDir(), "out")
 		start := time.Now()
-		code, stdout, stderr := probeRun(t, "-out", out, "-path", path, "-duration", "2s", "-exact-duration", "1s", "-retained=false", "./testdata/probetarget")
+		code, stdout, stderr := probeRun(t, "-out", out, "-path", path, "-warmup", "300ms", "-duration", "2s", "-exact-duration", "1s", "-retained=false", "-offcpu=false", "-wallclock=false", "./testdata/probetarget")
 		took := time.Since(start)
 		t.Logf("%s: exit %d after %v", path, code, took.Round(time.Second))
 		if code != ExitNotJudged || took > 100*time.Second {

@@ -111,7 +111,7 @@ func profileHasPrefix(p *profile.Profile, prefix string) bool {
 // TestProtocolErrors: a certificate that does not verify, a server that
 // speaks another protocol, an unknown gRPC method, JSON that does not
 // match the message: each a clear error before the window, exit 1, no
-// process left.
+// process left; a -cacert that is no file, exit 2 before the build.
 func TestProtocolErrors(t *testing.T) {
 	skipShort(t)
 	cert, key := selfSigned(t)
@@ -119,16 +119,17 @@ func TestProtocolErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"-proto", "https", "-args", tlsArgs, "-path", "/none", "./testdata/probetarget"}, "certificate"},
-		{[]string{"-proto", "grpc", "-method", "a.B/C", "./testdata/probetarget"}, "does not answer gRPC reflection"},
-		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Nope", "../targets/grpcecho"}, "has no method Nope"},
-		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Echo", "-data", `{"repeat":"x"}`, "../targets/grpcecho"}, "-data does not match perfspy.echo.EchoRequest"},
-		{[]string{"-cacert", "/no/such/file", "-proto", "https", "-args", tlsArgs, "./testdata/probetarget"}, "-cacert"},
+		{[]string{"-proto", "https", "-args", tlsArgs, "-path", "/none", "./testdata/probetarget"}, "certificate", ExitFailed},
+		{[]string{"-proto", "grpc", "-method", "a.B/C", "./testdata/probetarget"}, "does not answer gRPC reflection", ExitFailed},
+		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Nope", "../targets/grpcecho"}, "has no method Nope", ExitFailed},
+		{[]string{"-proto", "grpc", "-method", "perfspy.echo.Echo/Echo", "-data", `{"repeat":"x"}`, "../targets/grpcecho"}, "-data does not match perfspy.echo.EchoRequest", ExitFailed},
+		{[]string{"-cacert", "/no/such/file", "-proto", "https", "-args", tlsArgs, "./testdata/probetarget"}, "-cacert", ExitUsage},
 	} {
 		code, stdout, stderr := probeRun(t, append([]string{"-offcpu=false", "-copies", "off"}, c.args...)...)
-		if code != ExitFailed || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, want 1 and %q\n%s%s", c.args, code, c.want, stdout, stderr)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s%s", c.args, code, c.code, c.want, stdout, stderr)
 		}
 	}
 }

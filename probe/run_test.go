@@ -416,6 +416,14 @@ func TestDefaultTarget(t *testing.T) {
 	if s.Target != DefaultTarget || s.Schema != SummarySchema {
 		t.Errorf("target %q schema %q", s.Target, s.Schema)
 	}
+	// The README names every file the default run writes.
+	readme := readFile(t, "../README.md")
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if !strings.Contains(readme, "`"+e.Name()+"`") {
+			t.Errorf("README.md does not name %s, which the default run writes", e.Name())
+		}
+	}
 	// The load driver's own cost is in every summary.
 	if d := s.Driver; d == nil || d.Name != "lean" || d.CPUUS <= 0 || d.CoresUsed <= 0 || d.CoresUsed > 2 {
 		t.Errorf("driver %+v", d)
