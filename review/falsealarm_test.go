@@ -160,10 +160,13 @@ func TestNoFalseAlarm(t *testing.T) {
 		t.Skip("builds and runs a server and a benchmark at several revisions; skipped with -short")
 	}
 	r, base, heads, src := makeAlarmRepo(t)
+	// The reviews share one base: its results come from the review cache
+	// after the first (as on a pull request's every push).
+	cache := t.TempDir()
 	review := func(head string) (int, string, string) {
 		out := filepath.Join(t.TempDir(), "review")
 		var o, e strings.Builder
-		code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false"}, &o, &e)
+		code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false", "-cache", cache}, &o, &e)
 		md, _ := os.ReadFile(filepath.Join(out, "review.md"))
 		return code, o.String(), e.String() + string(md)
 	}
