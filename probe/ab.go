@@ -224,7 +224,7 @@ func (ab *abRun) setup(ctx context.Context) error {
 	if target == "" {
 		target = DefaultTarget
 	}
-	ab.res = &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*ABMetric{}}}
+	ab.res = &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: cfg.Rounds, Metrics: map[string]*schema.ABMetric{}}}
 	if cfg.BeforeGo != "" && cfg.Before == "" && cfg.After == "" {
 		return ab.oneTree(ctx, target)
 	}
@@ -439,7 +439,7 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 
 // ingest takes one round's results folder into arm's figures, profiles
 // and bench.txt.
-func (ab *abRun) ingest(r int, arm, dir string, s *Summary) {
+func (ab *abRun) ingest(r int, arm, dir string, s *schema.Summary) {
 	if !judgedVerdict(s.Verdict) && s.Verdict != VerdictCountsOnly && !ab.cfg.CountsOnly {
 		ab.res.Reasons = append(ab.res.Reasons, fmt.Sprintf("round %d %s not judged: %s", r+1, arm, strings.Join(s.Reasons, "; ")))
 	}
@@ -496,7 +496,7 @@ func (ab *abRun) reuse() error {
 			return fmt.Errorf("an earlier run of the before revision: %w", err)
 		}
 		if ab.cfg.Bench.Bench != "" {
-			var s BenchSummary
+			var s schema.BenchSummary
 			if err := json.Unmarshal(b, &s); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
 			}
@@ -505,7 +505,7 @@ func (ab *abRun) reuse() error {
 			}
 			continue
 		}
-		var s Summary
+		var s schema.Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
 		}
@@ -530,7 +530,7 @@ func (ab *abRun) judge() {
 	}
 	res.Tail = compareTails(ab.tails["before"], ab.tails["after"])
 	if cfg.Control != "" {
-		res.Control = map[string]*ABMetric{}
+		res.Control = map[string]*schema.ABMetric{}
 		for _, m := range metrics {
 			cm := compareMetric(ab.control["before"][m.name], ab.control["after"][m.name], m.judge, m.higherWorse)
 			res.Control[m.name] = cm
@@ -629,8 +629,8 @@ func (ab *abRun) functions() error {
 
 // functionRow is a comparison's row as a function of profile p: per
 // request (op) when the profiles say how many.
-func functionRow(p string, c *diff.Result, row diff.Row) ABFunction {
-	f := ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
+func functionRow(p string, c *diff.Result, row diff.Row) schema.ABFunction {
+	f := schema.ABFunction{Profile: p, Key: row.Key, Before: float64(row.FlatBefore), After: float64(row.FlatAfter), Sample: c.Sample, Unit: c.Unit, Scope: funcScope(row.Key)}
 	if c.PerRequest {
 		f.Before, f.After = row.FlatBeforePR, row.FlatAfterPR
 	}
@@ -641,7 +641,7 @@ func functionRow(p string, c *diff.Result, row diff.Row) ABFunction {
 // functionMoved says whether a row is a change to list: below a
 // hundredth per request, a row is the rounding of background work, not
 // the change under review.
-func functionMoved(f ABFunction, c *diff.Result) bool {
+func functionMoved(f schema.ABFunction, c *diff.Result) bool {
 	return math.Abs(f.Delta) >= 0.01 || !c.PerRequest && f.Delta != 0
 }
 

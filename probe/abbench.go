@@ -12,6 +12,7 @@ import (
 
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // benchUnits are the figures probe ab compares for each benchmark, in the
@@ -69,7 +70,7 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 
 // ingestBench takes one benchmark round's results folder into arm's
 // figures and profiles.
-func (ab *abRun) ingestBench(arm, dir string, s *BenchSummary) error {
+func (ab *abRun) ingestBench(arm, dir string, s *schema.BenchSummary) error {
 	v := func(p *float64) float64 {
 		if p == nil {
 			return math.NaN()

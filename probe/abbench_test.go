@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/schema"
 )
 
 const benchLib = `package lib
@@ -60,13 +62,13 @@ func TestABBench(t *testing.T) {
 		t.Fatalf("probe ab -bench: exit %d, want 1 naming allocs/op\n%s%s", code, o.String(), e.String())
 	}
 	var res struct {
-		Metrics   map[string]ABMetric
-		Functions []ABFunction
+		Metrics   map[string]schema.ABMetric
+		Functions []schema.ABFunction
 	}
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "ab.json"))), &res); err != nil {
 		t.Fatal(err)
 	}
-	var allocs, space, kept, left *ABMetric
+	var allocs, space, kept, left *schema.ABMetric
 	for name, m := range res.Metrics {
 		m := m
 		switch {

@@ -20,17 +20,17 @@ func fixedAB() (*ABResult, ABConfig) {
 	r := &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: 4, Order: "ABBAABBA", Judged: true,
 		Before:  map[string]string{"rev": "main", "commit": "1111111111111111"},
 		After:   map[string]string{"rev": "HEAD", "commit": "2222222222222222"},
-		Metrics: map[string]*ABMetric{}, Gate: []string{"allocs/req +4.44% (22.5 -> 23.5), past 1%"},
-		Functions: []ABFunction{
+		Metrics: map[string]*schema.ABMetric{}, Gate: []string{"allocs/req +4.44% (22.5 -> 23.5), past 1%"},
+		Functions: []schema.ABFunction{
 			{Profile: "allocs", Key: "main.buildDocument", Before: 1, After: 2, Delta: 1},
 			{Profile: "allocs", Key: "main.encode[...]", Before: 3, After: 2.5, Delta: -0.5},
 			{Profile: "syscalls", Key: "syscall.write", Before: 1, After: 1.25, Delta: 0.25},
 		}}}
 	for _, m := range metricsFor(cfg.Run) {
-		r.Metrics[m.name] = &ABMetric{Before: 10, After: 10, Verdict: "no change"}
+		r.Metrics[m.name] = &schema.ABMetric{Before: 10, After: 10, Verdict: "no change"}
 	}
-	r.Metrics["allocs/req"] = &ABMetric{Before: 22.5, After: 23.5, Delta: 1, DeltaPct: 4.44, P: 0.029, Verdict: "regression"}
-	r.Metrics["cpu-us/req"] = &ABMetric{Before: 50, After: 45, Delta: -5, DeltaPct: -10, P: 0.029, Verdict: "improvement"}
+	r.Metrics["allocs/req"] = &schema.ABMetric{Before: 22.5, After: 23.5, Delta: 1, DeltaPct: 4.44, P: 0.029, Verdict: "regression"}
+	r.Metrics["cpu-us/req"] = &schema.ABMetric{Before: 50, After: 45, Delta: -5, DeltaPct: -10, P: 0.029, Verdict: "improvement"}
 	return r, cfg
 }
 
@@ -99,7 +99,7 @@ func TestABBenchPerOp(t *testing.T) {
 // TestABFunctionUnits: each function table says what it counts.
 func TestABFunctionUnits(t *testing.T) {
 	r, cfg := fixedAB()
-	r.Functions = []ABFunction{{Profile: "copies", Key: "main.f", Before: 114, After: 135, Delta: 21, Sample: "copied_bytes", Unit: "bytes"}}
+	r.Functions = []schema.ABFunction{{Profile: "copies", Key: "main.f", Before: 114, After: 135, Delta: 21, Sample: "copied_bytes", Unit: "bytes"}}
 	var md bytes.Buffer
 	abPage(r, cfg).Markdown(&md)
 	html, _ := abPage(r, cfg).HTML(nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/metric"
+	"github.com/perfspy/perfspy/schema"
 )
 
 type abMetric struct {
@@ -82,7 +83,7 @@ func metricsFor(c Config) []abMetric {
 
 // endpointValues reads one endpoint's figures for endpointUnits: each
 // row's Endpoint key in e; NaN when not measured.
-func endpointValues(e EndpointSummary) map[string]float64 {
+func endpointValues(e schema.EndpointSummary) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metric.Table {
 		if m.Compared && m.Endpoint != "" {
@@ -98,7 +99,7 @@ func endpointValues(e EndpointSummary) map[string]float64 {
 
 // routeValues reads one route's figures of the mix (each row's Route
 // key in r), the ones it has.
-func routeValues(r RouteSummary) map[string]float64 {
+func routeValues(r schema.RouteSummary) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metric.Table {
 		if m.Compared && m.Route != "" {
@@ -148,7 +149,7 @@ func endpointABMetrics(before, after map[string][]float64) []abMetric {
 }
 
 // metricValues reads a run's figures for the metrics; NaN when absent.
-func metricValues(s *Summary) map[string]float64 {
+func metricValues(s *schema.Summary) map[string]float64 {
 	v := func(p *float64) float64 {
 		if p == nil {
 			return math.NaN()
@@ -186,7 +187,7 @@ const TailWaitPrefix = "wait "
 
 // tailValues reads a run's slowest 1% mean bill by TailParts and by the
 // places it waited; none without bills.
-func tailValues(s *Summary) map[string]float64 {
+func tailValues(s *schema.Summary) map[string]float64 {
 	if s.Bills == nil || s.Bills.Groups["p99"] == nil {
 		return nil
 	}
@@ -206,11 +207,11 @@ func tailValues(s *Summary) map[string]float64 {
 // It gives no verdict of its own (the rounds' tails are few requests,
 // and nine parts compared at p 0.05 would raise false alarms): a reader
 // names the parts that moved beside a p99 that did.
-func compareTails(before, after map[string][]float64) map[string]*ABMetric {
+func compareTails(before, after map[string][]float64) map[string]*schema.ABMetric {
 	if len(before["duration"]) == 0 || len(after["duration"]) == 0 {
 		return nil
 	}
-	out := map[string]*ABMetric{}
+	out := map[string]*schema.ABMetric{}
 	for _, p := range TailParts {
 		out[p] = compareMetric(before[p], after[p], metric.Timing, true)
 	}
@@ -244,14 +245,14 @@ func compareTails(before, after map[string][]float64) map[string]*ABMetric {
 // a percent but not exactly: a change is one when no run of one arm falls
 // within the other's range and the medians differ by more than 0.1% and
 // by more than twice the wider arm's spread.
-func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool) *ABMetric {
-	m := &ABMetric{Before: medianOf(b), After: medianOf(a), P: 1, JudgedAs: judge.String()}
+func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool) *schema.ABMetric {
+	m := &schema.ABMetric{Before: medianOf(b), After: medianOf(a), P: 1, JudgedAs: judge.String()}
 	m.Delta = m.After - m.Before
 	if m.Before != 0 {
 		m.DeltaPct = 100 * m.Delta / m.Before
 	}
 	if math.IsNaN(m.Before) || math.IsNaN(m.After) {
-		return &ABMetric{P: 1, Verdict: "not measured", JudgedAs: judge.String()}
+		return &schema.ABMetric{P: 1, Verdict: "not measured", JudgedAs: judge.String()}
 	}
 	th := benchmath.DefaultThresholds
 	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(b, &th), benchmath.NewSample(a, &th))

@@ -27,6 +27,7 @@ import (
 	"github.com/perfspy/perfspy/internal/proc"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // BenchConfig is probe run -bench: a package's Go benchmarks, each
@@ -129,7 +130,7 @@ const countedBenchTime = "100ms"
 // BenchResult is what RunBench produced.
 type BenchResult struct {
 	Dir     string
-	Summary *BenchSummary
+	Summary *schema.BenchSummary
 }
 
 // ErrBenchmemMismatch is returned, with the files written, when the

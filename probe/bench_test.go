@@ -71,7 +71,7 @@ func emulateARM64(t *testing.T) {
 
 // benchFixtureRun runs probe run -bench on the fixture with extra flags
 // and holds every result to the fixture's known costs.
-func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
+func benchFixtureRun(t *testing.T, extra ...string) schema.BenchSummary {
 	out := filepath.Join(t.TempDir(), "out")
 	var o, e bytes.Buffer
 	args := append([]string{"run", "-q", "-bench", ".", "-benchtime", "2000x", "-count", "2", "-out", out}, extra...)
@@ -80,7 +80,7 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 	if code != ExitOK {
 		t.Fatalf("probe run -bench: exit %d\n%s%s", code, o.String(), e.String())
 	}
-	var s BenchSummary
+	var s schema.BenchSummary
 	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func benchFixtureRun(t *testing.T, extra ...string) BenchSummary {
 }
 
 // checkBenchSyscalls checks one syscall per op when the counter can run.
-func checkBenchSyscalls(t *testing.T, f BenchFigures, name string, emulated bool) {
+func checkBenchSyscalls(t *testing.T, f schema.BenchFigures, name string, emulated bool) {
 	t.Helper()
 	if emulated {
 		if f.PerOp.Syscalls != nil {
@@ -200,7 +200,7 @@ func checkBenchSyscalls(t *testing.T, f BenchFigures, name string, emulated bool
 // whose stack passes through the fixture's package (and whose label kind
 // is kind, when set): the runtime's own work in the region (a thread the
 // timer's stop of the world starts, the scavenger) is left out.
-func fixtureSum(t *testing.T, out string, f BenchFigures, name, kind string) (a, b float64) {
+func fixtureSum(t *testing.T, out string, f schema.BenchFigures, name, kind string) (a, b float64) {
 	t.Helper()
 	p, err := readProfile(filepath.Join(out, f.Files[name]))
 	if err != nil {
@@ -233,7 +233,7 @@ func fixtureSum(t *testing.T, out string, f BenchFigures, name, kind string) (a,
 
 // checkBenchOffCPU: the sleeping benchmark waits at least its 50 µs per
 // op, and not ten times that; the copying one does not wait.
-func checkBenchOffCPU(t *testing.T, f BenchFigures, sleeps bool) {
+func checkBenchOffCPU(t *testing.T, f schema.BenchFigures, sleeps bool) {
 	t.Helper()
 	if f.PerOp.OffCPUNS == nil {
 		t.Errorf("%s: no off-CPU figures", f.Name)
@@ -254,7 +254,7 @@ func checkBenchOffCPU(t *testing.T, f BenchFigures, sleeps bool) {
 // checkBenchProfile reads a result's allocation profile: it carries the op
 // count, and its sites are the timed region's only (no set-up, nothing
 // between StopTimer and StartTimer).
-func checkBenchProfile(t *testing.T, out string, f BenchFigures) {
+func checkBenchProfile(t *testing.T, out string, f schema.BenchFigures) {
 	t.Helper()
 	p, err := readProfile(filepath.Join(out, f.Files["allocs"]))
 	if err != nil {
@@ -279,7 +279,7 @@ func checkBenchProfile(t *testing.T, out string, f BenchFigures) {
 // leaves 0.1 goroutines per op running stuck, created by it; every other
 // keeps at most the values its globals hold from the last op (2 objects
 // in N ops) and leaves no goroutine.
-func checkBenchRetained(t *testing.T, out string, f BenchFigures, leaks bool) {
+func checkBenchRetained(t *testing.T, out string, f schema.BenchFigures, leaks bool) {
 	t.Helper()
 	if f.PerOp.RetainedObjects == nil || f.PerOp.GoroutinesLeft == nil || f.Files["retained"] == "" || f.Files["goroutines_left"] == "" {
 		t.Errorf("%s: no retained figures (%+v)", f.Name, f.Files)
@@ -423,7 +423,7 @@ func TestBenchCountedShort(t *testing.T) {
 		return 0
 	}
 	plain, counted := n("bench-plain.txt"), n("bench-window.txt")
-	var s BenchSummary
+	var s schema.BenchSummary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestBenchCountsDiffer(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, o.String(), e.String())
 	}
-	var s BenchSummary
+	var s schema.BenchSummary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestBenchCut(t *testing.T) {
 			if want := map[bool]int{false: ExitOK, true: ExitFailed}[interrupt]; code != want {
 				t.Fatalf("exit %d, want %d\n%s%s", code, want, o.String(), e.String())
 			}
-			var s BenchSummary
+			var s schema.BenchSummary
 			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -31,7 +32,7 @@ type benchOutput struct {
 	cuts     []string // the extra runs cut short, and why
 	win      *benchWindow
 	files    map[string][]byte
-	s        *BenchSummary
+	s        *schema.BenchSummary
 	mismatch []string
 	top      map[string][]report.TopTable // by benchmark folder, for report.md
 	// beside are the counted run's allocations in the timed region that
@@ -52,7 +53,7 @@ func countedNote(cfg BenchConfig) string {
 }
 
 func (o *benchOutput) write() error {
-	o.s = &BenchSummary{
+	o.s = &schema.BenchSummary{
 		Schema: SummarySchema, Kind: "benchmarks", Target: o.cfg.Target, Commit: o.commit, Go: o.tgt.GoVersion, GOARCH: o.tgt.GOARCH, Exec: strings.Join(o.cfg.Exec, " "),
 		Bench: o.cfg.Bench, Benchtime: o.cfg.BenchTime, Count: o.cfg.Count, Build: o.tgt.BuildCheck,
 		Sources: map[string]string{
@@ -157,8 +158,8 @@ func (o *benchOutput) finish() error {
 
 // figures reads one result's reports, writes its profiles and flame
 // graphs, and checks allocspy against -benchmem.
-func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
-	f := BenchFigures{Name: e.Name, N: e.N, Files: map[string]string{}}
+func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, error) {
+	f := schema.BenchFigures{Name: e.Name, N: e.N, Files: map[string]string{}}
 	if e.Error != "" {
 		return f, fmt.Errorf("%s: the benchmark window: %s", e.Name, e.Error)
 	}
@@ -168,7 +169,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	folder := report.BenchFolder(e.Name, k)
 	n := float64(e.N)
 	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
-	f.Benchmem = BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
+	f.Benchmem = schema.BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
 	if err := o.allocFigures(&f, e, folder, comments); err != nil {
 		return f, err
 	}
@@ -196,7 +197,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (BenchFigures, error) {
 	return f, nil
 }
 
-func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+func (o *benchOutput) allocFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
 	rep, err := benchwin.ReadAllocs(filepath.Join(o.win.dir, e.Allocs))
 	if err != nil {
 		return err
@@ -224,7 +225,7 @@ func (o *benchOutput) allocFigures(f *BenchFigures, e benchwin.Event, folder str
 	return o.profile(f, folder, "allocs", p, comments)
 }
 
-func (o *benchOutput) copyFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+func (o *benchOutput) copyFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
 	rep, err := benchwin.ReadCopies(filepath.Join(o.win.dir, e.Copies))
 	if err != nil {
 		return err
@@ -248,7 +249,7 @@ func (o *benchOutput) copyFigures(f *BenchFigures, e benchwin.Event, folder stri
 	return o.profile(f, folder, "copies", p, comments)
 }
 
-func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder string, comments []string) error {
+func (o *benchOutput) syscallFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
 	sites := o.win.sites[e.Seq]
 	var total uint64
 	by := map[string]uint64{}
@@ -269,7 +270,7 @@ func (o *benchOutput) syscallFigures(f *BenchFigures, e benchwin.Event, folder s
 
 // offCPUFigures gives the result its waits from the traced run: the
 // k-th result of its name there.
-func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, k int, folder string, comments []string) error {
+func (o *benchOutput) offCPUFigures(f *schema.BenchFigures, e benchwin.Event, k int, folder string, comments []string) error {
 	at := o.traced[e.Name]
 	if k >= len(at) {
 		return nil // not in the traced run (summary.json's blind says so)
@@ -285,7 +286,7 @@ func (o *benchOutput) offCPUFigures(f *BenchFigures, e benchwin.Event, k int, fo
 
 // retainedFigures gives the result what its ops left, from the retained
 // run: the k-th result of its name there, divided by that run's N.
-func (o *benchOutput) retainedFigures(f *BenchFigures, k int, folder string, comments []string) error {
+func (o *benchOutput) retainedFigures(f *schema.BenchFigures, k int, folder string, comments []string) error {
 	at := o.kept[f.Name]
 	if k >= len(at) {
 		return nil // not in the retained run (summary.json's blind says so)
@@ -316,7 +317,7 @@ func (o *benchOutput) retainedFigures(f *BenchFigures, k int, folder string, com
 	f.PerOp.RetainedBytes = f64(round(float64(t[1])/n, 2))
 	f.PerOp.GoroutinesLeft = f64(round(float64(len(left))/n, 4))
 	for _, site := range topSites(rp, 1) {
-		f.RetainedSites = append(f.RetainedSites, RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/n, 4), Bytes: round(float64(site.Values[1])/n, 2)})
+		f.RetainedSites = append(f.RetainedSites, schema.RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/n, 4), Bytes: round(float64(site.Values[1])/n, 2)})
 	}
 	f.GoroutinesLeft = groupGoroutines(left, int64(e.N))
 	// The retained run's N, not the counted run's, divides these.
@@ -331,7 +332,7 @@ func (o *benchOutput) retainedFigures(f *BenchFigures, k int, folder string, com
 }
 
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.
-func (o *benchOutput) profile(f *BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
+func (o *benchOutput) profile(f *schema.BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
 	p.Comments = append(slices.Clone(comments), p.Comments...)
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
@@ -369,11 +370,11 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 // when the counted run gave other whole allocations or bytes per op,
 // compared as testing prints them (total / N, rounded down): an op whose
 // cost depends on b.N (a setup amortized over it), or work beside the ops.
-func (o *benchOutput) goTest(f *BenchFigures, e benchwin.Event, p plainResult, beside besideOps) {
+func (o *benchOutput) goTest(f *schema.BenchFigures, e benchwin.Event, p plainResult, beside besideOps) {
 	if !p.mem {
 		return
 	}
-	f.GoTest = &BenchGoTest{N: p.n, Allocs: p.allocs, Bytes: p.bytes}
+	f.GoTest = &schema.BenchGoTest{N: p.n, Allocs: p.allocs, Bytes: p.bytes}
 	ca, cb := float64(e.BenchmemAllocs/uint64(e.N)), float64(e.BenchmemBytes/uint64(e.N))
 	if ca == p.allocs && cb == p.bytes {
 		return
@@ -420,7 +421,7 @@ func besideOf(p *profile.Profile) besideOps {
 // countsDifferWhy says why go test's whole allocations per op are not the
 // counted run's: what a run pays once is spread over another b.N, or, at
 // the same b.N, the two runs did different work beside their ops.
-func countsDifferWhy(f *BenchFigures, goTestN, n int, beside besideOps) string {
+func countsDifferWhy(f *schema.BenchFigures, goTestN, n int, beside besideOps) string {
 	st := f.Steady
 	switch {
 	case st != nil && goTestN != n && (st.OnceAllocs != 0 || st.OnceBytes != 0):

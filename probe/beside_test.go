@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/proc"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestCountsDifferBeside: at the same b.N, go test's line and the counted
@@ -28,7 +29,7 @@ func TestCountsDifferBeside(t *testing.T) {
 	if b.allocs != 32 || b.bytes != 41472 || b.top != "example.com/x.background" {
 		t.Fatalf("beside the ops: %+v, want 32 allocs, 41472 B, most in example.com/x.background", b)
 	}
-	f := &BenchFigures{}
+	f := &schema.BenchFigures{}
 	why := countsDifferWhy(f, 2000, 2000, b)
 	for _, want := range []string{"32 allocs, 41472 B beside its ops", "most in example.com/x.background", "20.74 B an op"} {
 		if !strings.Contains(why, want) {
@@ -54,8 +55,8 @@ func TestCountsDifferBeside(t *testing.T) {
 func TestBusyOpenLoop(t *testing.T) {
 	other := 0.0
 	run := func(rps, serverWait, cpuUS, driverWait, driverUS float64) string {
-		o := &runOutput{s: &Summary{Window: WindowSummary{RPS: rps}, PerRequest: PerRequest{CPUUS: &cpuUS}, Driver: &DriverSummary{CPUUS: driverUS},
-			Machine: &MachineSummary{ServerRunQueueWait: serverWait, DriverRunQueueWait: driverWait, OtherCores: other, Busy: serverWait >= BusyMachineWait || driverWait >= BusyMachineWait}}}
+		o := &runOutput{s: &schema.Summary{Window: schema.WindowSummary{RPS: rps}, PerRequest: schema.PerRequest{CPUUS: &cpuUS}, Driver: &schema.DriverSummary{CPUUS: driverUS},
+			Machine: &schema.MachineSummary{ServerRunQueueWait: serverWait, DriverRunQueueWait: driverWait, OtherCores: other, Busy: serverWait >= BusyMachineWait || driverWait >= BusyMachineWait}}}
 		return o.busyOpenLoop()
 	}
 	for _, idle := range [][5]float64{{100, 0.008, 126, 0.005, 190}, {500, 0.027, 76, 0.02, 148}, {2000, 0.055, 39, 0.063, 100}, {8000, 0.156, 23, 0.093, 38},

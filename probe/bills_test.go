@@ -115,7 +115,7 @@ func TestTailBill(t *testing.T) {
 func TestTailBillH2C(t *testing.T) {
 	skipShort(t)
 	m := runTarget(t, "/rare?every=50&ms=5", "-proto", "h2c", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-copies", "off")
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -337,9 +337,9 @@ func TestTailBillHandoff(t *testing.T) {
 }
 
 // runBills reads a run's summary.json and its bills, which it must have.
-func runBills(t *testing.T, m *measured) (Summary, *schema.Bills) {
+func runBills(t *testing.T, m *measured) (schema.Summary, *schema.Bills) {
 	t.Helper()
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,8 @@ type BisectResult struct {
 	Candidates []string    `json:"candidates,omitempty"`
 	// Functions are the functions whose figure moved from Before to
 	// First, per request (or op), largest change first.
-	Functions []ABFunction `json:"functions"`
-	Dir       string       `json:"dir"`
+	Functions []schema.ABFunction `json:"functions"`
+	Dir       string              `json:"dir"`
 }
 
 // Bisect finds the first commit from cfg.Good to cfg.Bad whose metric is
@@ -364,7 +364,7 @@ func (b *bisector) functions() error {
 		if b.cfg.Bench.Bench == "" {
 			return []string{filepath.Join(dir, prof+".pb.gz")}
 		}
-		var s BenchSummary
+		var s schema.BenchSummary
 		if raw, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil && json.Unmarshal(raw, &s) == nil {
 			var out []string
 			for _, f := range s.Benchmarks {

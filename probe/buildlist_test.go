@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // depsOf reads the build list recorded in a binary: path -> version.
@@ -305,7 +306,7 @@ func TestNoSourceTree(t *testing.T) {
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == ExitNotJudged) {
 		t.Fatalf("probe run: %v\n%s", err, out)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(work, "out", "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func TestPublicServer(t *testing.T) {
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 	"github.com/perfspy/perfspy/syscalls"
 )
 
@@ -91,7 +92,7 @@ func (o *runOutput) endpoints() error {
 	if len(cfg.Mix) == 0 {
 		return nil
 	}
-	m := &MixSummary{File: cfg.RequestFile, Order: load.Interleave(cfg.Mix)}
+	m := &schema.MixSummary{File: cfg.RequestFile, Order: load.Interleave(cfg.Mix)}
 	for _, r := range cfg.Mix {
 		m.Requests, m.Weights = append(m.Requests, r.Name()), append(m.Weights, r.Weight)
 	}
@@ -122,7 +123,7 @@ type background struct {
 // handedOff sets each endpoint's bytes allocated outside its requests
 // beyond the quietest window's background rate, per request, and their
 // share of its window's bytes.
-func handedOff(es []EndpointSummary, bgs []background) {
+func handedOff(es []schema.EndpointSummary, bgs []background) {
 	floor := math.Inf(1)
 	for _, b := range bgs {
 		if b.seconds > 0 && b.requests > 0 {
@@ -142,8 +143,8 @@ func handedOff(es []EndpointSummary, bgs []background) {
 
 // endpointFigures divides request k's windows by their successes and
 // keeps its attribution window's profiles.
-func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (EndpointSummary, error) {
-	es := EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK,
+func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (schema.EndpointSummary, error) {
+	es := schema.EndpointSummary{Name: ew.req.Name(), Weight: ew.req.Weight, Requests: ew.timing.load.OK,
 		Sources: map[string]string{"cpu": ew.timing.cpuSource, "syscalls": SourceNone, "allocs": SourceNone, "copies": SourceNone}}
 	if n := float64(ew.timing.load.OK); n > 0 {
 		es.CPUUS = f64(round(float64(ew.timing.cpu)/1e3/n, 3))
@@ -214,7 +215,7 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (E
 
 // endpointProfile adds request k's profile name, with its window's
 // comments (its own request count).
-func (o *runOutput) endpointProfile(es *EndpointSummary, k int, name string, p *profile.Profile, w *windowResult) error {
+func (o *runOutput) endpointProfile(es *schema.EndpointSummary, k int, name string, p *profile.Profile, w *windowResult) error {
 	p.Comments = append(o.comments(w), p.Comments...)
 	file := fmt.Sprintf("endpoint-%d-%s.pb.gz", k+1, name)
 	if err := o.addProfile(file, p); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/proc"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/profstore"
 )
@@ -207,7 +208,7 @@ func TestConfigFlags(t *testing.T) {
 		}
 	}
 	c.Flags = []string{"-duration=3s"}
-	if m := collectMeta(c, &withagent.Binary{}, "", &wire.Response{}, CPUPlan{}, nil); m["flags"] != "-duration=3s" {
+	if m := collectMeta(c, &withagent.Binary{}, "", &wire.Response{}, proc.CPUPlan{}, nil); m["flags"] != "-duration=3s" {
 		t.Errorf("parsed flags are recorded as given: %q", m["flags"])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfspy/perfspy/flame"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // flameProfiles are the profiles probe draws, in the run folder, as
@@ -14,7 +15,7 @@ var flameProfiles = []string{"cpu", "allocs", "copies", "syscalls", "offcpu", "w
 
 // addFlames draws a single-file HTML flame graph of each profile in files
 // (encoded, in memory) and adds it to files.
-func addFlames(files map[string][]byte, s *Summary) error {
+func addFlames(files map[string][]byte, s *schema.Summary) error {
 	for _, name := range flameProfiles {
 		file, ok := s.Files[name]
 		if !ok {

@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/internal/proc"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // SourceInstructions names the instruction counts' source.
@@ -43,7 +44,7 @@ const instructionsGap = 2 * time.Millisecond
 // runInstructions runs the target under callgrind: the target is built
 // with -tags valgrind, warmed up, dumped, loaded with a count of requests,
 // dumped again; the part between the two dumps is the window.
-func runInstructions(ctx context.Context, cfg Config, plan CPUPlan, logf func(string, ...any)) (*Result, error) {
+func runInstructions(ctx context.Context, cfg Config, plan proc.CPUPlan, logf func(string, ...any)) (*Result, error) {
 	tools, err := capability.Tool("valgrind", "valgrind", "callgrind_control")
 	if err != nil {
 		return nil, fmt.Errorf("probe run -instructions: %w", err)
@@ -208,12 +209,12 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 	// with what it calls), which stays in.
 	idle := win.Inclusive("runtime.findRunnable")
 	sysmon := win.Inclusive("runtime.sysmon")
-	s := &Summary{
+	s := &schema.Summary{
 		Schema: SummarySchema, Target: cfg.Target, Commit: cr.s.commit, Go: tgt.GoVersion, Build: tgt.BuildCheck,
-		Window:  WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
+		Window:  schema.WindowSummary{Seconds: round(lr.Elapsed.Seconds(), 3), Requests: n, RPS: round(lr.RPS(), 1), LatencyUS: map[string]int64{}},
 		Verdict: VerdictCountsOnly,
 		Reasons: []string{fmt.Sprintf("instructions under callgrind: the window is %d requests, not seconds; no timing is measured", cfg.Requests)},
-		PerRequest: PerRequest{
+		PerRequest: schema.PerRequest{
 			Instructions:   f64(round(float64(win.Total-sysmon)/float64(n), 2)),
 			SyscallsByName: map[string]float64{},
 		},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestNoAnswerEndsWindows: a server where 1 request in 500 never answers
@@ -31,7 +33,7 @@ func TestNoAnswerEndsWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s Summary
+		var s schema.Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ const topWaits = 5
 // background per second, the median and slowest 1%, and the checks that
 // the split closes on the requests' duration and sits below the driver's
 // latency.
-func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
+func setOffCPU(s *schema.Summary, res *offcpu.Result, l *load.Result) {
 	us := func(ns float64) float64 { return round(ns/1e3, 3) }
 	if secs := float64(res.Span) / 1e9; secs > 0 {
 		s.BackgroundOffCPUUS = map[string]float64{}
@@ -36,7 +36,7 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 			s.BackgroundOffCPUUS[r] = round(float64(res.Background[r])/1e3/secs, 3)
 		}
 		for _, t := range offcpu.BackgroundTop(res, topWaits) {
-			s.BackgroundTop = append(s.BackgroundTop, WaitRow{Reason: t.Reason, Wait: t.Wait, Func: t.Func, WokenBy: t.WokenBy, US: round(t.Nanos/1e3/secs, 3)})
+			s.BackgroundTop = append(s.BackgroundTop, schema.WaitRow{Reason: t.Reason, Wait: t.Wait, Func: t.Func, WokenBy: t.WokenBy, US: round(t.Nanos/1e3/secs, 3)})
 		}
 	}
 	if len(res.Requests) == 0 {
@@ -44,13 +44,13 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 		return
 	}
 	s.Sources["offcpu"] = SourceOffCPU
-	group := func(g offcpu.Group) *TailGroup {
-		t := &TailGroup{Requests: g.Requests, TotalUS: us(g.Total), PartsUS: map[string]float64{}, Remainder: us(g.Remainder), Top: []WaitRow{}}
+	group := func(g offcpu.Group) *schema.TailGroup {
+		t := &schema.TailGroup{Requests: g.Requests, TotalUS: us(g.Total), PartsUS: map[string]float64{}, Remainder: us(g.Remainder), Top: []schema.WaitRow{}}
 		for p, v := range g.Parts {
 			t.PartsUS[p] = us(v)
 		}
 		for _, w := range g.Top {
-			t.Top = append(t.Top, WaitRow{Reason: w.Reason, Wait: w.Wait, Func: w.Func, WokenBy: w.WokenBy, US: us(w.Nanos)})
+			t.Top = append(t.Top, schema.WaitRow{Reason: w.Reason, Wait: w.Wait, Func: w.Func, WokenBy: w.WokenBy, US: us(w.Nanos)})
 		}
 		return t
 	}
@@ -61,7 +61,7 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 	delete(s.PerRequest.OffCPUUS, "cpu")
 	setRouteOffCPU(s, res, us)
 	p50, p99 := offcpu.Tail(res, topWaits)
-	s.Tail = map[string]*TailGroup{"p50": group(p50), "p99": group(p99)}
+	s.Tail = map[string]*schema.TailGroup{"p50": group(p50), "p99": group(p99)}
 	s.Checks["offcpu_requests"] = float64(len(res.Requests))
 	s.Checks["request_us_remainder"] = all.Remainder
 	if l != nil && l.Latency != nil && l.Latency.TotalCount() > 0 {
@@ -72,9 +72,9 @@ func setOffCPU(s *Summary, res *offcpu.Result, l *load.Result) {
 }
 
 // windowSummary describes a window with its CPU per request.
-func windowSummary(w *windowResult) *AttributionSummary {
+func windowSummary(w *windowResult) *schema.AttributionSummary {
 	l := w.load
-	a := &AttributionSummary{Seconds: round(l.Elapsed.Seconds(), 3), Requests: l.OK, Errors: l.Errors + l.Non2xx, RPS: round(l.RPS(), 1)}
+	a := &schema.AttributionSummary{Seconds: round(l.Elapsed.Seconds(), 3), Requests: l.OK, Errors: l.Errors + l.Non2xx, RPS: round(l.RPS(), 1)}
 	if l.OK > 0 {
 		a.CPUUS = round(float64(w.cpu)/1e3/float64(l.OK), 3)
 	}
@@ -205,7 +205,7 @@ func WallclockProfile(rep *wire.WallclockReport) *profile.Profile {
 
 // setRouteOffCPU gives each route its requests' mean split, from the
 // route each request logged in its region.
-func setRouteOffCPU(s *Summary, res *offcpu.Result, us func(float64) float64) {
+func setRouteOffCPU(s *schema.Summary, res *offcpu.Result, us func(float64) float64) {
 	byRoute := map[string][]offcpu.Request{}
 	for _, r := range res.Requests {
 		byRoute[r.Route] = append(byRoute[r.Route], r)

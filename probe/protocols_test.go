@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 
 	"github.com/google/pprof/profile"
 )
@@ -277,7 +278,7 @@ service EchoService { rpc Echo(SimpleMessage) returns (SimpleMessage); }
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestLightGRPCJudged(t *testing.T) {
 	best := math.Inf(1)
 	for run := 0; run < 3 && best > bound; run++ {
 		judgedLight(t, "../targets/grpcecho", func(out, _ string) {
-			var s Summary
+			var s schema.Summary
 			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 				t.Fatal(err)
 			}

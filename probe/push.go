@@ -19,6 +19,7 @@ import (
 	"github.com/perfspy/perfspy/profstore"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // PushConfig sends a run's profiles to a Pyroscope server (-push).
@@ -63,7 +64,7 @@ func StoreName(k string) string {
 // pushProfiles sends every profile of a results folder (the files the
 // summary names) with the run's labels: service_name (the target),
 // commit, endpoint, go, host, verdict, and the user's; arm for probe ab.
-func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, extra map[string]string) error {
+func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *schema.Summary, extra map[string]string) error {
 	labels := runLabels(pc, map[string]string{"commit": s.Commit, "go": s.Go, "verdict": s.Verdict}, extra)
 	until := time.Now()
 	from := until.Add(-time.Duration(s.Window.Seconds * float64(time.Second)))
@@ -72,7 +73,7 @@ func pushProfiles(ctx context.Context, pc PushConfig, dir string, s *Summary, ex
 
 // pushBench sends each benchmark's profiles, its ops inside as the
 // requests, with endpoint = the benchmark's name (as testing prints it).
-func pushBench(ctx context.Context, pc PushConfig, dir string, s *BenchSummary, extra map[string]string) error {
+func pushBench(ctx context.Context, pc PushConfig, dir string, s *schema.BenchSummary, extra map[string]string) error {
 	var errs []error
 	for _, b := range s.Benchmarks {
 		labels := runLabels(pc, map[string]string{"commit": s.Commit, "go": s.Go, "endpoint": b.Name}, extra)

@@ -14,13 +14,14 @@ import (
 	"github.com/perfspy/perfspy/load"
 
 	"github.com/perfspy/perfspy/allocspy"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // runNewGo measures testdata/newgo, a module whose toolchain line asks
 // for go1.27.3, with GOTOOLCHAIN=auto (as Go's own downloads set it): from
 // a Go 1.26 install the go command switches to a toolchain it fetches
 // into the module cache, which probe builds from a private GOROOT.
-func runNewGo(t *testing.T, s seams) (*Summary, string, error) {
+func runNewGo(t *testing.T, s seams) (*schema.Summary, string, error) {
 	t.Helper()
 	skipShort(t)
 	t.Setenv("GOTOOLCHAIN", "auto")
@@ -30,7 +31,7 @@ func runNewGo(t *testing.T, s seams) (*Summary, string, error) {
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
-	var sum Summary
+	var sum schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,17 @@ package probe
 import (
 	"strings"
 	"testing"
+
+	"github.com/perfspy/perfspy/internal/proc"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestPaceReason: a server that did not use its cores was paced by a busy
 // driver, or waited with a driver that was not busy either (a sleeping
 // handler): the reason says which, with both sides' figures.
 func TestPaceReason(t *testing.T) {
-	o := &runOutput{ses: &session{plan: CPUPlan{Load: []int{1}}, coresHad: 1},
-		s: &Summary{ServerCores: 0.29, PerRequest: PerRequest{CPUUS: f64(108.47)}, Driver: &DriverSummary{Name: "nethttp", CPUUS: 70.38, CoresUsed: 0.19}}}
+	o := &runOutput{ses: &session{plan: proc.CPUPlan{Load: []int{1}}, coresHad: 1},
+		s: &schema.Summary{ServerCores: 0.29, PerRequest: schema.PerRequest{CPUUS: f64(108.47)}, Driver: &schema.DriverSummary{Name: "nethttp", CPUUS: 70.38, CoresUsed: 0.19}}}
 	for _, tc := range []struct {
 		driverCores float64
 		want        string

@@ -72,9 +72,9 @@ type runOutput struct {
 	raw     rawFiles
 	reasons []string // the session's, and what the steps add (addReason)
 	judged  bool     // the verdict is given: a reason now would be lost
-	floor   *Summary
+	floor   *schema.Summary
 
-	s     *Summary
+	s     *schema.Summary
 	files map[string][]byte // the results folder's files, by name
 	rep   report.Run
 	// The attribution window's routes and its profiles, routes labelled.
@@ -125,9 +125,9 @@ func (o *runOutput) summarize() {
 	clean := o.win.clean
 	cl := clean.load
 	secs := cl.Elapsed.Seconds()
-	s := &Summary{
+	s := &schema.Summary{
 		Schema: SummarySchema, Target: o.ses.cfg.Target, Commit: o.ses.commit, Go: o.ses.tgt.GoVersion, GOARCH: o.ses.tgt.GOARCH, Exec: strings.Join(o.ses.cfg.Exec, " "), Build: o.ses.tgt.BuildCheck,
-		Window: WindowSummary{
+		Window: schema.WindowSummary{
 			Seconds: round(secs, 3), Requests: cl.OK, Errors: cl.Errors, Non2xx: cl.Non2xx, Dials: cl.Dials,
 			RPS:       round(cl.RPS(), 1),
 			LatencyUS: map[string]int64{"p50": cl.Percentile(50), "p99": cl.Percentile(99), "p999": cl.Percentile(99.9)},
@@ -137,7 +137,7 @@ func (o *runOutput) summarize() {
 		GOMAXPROCS:        o.ses.hello.GOMAXPROCS,
 		ServerCPUs:        o.ses.plan.Server,
 		DriverCPUs:        o.ses.plan.Load,
-		PerRequest:        PerRequest{SyscallsByName: map[string]float64{}},
+		PerRequest:        schema.PerRequest{SyscallsByName: map[string]float64{}},
 		Sources: map[string]string{
 			"allocs": SourceAllocsHeap, "copies": SourceNone, "syscalls": SourceSyscallsIO,
 			"offcpu": SourceNone, "cpu": clean.cpuSource,
@@ -162,7 +162,7 @@ func (o *runOutput) summarize() {
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
 		s.Machine = machineSummary(clean, s.ServerCores, float64(clean.driverCPU)/1e9/secs, secs)
-		s.Driver = &DriverSummary{Name: driverName(o.ses.cfg, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
+		s.Driver = &schema.DriverSummary{Name: driverName(o.ses.cfg, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
 	}
 	if cl.OK == 0 {
 		return
@@ -250,11 +250,11 @@ const BusyOtherCores = 0.5
 
 // machineSummary is what the machine did in window w; serverCores and
 // driverCores are the target's and the driver's CPU in it.
-func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *MachineSummary {
+func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *schema.MachineSummary {
 	if secs <= 0 {
 		return nil
 	}
-	m := &MachineSummary{
+	m := &schema.MachineSummary{
 		ServerRunQueueWait: round(float64(w.runqWait)/1e9/secs, 3),
 		DriverRunQueueWait: round(w.machine.DriverWait, 3),
 		OtherCores:         round(max(w.machine.BusyCores-serverCores-driverCores, 0), 2),
@@ -305,7 +305,7 @@ func (o *runOutput) busyOpenLoop() string {
 }
 
 // busyLine says how busy the machine was.
-func busyLine(m *MachineSummary) string {
+func busyLine(m *schema.MachineSummary) string {
 	s := fmt.Sprintf("the machine was busy, not the server: the target waited %.2f s per second for a CPU, the load driver %.2f; other processes used %.2f cores", m.ServerRunQueueWait, m.DriverRunQueueWait, m.OtherCores)
 	if m.CPUPressure != nil {
 		s += fmt.Sprintf(", and some task waited for a CPU %.0f%% of the time", *m.CPUPressure*100)
@@ -424,7 +424,7 @@ func (o *runOutput) allocspyFigures(rep *wire.AllocReport) error {
 		return nil
 	}
 	if s.Closure == nil {
-		s.Closure = &Closure{}
+		s.Closure = &schema.Closure{}
 	}
 	s.Closure.Allocs = c
 	if !c.Closed {
@@ -609,7 +609,7 @@ func (o *runOutput) flames() error {
 func (o *runOutput) render() error {
 	s := o.s
 	if o.floor != nil && o.floor.PerRequest.CPUUS != nil {
-		f := &FloorSummary{Target: "targets/" + filepath.Base(o.floor.Target), CPUUS: *o.floor.PerRequest.CPUUS, RPS: o.floor.Window.RPS, Verdict: o.floor.Verdict}
+		f := &schema.FloorSummary{Target: "targets/" + filepath.Base(o.floor.Target), CPUUS: *o.floor.PerRequest.CPUUS, RPS: o.floor.Window.RPS, Verdict: o.floor.Verdict}
 		if s.PerRequest.CPUUS != nil && f.CPUUS > 0 {
 			f.CPURatio = round(*s.PerRequest.CPUUS/f.CPUUS, 3)
 		}
@@ -641,7 +641,7 @@ func round(v float64, digits int) float64 {
 }
 
 // collectMeta gathers the configuration a figure needs to be believed.
-func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.Response, plan CPUPlan, allowed []string) map[string]string {
+func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.Response, plan proc.CPUPlan, allowed []string) map[string]string {
 	flags := cfg.Flags
 	if flags == nil {
 		flags = configFlags(cfg)
@@ -726,14 +726,14 @@ func governor() string {
 
 // bulkFigures divides a bulk window's figures by its transfers and by
 // their datagrams.
-func bulkFigures(s *Summary, w *windowResult, size int64) {
+func bulkFigures(s *schema.Summary, w *windowResult, size int64) {
 	cl := w.load
 	n := float64(cl.OK)
 	dpr := float64(cl.Datagrams) / n
 	s.DatagramsPerRequest = f64(round(dpr, 3))
-	t := &TransferSummary{Bytes: size, BytesPerDatagram: round(float64(cl.DatagramBytes)/float64(cl.Datagrams), 1),
+	t := &schema.TransferSummary{Bytes: size, BytesPerDatagram: round(float64(cl.DatagramBytes)/float64(cl.Datagrams), 1),
 		LargestDatagram: cl.MaxDatagram, DatagramSource: cl.DatagramSource}
-	pd := &PerDatagram{SyscallsByName: map[string]float64{}}
+	pd := &schema.PerDatagram{SyscallsByName: map[string]float64{}}
 	if s.PerRequest.CPUUS != nil {
 		t.CPUUSPerMB = round(*s.PerRequest.CPUUS/(float64(size)/1e6), 3)
 		pd.CPUUS = round(*s.PerRequest.CPUUS/dpr, 4)
@@ -755,7 +755,7 @@ func bulkFigures(s *Summary, w *windowResult, size int64) {
 }
 
 // floorRatios sets the target's bulk figures against the UDP floor's.
-func floorRatios(s, floor *Summary) map[string]float64 {
+func floorRatios(s, floor *schema.Summary) map[string]float64 {
 	if s.DatagramsPerRequest == nil || floor.DatagramsPerRequest == nil {
 		return nil
 	}
@@ -881,13 +881,13 @@ func applyResultsMode(dir string, mode os.FileMode) error {
 
 // allocsClosure is rep's closure, nil when the report has no runtime
 // count (a window that counted sampled requests only).
-func allocsClosure(rep *wire.AllocReport) *AllocsClosure {
+func allocsClosure(rep *wire.AllocReport) *schema.AllocsClosure {
 	rc := rep.Closure
 	if rc == nil {
 		return nil
 	}
 	objects, bytes, _, _ := allocspy.Totals(rep)
-	c := &AllocsClosure{
+	c := &schema.AllocsClosure{
 		Objects: int64(objects), Bytes: int64(bytes),
 		AgentObjects: int64(rc.AgentObjects), AgentBytes: int64(rc.AgentBytes),
 		DroppedObjects: int64(rep.Dropped), DroppedBytes: int64(rc.DroppedBytes),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/perfspy/perfspy/allocspy"
 	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // Sources of the retained window's figures.
@@ -83,7 +84,7 @@ func (o *runOutput) retained() error {
 		s.Sources["goroutines_leaked"] = SourceGoroutinesLeaked
 	}
 	for _, site := range topSites(rp, 1) {
-		s.RetainedSites = append(s.RetainedSites, RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/float64(n), 4), Bytes: round(float64(site.Values[1])/float64(n), 2)})
+		s.RetainedSites = append(s.RetainedSites, schema.RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/float64(n), 4), Bytes: round(float64(site.Values[1])/float64(n), 2)})
 	}
 	s.GoroutinesLeft = groupGoroutines(left, n)
 	return nil
@@ -262,7 +263,7 @@ func goroutineFunc(g goroutine) string {
 
 // groupGoroutines counts the goroutines by function and creator, most
 // first, each per request of n.
-func groupGoroutines(gs []goroutine, n int64) []GoroutinesLeft {
+func groupGoroutines(gs []goroutine, n int64) []schema.GoroutinesLeft {
 	count, leaked := map[[2]string]int{}, map[[2]string]int{}
 	for _, g := range gs {
 		k := [2]string{goroutineFunc(g), g.createdBy.String()}
@@ -271,9 +272,9 @@ func groupGoroutines(gs []goroutine, n int64) []GoroutinesLeft {
 			leaked[k]++
 		}
 	}
-	out := make([]GoroutinesLeft, 0, len(count))
+	out := make([]schema.GoroutinesLeft, 0, len(count))
 	for k, c := range count {
-		gl := GoroutinesLeft{Func: k[0], CreatedBy: k[1], Count: c, Leaked: leaked[k]}
+		gl := schema.GoroutinesLeft{Func: k[0], CreatedBy: k[1], Count: c, Leaked: leaked[k]}
 		if n > 0 {
 			gl.PerReq = round(float64(c)/float64(n), 4)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 )
 
 func parkedHere(ch chan struct{}) { <-ch }
@@ -103,7 +104,7 @@ func TestABJudgesLeaks(t *testing.T) {
 			t.Errorf("%s unchanged: %s", m.name, got.Verdict)
 		}
 	}
-	s := &Summary{PerRequest: PerRequest{RetainedBytes: f64(256), GoroutinesLeft: f64(0.1)}}
+	s := &schema.Summary{PerRequest: schema.PerRequest{RetainedBytes: f64(256), GoroutinesLeft: f64(0.1)}}
 	var b bytes.Buffer
 	if err := report.RunBenchText(&b, s, "leak", nil); err != nil {
 		t.Fatal(err)

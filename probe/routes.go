@@ -10,17 +10,18 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // RoutesOutput is summary.json's routes section: the routes most
 // requested first, the background per second, the closure.
 type RoutesOutput struct {
-	Routes     []RouteSummary `json:"routes"`
-	Background RouteSummary   `json:"background"` // totals, and per second (per_s)
+	Routes     []schema.RouteSummary `json:"routes"`
+	Background schema.RouteSummary   `json:"background"` // totals, and per second (per_s)
 	// BeforeRouting is the work HTTP/1 requests cause before their route
 	// is known (reading and parsing them), per request of every route.
-	BeforeRouting *RouteSummary `json:"before_routing,omitempty"`
-	Closure       RoutesClosure `json:"closure"`
+	BeforeRouting *schema.RouteSummary `json:"before_routing,omitempty"`
+	Closure       schema.RoutesClosure `json:"closure"`
 }
 
 // routeFolds reads the routes report and returns, for each route whose
@@ -58,19 +59,19 @@ func routeOf(s *profile.Sample) string {
 // routeFigures splits the attribution window's allocations (alloc_objects,
 // alloc_space at index 0, 1) and copies (copied_bytes at 1) by route.
 func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driverOK int64, seconds float64) *RoutesOutput {
-	out := &RoutesOutput{Background: RouteSummary{Route: profkey.Background}}
-	byName := map[string]*RouteSummary{profkey.Background: &out.Background}
+	out := &RoutesOutput{Background: schema.RouteSummary{Route: profkey.Background}}
+	byName := map[string]*schema.RouteSummary{profkey.Background: &out.Background}
 	folds := routeFolds(rep)
 	for _, r := range rep.Routes {
 		if _, folded := folds[r.Name]; folded {
 			continue
 		}
 		if r.Name == profkey.BeforeRouting {
-			out.BeforeRouting = &RouteSummary{Route: r.Name}
+			out.BeforeRouting = &schema.RouteSummary{Route: r.Name}
 			byName[r.Name] = out.BeforeRouting
 			continue
 		}
-		rs := &RouteSummary{Route: r.Name, Requests: r.Requests, SampledRequests: r.SampledRequests}
+		rs := &schema.RouteSummary{Route: r.Name, Requests: r.Requests, SampledRequests: r.SampledRequests}
 		if r.IntoSeveral {
 			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
 		}
@@ -116,7 +117,7 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	}
 	out.Closure.AllocsRemainder, out.Closure.CopiedRemainder = unlabelled[0], unlabelled[1]
 	out.Closure.DriverRequests, out.Closure.Seconds = driverOK, round(seconds, 3)
-	all := append([]*RouteSummary{&out.Background}, ptrs(out.Routes)...)
+	all := append([]*schema.RouteSummary{&out.Background}, ptrs(out.Routes)...)
 	if out.BeforeRouting != nil {
 		out.BeforeRouting.Requests = out.Closure.RouteRequests
 		all = append(all, out.BeforeRouting)
@@ -155,8 +156,8 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	return out
 }
 
-func ptrs(rs []RouteSummary) []*RouteSummary {
-	out := make([]*RouteSummary, len(rs))
+func ptrs(rs []schema.RouteSummary) []*schema.RouteSummary {
+	out := make([]*schema.RouteSummary, len(rs))
 	for i := range rs {
 		out[i] = &rs[i]
 	}
@@ -164,10 +165,10 @@ func ptrs(rs []RouteSummary) []*RouteSummary {
 }
 
 // routeSites lists a route's sites, most allocations first, per n.
-func routeSites(m map[string][2]int64, n float64) []RouteSite {
-	out := make([]RouteSite, 0, len(m))
+func routeSites(m map[string][2]int64, n float64) []schema.RouteSite {
+	out := make([]schema.RouteSite, 0, len(m))
 	for f, v := range m {
-		out = append(out, RouteSite{Func: f, Allocs: round(float64(v[0])/n, 4), Bytes: round(float64(v[1])/n, 2)})
+		out = append(out, schema.RouteSite{Func: f, Allocs: round(float64(v[0])/n, 4), Bytes: round(float64(v[1])/n, 2)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Allocs != out[j].Allocs {
@@ -223,11 +224,11 @@ func (o *runOutput) routes() error {
 		o.sampledOnly()
 		return nil
 	}
-	c := &RequestsClosure{Marked: int64(r.Closure.RouteRequests), Driver: r.Closure.DriverRequests}
+	c := &schema.RequestsClosure{Marked: int64(r.Closure.RouteRequests), Driver: r.Closure.DriverRequests}
 	c.Missed = c.Driver - c.Marked
 	c.Closed = c.Missed == 0
 	if o.s.Closure == nil {
-		o.s.Closure = &Closure{}
+		o.s.Closure = &schema.Closure{}
 	}
 	o.s.Closure.Requests = c
 	switch l := attr.load; {
@@ -260,6 +261,6 @@ func (o *runOutput) sampledOnly() {
 
 // idle is a route with nothing in the window: named before it (a
 // readiness check), no request, no work.
-func idle(r RouteSummary) bool {
+func idle(r schema.RouteSummary) bool {
 	return r.Requests == 0 && r.Allocs == 0 && r.CopiedBytes == 0
 }

@@ -200,11 +200,11 @@ func TestRoutesOffCPU(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("GET /sleep?ms=3\nGET /none weight=3\n"), 0o644)
 	m := runTarget(t, "/", "-requests", file)
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]RouteSummary{}
+	got := map[string]schema.RouteSummary{}
 	for _, r := range s.Routes {
 		got[r.Route] = r
 	}
@@ -235,8 +235,8 @@ func TestABRoutes(t *testing.T) {
 	f, _ := os.Create(filepath.Join(dir, "allocs.pb.gz"))
 	p.Write(f)
 	f.Close()
-	s := &Summary{Verdict: VerdictServerBound, Files: map[string]string{"allocs": "allocs.pb.gz"},
-		Routes: []RouteSummary{{Route: "GET /a", Requests: 30, AllocsPerReq: f64(2), AllocBytesPerReq: f64(20)}, {Route: "GET /b", Requests: 10, AllocsPerReq: f64(6), AllocBytesPerReq: f64(60)}}}
+	s := &schema.Summary{Verdict: VerdictServerBound, Files: map[string]string{"allocs": "allocs.pb.gz"},
+		Routes: []schema.RouteSummary{{Route: "GET /a", Requests: 30, AllocsPerReq: f64(2), AllocBytesPerReq: f64(20)}, {Route: "GET /b", Requests: 10, AllocsPerReq: f64(6), AllocBytesPerReq: f64(60)}}}
 	ab := &abRun{res: &ABResult{}, shas: map[string]string{"before": "0123456789ab"}, values: map[string]map[string][]float64{"before": {}}, profiles: map[string]map[string][]string{"before": {}}}
 	ab.ingest(0, "before", dir, s)
 	if v := ab.values["before"]["GET /b allocs/req"]; len(v) != 1 || v[0] != 6 {
@@ -263,7 +263,7 @@ func TestRoutesCap(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mix.txt")
 	os.WriteFile(file, []byte("GET /item/a\nGET /item/b\nGET /item/c\nGET /item/d\n"), 0o644)
 	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-max-routes", "2", "-args", "-mode router")
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestRouteFigures(t *testing.T) {
 	add("main.lost", "", 1)
 	foldRoutes(p, routeFolds(rep))
 	r := routeFigures(rep, p, nil, 12, 2)
-	got := map[string]RouteSummary{}
+	got := map[string]schema.RouteSummary{}
 	for _, rs := range r.Routes {
 		got[rs.Route] = rs
 	}
@@ -409,9 +409,9 @@ func TestRoutesSampled(t *testing.T) {
 }
 
 // summaryAndCopies reads a run's summary.json and copies.pb.gz.
-func summaryAndCopies(t *testing.T, m *measured) (Summary, *profile.Profile) {
+func summaryAndCopies(t *testing.T, m *measured) (schema.Summary, *profile.Profile) {
 	t.Helper()
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(m.dir, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}

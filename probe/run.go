@@ -40,10 +40,8 @@ import (
 	"github.com/perfspy/perfspy/benchwin"
 
 	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/schema"
 )
-
-// CPUPlan is -cpus: the CPUs of the target and of the load driver.
-type CPUPlan = proc.CPUPlan
 
 // MaxConns is the most connections -conns takes.
 const MaxConns = 4096
@@ -137,7 +135,7 @@ type Config struct {
 // returning the CPU plan of -cpus: the command reports its errors as
 // usage errors before the build, and Run checks the Config it is given
 // the same way (both steps are idempotent).
-func (cfg *Config) check() (CPUPlan, error) {
+func (cfg *Config) check() (proc.CPUPlan, error) {
 	cfg.withDefaults()
 	return cfg.validate()
 }
@@ -192,54 +190,54 @@ func (cfg *Config) withDefaults() {
 
 // validate says what in cfg cannot run; it changes nothing (a value
 // receiver).
-func (cfg Config) validate() (CPUPlan, error) {
+func (cfg Config) validate() (proc.CPUPlan, error) {
 	if err := cfg.validateLoad(); err != nil {
-		return CPUPlan{}, err
+		return proc.CPUPlan{}, err
 	}
 	if cfg.Out != "" {
 		if _, err := os.Lstat(cfg.Out); err == nil {
-			return CPUPlan{}, fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", cfg.Out)
+			return proc.CPUPlan{}, fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", cfg.Out)
 		}
 	}
 	for _, kv := range cfg.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
+			return proc.CPUPlan{}, fmt.Errorf("-env %q: want KEY=VALUE", kv)
 		}
 	}
 	if cfg.Sample < 0 || cfg.Sample > 1<<20 {
-		return CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
+		return proc.CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
 	}
 	if a := cfg.Arrivals; a.Rate < 0 || math.IsNaN(a.Rate) || math.IsInf(a.Rate, 0) || a.Rate > 10_000_000 {
-		return CPUPlan{}, fmt.Errorf("-rate %g: want requests per second, above 0 and at most 1e7 (0: closed loop)", a.Rate)
+		return proc.CPUPlan{}, fmt.Errorf("-rate %g: want requests per second, above 0 and at most 1e7 (0: closed loop)", a.Rate)
 	}
 	// A gap longer than the window sends nothing in it, and one past
 	// 2^63 ns cannot be scheduled: both refused here, before any build.
 	if a := cfg.Arrivals; a.Open() && float64(time.Second)/a.Rate > float64(max(cfg.Duration, time.Second)) {
-		return CPUPlan{}, fmt.Errorf("-rate %g: one request every %.3gs, longer than the window (-duration %v): it would send none", a.Rate, 1/a.Rate, cfg.Duration)
+		return proc.CPUPlan{}, fmt.Errorf("-rate %g: one request every %.3gs, longer than the window (-duration %v): it would send none", a.Rate, 1/a.Rate, cfg.Duration)
 	}
 	if err := cfg.validatePaths(); err != nil {
-		return CPUPlan{}, err
+		return proc.CPUPlan{}, err
 	}
 	if p := cfg.Proto; cfg.Arrivals.Open() && closedLoopOnly(p) {
-		return CPUPlan{}, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", p)
+		return proc.CPUPlan{}, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", p)
 	}
 	if cfg.Arrivals.Open() && cfg.Instructions {
-		return CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
+		return proc.CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
 	}
 	if cfg.Live && !cfg.Instructions {
-		return CPUPlan{}, errors.New("-live: only with -instructions (probe build makes the live binary; docs/live.md)")
+		return proc.CPUPlan{}, errors.New("-live: only with -instructions (probe build makes the live binary; docs/live.md)")
 	}
 	if cfg.MaxRoutes < 0 || cfg.MaxRoutes > routes.MaxRoutes {
-		return CPUPlan{}, fmt.Errorf("-max-routes %d: want 1 to %d (0: the default, %d)", cfg.MaxRoutes, routes.MaxRoutes, routes.DefaultMaxRoutes)
+		return proc.CPUPlan{}, fmt.Errorf("-max-routes %d: want 1 to %d (0: the default, %d)", cfg.MaxRoutes, routes.MaxRoutes, routes.DefaultMaxRoutes)
 	}
 	for _, c := range cfg.choices() {
 		if !slices.Contains(c.valid, *c.v) {
-			return CPUPlan{}, fmt.Errorf("-%s %q: want %s", c.flag, *c.v, strings.Join(c.valid, " or "))
+			return proc.CPUPlan{}, fmt.Errorf("-%s %q: want %s", c.flag, *c.v, strings.Join(c.valid, " or "))
 		}
 	}
 	plan, err := proc.ParseCPUs(cfg.CPUs, runtime.NumCPU())
 	if err != nil {
-		return CPUPlan{}, fmt.Errorf("-cpus: %w", err)
+		return proc.CPUPlan{}, fmt.Errorf("-cpus: %w", err)
 	}
 	return plan, nil
 }
@@ -323,7 +321,7 @@ var ErrNotJudged = errors.New("not judged")
 // Result is what Run produced.
 type Result struct {
 	Dir       string
-	Summary   *Summary
+	Summary   *schema.Summary
 	Sites     []report.Site  // allocation sites of the attribution window
 	CopySites []copyspy.Site // copy sites of the attribution window
 }
@@ -408,7 +406,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if cfg.Instructions {
 		return runInstructions(ctx, cfg, plan, logf)
 	}
-	var floor *Summary
+	var floor *schema.Summary
 	if cfg.Floor && !looksBulk(cfg) {
 		logf("measuring the floor (targets/floor) with the same settings")
 		if floor, err = runFloor(ctx, cfg, "floor", Config{Spec: load.Spec{Path: "/"}, Syscalls: "proc-io"}); err != nil {
@@ -663,7 +661,7 @@ func resolveProto(ctx context.Context, cfg Config, ep proc.Endpoint) string {
 
 // pinLoad pins this process, the load driver, to the plan's load CPUs
 // (when it has them) and returns what undoes it.
-func pinLoad(plan CPUPlan) (func(), error) {
+func pinLoad(plan proc.CPUPlan) (func(), error) {
 	if len(plan.Load) == 0 {
 		return func() {}, nil
 	}
@@ -687,7 +685,7 @@ func looksBulk(cfg Config) bool {
 // runUDPFloor measures targets/udpfloor with the QUIC run's transfer size
 // and mode, in datagrams of the largest size the QUIC connection sent: the
 // kernel's floor under the same transfers.
-func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(string, ...any)) (*Summary, error) {
+func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(string, ...any)) (*schema.Summary, error) {
 	pkt := int(quic.MaxDatagram)
 	if pkt <= bulk.HeaderSize {
 		return nil, fmt.Errorf("floor: the QUIC window counted no datagrams")
@@ -699,7 +697,7 @@ func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(s
 // runFloor measures perfspy's targets/<name> with cfg's load settings and
 // what fc adds: its timing window only, its results in a folder removed
 // afterwards.
-func runFloor(ctx context.Context, cfg Config, name string, fc Config) (*Summary, error) {
+func runFloor(ctx context.Context, cfg Config, name string, fc Config) (*schema.Summary, error) {
 	root, err := srcroot.Dir()
 	if err != nil {
 		return nil, err

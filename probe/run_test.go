@@ -279,7 +279,7 @@ func TestNotJudged(t *testing.T) {
 			t.Errorf("not-judged run did not write %s: %v", f, err)
 		}
 	}
-	var s Summary
+	var s schema.Summary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
@@ -408,7 +408,7 @@ func TestDefaultTarget(t *testing.T) {
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestVersionedTarget(t *testing.T) {
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -841,7 +841,7 @@ func TestHeapProfileSource(t *testing.T) {
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -891,7 +891,7 @@ func TestSyscallsByName(t *testing.T) {
 	if code != ExitOK && code != ExitNotJudged {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	var s Summary
+	var s schema.Summary
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -973,12 +973,12 @@ func TestRequestSplit(t *testing.T) {
 	skipShort(t)
 	for _, tc := range []struct {
 		path  string
-		check func(t *testing.T, s *Summary)
+		check func(t *testing.T, s *schema.Summary)
 	}{
 		// 64 pool workers: the request waits on a channel for one of them
 		// (about 2 ms plus queueing); the worker sleeps, not the request;
 		// the idle workers' waits are the background's.
-		{"/pool?ms=2", func(t *testing.T, s *Summary) {
+		{"/pool?ms=2", func(t *testing.T, s *schema.Summary) {
 			r := s.PerRequest.RequestUS
 			if r["sync"] < 1800 || r["sync"] > r["total"] || r["sleep"] > 20 {
 				t.Errorf("request sync %.1f µs, sleep %.1f, total %.1f: want sync ≥ 1800 and ≤ total, sleep near 0", r["sync"], r["sleep"], r["total"])
@@ -995,14 +995,14 @@ func TestRequestSplit(t *testing.T) {
 			}
 		}},
 		// A 1 ms nanosleep(2): the request's syscall part.
-		{"/sysblock?ms=1", func(t *testing.T, s *Summary) {
+		{"/sysblock?ms=1", func(t *testing.T, s *schema.Summary) {
 			if r := s.PerRequest.RequestUS; r["syscall"] < 900 || r["syscall"] > r["total"] {
 				t.Errorf("request syscall %.1f µs of %.1f", r["syscall"], r["total"])
 			}
 		}},
 		// Every 100th request waits 20 ms on a timer's channel: the slowest
 		// 1% show it, the median request does not.
-		{"/tail?every=100&ms=20", func(t *testing.T, s *Summary) {
+		{"/tail?every=100&ms=20", func(t *testing.T, s *schema.Summary) {
 			p50, p99 := s.Tail["p50"], s.Tail["p99"]
 			if p99.PartsUS["sync"] < 18000 || len(p99.Top) == 0 || p99.Top[0].Func != "main.tailWait" {
 				t.Errorf("slowest 1%%: sync %.1f µs, top %+v: want 20 ms in main.tailWait", p99.PartsUS["sync"], p99.Top)
@@ -1029,7 +1029,7 @@ func TestRequestSplit(t *testing.T) {
 // its parts close on the total below the driver's latency, that
 // offcpu_us is the split without cpu, that the profiles keep each scope
 // apart, and that report.md shows it.
-func checkRequestSplit(t *testing.T, out string, s *Summary, check func(*testing.T, *Summary)) {
+func checkRequestSplit(t *testing.T, out string, s *schema.Summary, check func(*testing.T, *schema.Summary)) {
 	t.Helper()
 	r := s.PerRequest.RequestUS
 	t.Logf("request µs %v; checks %v", r, s.Checks)
@@ -1256,7 +1256,7 @@ func busyLoops(t *testing.T, cpus ...int) {
 // busyMachineRun runs targets/floor (with extra flags) beside CPU-bound
 // processes on the target's and the driver's CPUs, asks that it is not
 // judged, and returns its terminal and summary.
-func busyMachineRun(t *testing.T, extra ...string) (string, Summary) {
+func busyMachineRun(t *testing.T, extra ...string) (string, schema.Summary) {
 	t.Helper()
 	skipShort(t)
 	if runtime.NumCPU() < 2 {
@@ -1271,7 +1271,7 @@ func busyMachineRun(t *testing.T, extra ...string) (string, Summary) {
 	if code != ExitNotJudged {
 		t.Fatalf("exit %d, want %d:\n%s%s", code, ExitNotJudged, o.String(), e.String())
 	}
-	var s Summary
+	var s schema.Summary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ import (
 // started, in reverse order.
 type session struct {
 	cfg     Config
-	plan    CPUPlan
+	plan    proc.CPUPlan
 	tgt     *withagent.Binary
 	commit  string
 	out     string // the results folder
@@ -70,7 +70,7 @@ const cpuWait = 2 * time.Minute
 // starts tgt, waits until it listens, greets the agent, checks the CPU
 // pinning, and opens the driver and the syscall counter. On error,
 // everything started is stopped.
-func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) (*session, error) {
+func startSession(ctx context.Context, cfg Config, plan proc.CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) (*session, error) {
 	s := newSession(cfg, plan, tgt, logf)
 	if err := s.start(ctx); err != nil {
 		s.close()
@@ -80,7 +80,7 @@ func startSession(ctx context.Context, cfg Config, plan CPUPlan, tgt *withagent.
 }
 
 // newSession is a session not started yet: set wrap and grace, then start.
-func newSession(cfg Config, plan CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) *session {
+func newSession(cfg Config, plan proc.CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) *session {
 	s := &session{cfg: cfg, plan: plan, tgt: tgt, logf: logf}
 	if len(cfg.Exec) > 0 {
 		s.wrap = func(bin string, args []string) (string, []string, []string) {

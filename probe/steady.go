@@ -18,7 +18,7 @@ import (
 // are what it paid once (allocs-once.pb.gz). p is the reported run's
 // profile. Counts are exact, so the two warm runs need no repeats; each is
 // checked against testing's -benchmem count of the same run.
-func (o *benchOutput) steadyAllocs(f *BenchFigures, e benchwin.Event, p *profile.Profile, folder string, comments []string) error {
+func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *profile.Profile, folder string, comments []string) error {
 	st := e.Steady
 	switch {
 	case st == nil:
@@ -108,7 +108,7 @@ func diffProfiles(a, b *profile.Profile) (*profile.Profile, error) {
 // that is a fixed amount (one buffer a global keeps), not a cost per op.
 // It returns the profile the per-op figures come from: rp when the steady
 // state was not measured.
-func (o *benchOutput) steadyRetained(f *BenchFigures, e benchwin.Event, rp *profile.Profile) (*profile.Profile, error) {
+func (o *benchOutput) steadyRetained(f *schema.BenchFigures, e benchwin.Event, rp *profile.Profile) (*profile.Profile, error) {
 	st := e.Steady
 	if st == nil || st.Error != "" || f.Steady == nil {
 		return rp, nil

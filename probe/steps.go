@@ -97,7 +97,7 @@ func writeSteps(out string, res *schema.StepsResult) error {
 }
 
 // rateStep is one step's row, from its summary.
-func rateStep(s *Summary, rate float64, dir string) schema.RateStep {
+func rateStep(s *schema.Summary, rate float64, dir string) schema.RateStep {
 	w := s.Window
 	return schema.RateStep{Rate: rate, Dir: dir, Verdict: s.Verdict, Reasons: s.Reasons, RPS: w.RPS, LatencyUS: w.LatencyUS, LatencyRawUS: w.LatencyRawUS,
 		LateSends: w.LateSends, DroppedSends: w.DroppedSends, CPUUS: s.PerRequest.CPUUS, Allocs: s.PerRequest.Allocs, AllocBytes: s.PerRequest.AllocBytes,

@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/internal/storetest"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestStore: two builds of a known cost (the ab test repository's
@@ -126,7 +127,7 @@ func TestStore(t *testing.T) {
 // merged total and requests equal the sums over the local runs.
 func checkStoreKinds(t *testing.T, base, runs string) {
 	t.Helper()
-	var s Summary
+	var s schema.Summary
 	sums, err := filepath.Glob(filepath.Join(runs, "*-after", "summary.json"))
 	if err != nil || len(sums) == 0 {
 		t.Fatalf("no summaries in %s: %v", runs, err)
@@ -203,7 +204,7 @@ func checkStoreBench(t *testing.T, base string) {
 	if code != ExitOK || !strings.Contains(e.String(), "pushed the profiles") {
 		t.Fatalf("probe run -bench -push: exit %d\n%s%s", code, o.String(), e.String())
 	}
-	var sum BenchSummary
+	var sum schema.BenchSummary
 	if b, err := os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &sum) != nil {
 		t.Fatalf("%s: %v", out, err)
 	}

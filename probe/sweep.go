@@ -33,12 +33,6 @@ type SweepConfig struct {
 	Out    string  // default results/bulk_<target>
 }
 
-// The parts of sweep.json (package schema's).
-type (
-	SweepCell = schema.SweepCell
-	SweepRow  = schema.SweepRow
-)
-
 // SweepResult is sweep.json, and the results folder.
 type SweepResult struct {
 	schema.SweepResult
@@ -124,8 +118,8 @@ type sweep struct {
 
 // row measures one transfer size: push, echo and the floor, interleaved so
 // that drift on the machine falls on all three; the first round is dropped.
-func (sw *sweep) row(ctx context.Context, size int64) (SweepRow, error) {
-	row := SweepRow{Size: size}
+func (sw *sweep) row(ctx context.Context, size int64) (schema.SweepRow, error) {
+	row := schema.SweepRow{Size: size}
 	pkt := 0
 	target := sw.cfg.Run.Target
 	for r := 1; r <= sw.cfg.Rounds; r++ {
@@ -167,7 +161,7 @@ type bulkRun struct {
 }
 
 // one runs the timing window of one bulkRun.
-func (sw *sweep) one(ctx context.Context, b bulkRun) (*Summary, error) {
+func (sw *sweep) one(ctx context.Context, b bulkRun) (*schema.Summary, error) {
 	rc := sw.cfg.Run
 	rc.Target, rc.Size, rc.Pkt = b.target, b.size, b.pkt
 	rc.Args = append(append([]string(nil), sw.cfg.Run.Args...), "-mode="+b.mode)
@@ -190,7 +184,7 @@ func (sw *sweep) one(ctx context.Context, b bulkRun) (*Summary, error) {
 }
 
 // addRound keeps a round: the cell is the round with the least CPU per MB.
-func addRound(c *SweepCell, s *Summary) {
+func addRound(c *schema.SweepCell, s *schema.Summary) {
 	v := s.Transfer.CPUUSPerMB
 	c.Rounds = append(c.Rounds, v)
 	if len(c.Rounds) == 1 || v < c.CPUUSPerMB {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -57,7 +58,7 @@ func TestSweep(t *testing.T) {
 	for _, row := range res.Rows {
 		t.Logf("%s: push %.1f, echo %.1f, floor %.1f µs/MB; datagrams %.1f / %.1f / %.1f", report.SizeName(row.Size),
 			row.Push.CPUUSPerMB, row.Echo.CPUUSPerMB, row.Floor.CPUUSPerMB, row.Push.DatagramsPerRequest, row.Echo.DatagramsPerRequest, row.Floor.DatagramsPerRequest)
-		for _, c := range []SweepCell{row.Push, row.Echo, row.Floor} {
+		for _, c := range []schema.SweepCell{row.Push, row.Echo, row.Floor} {
 			if len(c.Rounds) != 1 || c.CPUUSPerMB <= 0 {
 				t.Errorf("%s: cell %+v, want one kept round", report.SizeName(row.Size), c)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestWindowStacks: which window records syscall stacks follows its kind
@@ -40,7 +41,7 @@ func TestWindowStacks(t *testing.T) {
 // the run instead of being lost.
 func TestReasonAfterVerdict(t *testing.T) {
 	t.Parallel()
-	o := &runOutput{s: &Summary{}}
+	o := &runOutput{s: &schema.Summary{}}
 	if err := o.addReason("before"); err != nil {
 		t.Fatal(err)
 	}

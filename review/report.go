@@ -12,8 +12,8 @@ import (
 
 	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/internal/safetext"
-	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/report"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // CommentMarker opens review.md: the action updates the comment that
@@ -248,7 +248,7 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 			fmt.Fprintf(&b, "%s: no function's share moved by a hundredth or more.\n\n", safetext.Markdown(x.Profile))
 			continue
 		}
-		unit := it.Functions[slices.IndexFunc(it.Functions, func(f probe.ABFunction) bool { return f.Profile == x.Profile })].Sample
+		unit := it.Functions[slices.IndexFunc(it.Functions, func(f schema.ABFunction) bool { return f.Profile == x.Profile })].Sample
 		fmt.Fprintf(&b, "| function (%s, %s) | before | after | change |\n|---|---:|---:|---:|\n", safetext.Markdown(x.Profile), safetext.Markdown(unit))
 		b.WriteString(strings.Join(rows, ""))
 		b.WriteString("\n")
@@ -347,7 +347,7 @@ func (r *Result) details() string {
 // the head, by their own bills (probe ab's tail_allocs and tail_copies
 // rows: allocations and copied bytes per request of that group), when a
 // function moved by half an allocation or a byte or more.
-func writeTailBills(b *strings.Builder, fns []probe.ABFunction) {
+func writeTailBills(b *strings.Builder, fns []schema.ABFunction) {
 	for _, t := range []struct {
 		profile, what, format string
 		least                 float64

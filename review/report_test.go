@@ -23,7 +23,7 @@ func bigResult(n int) *Result {
 		route := fmt.Sprintf("GET /route/%d|`*[x]", i)
 		it.Changes = append(it.Changes, Change{Subject: route, Metric: "allocs/req", Before: 10, After: 11, Delta: 1, DeltaPct: 10, Verdict: "regression", Gate: &gate, Failed: true, Profile: route + " allocs"})
 		for j := range 5 {
-			it.Functions = append(it.Functions, probe.ABFunction{Profile: route + " allocs", Key: fmt.Sprintf("example.com/app/pkg%d.Func%d", i, j), Before: 1, After: 2, Delta: 1, Sample: "alloc_objects"})
+			it.Functions = append(it.Functions, schema.ABFunction{Profile: route + " allocs", Key: fmt.Sprintf("example.com/app/pkg%d.Func%d", i, j), Before: 1, After: 2, Delta: 1, Sample: "alloc_objects"})
 		}
 		r.Annotations = append(r.Annotations, Annotation{Level: "error", File: "app/h.go", Line: i + 1, Func: "main.h", Item: "api", Subject: route, Metric: "allocs/req", Delta: 1, Message: "+1.00 allocs/req (+64 B) in " + route})
 		r.GateFailed = append(r.GateFailed, route)
@@ -176,7 +176,7 @@ func TestRouteOf(t *testing.T) {
 // request, and nothing otherwise.
 func TestTailBills(t *testing.T) {
 	var b strings.Builder
-	writeTailBills(&b, []probe.ABFunction{
+	writeTailBills(&b, []schema.ABFunction{
 		{Profile: "allocs", Key: "main.other", Delta: 3},
 		{Profile: "tail_allocs", Key: "main.fill", Before: 0, After: 10, Delta: 10},
 		{Profile: "tail_allocs", Key: "main.noise", Before: 1, After: 1.2, Delta: 0.2},
@@ -189,7 +189,7 @@ func TestTailBills(t *testing.T) {
 		t.Errorf("tail bills:\n%s", got)
 	}
 	b.Reset()
-	writeTailBills(&b, []probe.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}, {Profile: "tail_copies", Key: "main.same", Delta: 0.9}})
+	writeTailBills(&b, []schema.ABFunction{{Profile: "tail_allocs", Key: "main.noise", Delta: -0.4}, {Profile: "tail_copies", Key: "main.same", Delta: 0.9}})
 	if b.Len() != 0 {
 		t.Errorf("nothing moved, yet:\n%s", b.String())
 	}

@@ -6,7 +6,6 @@ package targets_test
 import (
 	"context"
 	"errors"
-	"github.com/perfspy/perfspy/load"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,11 +18,13 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/internal/gorelease"
 	"github.com/perfspy/perfspy/internal/testtarget"
+	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
-func run(t *testing.T, target string, cfg probe.Config) (*probe.Summary, string) {
+func run(t *testing.T, target string, cfg probe.Config) (*schema.Summary, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and measures a target; skipped with -short")
@@ -176,7 +177,7 @@ func TestHTTPJSONAccessLog(t *testing.T) {
 
 // bulk measures targets/quicecho with 256 KiB transfers unless cfg says
 // otherwise.
-func bulk(t *testing.T, cfg probe.Config) *probe.Summary {
+func bulk(t *testing.T, cfg probe.Config) *schema.Summary {
 	t.Helper()
 	requireRoot(t)
 	cfg.Copies = "off"
@@ -190,7 +191,7 @@ func bulk(t *testing.T, cfg probe.Config) *probe.Summary {
 	return s
 }
 
-func sends(s *probe.Summary) float64 {
+func sends(s *schema.Summary) float64 {
 	by := s.PerRequest.SyscallsByName
 	return by["sendmsg"] + by["sendmmsg"] + by["sendto"] + by["write"]
 }
