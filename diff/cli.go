@@ -17,6 +17,7 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
@@ -53,7 +54,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	inline := fs.String("inline", "keep", "inlined frames: keep (their own rows) or fold (charged to the outer function)")
 	fs.BoolVar(&f.Lines, "lines", false, "add line numbers to the keys")
 	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse a profile over this many `bytes`, inflated")
-	var access profstore.Access
+	var access storeaccess.Access
 	access.AddFlags(fs)
 	route := fs.String("route", "", "compare one `route` of probe run profiles (their label route=, e.g. \"GET /users/{id}\"), per request of that route")
 	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
@@ -128,7 +129,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 
 // checkIO refuses, before any read, a limit that is not positive, store
 // credentials the environment gives wrong, and an output that is an input.
-func checkIO(maxBytes int64, access *profstore.Access, out string, inputs []string) error {
+func checkIO(maxBytes int64, access *storeaccess.Access, out string, inputs []string) error {
 	if maxBytes <= 0 {
 		return fmt.Errorf("-max-profile-size %d: want a positive number of bytes", maxBytes)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/perf/benchmath"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/profwire"
 	"github.com/perfspy/perfspy/profkey"
@@ -60,8 +61,8 @@ func (s *Side) SetOps(n int64) {
 // LoadOptions bound and route Load's reads; the zero value has the
 // defaults.
 type LoadOptions struct {
-	MaxBytes int64             // a profile inflated; 0 is limits.Profile
-	Access   *profstore.Access // for pyroscope:// addresses
+	MaxBytes int64               // a profile inflated; 0 is limits.Profile
+	Access   *storeaccess.Access // for pyroscope:// addresses
 	// Route keeps one route's samples and its requests
 	// (profkey.SelectRoute); "" keeps all.
 	Route string

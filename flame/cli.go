@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 
+	"github.com/google/pprof/profile"
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/cmdmain"
 )
 
@@ -49,7 +50,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	maxBytes := fs.Int64("max-profile-size", limits.Profile, "refuse an input over this many `bytes` inflated (gzip) or, for a profile, read whole")
 	route := fs.String("route", "", "draw one `route` of a probe run profile (its label route=, e.g. \"GET /users/{id}\", background, \"(before routing)\")")
 	maxDepth := fs.Int("max-depth", limits.Depth, fmt.Sprintf("refuse a stack of more than this many `frames` (at most %d)", limits.MaxDepth))
-	var access profstore.Access
+	var access storeaccess.Access
 	access.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -124,7 +125,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 
 // fetchSelection reads a profile store's selection (pyroscope://...) as
 // an encoded profile.
-func fetchSelection(addr string, a *profstore.Access) (io.ReadCloser, error) {
+func fetchSelection(addr string, a *storeaccess.Access) (io.ReadCloser, error) {
 	p, err := profstore.FetchAddress(context.Background(), a, addr)
 	if err != nil {
 		return nil, err

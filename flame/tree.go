@@ -21,10 +21,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/profkey"
-	"github.com/perfspy/perfspy/profstore"
 )
 
 // Node is a frame in the merged call tree.
@@ -282,7 +282,7 @@ type Options struct {
 	// Route keeps the samples of one route (the pprof label "route" that
 	// probe run writes; profkey.SelectRoute); "" keeps all.
 	Route  string
-	access *profstore.Access // the store's, for pyroscope:// inputs
+	access *storeaccess.Access // the store's, for pyroscope:// inputs
 }
 
 func (o Options) maxBytes() int64 {

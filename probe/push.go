@@ -18,16 +18,17 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/profstore"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/schema"
 )
 
 // PushConfig sends a run's profiles to a Pyroscope server (-push).
 type PushConfig struct {
-	URL      string            // http://HOST:PORT or https://HOST:PORT
-	Labels   map[string]string // -label k=v, added to the run's own
-	Required bool              // a failed push fails the command
-	Access   profstore.Access  // headers, credentials (from the environment), limits
+	URL      string             // http://HOST:PORT or https://HOST:PORT
+	Labels   map[string]string  // -label k=v, added to the run's own
+	Required bool               // a failed push fails the command
+	Access   storeaccess.Access // headers, credentials (from the environment), limits
 }
 
 // ErrPush is a push that failed; the results on disk are kept.

@@ -10,10 +10,6 @@ import (
 	"github.com/perfspy/perfspy/agent/storeaccess"
 )
 
-// Access is how perfspy reaches a store (package storeaccess, which the
-// agent's live mode shares).
-type Access = storeaccess.Access
-
 // The environment an Access reads its credentials from, and its defaults
 // (storeaccess).
 const (
@@ -36,7 +32,7 @@ var (
 
 // options are the Connect client options of a's calls: answers over
 // MaxResponse are refused.
-func options(a *Access) []connect.ClientOption {
+func options(a *storeaccess.Access) []connect.ClientOption {
 	limit := a.MaxResponse
 	if limit <= 0 {
 		limit = DefaultMaxResponse
@@ -49,7 +45,7 @@ func options(a *Access) []connect.ClientOption {
 var ErrNoAnswer = errors.New("the store did not answer")
 
 // callError names the limit that ended a call, and the flag that raises it.
-func callError(a *Access, err error) error {
+func callError(a *storeaccess.Access, err error) error {
 	var ce *connect.Error
 	switch {
 	case errors.Is(err, storeaccess.ErrTooLarge), errors.Is(err, storeaccess.ErrRedirect):

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/internal/storetest"
 )
 
@@ -34,7 +35,7 @@ func upload(base string) Upload {
 // TestPushSilentServer: a store that accepts the connection and never
 // answers ends the push at the deadline, and the error names the flag.
 func TestPushSilentServer(t *testing.T) {
-	a := &Access{Timeout: 300 * time.Millisecond}
+	a := &storeaccess.Access{Timeout: 300 * time.Millisecond}
 	start := time.Now()
 	err := Push(context.Background(), a, upload("http://"+storetest.Silent(t)), testProfile())
 	if err == nil || !strings.Contains(err.Error(), "-push-timeout") {
@@ -61,7 +62,7 @@ func TestFetchHugeAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Access{MaxResponse: 1 << 20, Timeout: 10 * time.Second}
+	a := &storeaccess.Access{MaxResponse: 1 << 20, Timeout: 10 * time.Second}
 	_, err = Fetch(context.Background(), a, sel)
 	if err == nil || !strings.Contains(err.Error(), "-store-max-response") {
 		t.Fatalf("Fetch of a 4 MiB answer with a 1 MiB limit: %v, want an error naming -store-max-response", err)
@@ -91,7 +92,7 @@ func TestFetchEndlessAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const limit = 1 << 20
-	a := &Access{MaxResponse: limit, Timeout: 20 * time.Second}
+	a := &storeaccess.Access{MaxResponse: limit, Timeout: 20 * time.Second}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -123,7 +124,7 @@ func TestAccessSends(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600)
 	env := map[string]string{EnvHeaders: "X-Scope-OrgID=tenant-1,X-Other=2", EnvTokenFile: tokenFile}
-	var a Access
+	var a storeaccess.Access
 	if err := a.FromEnv(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestAccessSends(t *testing.T) {
 		t.Errorf("the store got %v", got)
 	}
 	env = map[string]string{EnvBasic: "u:p@ss"}
-	a = Access{}
+	a = storeaccess.Access{}
 	if err := a.FromEnv(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestAccessSends(t *testing.T) {
 // printed; credentials do not go in clear to another machine.
 func TestAccessRefuses(t *testing.T) {
 	for _, addr := range []string{"http://user:hunter2@127.0.0.1:4040", "http://user:hunter2@[::1"} {
-		err := (&Access{}).Check(addr)
+		err := (&storeaccess.Access{}).Check(addr)
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("Check(%s) = %v, want a refusal without the password", addr, err)
 		}
@@ -159,7 +160,7 @@ func TestAccessRefuses(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("ParseSelection with userinfo: %v, want a refusal without the password", err)
 	}
-	withToken := &Access{Token: "t"}
+	withToken := &storeaccess.Access{Token: "t"}
 	if err := withToken.Check("http://store.example:4040"); err == nil {
 		t.Error("a token over plain http to another machine was accepted")
 	}
@@ -169,7 +170,7 @@ func TestAccessRefuses(t *testing.T) {
 		}
 	}
 	env := map[string]string{EnvToken: "a", EnvBasic: "u:p"}
-	if err := (&Access{}).FromEnv(func(k string) string { return env[k] }); err == nil {
+	if err := (&storeaccess.Access{}).FromEnv(func(k string) string { return env[k] }); err == nil {
 		t.Error("a token and basic auth together were accepted")
 	}
 }
@@ -199,12 +200,12 @@ func TestPushHTTPS(t *testing.T) {
 		w.Header().Set("Content-Type", "application/proto")
 	}))
 	defer srv.Close()
-	if err := Push(context.Background(), &Access{}, upload(srv.URL), testProfile()); err == nil {
+	if err := Push(context.Background(), &storeaccess.Access{}, upload(srv.URL), testProfile()); err == nil {
 		t.Error("a push to a store with an unknown certificate succeeded")
 	}
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
-	if err := Push(context.Background(), &Access{CACert: ca}, upload(srv.URL), testProfile()); err != nil {
+	if err := Push(context.Background(), &storeaccess.Access{CACert: ca}, upload(srv.URL), testProfile()); err != nil {
 		var ue x509.UnknownAuthorityError
 		t.Fatalf("push with -push-cacert: %v (unknown authority: %v)", err, errors.As(err, &ue))
 	}

@@ -40,6 +40,7 @@ import (
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -134,7 +135,7 @@ type Upload struct {
 // pushAnswerMax bounds what a push reads of the store's answer.
 const pushAnswerMax = 1 << 20
 
-func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
+func Push(ctx context.Context, a *storeaccess.Access, u Upload, p *profile.Profile) error {
 	a = a.OrDefault()
 	if err := a.Check(u.Base); err != nil {
 		return err
@@ -170,7 +171,7 @@ func Push(ctx context.Context, a *Access, u Upload, p *profile.Profile) error {
 
 // serverError names the server and the call, the limit that ended it,
 // and keeps what it answered.
-func serverError(a *Access, base, call string, err error) error {
+func serverError(a *storeaccess.Access, base, call string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -263,7 +264,7 @@ func parseTime(v string, now, def time.Time) (time.Time, error) {
 
 // profileTypes lists the server's profile type IDs in the time range
 // (name:sample_type:sample_unit:period_type:period_unit).
-func profileTypes(ctx context.Context, a *Access, sel *Selection) ([]string, error) {
+func profileTypes(ctx context.Context, a *storeaccess.Access, sel *Selection) ([]string, error) {
 	qc, err := querier(a, sel)
 	if err != nil {
 		return nil, err
@@ -327,7 +328,7 @@ func sampleTypes(types []string) []string {
 }
 
 // selectMerge asks for the merged profile of a type over the selection.
-func selectMerge(ctx context.Context, a *Access, sel *Selection, typeID string) (*profile.Profile, error) {
+func selectMerge(ctx context.Context, a *storeaccess.Access, sel *Selection, typeID string) (*profile.Profile, error) {
 	qc, err := querier(a, sel)
 	if err != nil {
 		return nil, err
@@ -352,7 +353,7 @@ func selectMerge(ctx context.Context, a *Access, sel *Selection, typeID string) 
 // request count, which it puts in the profile's perfspy.requests comment
 // (as a run's profile carries it), so that allocdiff and flame divide by
 // it. A selection that matches nothing is an error.
-func Fetch(ctx context.Context, a *Access, sel *Selection) (*profile.Profile, error) {
+func Fetch(ctx context.Context, a *storeaccess.Access, sel *Selection) (*profile.Profile, error) {
 	a = a.OrDefault()
 	if err := a.Check(sel.Base); err != nil {
 		return nil, err
@@ -415,7 +416,7 @@ func ungroup(p *profile.Profile, typeID string) {
 // FetchAddress reads the profile at a store address (pyroscope://...),
 // as Fetch does, each call within a's timeout: what allocdiff and flame
 // open in place of a file.
-func FetchAddress(ctx context.Context, a *Access, addr string) (*profile.Profile, error) {
+func FetchAddress(ctx context.Context, a *storeaccess.Access, addr string) (*profile.Profile, error) {
 	sel, err := ParseSelection(addr, time.Now())
 	if err != nil {
 		return nil, err
@@ -423,7 +424,7 @@ func FetchAddress(ctx context.Context, a *Access, addr string) (*profile.Profile
 	return Fetch(ctx, a, sel)
 }
 
-func querier(a *Access, sel *Selection) (querierv1connect.QuerierServiceClient, error) {
+func querier(a *storeaccess.Access, sel *Selection) (querierv1connect.QuerierServiceClient, error) {
 	hc, err := a.Client()
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // siteKey is a line of the repository's code.
@@ -47,7 +48,7 @@ type siteCounts struct {
 // changed: each line's net change in the head (its count less the base's
 // that follows it through the line map), growth a warning, or an error
 // when its metric failed its gate, a decrease a notice.
-func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *probe.ABResult) {
+func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.ReviewItem, ab *probe.ABResult) {
 	per := "req"
 	if it.Kind == "benchmarks" {
 		per = "op"
@@ -55,7 +56,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 	type want struct{ failed bool }
 	todo := map[string]*want{} // profile -> whether a metric of it failed its gate
 	// A request file's routes are annotated one by one, not as the mix.
-	routes := slices.ContainsFunc(it.Changes, func(c Change) bool { return c.Subject != it.Route })
+	routes := slices.ContainsFunc(it.Changes, func(c schema.ReviewChange) bool { return c.Subject != it.Route })
 	for _, c := range it.Changes {
 		changed := c.Verdict == "regression" || c.Verdict == "improvement"
 		if c.Profile == "" || !changed || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
@@ -81,7 +82,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 		if before.requests == 0 || after.requests == 0 {
 			continue
 		}
-		deps := map[GoModChange]*depChange{}
+		deps := map[schema.GoModChange]*depChange{}
 		for _, lc := range lines.causeLines(lines.netChanges(before, after)) {
 			// A line the head left alone, whose change is in a module
 			// (or the toolchain) go.mod moved: go.mod's line is the
@@ -116,14 +117,14 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *Item, ab *
 				}
 			}
 		}
-		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
+		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b schema.GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
 			if a, ok := deps[c].annotation(kind, per, subject, w.failed); ok {
 				a.Item = it.Name
 				r.Annotations = append(r.Annotations, a)
 			}
 		}
 	}
-	slices.SortFunc(r.Annotations, func(a, b Annotation) int {
+	slices.SortFunc(r.Annotations, func(a, b schema.Annotation) int {
 		if a.Level != b.Level {
 			return levelOrder[a.Level] - levelOrder[b.Level] // errors first
 		}
@@ -165,9 +166,9 @@ func readKind(files []string, worktree, kind string) siteCounts {
 // annotation is a line's net change as an annotation, when it is one:
 // at least 0.005 allocations or half a byte per request (op), growth or
 // decrease.
-func annotation(lc lineChange, kind, per, subject string, failed bool) (Annotation, bool) {
+func annotation(lc lineChange, kind, per, subject string, failed bool) (schema.Annotation, bool) {
 	g, k := lc.v, lc.k
-	a := Annotation{File: k.file, Line: k.line, Func: k.fn, Subject: subject, Delta: g[0], Stack: lc.path}
+	a := schema.Annotation{File: k.file, Line: k.line, Func: k.fn, Subject: subject, Delta: g[0], Stack: lc.path}
 	grew := g[0] > 0 || g[0] == 0 && g[1] > 0
 	where := subject
 	if lc.from != "" {
@@ -587,7 +588,7 @@ type codeQualityIssue struct {
 }
 
 // codeQuality is the annotations as a GitLab Code Quality report.
-func codeQuality(as []Annotation) ([]byte, error) {
+func codeQuality(as []schema.Annotation) ([]byte, error) {
 	issues := make([]codeQualityIssue, 0, len(as))
 	for _, a := range as {
 		var q codeQualityIssue
@@ -604,7 +605,7 @@ func codeQuality(as []Annotation) ([]byte, error) {
 }
 
 // workflowCommand is a GitHub workflow command line for a.
-func workflowCommand(a Annotation) string {
+func workflowCommand(a schema.Annotation) string {
 	prop := func(s string) string {
 		s = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 		if safetext.Clean(s) {

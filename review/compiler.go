@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/worktree"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // diag is one diagnostic of the compiler's at a line: its message and,
@@ -320,13 +321,13 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 }
 
 // annKey names an annotation for the base lines kept beside it.
-func annKey(a Annotation) string {
+func annKey(a schema.Annotation) string {
 	return strings.Join([]string{a.File, strconv.Itoa(a.Line), a.Item, a.Subject, a.Metric}, "\x00")
 }
 
 // onGoMod says whether an annotation is on go.mod (or go.sum): a
 // dependency's or the toolchain's change.
-func onGoMod(a Annotation) bool {
+func onGoMod(a schema.Annotation) bool {
 	b := filepath.Base(a.File)
 	return b == "go.mod" || b == "go.sum"
 }

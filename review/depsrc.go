@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/perfspy/perfspy/internal/limits"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // whatChanged says what changed at a dependency's function between the
@@ -22,7 +23,7 @@ import (
 // new, its body changed, or neither (the path to it moved: a caller
 // changed). It reads both versions' source from the module cache, where
 // the two builds put them; "" when either cannot be read.
-func whatChanged(modCache string, c GoModChange, fn string) string {
+func whatChanged(modCache string, c schema.GoModChange, fn string) string {
 	if modCache == "" || c.Kind != "require" || c.Before == "" || c.After == "" {
 		return ""
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestWhatChanged reads a dependency's function at both versions from a
@@ -40,7 +42,7 @@ func Same(n int) []int { return make([]int, n) }
 
 func Fresh() func() *int { return func() *int { return new(int) } }
 `)
-	c := GoModChange{File: "go.mod", Line: 5, Kind: "require", Path: "example.com/Big/dep", Before: "v1.0.0", After: "v1.1.0"}
+	c := schema.GoModChange{File: "go.mod", Line: 5, Kind: "require", Path: "example.com/Big/dep", Before: "v1.0.0", After: "v1.1.0"}
 	for fn, want := range map[string]string{
 		"example.com/Big/dep/codec.(*dec).Decode": "codec.(*dec).Decode's body changed between v1.0.0 and v1.1.0",
 		"example.com/Big/dep/codec.Same":          "codec.Same is the same in both versions: the path to it moved",
@@ -55,10 +57,10 @@ func Fresh() func() *int { return func() *int { return new(int) } }
 	out := filepath.Join(filepath.Dir(cache), "x@v1", "codec")
 	os.MkdirAll(out, 0o755)
 	os.WriteFile(filepath.Join(out, "f.go"), []byte("package codec\n\nfunc F() {}\n"), 0o644)
-	if got := whatChanged(cache, GoModChange{Kind: "require", Path: "../x", Before: "v1", After: "v1"}, "../x/codec.F"); got != "" {
+	if got := whatChanged(cache, schema.GoModChange{Kind: "require", Path: "../x", Before: "v1", After: "v1"}, "../x/codec.F"); got != "" {
 		t.Errorf("a path out of the cache: %q", got)
 	}
-	if got := whatChanged(cache, GoModChange{Kind: "go", Path: "go", Before: "1.26", After: "1.27"}, "encoding/json.Marshal"); got != "" {
+	if got := whatChanged(cache, schema.GoModChange{Kind: "go", Path: "go", Before: "1.26", After: "1.27"}, "encoding/json.Marshal"); got != "" {
 		t.Errorf("a toolchain change: %q, want nothing", got)
 	}
 }

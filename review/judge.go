@@ -28,6 +28,7 @@ import (
 
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // cadence reports whether a sample's allocations follow the GC's cadence
@@ -154,7 +155,7 @@ func spreadChanged(before, after []split, f figureOf) (changed, judged bool) {
 
 // rejudge judges each allocation count and byte figure of it again from
 // its rounds' profiles (see the file's comment), and its gate with it.
-func rejudge(it *Item, ab *probe.ABResult, cfg *Config) {
+func rejudge(it *schema.ReviewItem, ab *probe.ABResult, cfg *Config) {
 	for i := range it.Changes {
 		c := &it.Changes[i]
 		var types [2]string
@@ -180,7 +181,7 @@ func rejudge(it *Item, ab *probe.ABResult, cfg *Config) {
 }
 
 // judgeSplit sets c's verdict, why and gate from its rounds' splits.
-func judgeSplit(c *Change, before, after []split, vi int, cfg *Config) {
+func judgeSplit(c *schema.ReviewChange, before, after []split, vi int, cfg *Config) {
 	own := func(s split) float64 { return s.own[vi] }
 	gc := func(s split) float64 { return s.gc[vi] }
 	ob, oa, gb, ga := median(before, own), median(after, own), median(before, gc), median(after, gc)

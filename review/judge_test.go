@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // TestJudgeSplit: the review's own judgement of allocations and bytes.
@@ -51,7 +52,7 @@ func TestJudgeSplit(t *testing.T) {
 			[]split{round([2]float64{1, 64}, [2]float64{})}, []split{round([2]float64{1, 16}, [2]float64{})},
 			"improvement", false, "64 → 16"},
 	} {
-		c := Change{Metric: tc.metric, Verdict: "regression"}
+		c := schema.ReviewChange{Metric: tc.metric, Verdict: "regression"}
 		judgeSplit(&c, tc.before, tc.after, tc.vi, cfg)
 		if c.Verdict != tc.verdict || c.Failed != tc.failed || !strings.Contains(c.Why, tc.why) {
 			t.Errorf("%s: %s, failed %v, why %q; want %s, %v, %q", tc.name, c.Verdict, c.Failed, c.Why, tc.verdict, tc.failed, tc.why)

@@ -22,9 +22,6 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// GoModChange is a line of go.mod that differs between the revisions.
-type GoModChange = schema.GoModChange
-
 // goMod is what a go.mod says that a review reads: the go and toolchain
 // lines, each required module's version and each replacement, with the
 // line each is on.
@@ -81,7 +78,7 @@ func parseGoMod(text string) goMod {
 // moduleChanges lists what changed in each go.mod between base and head,
 // and the go.sum files that changed while their go.mod did not; and
 // whether the head changed any Go file.
-func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange, bool, error) {
+func moduleChanges(ctx context.Context, root, base, head string) ([]schema.GoModChange, bool, error) {
 	names, err := git(ctx, root, "diff", "--name-only", base, head)
 	if err != nil {
 		return nil, false, err
@@ -96,11 +93,11 @@ func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange,
 			codeChanged = true
 		}
 	}
-	var out []GoModChange
+	var out []schema.GoModChange
 	for _, f := range files {
 		if path.Base(f) == "go.sum" {
 			if !slices.Contains(files, path.Join(path.Dir(f), "go.mod")) {
-				out = append(out, GoModChange{File: f, Line: 1, Kind: "go.sum", Path: "go.sum", Before: "", After: "changed"})
+				out = append(out, schema.GoModChange{File: f, Line: 1, Kind: "go.sum", Path: "go.sum", Before: "", After: "changed"})
 			}
 			continue
 		}
@@ -113,7 +110,7 @@ func moduleChanges(ctx context.Context, root, base, head string) ([]GoModChange,
 
 // goModChanges compares one go.mod's two revisions: each key whose value
 // differs, with its line in the head (0 when the head removed it).
-func goModChanges(file string, b, h goMod) []GoModChange {
+func goModChanges(file string, b, h goMod) []schema.GoModChange {
 	keys := map[string]bool{}
 	for k := range b.values {
 		keys[k] = true
@@ -121,7 +118,7 @@ func goModChanges(file string, b, h goMod) []GoModChange {
 	for k := range h.values {
 		keys[k] = true
 	}
-	var out []GoModChange
+	var out []schema.GoModChange
 	for _, k := range sortedKeys(keys) {
 		if b.values[k] == h.values[k] {
 			continue
@@ -130,7 +127,7 @@ func goModChanges(file string, b, h goMod) []GoModChange {
 		if p == "" {
 			p = kind
 		}
-		out = append(out, GoModChange{File: file, Line: h.lines[k], Kind: kind, Path: p, Before: b.values[k], After: h.values[k]})
+		out = append(out, schema.GoModChange{File: file, Line: h.lines[k], Kind: kind, Path: p, Before: b.values[k], After: h.values[k]})
 	}
 	return out
 }
@@ -156,9 +153,9 @@ func isStd(pkg string) bool {
 // required (or replaced) module whose path is the longest prefix of the
 // function's package, or, for the standard library's, a changed go or
 // toolchain line (the toolchain's first).
-func moduleOf(fn string, changes []GoModChange) (GoModChange, bool) {
+func moduleOf(fn string, changes []schema.GoModChange) (schema.GoModChange, bool) {
 	pkg := funcPackage(fn)
-	best, found := GoModChange{}, false
+	best, found := schema.GoModChange{}, false
 	for _, c := range changes {
 		if c.Line <= 0 {
 			continue // removed from the head: no line to put it on
@@ -190,9 +187,9 @@ func moduleOf(fn string, changes []GoModChange) (GoModChange, bool) {
 // module, or the toolchain), a line whose own allocation moved (no frame
 // below it: the call into the module was compiled otherwise) is that
 // change's, at the line itself.
-func moduleCause(lc lineChange, changes []GoModChange, codeChanged bool) (GoModChange, string, bool) {
+func moduleCause(lc lineChange, changes []schema.GoModChange, codeChanged bool) (schema.GoModChange, string, bool) {
 	if lc.changed || len(changes) == 0 {
-		return GoModChange{}, "", false
+		return schema.GoModChange{}, "", false
 	}
 	own := fmt.Sprintf("%s (%s:%d)", lc.k.fn, lc.k.file, lc.k.line)
 	if c, ok := soleChange(changes); ok && !codeChanged && (len(lc.path) == 0 || lc.path[len(lc.path)-1] == own) {
@@ -200,9 +197,9 @@ func moduleCause(lc lineChange, changes []GoModChange, codeChanged bool) (GoModC
 	}
 	i := slices.Index(lc.path, own)
 	if i < 0 {
-		return GoModChange{}, "", false
+		return schema.GoModChange{}, "", false
 	}
-	var std *GoModChange
+	var std *schema.GoModChange
 	var stdFrame string
 	for j := len(lc.path) - 1; j > i; j-- {
 		fn, _, _ := strings.Cut(lc.path[j], " (")
@@ -224,15 +221,15 @@ func moduleCause(lc lineChange, changes []GoModChange, codeChanged bool) (GoModC
 	if std != nil {
 		return *std, stdFrame, true
 	}
-	return GoModChange{}, "", false
+	return schema.GoModChange{}, "", false
 }
 
 // soleChange is the one change of go.mod a pull request that changed no
 // Go file can be blamed for: its one required (or replaced) module, or,
 // with none, its go or toolchain line.
-func soleChange(changes []GoModChange) (GoModChange, bool) {
-	mods := map[string]GoModChange{} // by module: its require line first
-	var tool []GoModChange
+func soleChange(changes []schema.GoModChange) (schema.GoModChange, bool) {
+	mods := map[string]schema.GoModChange{} // by module: its require line first
+	var tool []schema.GoModChange
 	for _, c := range changes {
 		switch {
 		case c.Line <= 0:
@@ -252,7 +249,7 @@ func soleChange(changes []GoModChange) (GoModChange, bool) {
 	case len(mods) == 0 && len(tool) > 0:
 		return tool[len(tool)-1], true // the toolchain line, when it changed
 	}
-	return GoModChange{}, false
+	return schema.GoModChange{}, false
 }
 
 // mechanics are the standard library's packages that carry out what
@@ -263,7 +260,7 @@ func mechanics(pkg string) bool {
 
 // moduleLabel names a change as a reviewer reads it: "example.com/m
 // v1.0.0 → v1.1.0", "go 1.26 → 1.27".
-func moduleLabel(c GoModChange) string {
+func moduleLabel(c schema.GoModChange) string {
 	b, a := c.Before, c.After
 	if b == "" {
 		b = "(none)"
@@ -280,24 +277,21 @@ func moduleLabel(c GoModChange) string {
 
 // moduleSums adds the functions' per-request (per-op) changes of one
 // item's profile by the go.mod change their code comes with.
-func moduleSums(fns []ABFunctionRow, changes []GoModChange) map[int]float64 {
+func moduleSums(fns []schema.ABFunction, changes []schema.GoModChange) map[int]float64 {
 	out := map[int]float64{}
 	for _, f := range fns {
 		if c, ok := moduleOf(f.Key, changes); ok {
-			out[slices.IndexFunc(changes, func(x GoModChange) bool { return x == c })] += f.Delta
+			out[slices.IndexFunc(changes, func(x schema.GoModChange) bool { return x == c })] += f.Delta
 		}
 	}
 	return out
 }
 
-// ABFunctionRow is a function row of an item (schema.ABFunction).
-type ABFunctionRow = schema.ABFunction
-
 // depChange is what one go.mod change moved in one profile of an item:
 // the lines of the repository it moved, netted, and the frames in its
 // code where it moved them, heaviest first.
 type depChange struct {
-	c        GoModChange
+	c        schema.GoModChange
 	modCache string // the module cache, where what changed is read
 	v        [2]float64
 	frames   map[string]float64
@@ -319,9 +313,9 @@ func (d *depChange) add(lc lineChange, frame string) {
 // annotation puts the change on go.mod's line: the module and its two
 // versions, the figure, where in its code, and the line of the
 // repository that calls it (the annotation's stack holds the whole path).
-func (d *depChange) annotation(kind, per, subject string, failed bool) (Annotation, bool) {
+func (d *depChange) annotation(kind, per, subject string, failed bool) (schema.Annotation, bool) {
 	if d.c.Line <= 0 {
-		return Annotation{}, false
+		return schema.Annotation{}, false
 	}
 	frames := slices.SortedFunc(maps.Keys(d.frames), func(a, b string) int {
 		return cmp.Or(cmp.Compare(math.Abs(d.frames[b]), math.Abs(d.frames[a])), strings.Compare(a, b))
@@ -368,7 +362,7 @@ func (r *Result) moduleSection() string {
 	for i, c := range r.Modules {
 		var moved []string
 		for _, it := range r.Items {
-			byProfile := map[string][]ABFunctionRow{}
+			byProfile := map[string][]schema.ABFunction{}
 			for _, f := range it.Functions {
 				// The window's allocations (a server's, a route's, a
 				// benchmark's), not the slowest requests' own bills.

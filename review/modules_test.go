@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/schema"
 )
 
 const goModBase = `module example.com/svc
@@ -48,7 +49,7 @@ replace example.com/dep v1.1.0 => ../dep2
 // head, from blocks and single lines.
 func TestGoModChanges(t *testing.T) {
 	got := goModChanges("go.mod", parseGoMod(goModBase), parseGoMod(goModHead))
-	want := []GoModChange{
+	want := []schema.GoModChange{
 		{File: "go.mod", Line: 3, Kind: "go", Path: "go", Before: "1.26", After: "1.27.3"},
 		{File: "go.mod", Line: 14, Kind: "replace", Path: "example.com/dep", Before: "v1.0.0 => ../dep1", After: "v1.1.0 => ../dep2"},
 		{File: "go.mod", Line: 9, Kind: "require", Path: "example.com/dep", Before: "v1.0.0", After: "v1.1.0"},
@@ -225,7 +226,7 @@ func TestReviewModuleBump(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("modules %+v", res.Modules)
-	require := slices.IndexFunc(res.Modules, func(c GoModChange) bool { return c.Kind == "require" && c.Path == "example.com/dep" })
+	require := slices.IndexFunc(res.Modules, func(c schema.GoModChange) bool { return c.Kind == "require" && c.Path == "example.com/dep" })
 	if require < 0 || res.Modules[require].Line != 5 || res.Modules[require].Before != "v1.0.0" || res.Modules[require].After != "v1.1.0" {
 		t.Fatalf("modules %+v: want example.com/dep v1.0.0 -> v1.1.0 on line 5", res.Modules)
 	}
@@ -360,7 +361,7 @@ func TestBisectHint(t *testing.T) {
 	r := &Result{cfg: &Config{Servers: []Server{{Name: "api", Target: "./server", Path: "/users/7"}}}}
 	r.Base = map[string]string{"commit": "1111111111111111"}
 	r.Head = map[string]string{"commit": "2222222222222222", "commits": "5"}
-	r.Items = []*Item{{Kind: "server", Name: "api", Changes: []Change{
+	r.Items = []*schema.ReviewItem{{Kind: "server", Name: "api", Changes: []schema.ReviewChange{
 		{Subject: "GET /users/7", Metric: "allocs/req", Verdict: "regression"},
 		{Subject: "GET /users/7", Metric: "p99-us", Verdict: "regression"},
 	}}}

@@ -122,7 +122,7 @@ func (r *Result) Markdown(limit int) string {
 			continue
 		}
 		done[k] = true
-		var same []Change
+		var same []schema.ReviewChange
 		for _, o := range changed {
 			if o.item == ch.item && o.c.Subject == ch.c.Subject {
 				same = append(same, o.c)
@@ -155,8 +155,8 @@ func (r *Result) Markdown(limit int) string {
 }
 
 type itemChange struct {
-	item *Item
-	c    Change
+	item *schema.ReviewItem
+	c    schema.ReviewChange
 }
 
 // changed lists the figures that changed (a regression or an
@@ -182,7 +182,7 @@ func (r *Result) changed() []itemChange {
 	return out
 }
 
-func what(it *Item, c Change) string {
+func what(it *schema.ReviewItem, c schema.ReviewChange) string {
 	s := it.Kind + " " + it.Name
 	if c.Subject != "" && c.Subject != it.Name {
 		s += ", " + c.Subject
@@ -190,7 +190,7 @@ func what(it *Item, c Change) string {
 	return s
 }
 
-func changeRow(it *Item, c Change) string {
+func changeRow(it *schema.ReviewItem, c schema.ReviewChange) string {
 	verdict := c.Verdict
 	switch {
 	case c.Failed:
@@ -224,7 +224,7 @@ func signed(v float64) string {
 // changeSection explains the changes of one route or benchmark: the
 // functions whose share moved in each profile behind them (probe ab's
 // table, top rows, per request or op) and the lines annotated.
-func (r *Result) changeSection(it *Item, cs []Change) string {
+func (r *Result) changeSection(it *schema.ReviewItem, cs []schema.ReviewChange) string {
 	var b strings.Builder
 	c := cs[0]
 	var figs []string
@@ -294,7 +294,7 @@ func (r *Result) changeSection(it *Item, cs []Change) string {
 
 // writePath writes an annotation's stack, outermost first, indented by
 // depth, as text in a fenced block (no fence can be closed from inside).
-func writePath(w *strings.Builder, a Annotation) {
+func writePath(w *strings.Builder, a schema.Annotation) {
 	if len(a.Stack) == 0 {
 		return
 	}

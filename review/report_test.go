@@ -16,16 +16,16 @@ import (
 // annotated lines.
 func bigResult(n int) *Result {
 	gate := 0.0
-	it := &Item{Kind: "server", Name: "api", Route: "the request mix"}
+	it := &schema.ReviewItem{Kind: "server", Name: "api", Route: "the request mix"}
 	r := &Result{Review: schema.Review{Base: map[string]string{"rev": "main", "commit": "aaaaaaaaaaaaaaaa"}, Head: map[string]string{"rev": "HEAD", "commit": "bbbbbbbbbbbbbbbb"},
-		Verdict: "fail", Config: ".perfspy.yml", Items: []*Item{it}}}
+		Verdict: "fail", Config: ".perfspy.yml", Items: []*schema.ReviewItem{it}}}
 	for i := range n {
 		route := fmt.Sprintf("GET /route/%d|`*[x]", i)
-		it.Changes = append(it.Changes, Change{Subject: route, Metric: "allocs/req", Before: 10, After: 11, Delta: 1, DeltaPct: 10, Verdict: "regression", Gate: &gate, Failed: true, Profile: route + " allocs"})
+		it.Changes = append(it.Changes, schema.ReviewChange{Subject: route, Metric: "allocs/req", Before: 10, After: 11, Delta: 1, DeltaPct: 10, Verdict: "regression", Gate: &gate, Failed: true, Profile: route + " allocs"})
 		for j := range 5 {
 			it.Functions = append(it.Functions, schema.ABFunction{Profile: route + " allocs", Key: fmt.Sprintf("example.com/app/pkg%d.Func%d", i, j), Before: 1, After: 2, Delta: 1, Sample: "alloc_objects"})
 		}
-		r.Annotations = append(r.Annotations, Annotation{Level: "error", File: "app/h.go", Line: i + 1, Func: "main.h", Item: "api", Subject: route, Metric: "allocs/req", Delta: 1, Message: "+1.00 allocs/req (+64 B) in " + route})
+		r.Annotations = append(r.Annotations, schema.Annotation{Level: "error", File: "app/h.go", Line: i + 1, Func: "main.h", Item: "api", Subject: route, Metric: "allocs/req", Delta: 1, Message: "+1.00 allocs/req (+64 B) in " + route})
 		r.GateFailed = append(r.GateFailed, route)
 	}
 	return r
@@ -79,7 +79,7 @@ func TestMapLine(t *testing.T) {
 }
 
 func TestWorkflowCommand(t *testing.T) {
-	a := Annotation{Level: "error", File: "a,b:c.go", Line: 7, Title: "perfspy: x, y", Message: "100% more\nand more"}
+	a := schema.Annotation{Level: "error", File: "a,b:c.go", Line: 7, Title: "perfspy: x, y", Message: "100% more\nand more"}
 	want := "::error file=a%2Cb%3Ac.go,line=7,title=perfspy%3A x%2C y::100%25 more%0Aand more"
 	if got := workflowCommand(a); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -134,16 +134,16 @@ func TestNetChanges(t *testing.T) {
 // error in review.md and review.json's reasons, the others are reported,
 // and the verdict is incomplete (exit 1), or fail when a gate failed too.
 func TestItemError(t *testing.T) {
-	ok := &Item{Kind: "server", Name: "api", Judged: true, Changes: []Change{{Subject: "GET /", Metric: "allocs/req", Before: 3, After: 3, Verdict: "no change"}}}
-	broken := &Item{Kind: "benchmarks", Name: "./codec .", Error: "probe run -bench: the traced run: exit status 2"}
-	r := &Result{Review: schema.Review{Items: []*Item{ok, broken}}}
+	ok := &schema.ReviewItem{Kind: "server", Name: "api", Judged: true, Changes: []schema.ReviewChange{{Subject: "GET /", Metric: "allocs/req", Before: 3, After: 3, Verdict: "no change"}}}
+	broken := &schema.ReviewItem{Kind: "benchmarks", Name: "./codec .", Error: "probe run -bench: the traced run: exit status 2"}
+	r := &Result{Review: schema.Review{Items: []*schema.ReviewItem{ok, broken}}}
 	r.verdict()
 	md := r.Markdown(CommentLimit)
 	if r.Verdict != "incomplete" || !strings.Contains(md, "INCOMPLETE") || !strings.Contains(md, "❌ benchmarks ./codec . could not be measured: probe run -bench: the traced run: exit status 2") || !strings.Contains(md, "| server api, GET / | allocs/req | 3 | 3 |") {
 		t.Errorf("verdict %s, review.md:\n%s", r.Verdict, md)
 	}
 	ok.Changes[0].Failed, ok.Changes[0].Verdict = true, "regression"
-	r = &Result{Review: schema.Review{Items: []*Item{ok, broken}}}
+	r = &Result{Review: schema.Review{Items: []*schema.ReviewItem{ok, broken}}}
 	if r.verdict(); r.Verdict != "fail" {
 		t.Errorf("a gate failed beside the error: %s", r.Verdict)
 	}

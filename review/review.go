@@ -70,13 +70,6 @@ type Result struct {
 	causedLines map[string]lineChange
 }
 
-// The parts of review.json (package schema's).
-type (
-	Item       = schema.ReviewItem
-	Change     = schema.ReviewChange
-	Annotation = schema.Annotation
-)
-
 // ErrGate is returned when a gate failed; ErrItems when no gate failed
 // but an item could not be measured (the others are reported);
 // ErrNotJudged when nothing could be judged.
@@ -122,7 +115,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 	// Every server, then every benchmark package: one probe ab each.
 	type job struct {
 		what, kind, name string
-		measure          func() (*Item, *probe.ABResult, error)
+		measure          func() (*schema.ReviewItem, *probe.ABResult, error)
 	}
 	var jobs []job
 	m := measurer{root: root, out: res.Dir, cfg: cfg, opt: opt, base: base["commit"], head: head["commit"], logw: logw}
@@ -132,12 +125,12 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 		}
 	}
 	for _, s := range cfg.Servers {
-		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", "server", s.Name, func() (*Item, *probe.ABResult, error) {
+		jobs = append(jobs, job{"server " + s.Name + " (" + s.Target + ")", "server", s.Name, func() (*schema.ReviewItem, *probe.ABResult, error) {
 			return m.server(ctx, s)
 		}})
 	}
 	for _, b := range cfg.Benchmarks {
-		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, "benchmarks", b.Package + " " + b.Bench, func() (*Item, *probe.ABResult, error) {
+		jobs = append(jobs, job{"benchmarks " + b.Package + " " + b.Bench, "benchmarks", b.Package + " " + b.Bench, func() (*schema.ReviewItem, *probe.ABResult, error) {
 			return m.benchmarks(ctx, b)
 		}})
 	}
@@ -151,7 +144,7 @@ func Review(ctx context.Context, opt Options, logw io.Writer) (*Result, error) {
 			// One item that cannot be measured is named with its error;
 			// the others are measured and reported.
 			logf("%s: %v", j.what, err)
-			it = &Item{Kind: j.kind, Name: j.name, Error: err.Error()}
+			it = &schema.ReviewItem{Kind: j.kind, Name: j.name, Error: err.Error()}
 		}
 		res.Items = append(res.Items, it)
 		if ab != nil {
@@ -217,7 +210,7 @@ type measurer struct {
 // newInHead is an item whose folder the base revision does not have: a
 // server or a package the pull request adds. It is reported as new, with
 // nothing to compare, and the review goes on.
-func (m measurer) newInHead(ctx context.Context, kind, name, path string) (*Item, bool) {
+func (m measurer) newInHead(ctx context.Context, kind, name, path string) (*schema.ReviewItem, bool) {
 	p := filepath.ToSlash(filepath.Clean(path))
 	if p == "." {
 		p = "" // the root: "REV:" is its tree
@@ -225,11 +218,11 @@ func (m measurer) newInHead(ctx context.Context, kind, name, path string) (*Item
 	if _, err := git(ctx, m.root, "cat-file", "-e", m.base+":"+p); err == nil {
 		return nil, false
 	}
-	return &Item{Kind: kind, Name: name, Reasons: []string{fmt.Sprintf("new in the head: the base (%s) has no %s, so there is nothing to compare", short(m.base), path)}}, true
+	return &schema.ReviewItem{Kind: kind, Name: name, Reasons: []string{fmt.Sprintf("new in the head: the base (%s) has no %s, so there is nothing to compare", short(m.base), path)}}, true
 }
 
 // server runs probe ab on one server.
-func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult, error) {
+func (m measurer) server(ctx context.Context, s Server) (*schema.ReviewItem, *probe.ABResult, error) {
 	if it, ok := m.newInHead(ctx, "server", s.Name, s.Target); ok {
 		return it, nil, nil
 	}
@@ -261,7 +254,7 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 	if err != nil {
 		return nil, nil, err
 	}
-	it := &Item{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions, Tail: ab.Tail}
+	it := &schema.ReviewItem{Kind: "server", Name: s.Name, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions, Tail: ab.Tail}
 	it.Route = "the request mix"
 	if s.Requests == "" {
 		it.Route = routeOf(abc)
@@ -276,7 +269,7 @@ func (m measurer) server(ctx context.Context, s Server) (*Item, *probe.ABResult,
 }
 
 // benchmarks runs probe ab -bench on one package.
-func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.ABResult, error) {
+func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*schema.ReviewItem, *probe.ABResult, error) {
 	if it, ok := m.newInHead(ctx, "benchmarks", b.Package+" "+b.Bench, b.Package); ok {
 		return it, nil, nil
 	}
@@ -296,7 +289,7 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*Item, *probe.AB
 	if err != nil {
 		return nil, nil, err
 	}
-	it := &Item{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it := &schema.ReviewItem{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
 	it.Changes = changes(ab, m.cfg, "", "op")
 	if err := ab.CheckPins(); err != nil {
 		return nil, nil, err
@@ -314,7 +307,7 @@ var flameSample = map[string]string{"allocs": "requested_space", "copies": "copi
 // flame graph of the revisions' first rounds into the review's flames
 // folder, and names it in the change. One that cannot be drawn is left
 // out.
-func (m measurer) flames(it *Item, ab *probe.ABResult) {
+func (m measurer) flames(it *schema.ReviewItem, ab *probe.ABResult) {
 	drawn := map[string]string{}
 	for i := range it.Changes {
 		c := &it.Changes[i]
@@ -481,15 +474,15 @@ func routeOf(ab probe.ABConfig) string {
 // changes reads probe ab's metrics as the review's: each metric's
 // subject (a route, a benchmark, or route for the whole mix) and unit,
 // and its gate.
-func changes(ab *probe.ABResult, cfg *Config, route, per string) []Change {
-	var out []Change
+func changes(ab *probe.ABResult, cfg *Config, route, per string) []schema.ReviewChange {
+	var out []schema.ReviewChange
 	for _, name := range ab.MetricNames() {
 		m := ab.Metrics[name]
 		subject, unit := route, name
 		if i := strings.LastIndex(name, " "); i >= 0 {
 			subject, unit = name[:i], name[i+1:]
 		}
-		c := Change{Subject: subject, Metric: unit, Before: m.Before, After: m.After, Delta: m.Delta, DeltaPct: m.DeltaPct, Verdict: m.Verdict}
+		c := schema.ReviewChange{Subject: subject, Metric: unit, Before: m.Before, After: m.After, Delta: m.Delta, DeltaPct: m.DeltaPct, Verdict: m.Verdict}
 		switch {
 		case unit == "retained-B/"+per:
 			c.Profile = "retained"

@@ -218,7 +218,7 @@ func TestReview(t *testing.T) {
 	}
 	// Each route on its own: the handler that allocates more, and the one
 	// that does not.
-	routes := map[string]Change{}
+	routes := map[string]schema.ReviewChange{}
 	for _, c := range res.Items[0].Changes {
 		if c.Metric == "allocs/req" {
 			routes[c.Subject] = c

@@ -23,6 +23,7 @@ import (
 	"github.com/perfspy/perfspy/internal/owned"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // DefaultTarget is what probe run measures when no target is named.
@@ -56,7 +57,7 @@ type Binary struct {
 	// self (perfspy's own module).
 	BuildMode string
 	// BuildCheck compares the binary's build list with a plain build's.
-	BuildCheck *Check
+	BuildCheck *schema.BuildCheck
 }
 
 // BuildError is a target that did not build; Output is the go command's output.
@@ -526,7 +527,7 @@ func (b *builder) check(ctx context.Context) error {
 	if b.opts.FgprofRef {
 		// The benchmark's reference profiler is the one module a perfspy
 		// target may gain; it is never in a measured run.
-		check.Added = slices.DeleteFunc(check.Added, func(m Module) bool {
+		check.Added = slices.DeleteFunc(check.Added, func(m schema.Module) bool {
 			return m.Path == "github.com/felixge/fgprof" || m.Path == "github.com/google/pprof"
 		})
 	}

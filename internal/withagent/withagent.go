@@ -77,7 +77,7 @@ type Setup struct {
 	Flags  []string // go build flags to add
 	Env    []string // the go command's environment
 	Agent  *agentmod.Module
-	Plain  []Module // the plain build's modules, from go list
+	Plain  []schema.Module // the plain build's modules, from go list
 	// Toolchain is the go environment of the toolchain that builds in the
 	// target's folder (after any GOTOOLCHAIN switch): its runtime is the
 	// one the runtime overlays patch.
@@ -88,13 +88,6 @@ type Setup struct {
 type Toolchain struct {
 	GOROOT, GOARCH, GOEXPERIMENT, GOVERSION string
 }
-
-// The build list's types are summary.json's (package schema).
-type (
-	Module = schema.Module
-	Check  = schema.BuildCheck
-	Change = schema.ModuleChange
-)
 
 // NotMainError is a target folder whose package is not main.
 type NotMainError struct {
@@ -230,7 +223,7 @@ func (s *Setup) listArgs(args ...string) []string {
 
 // plainList lists the modules that provide the packages of a plain build:
 // what `go version -m` shows for it.
-func plainList(ctx context.Context, t Target, s *Setup) ([]Module, error) {
+func plainList(ctx context.Context, t Target, s *Setup) ([]schema.Module, error) {
 	// The workspace's other modules are main modules too; the binary
 	// records them as (devel).
 	args := []string{"-deps", "-f", "{{with .Module}}{{.Path}}\t{{if .Main}}(devel){{else}}{{.Version}}{{end}}\t{{with .Replace}}{{.Path}}\t{{.Version}}{{end}}{{end}}"}
@@ -241,14 +234,14 @@ func plainList(ctx context.Context, t Target, s *Setup) ([]Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the plain build's modules: %w", err)
 	}
-	seen := map[string]Module{}
+	seen := map[string]schema.Module{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
 		if len(f) < 2 || f[0] == "" || f[0] == t.ModPath {
 			continue
 		}
-		m := Module{Path: f[0], Version: f[1]}
+		m := schema.Module{Path: f[0], Version: f[1]}
 		if len(f) >= 4 && f[2] != "" {
 			m.Replace = replaceString(f[2], f[3])
 		}
@@ -264,8 +257,8 @@ func replaceString(path, version string) string {
 	return path + " " + version
 }
 
-func sorted(m map[string]Module) []Module {
-	out := make([]Module, 0, len(m))
+func sorted(m map[string]schema.Module) []schema.Module {
+	out := make([]schema.Module, 0, len(m))
 	for _, v := range m {
 		out = append(out, v)
 	}
@@ -535,7 +528,7 @@ func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writ
 
 // CheckErr says what makes the measured binary differ from the user's, nil
 // when nothing but the agent module was added.
-func CheckErr(c *Check) error {
+func CheckErr(c *schema.BuildCheck) error {
 	var lines []string
 	for _, ch := range c.Changed {
 		lines = append(lines, fmt.Sprintf("%s: %s in a plain build, %s in the measured binary", ch.Path, ch.Plain, ch.Probed))
@@ -555,7 +548,7 @@ func CheckErr(c *Check) error {
 }
 
 // CheckBinary compares the build list recorded in binary with plain.
-func CheckBinary(binary, mode string, plain []Module) (*Check, error) {
+func CheckBinary(binary, mode string, plain []schema.Module) (*schema.BuildCheck, error) {
 	got, err := BinaryModules(binary)
 	if err != nil {
 		return nil, err
@@ -566,14 +559,14 @@ func CheckBinary(binary, mode string, plain []Module) (*Check, error) {
 }
 
 // BinaryModules reads the build list recorded in binary.
-func BinaryModules(binary string) ([]Module, error) {
+func BinaryModules(binary string) ([]schema.Module, error) {
 	bi, err := buildinfo.ReadFile(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading the build list of %s: %w", binary, err)
 	}
-	got := []Module{}
+	got := []schema.Module{}
 	for _, d := range bi.Deps {
-		m := Module{Path: d.Path, Version: d.Version}
+		m := schema.Module{Path: d.Path, Version: d.Version}
 		if d.Replace != nil {
 			m.Replace = replaceString(d.Replace.Path, d.Replace.Version)
 		}
@@ -585,9 +578,9 @@ func BinaryModules(binary string) ([]Module, error) {
 // Compare compares two build lists by module path. A replacement by a
 // folder is compared as a folder, not by its spelling: the two builds may
 // name it from different places.
-func Compare(plain, probed []Module) *Check {
-	c := &Check{Modules: len(plain), Added: []Module{}, Changed: []Change{}}
-	pm := map[string]Module{}
+func Compare(plain, probed []schema.Module) *schema.BuildCheck {
+	c := &schema.BuildCheck{Modules: len(plain), Added: []schema.Module{}, Changed: []schema.ModuleChange{}}
+	pm := map[string]schema.Module{}
 	for _, m := range plain {
 		pm[m.Path] = m
 	}
@@ -600,7 +593,7 @@ func Compare(plain, probed []Module) *Check {
 			continue
 		}
 		if p.Version != m.Version || !sameReplace(p.Replace, m.Replace) {
-			c.Changed = append(c.Changed, Change{Path: m.Path, Plain: p.String(), Probed: m.String()})
+			c.Changed = append(c.Changed, schema.ModuleChange{Path: m.Path, Plain: p.String(), Probed: m.String()})
 		}
 	}
 	for _, m := range plain {
