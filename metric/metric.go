@@ -6,7 +6,11 @@
 // review's gates and the reports read it: a new figure is one row here.
 package metric
 
-import "strings"
+import (
+	"math"
+	"slices"
+	"strings"
+)
 
 // Judgement is how a change in a figure is judged.
 type Judgement int
@@ -220,6 +224,50 @@ func Compare(per string) []string {
 				out = append(out, m.Name+"/"+p)
 			}
 		}
+	}
+	return out
+}
+
+// At reads the value at a dotted path ("per_request.allocs",
+// "window.latency_us.p99") of a JSON document decoded into maps; false
+// when a part of the path is missing or the value is not a number.
+func At(doc any, path string) (float64, bool) {
+	v := doc
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		v = m[k]
+	}
+	f, ok := v.(float64)
+	return f, ok
+}
+
+// Values reads every figure probe ab compares per divisor (Compare(per))
+// from a document decoded into maps: per "req" a summary.json at each
+// row's Summary path, per "op" one benchmark's object of the bench summary
+// at its BenchSummary path. Absent ones are NaN, so that a figure a run
+// did not measure is said so, never a zero.
+func Values(doc any, per string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range Table {
+		path := m.Summary
+		if per == "op" {
+			path = m.BenchSummary
+		}
+		if !m.Compared || path == "" || !slices.Contains(m.Per, per) && (len(m.Per) > 0 || per != "req") {
+			continue
+		}
+		name := m.Name
+		if len(m.Per) > 0 {
+			name += "/" + per
+		}
+		v, ok := At(doc, path)
+		if !ok {
+			v = math.NaN()
+		}
+		out[name] = v
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package metric
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -110,4 +112,32 @@ func TestDoc(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", "`"+strings.Join(m.Names(), "`, `")+"`", m.Unit, judged, better, strings.Join(places, ", "), prof, m.Source)
 	}
 	golden.Check(t, path, []byte(head+begin+b.String()+end+tail), *update)
+}
+
+// TestValues: probe ab's values are read at the table's paths, absent
+// ones NaN; a row planted in the table is read with no other change.
+func TestValues(t *testing.T) {
+	doc := map[string]any{"per_request": map[string]any{"allocs": 3.0, "alloc_bytes": 48.0, "planted": 7.0},
+		"window": map[string]any{"rps": 1000.0, "latency_us": map[string]any{"p99": 250.0}}}
+	v := Values(doc, "req")
+	if v["allocs/req"] != 3 || v["B/req"] != 48 || v["req/s"] != 1000 || v["p99-us"] != 250 || !math.IsNaN(v["instructions/req"]) {
+		t.Errorf("values %v", v)
+	}
+	if got, want := slices.Sorted(maps.Keys(v)), slices.Sorted(slices.Values(Compare("req"))); !slices.Equal(got, want) {
+		t.Errorf("values of %q, probe ab compares %q", got, want)
+	}
+	saved := Table
+	defer func() { Table = saved }()
+	Table = append(slices.Clone(Table), Metric{Name: "planted", Per: []string{"req"}, Judged: Exact, HigherWorse: true, Compared: true, Summary: "per_request.planted"})
+	if v := Values(doc, "req"); v["planted/req"] != 7 {
+		t.Errorf("a planted row: %v", v)
+	}
+	op := map[string]any{"per_op": map[string]any{"ns": 120.0, "allocs": 2.0}}
+	v = Values(op, "op")
+	if v["ns/op"] != 120 || v["allocs/op"] != 2 || !math.IsNaN(v["B/op"]) {
+		t.Errorf("per op: %v", v)
+	}
+	if got, want := slices.Sorted(maps.Keys(v)), slices.Sorted(slices.Values(Compare("op"))); !slices.Equal(got, want) {
+		t.Errorf("values of %q, probe ab compares %q per op", got, want)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,16 +70,8 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 // ingestBench takes one benchmark round's results folder into arm's
 // figures and profiles.
 func (ab *abRun) ingestBench(arm, dir string, s *schema.BenchSummary) error {
-	v := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
-	}
 	for _, b := range s.Benchmarks {
-		for unit, x := range map[string]float64{"ns/op": v(b.PerOp.NS), "allocs/op": b.PerOp.Allocs, "B/op": b.PerOp.AllocBytes,
-			"copied-B/op": v(b.PerOp.CopiedBytes), "syscalls/op": v(b.PerOp.Syscalls),
-			"retained-B/op": v(b.PerOp.RetainedBytes), "goroutines-left/op": v(b.PerOp.GoroutinesLeft)} {
+		for unit, x := range metric.Values(jsonDoc(b), "op") {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
 		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu", "retained", "goroutines_left"} {

@@ -5,6 +5,7 @@ package probe
 // rendering.
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"reflect"
@@ -148,20 +149,19 @@ func endpointABMetrics(before, after map[string][]float64) []abMetric {
 	return out
 }
 
-// metricValues reads a run's figures for the metrics; NaN when absent.
+// metricValues reads a run's figures for the metrics probe ab compares,
+// at the paths metric's table gives them in summary.json; NaN when absent.
 func metricValues(s *schema.Summary) map[string]float64 {
-	v := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
+	return metric.Values(jsonDoc(s), "req")
+}
+
+// jsonDoc is v as its JSON decodes into maps: what metric's paths read.
+func jsonDoc(v any) any {
+	var doc any
+	if b, err := json.Marshal(v); err == nil {
+		json.Unmarshal(b, &doc)
 	}
-	return map[string]float64{
-		"allocs/req": v(s.PerRequest.Allocs), "B/req": v(s.PerRequest.AllocBytes), "copied-B/req": v(s.PerRequest.CopiedBytes),
-		"syscalls/req": v(s.PerRequest.Syscalls), "cpu-us/req": v(s.PerRequest.CPUUS), "req/s": s.Window.RPS,
-		"p99-us": float64(s.Window.LatencyUS["p99"]), "instructions/req": v(s.PerRequest.Instructions),
-		"retained-B/req": v(s.PerRequest.RetainedBytes), "goroutines-left/req": v(s.PerRequest.GoroutinesLeft),
-	}
+	return doc
 }
 
 func medianOf(x []float64) float64 {
