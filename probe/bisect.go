@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/internal/worktree"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/report"
 	"github.com/perfspy/perfspy/schema"
@@ -28,13 +29,24 @@ import (
 // BisectSchema is bisect.json's schema.
 const BisectSchema = "perfspy.bisect/v1"
 
-// bisectMetrics are the exact counts bisect can follow, and the profile
-// whose functions say what moved: a count needs one run per step, a
-// timing would need rounds and a verdict at each.
-var bisectMetrics = map[string]string{
-	"allocs/req": "allocs", "B/req": "allocs", "copied-B/req": "copies",
-	"allocs/op": "allocs", "B/op": "allocs", "copied-B/op": "copies",
-}
+// bisectMetrics are the exact counts bisect can follow (metric's rows
+// judged as counts whose profile is allocs.pb.gz or copies.pb.gz, compared
+// by probe ab), by written name, and the profile whose functions say what
+// moved: a count needs one run per step, a timing would need rounds and a
+// verdict at each.
+var bisectMetrics = func() map[string]string {
+	out := map[string]string{}
+	for _, m := range metric.Table {
+		prof := strings.TrimSuffix(m.Profile, ".pb.gz")
+		if !m.Judged.Counted() || !m.Compared || prof != "allocs" && prof != "copies" {
+			continue
+		}
+		for _, n := range m.Names() {
+			out[n] = prof
+		}
+	}
+	return out
+}()
 
 // Bisectable reports whether probe bisect follows metric (an exact count).
 func Bisectable(metric string) bool {
@@ -316,19 +328,14 @@ func (b *bisector) measure(ctx context.Context, commit string) (*BisectStep, err
 	return step, nil
 }
 
-// benchFigure is a benchmark's per-op figure of metric.
-func benchFigure(p schema.BenchPerOp, metric string) float64 {
-	switch metric {
-	case "allocs/op":
-		return p.Allocs
-	case "B/op":
-		return p.AllocBytes
-	case "copied-B/op":
-		if p.CopiedBytes != nil {
-			return *p.CopiedBytes
-		}
+// benchFigure is a benchmark's per-op figure of name, at the table's
+// path; NaN when absent.
+func benchFigure(p schema.BenchPerOp, name string) float64 {
+	v, ok := metric.Values(jsonDoc(map[string]any{"per_op": p}), "op")[name]
+	if !ok {
+		return math.NaN()
 	}
-	return math.NaN()
+	return v
 }
 
 // buildFailed says why err is a build that failed (the commit is
@@ -388,15 +395,8 @@ func (b *bisector) functions() error {
 	if err != nil {
 		return err
 	}
-	sample := ""
-	switch b.cfg.Metric {
-	case "allocs/req", "allocs/op":
-		sample = "alloc_objects"
-	case "B/req", "B/op":
-		sample = "alloc_space"
-	case "copied-B/req", "copied-B/op":
-		sample = "copied_bytes"
-	}
+	m, _ := metric.Lookup(b.cfg.Metric)
+	sample := m.Sample
 	c, err := diff.Compare(before, after, diff.Options{Sample: sample, Folds: profkey.DefaultFolds})
 	if err != nil {
 		return fmt.Errorf("%s profiles: %w", prof, err)
