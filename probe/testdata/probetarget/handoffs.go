@@ -3,7 +3,7 @@ package main
 // Handoffs: routes that hand their work to goroutines that exist before
 // any request (started by main), each site of known cost per request:
 //
-//	/pooled/a, /pooled/b  hand a job to a pool of 4 workers fed by one
+//	/pooled/a, /pooled/b  hand a job to a pool of 4 workers (-pool N) fed by one
 //	            buffered channel; the worker makes n allocations of 80 B in
 //	            main.pooledWork (a: 2, b: 5) and answers on the job's
 //	            channel. With ?rare=K every K-th job of the pool also makes
@@ -43,6 +43,10 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// poolWorkers is the pool's size: as many as the driver's connections
+// (-pool 8) let no job wait for a worker another job's sleep holds.
+var poolWorkers = flag.Int("pool", 4, "the `number` of the pool's workers (/pooled/a, /pooled/b)")
 
 var producerEvery = flag.Duration("producer", 0, "put a job of 7 allocations in main.pooledWork on the pool's channel every `interval`, in the background")
 
@@ -220,7 +224,7 @@ func newMux() *http.ServeMux {
 // work to, outside any request, and registers the routes.
 func registerHandoffs(mux *http.ServeMux) {
 	jobs := make(chan pooledJob, 16)
-	for range 4 {
+	for range max(*poolWorkers, 1) {
 		go pooledWorker(jobs)
 	}
 	if *producerEvery > 0 {
