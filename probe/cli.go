@@ -816,6 +816,13 @@ func redactFlag(name, value string) string {
 		return strings.Join(parts, " ")
 	case "push", "path":
 		return profstore.Redact(value)
+	case "data":
+		// Now the HTTP body too (a login form, a token in JSON): its
+		// file's name is kept, text given inline is not.
+		if strings.HasPrefix(value, "@") {
+			return value
+		}
+		return fmt.Sprintf("REDACTED (%d bytes)", len(value))
 	case "args":
 		words, err := shellwords.Split(value)
 		if err != nil {

@@ -29,23 +29,23 @@ func TestFlagsRedacted(t *testing.T) {
 		"-header", "Authorization: Bearer hdr-s3cret", "-env", "API_KEY=env-s3cret",
 		"-args", "--listen :0 --password pw-s3cret --api-token=tok-s3cret --db postgres://u:url-s3cret@h/db",
 		"-path", "/get?token=path-s3cret&page=2", "-push", "http://127.0.0.1:4040", "-push-header", "X-Scope-OrgID=tenant",
-		"./targets/httpjson"}, &stderr, nil)
+		"-method", "POST", "-data", "user=a&password=data-s3cret", "./targets/httpjson"}, &stderr, nil)
 	if !ok {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	meta := formatMeta(map[string]string{"flags": strings.Join(cfg.Flags, " "), "target-args": strings.Join(RedactArgs(cfg.Args), " ")})
-	for _, secret := range []string{"hdr-s3cret", "env-s3cret", "pw-s3cret", "tok-s3cret", "url-s3cret", "path-s3cret", "envtoken-s3cret"} {
+	for _, secret := range []string{"hdr-s3cret", "env-s3cret", "pw-s3cret", "tok-s3cret", "url-s3cret", "path-s3cret", "envtoken-s3cret", "data-s3cret"} {
 		if strings.Contains(meta, secret) {
 			t.Errorf("meta holds %s:\n%s", secret, meta)
 		}
 	}
-	for _, kept := range []string{"-header=Authorization:REDACTED", "-env=API_KEY=REDACTED", "--password REDACTED", "--api-token=REDACTED", "page=2", "--listen :0", "-push=http://127.0.0.1:4040"} {
+	for _, kept := range []string{"-header=Authorization:REDACTED", "-env=API_KEY=REDACTED", "--password REDACTED", "--api-token=REDACTED", "page=2", "--listen :0", "-push=http://127.0.0.1:4040", "-data=REDACTED (27 bytes)"} {
 		if !strings.Contains(meta, kept) {
 			t.Errorf("meta lacks %q:\n%s", kept, meta)
 		}
 	}
 	// What the run uses is not redacted.
-	if cfg.Headers["Authorization"] != "Bearer hdr-s3cret" || cfg.Push.Access.Token != "envtoken-s3cret" || cfg.Push.Access.Headers["X-Scope-Orgid"] != "tenant" {
+	if string(cfg.Data) != "user=a&password=data-s3cret" || cfg.Headers["Authorization"] != "Bearer hdr-s3cret" || cfg.Push.Access.Token != "envtoken-s3cret" || cfg.Push.Access.Headers["X-Scope-Orgid"] != "tenant" {
 		t.Errorf("config lost a value: headers %v, access %+v", cfg.Headers, cfg.Push.Access)
 	}
 	if got := endpointLabel(cfg); got != "/get" {
