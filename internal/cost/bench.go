@@ -1,8 +1,10 @@
 package cost
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,15 +12,46 @@ import (
 	"time"
 )
 
-// benchPackages are the shapes 'probe run -bench' is held to: the
-// standard library's fmt (many fast benchmarks), valyala/fastjson (a few
-// heavy ones) and rs/zerolog (many allocation-heavy ones).
-var benchPackages = []string{"fmt", "github.com/valyala/fastjson@v1.6.10", "github.com/rs/zerolog@v1.35.1"}
+// benchCases are the shapes 'probe run -bench' is held to: at go test's
+// default benchtime the standard library's fmt (many fast benchmarks),
+// valyala/fastjson (a few heavy ones) and rs/zerolog (many
+// allocation-heavy ones), at most 1.5x go test; at the fixed benchtime
+// reviews use, sirupsen/logrus and gin-gonic/gin, at most 2.5x.
+var benchCases = []benchCase{
+	{"fmt", "", 1.5},
+	{"github.com/valyala/fastjson@v1.6.10", "", 1.5},
+	{"github.com/rs/zerolog@v1.35.1", "", 1.5},
+	{"github.com/sirupsen/logrus@v1.10.2", "2000x", 2.5},
+	{"github.com/gin-gonic/gin@v1.12.0", "2000x", 2.5},
+}
+
+type benchCase struct {
+	pkg, benchtime string
+	goal           float64
+}
+
+// benchPhases are probe run -bench's steps, each named by the progress
+// line that begins it.
+var benchPhases = []struct{ name, line string }{
+	{"build", "probe: "},
+	{"plain", "timing the benchmarks"},
+	{"counted", "counting the benchmarks"},
+	{"traced", "tracing the benchmarks"},
+	{"retained", "measuring what the benchmarks"},
+	{"writing", "probe: writing "},
+}
+
+// benchArms are one case's seconds: go test's, probe's, and probe's by
+// phase.
+type benchArms struct {
+	gotest, probe []float64
+	phases        map[string][]float64
+}
 
 // BenchCmd sets 'probe run -bench .' beside 'go test -run ^$ -bench .
-// -benchmem' on each package, wall time once built (a first run of each,
+// -benchmem' on each case, wall time once built (a first run of each,
 // untimed, builds), in interleaved rounds, and prints the ratio against
-// the goal of 1.5.
+// its goal and probe's seconds by phase (from its progress lines).
 var BenchCmd = Bench{Name: "bench", Run: func(ctx context.Context, env Env) error {
 	_, tmp, probe, err := probeWorkdir(ctx)
 	if tmp != "" {
@@ -35,53 +68,121 @@ var BenchCmd = Bench{Name: "bench", Run: func(ctx context.Context, env Env) erro
 	if err := runQuiet(ctx, mod, "go", "mod", "init", "perfspy.invalid/costbench"); err != nil {
 		return err
 	}
-	type arms struct{ gotest, probe []float64 }
-	got := map[string]*arms{}
-	for _, pkg := range benchPackages {
-		path, version, _ := strings.Cut(pkg, "@")
-		if version != "" {
-			if err := runQuiet(ctx, mod, "go", "get", pkg); err != nil {
-				return err
-			}
+	got := map[string]*benchArms{}
+	for _, c := range benchCases {
+		a, err := benchCaseRounds(ctx, env, c, mod, probe, tmp)
+		if err != nil {
+			return err
 		}
-		gotest := func(bench string) error {
-			return runQuiet(ctx, mod, "go", "test", "-run", "^$", "-bench", bench, "-benchmem", path)
-		}
-		probeRun := func(bench string) error {
-			return runQuiet(ctx, mod, probe, "run", "-q", "-bench", bench, "-out", filepath.Join(tmp, "out"), pkg)
-		}
-		// Built once, untimed: a benchmark name that matches nothing.
-		gotest("^NoSuchBenchmark$")
-		probeRun("^NoSuchBenchmark$")
-		a := &arms{}
-		got[pkg] = a
-		type arm struct {
-			name string
-			run  func(string) error
-			secs *[]float64
-		}
-		order := []arm{{"go test", gotest, &a.gotest}, {"probe run -bench", probeRun, &a.probe}}
-		for r := 0; r < env.Rounds; r++ {
-			for _, x := range order {
-				os.RemoveAll(filepath.Join(tmp, "out"))
-				fmt.Fprintf(env.Stderr, "round %d/%d: %s, %s\n", r+1, env.Rounds, pkg, x.name)
-				start := time.Now()
-				if err := x.run("."); err != nil {
-					return err
-				}
-				*x.secs = append(*x.secs, time.Since(start).Seconds())
-			}
-			order[0], order[1] = order[1], order[0] // interleaved: AB, BA, ...
-		}
+		got[c.pkg] = a
 	}
-	fmt.Fprintf(env.Stdout, "probe run -bench . against go test -run '^$' -bench . -benchmem, wall time once built, median of %d interleaved rounds\n", env.Rounds)
-	fmt.Fprintf(env.Stdout, "  %-40s %12s %12s %8s\n", "package", "go test s", "probe s", "ratio")
-	for _, pkg := range benchPackages {
-		g, p := median(got[pkg].gotest), median(got[pkg].probe)
-		fmt.Fprintf(env.Stdout, "  %-40s %12.1f %12.1f %7.2fx (goal at most 1.5)\n", pkg, g, p, p/g)
-	}
+	printBench(env.Stdout, env.Rounds, got)
 	return nil
 }}
+
+// benchCaseRounds runs one case's rounds, go test and probe interleaved.
+func benchCaseRounds(ctx context.Context, env Env, c benchCase, mod, probe, tmp string) (*benchArms, error) {
+	path, version, _ := strings.Cut(c.pkg, "@")
+	if version != "" {
+		if err := runQuiet(ctx, mod, "go", "get", "-t", c.pkg); err != nil {
+			return nil, err
+		}
+	}
+	var bt []string
+	if c.benchtime != "" {
+		bt = []string{"-benchtime", c.benchtime}
+	}
+	a := &benchArms{phases: map[string][]float64{}}
+	gotest := func(bench string) error {
+		return runQuiet(ctx, mod, "go", append(append([]string{"test", "-run", "^$", "-bench", bench, "-benchmem"}, bt...), path)...)
+	}
+	probeRun := func(bench string) error {
+		args := append(append([]string{"run", "-bench", bench}, bt...), "-out", filepath.Join(tmp, "out"), c.pkg)
+		return runPhases(ctx, mod, probe, args, a.phases)
+	}
+	// Built once, untimed: a benchmark name that matches nothing.
+	gotest("^NoSuchBenchmark$")
+	runQuiet(ctx, mod, probe, "run", "-q", "-bench", "^NoSuchBenchmark$", "-out", filepath.Join(tmp, "out"), c.pkg)
+	order := []struct {
+		name string
+		run  func(string) error
+		secs *[]float64
+	}{{"go test", gotest, &a.gotest}, {"probe run -bench", probeRun, &a.probe}}
+	for r := 0; r < env.Rounds; r++ {
+		for _, x := range order {
+			os.RemoveAll(filepath.Join(tmp, "out"))
+			fmt.Fprintf(env.Stderr, "round %d/%d: %s %s, %s\n", r+1, env.Rounds, c.pkg, c.benchtime, x.name)
+			start := time.Now()
+			if err := x.run("."); err != nil {
+				return nil, err
+			}
+			*x.secs = append(*x.secs, time.Since(start).Seconds())
+		}
+		order[0], order[1] = order[1], order[0] // interleaved: AB, BA, ...
+	}
+	return a, nil
+}
+
+// runPhases runs probe with its progress lines on, and adds the seconds
+// from each phase's line to the next's (the last's to its exit) to
+// phases.
+func runPhases(ctx context.Context, dir, probe string, args []string, phases map[string][]float64) error {
+	cmd := exec.CommandContext(ctx, probe, args...)
+	cmd.Dir = dir
+	pr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	var all strings.Builder
+	cmd.Stdout = &all
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	cur, since := "", time.Now()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		all.WriteString(line + "\n")
+		for _, p := range benchPhases {
+			if strings.Contains(line, p.line) && p.name != cur && (cur == "" || p.name != "build") {
+				if cur != "" {
+					phases[cur] = append(phases[cur], time.Since(since).Seconds())
+				}
+				cur, since = p.name, time.Now()
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", probe, strings.Join(args, " "), err, all.String())
+	}
+	if cur != "" {
+		phases[cur] = append(phases[cur], time.Since(since).Seconds())
+	}
+	return nil
+}
+
+// printBench prints each case's medians, its ratio against its goal,
+// and probe's seconds by phase.
+func printBench(w io.Writer, rounds int, got map[string]*benchArms) {
+	fmt.Fprintf(w, "probe run -bench . against go test -run '^$' -bench . -benchmem, wall time once built, median of %d interleaved rounds\n", rounds)
+	fmt.Fprintf(w, "  %-42s %10s %10s %10s %8s\n", "package", "benchtime", "go test s", "probe s", "ratio")
+	for _, c := range benchCases {
+		a := got[c.pkg]
+		g, p := median(a.gotest), median(a.probe)
+		bt := c.benchtime
+		if bt == "" {
+			bt = "default"
+		}
+		fmt.Fprintf(w, "  %-42s %10s %10.1f %10.1f %7.2fx (goal at most %.1f)\n", c.pkg, bt, g, p, p/g, c.goal)
+		var parts []string
+		for _, ph := range benchPhases {
+			if v, ok := a.phases[ph.name]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.1f", ph.name, median(v)))
+			}
+		}
+		fmt.Fprintf(w, "  %-42s probe's seconds: %s\n", "", strings.Join(parts, ", "))
+	}
+}
 
 // runQuiet runs a command in dir, its output kept for the error.
 func runQuiet(ctx context.Context, dir, name string, args ...string) error {

@@ -3,6 +3,8 @@ package cost
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,5 +52,29 @@ func TestShapeFlag(t *testing.T) {
 	var errb strings.Builder
 	if code := Main(context.Background(), c, []string{"-what", "allocdiff", "-shape", "folded"}, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "want one of deep") {
 		t.Errorf("allocdiff -shape folded: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestRunPhases: probe's progress lines split its run into phases, each
+// from its line to the next's, the last to the exit.
+func TestRunPhases(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fakeprobe")
+	body := "#!/bin/sh\necho 'probe: building the tests' >&2\nsleep 0.1\necho 'probe: timing the benchmarks with the plain test binary' >&2\nsleep 0.3\n" +
+		"echo 'probe: counting the benchmarks timed regions' >&2\necho 'probe: writing /x' >&2\nsleep 0.1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	phases := map[string][]float64{}
+	if err := runPhases(context.Background(), t.TempDir(), script, nil, phases); err != nil {
+		t.Fatal(err)
+	}
+	if len(phases["build"]) != 1 || len(phases["plain"]) != 1 || len(phases["counted"]) != 1 || len(phases["writing"]) != 1 || len(phases) != 4 {
+		t.Fatalf("phases %v", phases)
+	}
+	if p := phases["plain"][0]; p < 0.25 || p > 2 {
+		t.Errorf("plain %.2f s, want about 0.3", p)
+	}
+	if b := phases["build"][0]; b < 0.05 || b > 2 {
+		t.Errorf("build %.2f s, want about 0.1", b)
 	}
 }
