@@ -378,16 +378,21 @@ func writeProfile(name, path string) error {
 	return f.Close()
 }
 
-// readMetrics reads the cumulative allocation counter. ReadMemStats first
-// flushes the per-P caches, so the total is current.
+// readMetrics reads the cumulative allocation counter (ReadMemStats first
+// flushes the per-P caches, so the total is current), the process's CPU
+// time and the goroutines created so far.
 func readMetrics() *wire.Metrics {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(s)
 	m := &wire.Metrics{}
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		m.AllocObjects = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		n := s[1].Value.Uint64()
+		m.GoroutinesCreated = &n
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

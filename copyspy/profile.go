@@ -1,6 +1,7 @@
 package copyspy
 
 import (
+	"github.com/perfspy/perfspy/schema"
 	"slices"
 	"sort"
 
@@ -88,31 +89,16 @@ func sortedSites(sites []wire.CopySite) []wire.CopySite {
 	return out
 }
 
-// Site is the copies of one (user frame, direct caller) pair.
-type Site struct {
-	User   string // first frame outside the runtime; the direct caller when all frames are runtime
-	Direct string // the function that called memmove or memclr
-	Kind   string
-	Calls  [4]int64
-	Bytes  [4]int64
-}
-
-// TotalCalls and TotalBytes sum the buckets.
-func (s *Site) TotalCalls() int64 { return s.Calls[0] + s.Calls[1] + s.Calls[2] + s.Calls[3] }
-
-// TotalBytes sums the buckets.
-func (s *Site) TotalBytes() int64 { return s.Bytes[0] + s.Bytes[1] + s.Bytes[2] + s.Bytes[3] }
-
 // Sites groups a report by (user frame, direct caller, kind), sorted by
 // bytes, then calls, then name.
-func Sites(r *wire.CopyReport) []Site {
-	m := map[[3]string]*Site{}
+func Sites(r *wire.CopyReport) []schema.CopySite {
+	m := map[[3]string]*schema.CopySite{}
 	for _, s := range r.Sites {
 		direct, user := stacks.Sites(s.Stack)
 		k := [3]string{user, direct, s.Kind}
 		st := m[k]
 		if st == nil {
-			st = &Site{User: user, Direct: direct, Kind: s.Kind}
+			st = &schema.CopySite{User: user, Direct: direct, Kind: s.Kind}
 			m[k] = st
 		}
 		for b := range Buckets {
@@ -120,7 +106,7 @@ func Sites(r *wire.CopyReport) []Site {
 			st.Bytes[b] += int64(s.Bytes[b])
 		}
 	}
-	out := make([]Site, 0, len(m))
+	out := make([]schema.CopySite, 0, len(m))
 	for _, s := range m {
 		out = append(out, *s)
 	}

@@ -188,23 +188,32 @@ func TestAnswersHTTP1(t *testing.T) {
 	if len(methods) != 1 || methods[0] != "GET /get" {
 		t.Errorf("the server saw %v, want one GET /get (no PRI *)", methods)
 	}
+	// Not an HTTP/2 preface: a gRPC server reads it and hangs up.
+	if AnswersHTTP1(context.Background(), hangUp(t, 24), "/") {
+		t.Error("a server that hangs up was taken for HTTP/1")
+	}
+}
+
+// hangUp is the address of a TCP listener that reads up to n bytes of
+// each connection, then closes it without a word.
+func hangUp(t *testing.T, n int) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			buf := make([]byte, 24)
-			c.Read(buf)
-			c.Close() // not an HTTP/2 preface: a gRPC server hangs up
+			if n > 0 {
+				c.Read(make([]byte, n))
+			}
+			c.Close()
 		}
 	}()
-	if AnswersHTTP1(context.Background(), ln.Addr().String(), "/") {
-		t.Error("a server that hangs up was taken for HTTP/1")
-	}
+	return ln.Addr().String()
 }

@@ -5,6 +5,11 @@
 // connection setup is not counted in a window. A phase starts no request after
 // its deadline and waits for those in flight, so every request it counts
 // started and ended inside the phase.
+//
+// A Spec is a run's load settings; it makes its driver (Spec.New) for the
+// protocol the started target answers (Spec.Resolve: never by its name),
+// and Spec.Check refuses, before any build, every combination no driver
+// takes.
 package load
 
 import (

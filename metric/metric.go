@@ -7,6 +7,7 @@
 package metric
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -78,42 +79,34 @@ type Metric struct {
 	// Source is how it is measured, in a few words; docs/metrics.md has
 	// the whole story and the blind spots.
 	Source string
+	// What the writers need. Label is its words in report.md's table of
+	// figures, and the terminal's line of its SourceKey (its key in
+	// summary.json's sources, which says how this run measured it): a
+	// row without a label is written by its own lines (the window, the
+	// latencies) or pages. Window is the summary's object of the window
+	// that counted it ("window", the timing window; "attribution_window",
+	// "copies_window", "retained_window"). Digits are its decimals per
+	// request; per op two more. Bench says that bench.txt carries it.
+	Label, SourceKey, Window string
+	Digits                   int
+	Bench                    bool
 }
 
 // Table is every figure, in the order reports list them.
 var Table = []Metric{
 	{Name: "ns", Per: []string{"op"}, Unit: "nanoseconds", Judged: Timing, HigherWorse: true, Compared: true,
-		BenchSummary: "per_op.ns", Source: "the plain test binary's ns/op, as go test -bench reports it"},
+		BenchSummary: "per_op.ns", Source: "the plain test binary's ns/op, as go test -bench reports it",
+		Digits: 0, Bench: true},
 	{Name: "allocs", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true, Compared: true,
 		Summary: "per_request.allocs", BenchSummary: "per_op.allocs",
 		Endpoint: "allocs", Route: "allocs_per_req", RouteBackground: "allocs_per_s", Profile: "allocs.pb.gz", Sample: "alloc_objects",
-		Source: "allocspy's runtime overlay: every allocation, by call site (else the heap profile at MemProfileRate=1)"},
+		Source: "allocspy's runtime overlay: every allocation, by call site (else the heap profile at MemProfileRate=1)",
+		Label:  "allocations", SourceKey: "allocs", Window: "attribution_window", Digits: 2, Bench: true},
 	{Name: "B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
 		Summary: "per_request.alloc_bytes", BenchSummary: "per_op.alloc_bytes",
 		Endpoint: "alloc_bytes", Route: "alloc_bytes_per_req", RouteBackground: "alloc_bytes_per_s", Profile: "allocs.pb.gz", Sample: "alloc_space",
-		Source: "allocspy's runtime overlay: the size-class bytes of every allocation, by call site"},
-	{Name: "copied-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
-		Summary: "per_request.copied_bytes", BenchSummary: "per_op.copied_bytes",
-		Endpoint: "copied_bytes", Route: "copied_bytes_per_req", RouteBackground: "copied_bytes_per_s", Profile: "copies.pb.gz", Sample: "copied_bytes",
-		Source: "copyspy's runtime overlay: every memmove's bytes, by call site"},
-	{Name: "cleared-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
-		Summary: "per_request.cleared_bytes", BenchSummary: "per_op.cleared_bytes", Profile: "copies.pb.gz", Sample: "cleared_bytes",
-		Source: "copyspy's runtime overlay: every memclr's bytes (malloc's zeroing among them), by call site"},
-	{Name: "syscalls", Per: []string{"req", "op"}, Unit: "calls", Judged: Timing, HigherWorse: true, Compared: true,
-		Summary: "per_request.syscalls", BenchSummary: "per_op.syscalls", Endpoint: "syscalls", Profile: "syscalls.pb.gz", Sample: "syscalls",
-		Split: "per_request.syscalls_by_name", BenchSplit: "per_op.syscalls_by_name",
-		Source: "eBPF on sys_enter, by name and Go stack; they hold the scheduler's epoll, futex and nanosleep calls, which move with timing"},
-	{Name: "cpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
-		Summary: "per_request.cpu_us", Endpoint: "cpu_us", Profile: "cpu.pb.gz", Sample: "cpu",
-		Source: "the target's CPU time (/proc) in the timing window over its successful requests"},
-	{Name: "req/s", Unit: "requests per second", Judged: Timing, HigherWorse: false, Compared: true,
-		Summary: "window.rps", Source: "the driver's successful requests over the timing window"},
-	{Name: "p50-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
-		Summary: "window.latency_us.p50", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)"},
-	{Name: "p99-us", Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
-		Summary: "window.latency_us.p99", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)"},
-	{Name: "p999-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
-		Summary: "window.latency_us.p999", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)"},
+		Source: "allocspy's runtime overlay: the size-class bytes of every allocation, by call site",
+		Label:  "allocated bytes", SourceKey: "allocs", Window: "attribution_window", Digits: 0, Bench: true},
 	{Name: "alloc-blocks", Per: []string{"req"}, Unit: "objects", Judged: Exact, HigherWorse: true,
 		Summary: "per_request.alloc_blocks", Profile: "allocs.pb.gz", Sample: "heap_blocks",
 		Source: "allocspy: the allocations that took a heap slot of their own (tiny objects share 16-byte blocks)"},
@@ -122,10 +115,54 @@ var Table = []Metric{
 		Source: "allocspy: the bytes the allocations asked for, before rounding to a size class"},
 	{Name: "copy-calls", Per: []string{"req"}, Unit: "calls", Judged: Exact, HigherWorse: true,
 		Summary: "per_request.copy_calls", Profile: "copies.pb.gz", Sample: "copy_calls",
-		Source: "copyspy's runtime overlay: memmove's calls"},
+		Source: "copyspy's runtime overlay: memmove's calls",
+		Label:  "copies (memmove calls)", SourceKey: "copies", Window: "copies_window", Digits: 2},
+	{Name: "copied-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		Summary: "per_request.copied_bytes", BenchSummary: "per_op.copied_bytes",
+		Endpoint: "copied_bytes", Route: "copied_bytes_per_req", RouteBackground: "copied_bytes_per_s", Profile: "copies.pb.gz", Sample: "copied_bytes",
+		Source: "copyspy's runtime overlay: every memmove's bytes, by call site",
+		Label:  "bytes copied", SourceKey: "copies", Window: "copies_window", Digits: 0, Bench: true},
 	{Name: "clear-calls", Per: []string{"req"}, Unit: "calls", Judged: Exact, HigherWorse: true,
 		Summary: "per_request.clear_calls", Profile: "copies.pb.gz", Sample: "clear_calls",
-		Source: "copyspy's runtime overlay: memclr's calls"},
+		Source: "copyspy's runtime overlay: memclr's calls",
+		Label:  "clears (memclr calls, apart from copies)", SourceKey: "copies", Window: "copies_window", Digits: 2},
+	{Name: "cleared-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
+		Summary: "per_request.cleared_bytes", BenchSummary: "per_op.cleared_bytes", Profile: "copies.pb.gz", Sample: "cleared_bytes",
+		Source: "copyspy's runtime overlay: every memclr's bytes (malloc's zeroing among them), by call site",
+		Label:  "bytes cleared", SourceKey: "copies", Window: "copies_window", Digits: 0, Bench: true},
+	{Name: "syscalls", Per: []string{"req", "op"}, Unit: "calls", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "per_request.syscalls", BenchSummary: "per_op.syscalls", Endpoint: "syscalls", Profile: "syscalls.pb.gz", Sample: "syscalls",
+		Split: "per_request.syscalls_by_name", BenchSplit: "per_op.syscalls_by_name",
+		Source: "eBPF on sys_enter, by name and Go stack; they hold the scheduler's epoll, futex and nanosleep calls, which move with timing",
+		Label:  "syscalls", SourceKey: "syscalls", Window: "window", Digits: 2, Bench: true},
+	{Name: "cpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "per_request.cpu_us", Endpoint: "cpu_us", Profile: "cpu.pb.gz", Sample: "cpu",
+		Source: "the target's CPU time (/proc) in the timing window over its successful requests",
+		Label:  "CPU µs", SourceKey: "cpu", Window: "window", Digits: 2, Bench: true},
+	{Name: "req/s", Unit: "requests per second", Judged: Timing, HigherWorse: false, Compared: true,
+		Summary: "window.rps", Source: "the driver's successful requests over the timing window", Digits: 1, Bench: true},
+	{Name: "p50-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Summary: "window.latency_us.p50", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)", Bench: true},
+	{Name: "p99-us", Unit: "microseconds", Judged: Timing, HigherWorse: true, Compared: true,
+		Summary: "window.latency_us.p99", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)", Bench: true},
+	{Name: "p999-us", Unit: "microseconds", Judged: Timing, HigherWorse: true,
+		Summary: "window.latency_us.p999", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)", Bench: true},
+	{Name: "retained-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		Summary: "per_request.retained_bytes", BenchSummary: "per_op.retained_bytes", Profile: "retained.pb.gz", Sample: "inuse_space",
+		Source: "the heap profile at MemProfileRate=1 after two GCs: what the retained window's requests left live",
+		Label:  "retained bytes (live after the window)", SourceKey: "retained", Window: "retained_window", Digits: 0, Bench: true},
+	{Name: "retained-objects", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.retained_objects", BenchSummary: "per_op.retained_objects", Profile: "retained.pb.gz", Sample: "inuse_objects",
+		Source: "the heap profile at MemProfileRate=1 after two GCs: the objects the retained window's requests left live",
+		Label:  "retained objects", SourceKey: "retained", Window: "retained_window", Digits: 4},
+	{Name: "goroutines-left", Per: []string{"req", "op"}, Unit: "goroutines", Judged: Exact, HigherWorse: true, Compared: true,
+		Summary: "per_request.goroutines_left", BenchSummary: "per_op.goroutines_left", Profile: "goroutines_left.pb.gz", Sample: "goroutines",
+		Source: "goroutine dumps at the retained window's ends: goroutines started in it and still running",
+		Label:  "goroutines left running", SourceKey: "goroutines_left", Window: "retained_window", Digits: 4, Bench: true},
+	{Name: "goroutines-leaked", Per: []string{"req"}, Unit: "goroutines", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.goroutines_leaked",
+		Source:  "the goroutine leak profile (Go 1.27 on): the goroutines left that can never run again",
+		Label:   "of them leaked (never to run again)", SourceKey: "goroutines_leaked", Window: "retained_window", Digits: 4},
 	{Name: "offcpu-us", Per: []string{"req"}, Unit: "microseconds", Judged: Timing, HigherWorse: true,
 		Split: "per_request.offcpu_us", Profile: "offcpu.pb.gz", Sample: "delay",
 		Source: "the execution trace between each request's boundaries, on its own goroutine, by reason"},
@@ -147,20 +184,11 @@ var Table = []Metric{
 	{Name: "tail-syscalls", Per: []string{"req"}, Unit: "calls", Judged: Timing, HigherWorse: true,
 		Summary: "bills.groups.p99.syscalls", Split: "bills.groups.p99.syscalls_by_name",
 		Source: "the slowest 1%'s own bills, mean per request: the syscalls its goroutines entered through the runtime (not the vDSO's, not raw ones), by name those package syscall made"},
-	{Name: "retained-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
-		Summary: "per_request.retained_bytes", BenchSummary: "per_op.retained_bytes", Profile: "retained.pb.gz", Sample: "inuse_space",
-		Source: "the heap profile at MemProfileRate=1 after two GCs: what the retained window's requests left live"},
-	{Name: "retained-objects", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true,
-		Summary: "per_request.retained_objects", BenchSummary: "per_op.retained_objects", Profile: "retained.pb.gz", Sample: "inuse_objects",
-		Source: "the heap profile at MemProfileRate=1 after two GCs: the objects the retained window's requests left live"},
-	{Name: "goroutines-left", Per: []string{"req", "op"}, Unit: "goroutines", Judged: Exact, HigherWorse: true, Compared: true,
-		Summary: "per_request.goroutines_left", BenchSummary: "per_op.goroutines_left", Profile: "goroutines_left.pb.gz", Sample: "goroutines",
-		Source: "goroutine dumps at the retained window's ends: goroutines started in it and still running"},
-	{Name: "goroutines-leaked", Per: []string{"req"}, Unit: "goroutines", Judged: Exact, HigherWorse: true,
-		Summary: "per_request.goroutines_leaked",
-		Source:  "the goroutine leak profile (Go 1.27 on): the goroutines left that can never run again"},
+	{Name: "goroutines-created", Per: []string{"req"}, Unit: "goroutines", Judged: Exact, HigherWorse: true,
+		Summary: "per_request.goroutines_created", Source: "runtime/metrics' /sched/goroutines-created at the timing window's ends (Go 1.26 on): every goroutine the process started, a request's and the background's",
+		Label: "goroutines created", SourceKey: "goroutines_created", Window: "window", Digits: 2, Bench: true},
 	{Name: "datagrams", Per: []string{"req"}, Unit: "datagrams", Judged: Timing, HigherWorse: true,
-		Summary: "datagrams_per_request", Source: "the target's UDP datagrams per transfer (quic, udp); they move with ACK timing"},
+		Summary: "datagrams_per_request", Source: "the target's UDP datagrams per transfer (quic, udp); they move with ACK timing", Digits: 3, Bench: true},
 	{Name: "handed-off-B", Per: []string{"req"}, Unit: "bytes", Judged: Timing, HigherWorse: true,
 		Endpoint: "background_bytes",
 		Source:   "an estimate: a request's window's bytes allocated outside any request, less the quietest request's window's background rate"},
@@ -175,7 +203,7 @@ var Table = []Metric{
 		Source: "the request marks, after the handoffs they follow: the attribution window's allocations that no request held, over all of them"},
 	{Name: "instructions", Per: []string{"req"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
 		Summary: "per_request.instructions", Profile: "callgrind.pb.gz", Sample: "instructions",
-		Source: "valgrind's callgrind (probe run -instructions)"},
+		Source: "valgrind's callgrind (probe run -instructions)", Digits: 2, Bench: true},
 }
 
 // Names are the metric's written names: one per divisor, or its name.
@@ -228,6 +256,17 @@ func Compare(per string) []string {
 	return out
 }
 
+// Doc is v (a summary, a benchmark's object) as its JSON decodes into
+// maps: the document At, Values and the writers read the table's paths
+// in.
+func Doc(v any) any {
+	var doc any
+	if b, err := json.Marshal(v); err == nil {
+		json.Unmarshal(b, &doc)
+	}
+	return doc
+}
+
 // At reads the value at a dotted path ("per_request.allocs",
 // "window.latency_us.p99") of a JSON document decoded into maps; false
 // when a part of the path is missing or the value is not a number.
@@ -244,6 +283,48 @@ func At(doc any, path string) (float64, bool) {
 	return f, ok
 }
 
+// Written is the metric's name per divisor ("req" or "op"): "allocs/req",
+// "B/op"; a figure with no Per is written as its name per request. False
+// when it is not measured per that divisor.
+func (m Metric) Written(per string) (string, bool) {
+	if len(m.Per) == 0 {
+		return m.Name, per == "req"
+	}
+	if slices.Contains(m.Per, per) {
+		return m.Name + "/" + per, true
+	}
+	return "", false
+}
+
+// Path is where it is held per divisor: per "req" in summary.json
+// (Summary), per "op" in a benchmark's object of the bench summary
+// (BenchSummary); "" when it is not.
+func (m Metric) Path(per string) string {
+	if per == "op" {
+		return m.BenchSummary
+	}
+	return m.Summary
+}
+
+// Profiles are the results' profiles (their files' names without
+// ".pb.gz") whose samples add up to a figure measured per divisor ("op":
+// a benchmark's), in the table's order, each once.
+func Profiles(per string) []string {
+	var out []string
+	for _, m := range Table {
+		_, ok := m.Written(per)
+		split := m.Split
+		if per == "op" {
+			split = m.BenchSplit
+		}
+		name, isPB := strings.CutSuffix(m.Profile, ".pb.gz")
+		if ok && isPB && (m.Path(per) != "" || split != "") && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Values reads every figure probe ab compares per divisor (Compare(per))
 // from a document decoded into maps: per "req" a summary.json at each
 // row's Summary path, per "op" one benchmark's object of the bench summary
@@ -252,18 +333,11 @@ func At(doc any, path string) (float64, bool) {
 func Values(doc any, per string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range Table {
-		path := m.Summary
-		if per == "op" {
-			path = m.BenchSummary
-		}
-		if !m.Compared || path == "" || !slices.Contains(m.Per, per) && (len(m.Per) > 0 || per != "req") {
+		name, ok := m.Written(per)
+		if !m.Compared || !ok || m.Path(per) == "" {
 			continue
 		}
-		name := m.Name
-		if len(m.Per) > 0 {
-			name += "/" + per
-		}
-		v, ok := At(doc, path)
+		v, ok := At(doc, m.Path(per))
 		if !ok {
 			v = math.NaN()
 		}

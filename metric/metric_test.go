@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +47,14 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestProfiles: a benchmark's profiles are the ones its figures per op
+// add up from.
+func TestProfiles(t *testing.T) {
+	if got, want := Profiles("op"), []string{"allocs", "copies", "syscalls", "retained", "goroutines_left", "offcpu"}; !slices.Equal(got, want) {
+		t.Errorf("Profiles(op) = %q, want %q", got, want)
+	}
+}
+
 // TestJudgement: the names ab.json writes, and which are exact counts.
 func TestJudgement(t *testing.T) {
 	for j, want := range map[Judgement]string{Exact: "exact", Bytes: "bytes", Timing: "timing", Instructions: "instructions"} {
@@ -72,19 +79,8 @@ var update = flag.Bool("update", false, "rewrite the table in docs/metrics.md")
 // TestDoc: docs/metrics.md's table is the metric table's (go test
 // ./metric -update rewrites it).
 func TestDoc(t *testing.T) {
-	const path = "../docs/metrics.md"
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "<!-- the metric table: go test ./metric -update -->\n", "<!-- end of the metric table -->\n"
-	head, rest, ok1 := strings.Cut(string(doc), begin)
-	_, tail, ok2 := strings.Cut(rest, end)
-	if !ok1 || !ok2 {
-		t.Fatalf("%s has no %q ... %q", path, begin, end)
-	}
 	var b strings.Builder
-	b.WriteString("| figure | unit | judged as | better | summary.json | profile (sample) | source |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| figure | unit | judged as | better | summary.json | profile (sample) | written by | source |\n|---|---|---|---|---|---|---|---|\n")
 	for _, m := range Table {
 		better := "lower"
 		if !m.HigherWorse {
@@ -109,9 +105,16 @@ func TestDoc(t *testing.T) {
 		if m.Compared {
 			judged += ", compared by ab"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", "`"+strings.Join(m.Names(), "`, `")+"`", m.Unit, judged, better, strings.Join(places, ", "), prof, m.Source)
+		var writers []string
+		if m.Label != "" {
+			writers = append(writers, "report.md: "+m.Label+" (`"+m.SourceKey+"`)")
+		}
+		if m.Bench {
+			writers = append(writers, "bench.txt")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", "`"+strings.Join(m.Names(), "`, `")+"`", m.Unit, judged, better, strings.Join(places, ", "), prof, strings.Join(writers, ", "), m.Source)
 	}
-	golden.Check(t, path, []byte(head+begin+b.String()+end+tail), *update)
+	golden.CheckBlock(t, "../docs/metrics.md", "<!-- the metric table: go test ./metric -update -->\n", "<!-- end of the metric table -->\n", b.String(), *update)
 }
 
 // TestValues: probe ab's values are read at the table's paths, absent

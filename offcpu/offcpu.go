@@ -30,6 +30,7 @@ package offcpu
 import (
 	"errors"
 	"fmt"
+	"github.com/perfspy/perfspy/schema"
 	"io"
 	"sort"
 	"strings"
@@ -41,16 +42,10 @@ import (
 	"github.com/perfspy/perfspy/internal/stacks"
 )
 
-// Reasons in the order summary.json and the report list them.
-var Reasons = []string{"net", "sync", "syscall", "sched", "gc", "sleep", "other", "net_idle"}
-
-// Parts are the parts of a request's time: on CPU, then the reasons.
-var Parts = append([]string{"cpu"}, Reasons...)
-
-// part indexes Parts.
+// part indexes schema.RequestParts.
 var part = func() map[string]int {
 	m := map[string]int{}
-	for i, p := range Parts {
+	for i, p := range schema.RequestParts {
 		m[p] = i
 	}
 	return m
@@ -79,7 +74,7 @@ type Result struct {
 }
 
 // Request is one request's server-side time, from its region's start to
-// its end, split into Parts (indexed as Parts).
+// its end, split into schema.RequestParts (indexed so).
 type Request struct {
 	// Route is the route the request ended under, as logged in its
 	// region (RouteCategory); "" when none was.

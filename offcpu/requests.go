@@ -4,13 +4,14 @@ import (
 	"sort"
 
 	"github.com/perfspy/perfspy/internal/stacks"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // Group is the mean split of a group of requests, in nanoseconds.
 type Group struct {
 	Requests int
 	Total    float64            // mean server-side duration
-	Parts    map[string]float64 // mean of each of Parts
+	Parts    map[string]float64 // mean of each of schema.RequestParts
 	// Remainder is Total minus the parts: time the trace did not place
 	// (a goroutine state it had not yet reported).
 	Remainder float64
@@ -29,7 +30,7 @@ type Top struct {
 // Mean splits reqs' mean duration into Parts and lists their top n waits.
 func Mean(res *Result, reqs []Request, n int) Group {
 	g := Group{Requests: len(reqs), Parts: map[string]float64{}}
-	for _, p := range Parts {
+	for _, p := range schema.RequestParts {
 		g.Parts[p] = 0
 	}
 	if len(reqs) == 0 {
@@ -39,7 +40,7 @@ func Mean(res *Result, reqs []Request, n int) Group {
 	bySample := map[int]int64{}
 	for _, r := range reqs {
 		g.Total += float64(r.Total) / k
-		for i, p := range Parts {
+		for i, p := range schema.RequestParts {
 			g.Parts[p] += float64(r.Parts[i]) / k
 		}
 		for _, w := range r.Waits {
@@ -48,7 +49,7 @@ func Mean(res *Result, reqs []Request, n int) Group {
 	}
 	// In Parts' order: a float sum in map order would move in its last digits.
 	g.Remainder = g.Total
-	for _, p := range Parts {
+	for _, p := range schema.RequestParts {
 		g.Remainder -= g.Parts[p]
 	}
 	g.Top = tops(res, bySample, k, n)

@@ -115,7 +115,7 @@ func makeRepo(t *testing.T) (dir, c1, c2, c3 string) {
 
 func abConfig(dir, before, after string, out string) ABConfig {
 	return ABConfig{Repo: dir, Before: before, After: after, Rounds: 4, Out: out,
-		Run: Config{Spec: load.Spec{Path: "/work"}, Target: filepath.Join(dir, "server"), Copies: "off", Warmup: 200 * time.Millisecond, Duration: 700 * time.Millisecond}}
+		Run: Config{Spec: load.Spec{Path: "/work"}, TargetConfig: TargetConfig{Target: filepath.Join(dir, "server")}, CountConfig: CountConfig{Copies: "off"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 700 * time.Millisecond}}}
 }
 
 // TestABRegression: one more allocation per request is +1.00 allocs/req,
@@ -255,7 +255,7 @@ func TestABInstructions(t *testing.T) {
 	cfg := func(after string) ABConfig {
 		return ABConfig{Repo: dir, Before: c1, After: after, Rounds: 2, Out: filepath.Join(t.TempDir(), "ab"),
 			MaxRegress: map[string]float64{"instructions/req": 1},
-			Run:        Config{Spec: load.Spec{Path: "/work"}, Target: filepath.Join(dir, "server"), Instructions: true, Requests: 200}}
+			Run:        Config{Spec: load.Spec{Path: "/work"}, TargetConfig: TargetConfig{Target: filepath.Join(dir, "server")}, WindowConfig: WindowConfig{Instructions: true, Requests: 200}}}
 	}
 	res, err := AB(context.Background(), cfg(c2), nil)
 	checkNoOrphans(t)
@@ -355,7 +355,7 @@ func TestABToolchains(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "ab")
 	cfg := ABConfig{BeforeGo: gorelease.Tested["go1.26"], AfterGo: gorelease.Tested["go1.27"], Rounds: 1, CountsOnly: true, Out: out,
-		Run: Config{Target: "./testdata/othermod/cmd/server", Spec: load.Spec{Path: "/orders"}, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Copies: "overlay", Allocs: "allocspy", Syscalls: "proc-io"}}
+		Run: Config{TargetConfig: TargetConfig{Target: "./testdata/othermod/cmd/server"}, Spec: load.Spec{Path: "/orders"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond}, CountConfig: CountConfig{Copies: "overlay", Allocs: "allocspy", Syscalls: "proc-io"}}}
 	res, err := AB(context.Background(), cfg, nil)
 	checkNoOrphans(t)
 	if err != nil && !errors.Is(err, ErrNotJudged) {

@@ -71,10 +71,10 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 // figures and profiles.
 func (ab *abRun) ingestBench(arm, dir string, s *schema.BenchSummary) error {
 	for _, b := range s.Benchmarks {
-		for unit, x := range metric.Values(jsonDoc(b), "op") {
+		for unit, x := range metric.Values(metric.Doc(b), "op") {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
-		for _, p := range []string{"allocs", "copies", "syscalls", "offcpu", "retained", "goroutines_left"} {
+		for _, p := range metric.Profiles("op") {
 			f, ok := b.Files[p]
 			if s, steady := b.Files[p+"_steady"]; steady {
 				// Per op once warm, as the figures: what a run paid

@@ -16,7 +16,7 @@ import (
 // fixedAB is an ab comparison with a regression, an improvement, a gate
 // and function rows of two profiles.
 func fixedAB() (*ABResult, ABConfig) {
-	cfg := ABConfig{Before: "main", After: "HEAD", Rounds: 4, Run: Config{Target: "./targets/httpjson", Duration: 5 * time.Second, Warmup: time.Second, CPUs: "auto"}}
+	cfg := ABConfig{Before: "main", After: "HEAD", Rounds: 4, Run: Config{TargetConfig: TargetConfig{Target: "./targets/httpjson", CPUs: "auto"}, WindowConfig: WindowConfig{Duration: 5 * time.Second, Warmup: time.Second}}}
 	r := &ABResult{ABResult: schema.ABResult{Schema: ABSchema, Rounds: 4, Order: "ABBAABBA", Judged: true,
 		Before:  map[string]string{"rev": "main", "commit": "1111111111111111"},
 		After:   map[string]string{"rev": "HEAD", "commit": "2222222222222222"},

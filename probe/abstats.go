@@ -5,7 +5,6 @@ package probe
 // rendering.
 
 import (
-	"encoding/json"
 	"maps"
 	"math"
 	"reflect"
@@ -152,16 +151,7 @@ func endpointABMetrics(before, after map[string][]float64) []abMetric {
 // metricValues reads a run's figures for the metrics probe ab compares,
 // at the paths metric's table gives them in summary.json; NaN when absent.
 func metricValues(s *schema.Summary) map[string]float64 {
-	return metric.Values(jsonDoc(s), "req")
-}
-
-// jsonDoc is v as its JSON decodes into maps: what metric's paths read.
-func jsonDoc(v any) any {
-	var doc any
-	if b, err := json.Marshal(v); err == nil {
-		json.Unmarshal(b, &doc)
-	}
-	return doc
+	return metric.Values(metric.Doc(s), "req")
 }
 
 func medianOf(x []float64) float64 {

@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/perfspy/perfspy/load"
 )
 
 // The bulk flags and -env reach the configuration.
@@ -25,8 +23,5 @@ func TestBulkFlags(t *testing.T) {
 	}
 	if got := modeArgs([]string{"--mode=push"}); !reflect.DeepEqual(got, []string{"--mode=push"}) {
 		t.Errorf("modeArgs: %v", got)
-	}
-	if looksBulk(Config{Target: "./targets/httpjson"}) || !looksBulk(Config{Target: "./targets/quicecho"}) || !looksBulk(Config{Spec: load.Spec{Proto: "quic"}}) {
-		t.Error("looksBulk")
 	}
 }

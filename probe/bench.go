@@ -55,6 +55,12 @@ type BenchConfig struct {
 	Flags []string // every flag as given, for meta
 }
 
+// DefaultBenchConfig is probe run -bench's configuration as its flags'
+// defaults make it: one run of each benchmark, every counter on.
+func DefaultBenchConfig() BenchConfig {
+	return BenchConfig{Count: 1, Syscalls: "bpf", Copies: "overlay", OffCPU: true, Retained: true}
+}
+
 // command is the test binary bin run with args, under cfg.Exec when set.
 func (cfg BenchConfig) command(bin string, args ...string) *exec.Cmd {
 	if len(cfg.Exec) == 0 {
@@ -159,7 +165,7 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err := cfg.checkArch(tgt); err != nil {
 		return nil, err
 	}
-	commit, out, priv, err := prepareRun(Config{Out: cfg.Out}, tgt)
+	commit, out, priv, err := prepareRun(Config{OutputConfig: OutputConfig{Out: cfg.Out}}, tgt)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +288,7 @@ type plainResult struct {
 // benchmark name, in the order of the runs (-count).
 func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, out string) (map[string][]plainResult, error) {
 	cmd := cfg.command(tgt.PlainBinary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env})
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}})
 	logPath := filepath.Join(out, "bench-plain.txt")
 	if err := benchRun(ctx, cmd, logPath, nil); err != nil {
 		return nil, fmt.Errorf("the plain benchmark run: %w", err)
@@ -340,7 +346,7 @@ func runBenchRetained(ctx context.Context, tgt *withagent.Binary, cfg BenchConfi
 		return "", nil, err
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1", benchwin.SteadyEnv+"=1")
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1", benchwin.SteadyEnv+"=1")
 	if runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); runErr != nil {
 		// A run cut short keeps the results it reported.
 		events, err := benchwin.ReadFinished(dir)
@@ -371,7 +377,7 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	}
 	tracePath := filepath.Join(priv, "bench.trace")
 	cmd := cfg.command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+dir)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir)
 	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil); err != nil {
 		return nil, fmt.Errorf("the traced benchmark run: %w", err)
 	}
@@ -405,7 +411,7 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 		return nil, err
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{Env: cfg.Env}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
 	var started func(*proc.Proc) error
 	switch err := capability.BPF("counting syscalls"); {
 	case cfg.Syscalls == "off":

@@ -333,10 +333,10 @@ func checkBenchText(t *testing.T, path string, want int) {
 		}
 	}
 	// The exact counts of the metric table: allocs, B, copied-B,
-	// retained-B and goroutines-left per op (ns/op and syscalls/op are
-	// timings).
-	if results != want || exact != 5 {
-		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 5)", results, want, exact)
+	// cleared-B, retained-B and goroutines-left per op (ns/op and
+	// syscalls/op are timings).
+	if results != want || exact != 6 {
+		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 6)", results, want, exact)
 	}
 }
 

@@ -177,7 +177,7 @@ func (b *bisector) setup(ctx context.Context) ([]string, error) {
 	if cfg.Bench.Bench != "" {
 		target = cfg.Bench.Target
 	}
-	repo := cmp.Or(cfg.Repo, repoOf(ABConfig{Run: Config{Target: target}, Bench: BenchConfig{Bench: cfg.Bench.Bench, Target: target}}))
+	repo := cmp.Or(cfg.Repo, repoOf(ABConfig{Run: Config{TargetConfig: TargetConfig{Target: target}}, Bench: BenchConfig{Bench: cfg.Bench.Bench, Target: target}}))
 	var err error
 	if b.root, err = git(ctx, repo, "rev-parse", "--show-toplevel"); err != nil {
 		return nil, fmt.Errorf("%s is not in a git repository: %w", repo, err)
@@ -331,7 +331,7 @@ func (b *bisector) measure(ctx context.Context, commit string) (*BisectStep, err
 // benchFigure is a benchmark's per-op figure of name, at the table's
 // path; NaN when absent.
 func benchFigure(p schema.BenchPerOp, name string) float64 {
-	v, ok := metric.Values(jsonDoc(map[string]any{"per_op": p}), "op")[name]
+	v, ok := metric.Values(metric.Doc(map[string]any{"per_op": p}), "op")[name]
 	if !ok {
 		return math.NaN()
 	}

@@ -103,7 +103,7 @@ func bisectHistory(t *testing.T) (string, []string) {
 func TestBisect(t *testing.T) {
 	skipShort(t)
 	repo, commits := bisectHistory(t)
-	cfg := Config{Target: repo, Warmup: 200 * time.Millisecond, Duration: time.Second, ExactDuration: time.Second, NoBills: true, Copies: "off"}
+	cfg := Config{TargetConfig: TargetConfig{Target: repo}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: time.Second, ExactDuration: time.Second}, CountConfig: CountConfig{NoBills: true, Copies: "off"}}
 	start := time.Now()
 	res, err := Bisect(context.Background(), BisectConfig{Good: commits[0], Bad: commits[16], Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out")}, os.Stderr)
 	if err != nil {

@@ -126,7 +126,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		return cfg, opt, ExitUsage, false
 	}
 	if *f.fgprofOnly {
-		cfg.Wallclock, cfg.fgprofRef, cfg.noTrace = true, true, true
+		cfg.Wallclock, cfg.FgprofOnly = true, true
 	}
 	cfg.NoBills = !*f.bills
 	var err error
@@ -165,11 +165,12 @@ type runFlags struct {
 
 // defineRunFlags defines probe run's flags on fs, into cfg and opt.
 func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
+	d := DefaultConfig()
 	f := &runFlags{q: fs.Bool("q", false, "quiet: no progress lines")}
 	fs.StringVar(&f.targetArgs, "args", "", "arguments for the target, split as a shell would")
 	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
-	fs.StringVar(&cfg.Method, "method", "GET", "request method; with -proto grpc, the RPC as package.Service/Method")
+	fs.StringVar(&cfg.Method, "method", d.Method, "request method; with -proto grpc, the RPC as package.Service/Method")
 	f.readData = protoFlags(fs, cfg)
 	f.pushLabels = pushFlags(fs, cfg)
 	fs.StringVar(&f.bodyFile, "body", "", "`file` whose contents are sent as every request's body")
@@ -182,42 +183,42 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 		return err
 	})
 	fs.Var(arrivalsFlag{&cfg.Arrivals}, "arrivals", "with -rate: constant gaps, or poisson (exponential gaps of the same mean)")
-	fs.StringVar(&cfg.Proto, "proto", "auto", "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
-	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", "lean", "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
-	fs.StringVar(&cfg.HTTPDriver, "http-driver", "lean", "HTTP/1.1 and h2c driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client; h2c with one stream per connection) or nethttp (net/http's client, the reference)")
-	fs.IntVar(&cfg.BodySize, "body-size", 1024, "framed: request body size in bytes")
-	fs.Int64Var(&cfg.Size, "size", 1<<20, "quic, udp: bytes per transfer (a request is one whole transfer)")
-	fs.IntVar(&cfg.Streams, "streams", 1, "quic, h2c, h2: concurrent streams per connection")
-	fs.IntVar(&cfg.Pkt, "pkt", 1252, "udp: datagram size in bytes")
+	fs.StringVar(&cfg.Proto, "proto", d.Proto, "load driver: auto (by what the target answers, never its name: on UDP, udp for the bulk protocol, else quic; on TCP, http for HTTP/1.1, else grpc for gRPC reflection, else framed for a frame), http, https, h2c, h2, grpc, framed, quic or udp")
+	fs.StringVar(&cfg.GRPCDriver, "grpc-driver", d.GRPCDriver, "gRPC driver: lean (HTTP/2 frames written and read directly, each call's status checked, nothing allocated per call) or grpcgo (grpc-go's client, the reference)")
+	fs.StringVar(&cfg.HTTPDriver, "http-driver", d.HTTPDriver, "HTTP/1.1 and h2c driver: lean (requests serialized once, a small strict parser, nothing allocated per request: about 0.4x the CPU per request of net/http's client; h2c with one stream per connection) or nethttp (net/http's client, the reference)")
+	fs.IntVar(&cfg.BodySize, "body-size", d.BodySize, "framed: request body size in bytes")
+	fs.Int64Var(&cfg.Size, "size", d.Size, "quic, udp: bytes per transfer (a request is one whole transfer)")
+	fs.IntVar(&cfg.Streams, "streams", d.Streams, "quic, h2c, h2: concurrent streams per connection")
+	fs.IntVar(&cfg.Pkt, "pkt", d.Pkt, "udp: datagram size in bytes")
 	fs.Var(&f.env, "env", "`KEY=VALUE` added to the target's environment (repeatable)")
 	fs.Var(&f.headers, "header", "HTTP request header `K: V` (repeatable)")
-	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up load before each window")
-	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "load in the timing window (rates, latency, CPU per request)")
-	fs.DurationVar(&cfg.ExactDuration, "exact-duration", time.Second, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
-	fs.StringVar(&cfg.CPUs, "cpus", "auto", "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
+	fs.DurationVar(&cfg.Warmup, "warmup", d.Warmup, "warm-up load before each window")
+	fs.DurationVar(&cfg.Duration, "duration", d.Duration, "load in the timing window (rates, latency, CPU per request)")
+	fs.DurationVar(&cfg.ExactDuration, "exact-duration", d.ExactDuration, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
+	fs.StringVar(&cfg.CPUs, "cpus", d.CPUs, "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
-	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for the target to listen")
-	fs.StringVar(&cfg.Allocs, "allocs", "allocspy", "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
+	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", d.ReadyTimeout, "how long to wait for the target to listen")
+	fs.StringVar(&cfg.Allocs, "allocs", d.Allocs, "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
 	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
 	fs.BoolVar(&cfg.Live, "live", false, "with -instructions: build the target as probe build does, its overlays idle unless -env configures live mode, to count what they cost (docs/live.md)")
-	cfg.Requests = 2000
+	cfg.Requests = d.Requests
 	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
 	fs.IntVar(&cfg.MaxRoutes, "max-routes", 0, "the most distinct routes the target names (the rest are \"other\"); 0: 100")
 	fs.BoolVar(&cfg.Alone, "alone", false, "with -requests FILE: also measure each request alone, in windows of its own (endpoints[]), beside the mix's per-route split")
 	fs.Var(requestsFlag{cfg}, "requests", "a request `FILE` (METHOD PATH [weight=N] [header=\"K: V\"] [body=@FILE] per line; see docs/probe.md); a number N is, with -instructions, the requests in its window")
 	fs.BoolVar(&cfg.Floor, "floor", false, "also measure targets/floor (a 2-byte response) and report CPU per request against it")
-	fs.BoolVar(&cfg.OffCPU, "offcpu", true, "add the off-CPU window: execution trace, block and mutex profiles")
-	fs.BoolVar(&cfg.Wallclock, "wallclock", true, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
-	fs.BoolVar(&cfg.Retained, "retained", true, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
+	fs.BoolVar(&cfg.OffCPU, "offcpu", d.OffCPU, "add the off-CPU window: execution trace, block and mutex profiles")
+	fs.BoolVar(&cfg.Wallclock, "wallclock", d.Wallclock, "with -offcpu, add a wall-clock window: the agent's profile of every goroutine at 99 Hz")
+	fs.BoolVar(&cfg.Retained, "retained", d.Retained, "add the retained window (with -bench, a run of its own): the heap its requests (ops) leave live after two GCs, by site, and the goroutines they leave running")
 	f.bills = fs.Bool("bills", true, "in the attribution window, give requests bills of their own (allocations by site; one in N at random, up to 4095): the slowest 1% against the median (docs/bills.md)")
 	f.fgprofOnly = fs.Bool("fgprof-only", false, "with -offcpu, fgprof in the wall-clock window and no off-CPU window (the reference of 'probe cost -what offcpu'; perfspy's own targets only)")
-	fs.StringVar(&cfg.Syscalls, "syscalls", "bpf", "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
-	fs.StringVar(&cfg.Copies, "copies", "overlay", "copy counting: overlay (copyspy runtime overlay) or off")
-	fs.Int64Var(&cfg.MinRequests, "min-requests", 100, "fewer successful requests in a window make it not judged")
+	fs.StringVar(&cfg.Syscalls, "syscalls", d.Syscalls, "syscall source: bpf (eBPF on sys_enter; /proc/PID/io when not root) or proc-io")
+	fs.StringVar(&cfg.Copies, "copies", d.Copies, "copy counting: overlay (copyspy runtime overlay) or off")
+	fs.Int64Var(&cfg.MinRequests, "min-requests", d.MinRequests, "fewer successful requests in a window make it not judged")
 	bench := &opt.bench
 	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
 	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
-	fs.IntVar(&bench.Count, "count", 1, "with -bench: go test's -count")
+	fs.IntVar(&bench.Count, "count", DefaultBenchConfig().Count, "with -bench: go test's -count")
 	f.execCmd = fs.String("exec", "", "run the target (with -bench, the test binaries) under `CMD`, as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
 	return f
 }
@@ -410,9 +411,9 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 		fs.StringVar(&ab.BeforeGo, "before-go", "", "the `toolchain` (GOTOOLCHAIN: go1.26.8) that builds the before arm; with -after-go and no revisions, one tree built by two toolchains")
 		fs.StringVar(&ab.AfterGo, "after-go", "", "the `toolchain` (GOTOOLCHAIN: go1.27.3) that builds the after arm")
 		fs.StringVar(&ab.Repo, "repo", "", "the git repository (default: the target's own)")
-		fs.IntVar(&ab.Rounds, "rounds", 4, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
+		fs.IntVar(&ab.Rounds, "rounds", defaultAB.Rounds, "runs per arm, interleaved ABBA...; 4 is the fewest that can reach p < 0.05")
 		fs.StringVar(&ab.Control, "control", "", "an endpoint `path` whose figures must not change (else: machine moved, not judged)")
-		fs.IntVar(&ab.Top, "top", 10, "function rows per profile")
+		fs.IntVar(&ab.Top, "top", defaultAB.Top, "function rows per profile")
 		fs.Var(&gates, "max-regress", "`METRIC=PCT`: exit 1 when METRIC ("+strings.Join(metric.Compare("req"), ", ")+"; with -bench, "+strings.Join(metric.Compare("op"), ", ")+") regresses by more than PCT% (repeatable)")
 	})
 	if !ok {
@@ -447,18 +448,28 @@ func parseABFlags(args []string, stderr io.Writer) (ab ABConfig, opt cliOptions,
 	return ab, opt, 0, true
 }
 
+// defaultAB are probe ab's own defaults: 4 rounds per arm, the fewest
+// that can reach p < 0.05, and 10 function rows per profile.
+var defaultAB = ABConfig{Rounds: 4, Top: 10}
+
 // NewABConfig is probe ab's configuration for target as the flags'
-// defaults make it (with bench, the benchmark mode's for that pattern),
+// defaults make it (DefaultConfig, DefaultBenchConfig; with bench, the
+// benchmark mode's for that pattern), checked as the command checks it,
 // no revisions set: a front (probe review) sets the rest as typed fields
 // and reads its inputs with Config.ReadInputs.
 func NewABConfig(target, bench string) (ABConfig, error) {
-	args := []string{"-before", "HEAD", "-after", "HEAD"}
-	if bench != "" {
-		args = append(args, "-bench", bench)
+	ab := defaultAB
+	ab.Run = DefaultConfig()
+	ab.Run.Target = target
+	if bench == "" {
+		_, err := ab.Run.check()
+		return ab, err
 	}
-	ab, err := ABConfigFromArgs(append(args, target))
-	ab.Before, ab.After, ab.Run.Flags, ab.Bench.Flags = "", "", nil, nil
-	return ab, err
+	b := DefaultBenchConfig()
+	b.Target, b.Bench = target, bench
+	b.Syscalls, b.Copies, b.OffCPU, b.Retained = ab.Run.Syscalls, ab.Run.Copies, ab.Run.OffCPU, ab.Run.Retained
+	ab.Bench = b
+	return ab, ab.Bench.check()
 }
 
 // RunInputs are what a front gives as probe run's -args, -requests and

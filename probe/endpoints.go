@@ -38,7 +38,7 @@ func (s *session) endpointWindows(ctx context.Context) ([]endpointWindow, error)
 	for k, e := range s.cfg.Mix {
 		c := s.cfg
 		c.Mix = []load.Request{e}
-		d, err := newDriver(c, s.addr)
+		d, err := c.Spec.New(load.Endpoint(s.addr))
 		if err != nil {
 			return nil, err
 		}

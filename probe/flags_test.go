@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -104,7 +105,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"wallclock":          {[]string{"-wallclock=false"}, func(c Config, o cliOptions) bool { return !c.Wallclock }},
 		"retained":           {[]string{"-retained=false"}, func(c Config, o cliOptions) bool { return !c.Retained }},
 		"bills":              {[]string{"-bills=false"}, func(c Config, o cliOptions) bool { return c.NoBills }},
-		"fgprof-only":        {[]string{"-fgprof-only"}, func(c Config, o cliOptions) bool { return c.fgprofRef && c.noTrace }},
+		"fgprof-only":        {[]string{"-fgprof-only"}, func(c Config, o cliOptions) bool { return c.FgprofOnly }},
 		"syscalls":           {[]string{"-syscalls", "proc-io"}, func(c Config, o cliOptions) bool { return c.Syscalls == "proc-io" }},
 		"copies":             {[]string{"-copies", "off"}, func(c Config, o cliOptions) bool { return c.Copies == "off" }},
 		"min-requests":       {[]string{"-min-requests", "7"}, func(c Config, o cliOptions) bool { return c.MinRequests == 7 }},
@@ -210,5 +211,39 @@ func TestConfigFlags(t *testing.T) {
 	c.Flags = []string{"-duration=3s"}
 	if m := collectMeta(c, &withagent.Binary{}, "", &wire.Response{}, proc.CPUPlan{}, nil); m["flags"] != "-duration=3s" {
 		t.Errorf("parsed flags are recorded as given: %q", m["flags"])
+	}
+}
+
+// TestDefaultsAreTheFlags: DefaultConfig, DefaultBenchConfig and
+// NewABConfig give what the command's flags give when none is set, so
+// that a program driving probe (probe review) measures as the command
+// does, with no flag strings parsed.
+func TestDefaultsAreTheFlags(t *testing.T) {
+	for _, bench := range []string{"", "Encode"} {
+		args := []string{"-before", "HEAD", "-after", "HEAD"}
+		if bench != "" {
+			args = append(args, "-bench", bench)
+		}
+		flags, err := ABConfigFromArgs(append(args, "./targets/httpjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags.Before, flags.After, flags.Run.Flags, flags.Bench.Flags = "", "", nil, nil
+		if bench == "" {
+			flags.Bench = BenchConfig{} // read by -bench only
+		}
+		typed, err := NewABConfig("./targets/httpjson", bench)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(typed, flags) {
+			t.Errorf("-bench %q: NewABConfig\n%+v\nthe flags\n%+v", bench, typed, flags)
+		}
+	}
+	var cfg Config
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	defineRunFlags(fs, &cfg, &cliOptions{})
+	if d := DefaultConfig(); !reflect.DeepEqual(cfg, d) {
+		t.Errorf("DefaultConfig\n%+v\nthe flags' defaults\n%+v", d, cfg)
 	}
 }

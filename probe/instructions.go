@@ -238,12 +238,21 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 	if err := report.RunBenchText(&bench, s, tgt.Name, nil); err != nil {
 		return nil, err
 	}
-	report.Instructions(&rep, s, win, n)
+	report.Instructions(&rep, s, instructionCosts(win), n)
 	files := map[string][]byte{"instructions.pb.gz": prof.Bytes(), "summary.json": js.Bytes(), "bench.txt": bench.Bytes(), "report.md": rep.Bytes()}
 	if err := writeFiles(cr.s.out, files); err != nil {
 		return nil, err
 	}
 	return &Result{Dir: cr.s.out, Summary: s}, nil
+}
+
+// instructionCosts are the window's functions as report.md lists them.
+func instructionCosts(p *callgrind.Part) report.Costs {
+	c := report.Costs{Total: p.Total}
+	for _, row := range p.Top() {
+		c.Rows = append(c.Rows, report.Cost{Func: row.Func, Cost: row.Cost, Bytes: callgrind.MemmoveClass(row.Func)})
+	}
+	return c
 }
 
 // instructionsProfile writes the window's exclusive costs by function.

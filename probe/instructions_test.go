@@ -22,8 +22,7 @@ import (
 
 func instructionsPerRequest(t *testing.T, target, path string, requests int) float64 {
 	t.Helper()
-	res, err := Run(context.Background(), Config{Target: target, Spec: load.Spec{Path: path}, Instructions: true, Requests: requests,
-		Out: filepath.Join(t.TempDir(), "out")}, nil)
+	res, err := Run(context.Background(), Config{TargetConfig: TargetConfig{Target: target}, Spec: load.Spec{Path: path}, WindowConfig: WindowConfig{Instructions: true, Requests: requests}, OutputConfig: OutputConfig{Out: filepath.Join(t.TempDir(), "out")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +161,7 @@ func TestInstructionsContended(t *testing.T) {
 	}
 	for k := range 4 {
 		out := filepath.Join(t.TempDir(), "out")
-		res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/contend?g=64&n=100"}, Instructions: true, Requests: 200, Out: out}, nil)
+		res, err := Run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/contend?g=64&n=100"}, WindowConfig: WindowConfig{Instructions: true, Requests: 200}, OutputConfig: OutputConfig{Out: out}}, nil)
 		checkNoOrphans(t)
 		if err != nil {
 			log, _ := os.ReadFile(filepath.Join(out, "target.log"))
@@ -189,7 +188,7 @@ func TestInstructionsNoValgrind(t *testing.T) {
 	dir := t.TempDir()
 	os.Symlink(goBin, filepath.Join(dir, "go"))
 	t.Setenv("PATH", dir)
-	_, err = Run(context.Background(), Config{Target: "./testdata/probetarget", Instructions: true, Out: filepath.Join(t.TempDir(), "out")}, nil)
+	_, err = Run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, WindowConfig: WindowConfig{Instructions: true}, OutputConfig: OutputConfig{Out: filepath.Join(t.TempDir(), "out")}}, nil)
 	if !errors.Is(err, capability.ErrNotSupported) || !strings.Contains(err.Error(), "Debian package valgrind") {
 		t.Errorf("without valgrind: %v", err)
 	}

@@ -331,9 +331,12 @@ func checkLiveStore(t *testing.T, store string, driven int64, sp *storeProxy, st
 		t.Logf("%s: %d requests in the store, %d accounted, %s %d; refused: %d, %d, %d", route, all, sampled, fn, got, lostAll, lostSampled, lostAllocs)
 		// The store and the refused pushes together are every period:
 		// exact. The store alone misses the work of the requests that
-		// straddle the outage's edges (at most the driver's 2 connections
-		// at each).
-		if sampled == 0 || got+lostAllocs != each*(sampled+lostSampled) || abs(float64(got-each*sampled)) > float64(each*4) {
+		// straddle the outage's edges: the driver's 2 connections at
+		// each, and those that end between a period's two reads (the
+		// route counts, then the tables), a handful unless the machine
+		// keeps the reader waiting (CI's parallel tests: 9 of 4034):
+		// at most 1% of the accounted requests.
+		if sampled == 0 || got+lostAllocs != each*(sampled+lostSampled) || abs(float64(got-each*sampled)) > float64(each)*max(4, 0.01*float64(sampled)) {
 			t.Errorf("%s: %s %d+%d allocations in %d+%d accounted requests, want %d each", route, fn, got, lostAllocs, sampled, lostSampled, each)
 		}
 		copies := fetch(rsel, "copied_bytes")

@@ -32,7 +32,7 @@ func setOffCPU(s *schema.Summary, res *offcpu.Result, l *load.Result) {
 	us := func(ns float64) float64 { return round(ns/1e3, 3) }
 	if secs := float64(res.Span) / 1e9; secs > 0 {
 		s.BackgroundOffCPUUS = map[string]float64{}
-		for _, r := range offcpu.Reasons {
+		for _, r := range schema.OffCPUReasons {
 			s.BackgroundOffCPUUS[r] = round(float64(res.Background[r])/1e3/secs, 3)
 		}
 		for _, t := range offcpu.BackgroundTop(res, topWaits) {

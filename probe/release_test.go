@@ -26,7 +26,7 @@ func runNewGo(t *testing.T, s seams) (*schema.Summary, string, error) {
 	skipShort(t)
 	t.Setenv("GOTOOLCHAIN", "auto")
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Run(context.Background(), Config{Target: "./testdata/newgo", Spec: load.Spec{Path: "/"}, Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, seams: s}, nil)
+	_, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/newgo"}, Spec: load.Spec{Path: "/"}, WindowConfig: WindowConfig{Warmup: 300 * time.Millisecond, Duration: time.Second}, OutputConfig: OutputConfig{Out: out}}, internals{seams: s}, nil)
 	checkNoOrphans(t)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)

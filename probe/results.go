@@ -162,7 +162,7 @@ func (o *runOutput) summarize() {
 	if secs > 0 {
 		s.ServerCores = round(float64(clean.cpu)/1e9/secs, 3)
 		s.Machine = machineSummary(clean, s.ServerCores, float64(clean.driverCPU)/1e9/secs, secs)
-		s.Driver = &schema.DriverSummary{Name: driverName(o.ses.cfg, o.ses.addr), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: tlsNote(o.ses.cfg)}
+		s.Driver = &schema.DriverSummary{Name: o.ses.cfg.Spec.DriverName(load.Endpoint(o.ses.addr)), CoresUsed: round(float64(clean.driverCPU)/1e9/secs, 3), Source: "getrusage", TLS: o.ses.cfg.Spec.TLSNote()}
 	}
 	if cl.OK == 0 {
 		return
@@ -196,6 +196,9 @@ func (o *runOutput) summarize() {
 	}
 	if clean.m0 != nil && clean.m1 != nil {
 		s.Checks["metrics_allocs_per_req_timing_window"] = round(float64(clean.m1.AllocObjects-clean.m0.AllocObjects)/n, 4)
+		if g0, g1 := clean.m0.GoroutinesCreated, clean.m1.GoroutinesCreated; g0 != nil && g1 != nil {
+			s.PerRequest.GoroutinesCreated, s.Sources["goroutines_created"] = f64(round(float64(*g1-*g0)/n, 4)), "runtime-metrics (/sched/goroutines-created)"
+		}
 	}
 	if cl.Datagrams > 0 {
 		bulkFigures(s, clean, o.ses.cfg.Size)
@@ -336,8 +339,8 @@ func (o *runOutput) paceReason() string {
 	}
 	if d.CoresUsed < minServerCoreFrac*loadCores {
 		advice := "raise -conns"
-		if o.ses.cfg.Conns >= MaxConns {
-			advice = fmt.Sprintf("-conns is at its most (%d)", MaxConns)
+		if o.ses.cfg.Conns >= load.MaxConns {
+			advice = fmt.Sprintf("-conns is at its most (%d)", load.MaxConns)
 		}
 		return fmt.Sprintf("%s, and the load driver was not busy either (%s): the server waits on something with too few requests in flight; %s", why, figures, advice)
 	}
@@ -659,8 +662,8 @@ func collectMeta(cfg Config, tgt *withagent.Binary, commit string, hello *wire.R
 		"commit":          commit,
 		"dirty":           fmt.Sprint(tgt.Dirty),
 		"ncpu":            fmt.Sprint(runtime.NumCPU()),
-		"cpus-server":     proc.FormatCPUList(plan.Server),
-		"cpus-load":       proc.FormatCPUList(plan.Load),
+		"cpus-server":     schema.CPUList(plan.Server),
+		"cpus-load":       schema.CPUList(plan.Load),
 		"cpus-readback":   strings.Join(allowed, " "),
 		"target-args":     strings.Join(RedactArgs(cfg.Args), " "),
 		"flags":           strings.Join(flags, " "),

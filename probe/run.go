@@ -2,13 +2,9 @@ package probe
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +16,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfspy/perfspy/agent/storeaccess"
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/internal/elfsym"
-	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/srcroot"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/report"
@@ -43,16 +39,24 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// MaxConns is the most connections -conns takes.
-const MaxConns = 4096
-
 // DefaultTarget is what probe run measures when no target is named.
 const DefaultTarget = withagent.DefaultTarget
 
-// Config is one probe run. Zero fields get the defaults of the flags.
+// Config is one probe run, in named parts, each embedded so that its
+// fields read as the run's (cfg.Warmup): the load driver's spec, the
+// target, the windows, how figures are counted, and where they go.
+// DefaultConfig is the flags' defaults; zero fields where zero means
+// nothing get them too.
 type Config struct {
-	// Spec is the load driver's settings.
 	load.Spec
+	TargetConfig
+	WindowConfig
+	CountConfig
+	OutputConfig
+}
+
+// TargetConfig is the target: what it is, how it is built and started.
+type TargetConfig struct {
 	Target string
 	// Dir is the folder the target runs in ("" probe's own); probe ab
 	// runs each arm in its worktree.
@@ -64,71 +68,95 @@ type Config struct {
 	// Exec runs the target under a program, as go test -exec runs test
 	// binaries: Exec[0] with Exec[1:], the binary and its arguments (an
 	// emulator for a GOARCH this machine does not run).
-	Exec     []string
-	Addr     string // override the discovered address
+	Exec []string
+	Addr string // override the discovered address
+	// Env is added to the target's environment, KEY=VALUE each.
+	Env          []string
+	ReadyTimeout time.Duration
+	CPUs         string // auto, none or SERVER:LOAD
+}
+
+// WindowConfig is the windows: their load, and which are opened.
+type WindowConfig struct {
 	Warmup   time.Duration
 	Duration time.Duration
 	// ExactDuration bounds the load of the windows after the timing
 	// window (attribution, copies, off-CPU, wall clock): counts need
 	// requests, not time. 0 is Duration.
 	ExactDuration time.Duration
-	CPUs          string // auto, none or SERVER:LOAD
-	Out           string // results folder; default results/<UTC>_<commit>_<target>
-	ReadyTimeout  time.Duration
-	MinRequests   int64  // fewer successes than this in a window: not judged
-	Copies        string // copy counting: overlay (default) or off
-	Allocs        string // allocation source: allocspy (default) or heapprofile
-	Syscalls      string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
+	MinRequests   int64 // fewer successes than this in a window: not judged
+	// OffCPU adds the off-CPU window: an execution trace, block and mutex
+	// profiles, and (with Wallclock) the agent's wall-clock profile.
+	OffCPU    bool
+	Wallclock bool
+	// FgprofOnly makes fgprof the wall-clock profiler and leaves the
+	// execution trace out of the off-CPU window (-fgprof-only): the
+	// reference that probe cost sets against the trace (perfspy's
+	// targets only).
+	FgprofOnly bool
+	// Retained adds the retained window: what the requests leave behind
+	// (heap still live after two GCs, goroutines still running).
+	Retained bool
+	// Floor also measures targets/floor, the minimal server, with the same
+	// settings, and reports the target's CPU per request against it.
+	Floor bool
+	// Instructions measures instructions per request under callgrind
+	// instead of the usual windows; Requests bounds its load (default 2000).
+	Instructions bool
+	Requests     int
+	// Live, with Instructions, builds the target as probe build does
+	// (allocspy, copyspy, the request marks and live mode), so that the
+	// window counts what those cost per request; Env configures them.
+	Live bool
 	// RequestFile is -requests FILE, whose requests are Spec.Mix; each is
 	// also measured in windows of its own (Summary.Endpoints).
 	RequestFile string
 	// Alone measures each request of a request file alone too, in
 	// windows of its own, after the mix (-alone).
 	Alone bool
+}
+
+// CountConfig is how the figures are counted.
+type CountConfig struct {
+	Copies   string // copy counting: overlay (default) or off
+	Allocs   string // allocation source: allocspy (default) or heapprofile
+	Syscalls string // syscall source: bpf (default; falls back to proc-io when not root) or proc-io
 	// MaxRoutes caps the distinct routes the target names (-max-routes;
 	// the rest are "other"); 0 is the target's default (100).
 	MaxRoutes int
-	// Live, with Instructions, builds the target as probe build does
-	// (allocspy, copyspy, the request marks and live mode), so that the
-	// window counts what those cost per request; Env configures them.
-	Live bool
 	// Sample is N when one request in N of each route is accounted
 	// (-sample: PERFSPY_SAMPLE, live mode's sampling); 0 accounts all.
 	Sample int
-	// Push sends the run's profiles to a profile store (-push).
-	Push PushConfig
-	// Env is added to the target's environment, KEY=VALUE each.
-	Env []string
-	// OffCPU adds the off-CPU window: an execution trace, block and mutex
-	// profiles, and (with Wallclock) the agent's wall-clock profile.
-	OffCPU    bool
-	Wallclock bool
-	// Retained adds the retained window: what the requests leave behind
-	// (heap still live after two GCs, goroutines still running).
-	Retained bool
 	// NoBills leaves the requests' own bills out of the attribution
 	// window (-bills=false).
 	NoBills bool
-	// fgprofRef makes fgprof the wall-clock profiler, the reference of
-	// the benchmark that sets it against the trace (perfspy's targets only).
-	fgprofRef bool
-	// noTrace leaves the execution trace out of the off-CPU window, for
-	// the benchmark that sets fgprof alone against the trace.
-	noTrace bool
-	// Instructions measures instructions per request under callgrind
-	// instead of the usual windows; Requests bounds its load (default 2000).
-	Instructions bool
-	Requests     int
-	// Floor also measures targets/floor, the minimal server, with the same
-	// settings, and reports the target's CPU per request against it.
-	Floor bool
-	// timingOnly measures the timing window alone (the floor run).
-	timingOnly bool
-	Flags      []string // every flag as given, for meta (secrets redacted)
-	seams      seams    // the tests' stand-ins
+}
+
+// OutputConfig is where the results go.
+type OutputConfig struct {
+	Out string // results folder; default results/<UTC>_<commit>_<target>
 	// ResultsMode is the results folder's permission mode (its files get
 	// it without execute); 0 is 0700.
 	ResultsMode os.FileMode
+	Flags       []string // every flag as given, for meta (secrets redacted)
+	// Push sends the run's profiles to a profile store (-push).
+	Push PushConfig
+}
+
+// DefaultConfig is probe run's configuration as its flags' defaults make
+// it (the flags take their defaults from it): a program that drives probe
+// starts from it and sets what it changes, as probe review does. A zero
+// Config is filled with the same defaults where zero means nothing, but
+// its windows and switches are zero.
+func DefaultConfig() Config {
+	return Config{
+		Spec:         load.Spec{Proto: "auto", HTTPDriver: "lean", GRPCDriver: "lean", Method: "GET", BodySize: 1024, Size: 1 << 20, Streams: 1, Pkt: 1252},
+		TargetConfig: TargetConfig{CPUs: "auto", ReadyTimeout: 60 * time.Second},
+		WindowConfig: WindowConfig{Warmup: time.Second, Duration: 3 * time.Second, ExactDuration: time.Second, MinRequests: 100,
+			OffCPU: true, Wallclock: true, Retained: true, Requests: 2000},
+		CountConfig:  CountConfig{Copies: "overlay", Allocs: "allocspy", Syscalls: "bpf"},
+		OutputConfig: OutputConfig{Push: PushConfig{Access: storeaccess.Access{Timeout: storeaccess.DefaultTimeout, MaxResponse: storeaccess.DefaultMaxResponse}}},
+	}
 }
 
 // check fills the defaults of cfg's zero fields and validates it,
@@ -155,7 +183,7 @@ func (cfg *Config) choices() []struct {
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
-		{"proto", &cfg.Proto, []string{"auto", "http", "https", "h2c", "h2", "grpc", "framed", "quic", "udp"}},
+		{"proto", &cfg.Proto, load.Protos},
 		{"http-driver", &cfg.HTTPDriver, []string{"lean", "nethttp"}},
 		{"grpc-driver", &cfg.GRPCDriver, []string{"lean", "grpcgo"}},
 	}
@@ -207,19 +235,8 @@ func (cfg Config) validate() (proc.CPUPlan, error) {
 	if cfg.Sample < 0 || cfg.Sample > 1<<20 {
 		return proc.CPUPlan{}, fmt.Errorf("-sample %d: want 1 to %d (0: every request)", cfg.Sample, 1<<20)
 	}
-	if a := cfg.Arrivals; a.Rate < 0 || math.IsNaN(a.Rate) || math.IsInf(a.Rate, 0) || a.Rate > 10_000_000 {
-		return proc.CPUPlan{}, fmt.Errorf("-rate %g: want requests per second, above 0 and at most 1e7 (0: closed loop)", a.Rate)
-	}
-	// A gap longer than the window sends nothing in it, and one past
-	// 2^63 ns cannot be scheduled: both refused here, before any build.
-	if a := cfg.Arrivals; a.Open() && float64(time.Second)/a.Rate > float64(max(cfg.Duration, time.Second)) {
-		return proc.CPUPlan{}, fmt.Errorf("-rate %g: one request every %.3gs, longer than the window (-duration %v): it would send none", a.Rate, 1/a.Rate, cfg.Duration)
-	}
 	if err := cfg.validatePaths(); err != nil {
 		return proc.CPUPlan{}, err
-	}
-	if p := cfg.Proto; cfg.Arrivals.Open() && closedLoopOnly(p) {
-		return proc.CPUPlan{}, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", p)
 	}
 	if cfg.Arrivals.Open() && cfg.Instructions {
 		return proc.CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
@@ -242,15 +259,9 @@ func (cfg Config) validate() (proc.CPUPlan, error) {
 	return plan, nil
 }
 
-// closedLoopOnly says whether the driver of proto (a -proto value) sends
-// in a closed loop only, and payloads of its own making.
-func closedLoopOnly(proto string) bool {
-	return proto == "framed" || proto == "quic" || proto == "udp"
-}
-
 // validatePaths checks, before any build, the paths the run will use
-// after it: -out's folder, -cacert's certificate, the .proto files and
-// their import paths, and -exec's program.
+// after it: -out's folder and -exec's program (load's Spec.Check the
+// driver's files).
 func (cfg Config) validatePaths() error {
 	if cfg.Out != "" {
 		parent := filepath.Dir(filepath.Clean(cfg.Out))
@@ -258,33 +269,16 @@ func (cfg Config) validatePaths() error {
 			return fmt.Errorf("-out %s: its folder %s does not exist (probe makes the results folder, not the folders above it)", cfg.Out, parent)
 		}
 	}
-	if cfg.CACert != "" {
-		if _, err := tlsConfig(cfg); err != nil {
-			return err
-		}
-	}
-	for _, f := range cfg.ProtoFiles {
-		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
-			return fmt.Errorf("-proto-file %s: not a regular file", f)
-		}
-	}
-	for _, d := range cfg.ImportPaths {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return fmt.Errorf("-import-path %s: not a folder", d)
-		}
-	}
 	if len(cfg.Exec) > 0 {
 		if _, err := exec.LookPath(cfg.Exec[0]); err != nil {
 			return fmt.Errorf("-exec %s: %w", cfg.Exec[0], err)
 		}
 	}
-	if len(cfg.Data) > 0 && closedLoopOnly(cfg.Proto) {
-		return fmt.Errorf("-data: the %s driver sends no body of yours; -data is the body of http, https, h2c and h2 requests and grpc's message", cfg.Proto)
-	}
 	return nil
 }
 
-// validateLoad checks the window's and the load driver's flags.
+// validateLoad checks the windows' flags, and the load driver's spec
+// (load.Spec.Check: every combination of them, once).
 func (cfg Config) validateLoad() error {
 	switch {
 	case cfg.Duration <= 0 && !cfg.Instructions:
@@ -293,25 +287,12 @@ func (cfg Config) validateLoad() error {
 		return fmt.Errorf("-warmup %v: must not be negative", cfg.Warmup)
 	case cfg.ExactDuration < 0:
 		return fmt.Errorf("-exact-duration %v: must not be negative", cfg.ExactDuration)
-	case cfg.Conns < 0 || cfg.Conns > MaxConns:
-		return fmt.Errorf("-conns %d: want 1 to %d (each connection is dialed before a window opens; more stretch the window without loading the server harder)", cfg.Conns, MaxConns)
 	case cfg.ReadyTimeout < 0:
 		return fmt.Errorf("-ready-timeout %v: must be positive", cfg.ReadyTimeout)
 	case cfg.MinRequests < 0:
 		return fmt.Errorf("-min-requests %d: must not be negative", cfg.MinRequests)
-	case !strings.HasPrefix(cfg.Path, "/"):
-		return fmt.Errorf("-path %q: must start with /", cfg.Path)
-	case cfg.Size < 0 || cfg.Size > 1<<30:
-		return fmt.Errorf("-size %d: want 1 byte to 1 GiB", cfg.Size)
-	case cfg.Streams < 0:
-		return fmt.Errorf("-streams %d: must be positive", cfg.Streams)
-	case cfg.Pkt != 0 && (cfg.Pkt <= bulk.HeaderSize || cfg.Pkt > 65507):
-		return fmt.Errorf("-pkt %d: want %d to 65507", cfg.Pkt, bulk.HeaderSize+1)
 	}
-	if err := load.CheckPath(cfg.Path); err != nil {
-		return fmt.Errorf("-path: %w", err)
-	}
-	return nil
+	return cfg.Spec.Check(cfg.Duration)
 }
 
 // ErrNotJudged is returned, with the files written, when the window cannot
@@ -322,8 +303,8 @@ var ErrNotJudged = errors.New("not judged")
 type Result struct {
 	Dir       string
 	Summary   *schema.Summary
-	Sites     []report.Site  // allocation sites of the attribution window
-	CopySites []copyspy.Site // copy sites of the attribution window
+	Sites     []report.Site     // allocation sites of the attribution window
+	CopySites []schema.CopySite // copy sites of the attribution window
 }
 
 // report is what the terminal table is made of.
@@ -370,6 +351,14 @@ func spyOverlays(s seams) withagent.Overlays {
 	return ov
 }
 
+// internals are a run's settings that are probe's own, never the user's:
+// the timing window alone (the floor's runs, probe bulk's), and the tests'
+// stand-ins.
+type internals struct {
+	timingOnly bool
+	seams      seams
+}
+
 // seams are what tests hand a run to play another machine or Go
 // release; nil fields are the real ones.
 type seams struct {
@@ -394,6 +383,11 @@ type sysCounter struct {
 // Run builds the target, measures a clean window and an attribution window,
 // and writes the results folder. logw receives progress; nil is quiet.
 func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
+	return run(ctx, cfg, internals{}, logw)
+}
+
+// run is Run with probe's own settings.
+func run(ctx context.Context, cfg Config, in internals, logw io.Writer) (*Result, error) {
 	logf := func(format string, a ...any) {
 		if logw != nil {
 			fmt.Fprintf(logw, "probe: "+format+"\n", a...)
@@ -406,19 +400,12 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if cfg.Instructions {
 		return runInstructions(ctx, cfg, plan, logf)
 	}
-	var floor *schema.Summary
-	if cfg.Floor && !looksBulk(cfg) {
-		logf("measuring the floor (targets/floor) with the same settings")
-		if floor, err = runFloor(ctx, cfg, "floor", Config{Spec: load.Spec{Path: "/"}, Syscalls: "proc-io"}); err != nil {
-			return nil, err
-		}
-	}
 	// Every runtime overlay is built in whatever the flags count: one
 	// build (and one standard library built with the overlays) serves
 	// every mode, and an overlay the run does not use stays idle, as all
 	// of them are in the timing window.
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Toolchain: cfg.Toolchain, Copies: true, Allocs: true, Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.fgprofRef, FgprofRef: cfg.OffCPU && cfg.fgprofRef, Requests: true,
-		Overlays: spyOverlays(cfg.seams)}, logf)
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Toolchain: cfg.Toolchain, Copies: true, Allocs: true, Wallclock: cfg.OffCPU && cfg.Wallclock && !cfg.FgprofOnly, FgprofRef: cfg.OffCPU && cfg.FgprofOnly, Requests: true,
+		Overlays: spyOverlays(in.seams)}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +413,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 	if err := (BenchConfig{Exec: cfg.Exec}).checkArch(tgt); err != nil {
 		return nil, err
 	}
-	s, err := startSession(ctx, cfg, plan, tgt, logf)
+	s, err := startSession(ctx, cfg, in, plan, tgt, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -436,12 +423,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Result, error) {
 		return nil, err
 	}
 	s.p.Stop()
-	if cfg.Floor && s.addr.UDP {
-		if driverProto(s.cfg, s.addr) != "quic" {
-			logf("-floor: no floor under a plain-UDP target; it is one")
-		} else if floor, err = runUDPFloor(ctx, cfg, win.clean.load, logf); err != nil {
-			return nil, err
-		}
+	floor, err := s.floor(ctx, win.clean.load)
+	if err != nil {
+		return nil, err
 	}
 	logf("writing %s", s.out)
 	res, err := writeResults(&runOutput{ses: s, win: win, raw: raw, reasons: s.reasons, floor: floor})
@@ -473,192 +457,6 @@ func idleOverlays(tgt *withagent.Binary, noCopies, noAllocs bool) *withagent.Bin
 	return &t
 }
 
-// driverName names the driver newDriver makes.
-func driverName(cfg Config, ep proc.Endpoint) string {
-	switch p := driverProto(cfg, ep); {
-	case p == "grpc" && cfg.GRPCDriver == "grpcgo":
-		return "grpcgo"
-	case p == "h2c" && !h2cLean(cfg):
-		return "h2c-nethttp"
-	case p != "http":
-		return p
-	}
-	return cfg.HTTPDriver
-}
-
-// newDriver makes the load driver of cfg.Proto, -proto auto resolved
-// (resolveProto).
-func newDriver(cfg Config, ep proc.Endpoint) (load.Driver, error) {
-	proto := driverProto(cfg, ep)
-	if cfg.Arrivals.Open() && closedLoopOnly(proto) {
-		return nil, fmt.Errorf("-rate: the %s driver sends in a closed loop only; open-loop load is for http, https, h2c, h2 and grpc", proto)
-	}
-	if len(cfg.Data) > 0 && closedLoopOnly(proto) {
-		return nil, fmt.Errorf("-data: the %s driver sends no body of yours; -data is the body of http, https, h2c and h2 requests and grpc's message", proto)
-	}
-	switch proto {
-	case "framed":
-		return load.NewFramed(load.FramedOptions{Addr: ep.Addr, Conns: cfg.Conns, BodySize: cfg.BodySize})
-	case "quic":
-		return load.NewQUIC(load.QUICOptions{Addr: ep.Addr, Conns: cfg.Conns, Streams: cfg.Streams, Size: cfg.Size})
-	case "udp":
-		return load.NewUDP(load.UDPOptions{Addr: ep.Addr, Conns: cfg.Conns, Size: cfg.Size, Pkt: cfg.Pkt})
-	case "grpc":
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		method := cfg.Method
-		if !strings.Contains(method, "/") && len(cfg.ProtoFiles) == 0 {
-			// No RPC named: a server of one method is sent that one.
-			if m, ok := load.OnlyMethod(ctx, ep.Addr); ok {
-				method = m
-			}
-		}
-		opt := load.GRPCOptions{Addr: ep.Addr, Method: method, Data: cfg.Data, Headers: cfg.Headers, Conns: cfg.Conns, Arrivals: cfg.Arrivals}
-		if len(cfg.ProtoFiles) > 0 {
-			var err error
-			if opt.Files, err = load.ProtoFiles(ctx, cfg.ProtoFiles, cfg.ImportPaths); err != nil {
-				return nil, err
-			}
-		}
-		if cfg.GRPCDriver == "grpcgo" {
-			return load.NewGRPC(ctx, opt)
-		}
-		d, err := load.NewGRPCLean(ctx, opt)
-		if err != nil {
-			return nil, fmt.Errorf("%w (-grpc-driver grpcgo sends any request)", err)
-		}
-		return d, nil
-	case "http", "https", "h2c", "h2":
-		return newHTTPDriver(cfg, ep, proto)
-	default:
-		return nil, fmt.Errorf("-proto %q: want auto, http, https, h2c, h2, grpc, framed, quic or udp", cfg.Proto)
-	}
-}
-
-// newHTTPDriver makes the HTTP drivers: HTTP/1.1 (lean or net/http's)
-// over TCP or TLS, HTTP/2 with prior knowledge (h2c) or over TLS (h2).
-func newHTTPDriver(cfg Config, ep proc.Endpoint, proto string) (load.Driver, error) {
-	scheme := "http"
-	if proto == "https" || proto == "h2" {
-		scheme = "https"
-	}
-	u := url.URL{Scheme: scheme, Host: ep.Addr, Path: cfg.Path}
-	if q := strings.IndexByte(cfg.Path, '?'); q >= 0 {
-		u.Path, u.RawQuery = cfg.Path[:q], cfg.Path[q+1:]
-	}
-	opt := load.HTTPOptions{URL: u.String(), Method: cfg.Method, Body: httpBody(cfg), Conns: cfg.Conns, Headers: cfg.Headers, Mix: cfg.Mix, Arrivals: cfg.Arrivals}
-	if len(cfg.Mix) > 0 && (proto == "h2c" || proto == "h2" || cfg.HTTPDriver != "lean") {
-		return nil, fmt.Errorf("-requests %s: request files are sent by the lean HTTP/1.1 driver (http or https, -http-driver lean)", cfg.RequestFile)
-	}
-	if scheme == "https" {
-		var err error
-		if opt.TLS, err = tlsConfig(cfg); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case proto == "h2c" && h2cLean(cfg):
-		return load.NewH2Lean(opt)
-	case proto == "h2c" || proto == "h2":
-		return load.NewH2(opt, cfg.Conns, cfg.Streams)
-	case cfg.HTTPDriver == "lean":
-		return load.NewLean(opt)
-	}
-	return load.NewHTTP(opt)
-}
-
-// h2cLean says whether h2c load goes through the lean driver: with
-// -http-driver lean (the default), one stream per connection and a body
-// of one DATA frame; otherwise net/http's client sends it.
-func h2cLean(cfg Config) bool {
-	return cfg.HTTPDriver == "lean" && cfg.Streams <= 1 && len(httpBody(cfg)) <= load.MaxLeanH2Body
-}
-
-// httpBody is the HTTP requests' body: -body's file, else -data's text
-// (which is grpc's message when the server speaks gRPC).
-func httpBody(cfg Config) []byte {
-	if cfg.Body != nil {
-		return cfg.Body
-	}
-	return cfg.Data
-}
-
-// tlsConfig is the drivers' TLS: the server's certificate verified
-// against -cacert (else the system's roots), or not at all (-insecure).
-func tlsConfig(cfg Config) (*tls.Config, error) {
-	c := &tls.Config{InsecureSkipVerify: cfg.Insecure}
-	if cfg.CACert != "" {
-		b, err := limits.ReadFile(cfg.CACert, limits.Body, "-max-body")
-		if err != nil {
-			return nil, fmt.Errorf("-cacert: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("-cacert %s: no PEM certificate in it", cfg.CACert)
-		}
-	}
-	return c, nil
-}
-
-// tlsNote says how a TLS driver checked the server's certificate; "" for
-// the drivers without TLS.
-func tlsNote(cfg Config) string {
-	if cfg.Proto != "https" && cfg.Proto != "h2" {
-		return ""
-	}
-	switch {
-	case cfg.Insecure:
-		return "certificate NOT verified (-insecure)"
-	case cfg.CACert != "":
-		return "certificate verified against " + cfg.CACert + " (-cacert)"
-	}
-	return "certificate verified against the system's roots"
-}
-
-// driverProto is the protocol of the driver: -proto, or what -proto
-// auto can tell without asking the target (resolveProto asks it): a UDP
-// socket is QUIC, a -method naming an RPC is gRPC, else HTTP.
-func driverProto(cfg Config, ep proc.Endpoint) string {
-	if cfg.Proto != "" && cfg.Proto != "auto" {
-		return cfg.Proto
-	}
-	switch {
-	case ep.UDP:
-		return "quic"
-	case strings.Contains(cfg.Method, "/"):
-		return "grpc"
-	}
-	return "http"
-}
-
-// resolveProto resolves -proto auto for a started target by what it
-// answers, never by its name: on UDP, the bulk protocol (udp) or else
-// QUIC; on TCP, HTTP/1.1, else gRPC reflection, else the framed
-// protocol, else HTTP (whose warm-up then says what failed).
-func resolveProto(ctx context.Context, cfg Config, ep proc.Endpoint) string {
-	p := driverProto(cfg, ep)
-	if cfg.Proto != "" && cfg.Proto != "auto" {
-		return p
-	}
-	switch {
-	case ep.UDP:
-		if load.AnswersBulkUDP(ctx, ep.Addr) {
-			return "udp"
-		}
-	// An HTTP/1 server is never sent a gRPC preface (it would log a
-	// "PRI *" request it cannot serve) or a frame: only a target that
-	// does not answer HTTP/1.1 is asked for the others.
-	case p == "http" && !load.AnswersHTTP1(ctx, ep.Addr, cfg.Path):
-		if load.AnswersReflection(ctx, ep.Addr) {
-			return "grpc"
-		}
-		if load.AnswersFramed(ctx, ep.Addr) {
-			return "framed"
-		}
-	}
-	return p
-}
-
 // pinLoad pins this process, the load driver, to the plan's load CPUs
 // (when it has them) and returns what undoes it.
 func pinLoad(plan proc.CPUPlan) (func(), error) {
@@ -672,14 +470,24 @@ func pinLoad(plan proc.CPUPlan) (func(), error) {
 	return unpin, nil
 }
 
-// looksBulk tells, before the build, a target whose floor is
-// targets/udpfloor: one of the bulk targets, or a bulk -proto.
-func looksBulk(cfg Config) bool {
-	switch filepath.Base(cfg.Target) {
-	case "quicecho", "udpfloor":
-		return true
+// floor measures the floor of the target the session measured (-floor),
+// by what it answered, never its name: targets/floor under a TCP server,
+// targets/udpfloor under a QUIC one (with the QUIC window's transfers);
+// a plain-UDP target is a floor itself. It runs once the target stopped,
+// on the CPUs the session holds.
+func (s *session) floor(ctx context.Context, quic *load.Result) (*schema.Summary, error) {
+	cfg := s.cfg
+	switch {
+	case !cfg.Floor:
+		return nil, nil
+	case !s.addr.UDP:
+		s.logf("measuring the floor (targets/floor) with the same settings")
+		return runFloor(ctx, cfg, "floor", Config{Spec: load.Spec{Path: "/"}, CountConfig: CountConfig{Syscalls: "proc-io"}})
+	case cfg.Spec.ProtoFor(load.Endpoint(s.addr)) != "quic":
+		s.logf("-floor: no floor under a plain-UDP target; it is one")
+		return nil, nil
 	}
-	return cfg.Proto == "quic" || cfg.Proto == "udp"
+	return runUDPFloor(ctx, cfg, quic, s.logf)
 }
 
 // runUDPFloor measures targets/udpfloor with the QUIC run's transfer size
@@ -691,7 +499,7 @@ func runUDPFloor(ctx context.Context, cfg Config, quic *load.Result, logf func(s
 		return nil, fmt.Errorf("floor: the QUIC window counted no datagrams")
 	}
 	logf("measuring the UDP floor (targets/udpfloor): transfers of %d bytes in datagrams of %d", cfg.Size, pkt)
-	return runFloor(ctx, cfg, "udpfloor", Config{Syscalls: cfg.Syscalls, Spec: load.Spec{Proto: "udp", Size: cfg.Size, Pkt: pkt}, Args: modeArgs(cfg.Args)})
+	return runFloor(ctx, cfg, "udpfloor", Config{CountConfig: CountConfig{Syscalls: cfg.Syscalls}, Spec: load.Spec{Proto: "udp", Size: cfg.Size, Pkt: pkt}, TargetConfig: TargetConfig{Args: modeArgs(cfg.Args)}})
 }
 
 // runFloor measures perfspy's targets/<name> with cfg's load settings and
@@ -707,10 +515,10 @@ func runFloor(ctx context.Context, cfg Config, name string, fc Config) (*schema.
 		return nil, err
 	}
 	defer os.RemoveAll(fdir)
-	fc.Target, fc.Out, fc.timingOnly = filepath.Join(root, "targets", name), filepath.Join(fdir, "out"), true
+	fc.Target, fc.Out = filepath.Join(root, "targets", name), filepath.Join(fdir, "out")
 	fc.Conns, fc.Warmup, fc.Duration, fc.CPUs = cfg.Conns, cfg.Warmup, cfg.Duration, cfg.CPUs
 	fc.Copies, fc.Allocs, fc.ReadyTimeout, fc.MinRequests = "off", "heapprofile", cfg.ReadyTimeout, cfg.MinRequests
-	fr, err := Run(ctx, fc, nil)
+	fr, err := run(ctx, fc, internals{timingOnly: true}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		return nil, fmt.Errorf("floor (targets/%s): %w", name, err)
 	}

@@ -27,7 +27,6 @@ import (
 
 	"github.com/perfspy/perfspy/internal/storetest"
 	"github.com/perfspy/perfspy/internal/testtarget"
-	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/syscalls"
 
@@ -229,6 +228,20 @@ func TestGroundTruth(t *testing.T) {
 			}
 		} else if math.Abs(d-1) > 0.1 {
 			t.Errorf("syscalls/req /write - /none = %.3f, want 1 (one write(2) per request)", d)
+		}
+	})
+
+	t.Run("goroutines created", func(t *testing.T) {
+		// /child starts one goroutine a request, /none none; net/http's
+		// own (a connection's, its background read's) are in both.
+		child := runTarget(t, "/child")
+		c, n := child.num(t, "per_request", "goroutines_created"), none.num(t, "per_request", "goroutines_created")
+		t.Logf("goroutines created/req: /child %.4f, /none %.4f", c, n)
+		if math.Abs(c-n-1) > 0.01 {
+			t.Errorf("goroutines-created/req /child - /none = %.4f, want 1", c-n)
+		}
+		if b := readFile(t, filepath.Join(child.dir, "bench.txt")); !strings.Contains(b, "goroutines-created/req") {
+			t.Errorf("bench.txt has no goroutines-created/req:\n%s", b)
 		}
 	})
 
@@ -552,10 +565,7 @@ func TestCopiesGroundTruthARM64(t *testing.T) {
 func copiesGroundTruth(t *testing.T, exec []string, cpus string) *Result {
 	t.Setenv("GOGC", "1")
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{
-		Target: "./testdata/probetarget", Spec: load.Spec{Path: "/copy"}, Warmup: 300 * time.Millisecond, Duration: time.Second,
-		Out: out, Exec: exec, CPUs: cpus, seams: seams{attributionCPUProfile: true},
-	}, nil)
+	res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget", Exec: exec, CPUs: cpus}, Spec: load.Spec{Path: "/copy"}, WindowConfig: WindowConfig{Warmup: 300 * time.Millisecond, Duration: time.Second}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{attributionCPUProfile: true}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -658,8 +668,7 @@ func TestCopiesUnsupported(t *testing.T) {
 	}
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/none"}, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
-		seams: seams{copyOverlay: unknown}}, &logb)
+	res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/none"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{copyOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -690,8 +699,7 @@ func TestCopiesOverlayDoesNotBuild(t *testing.T) {
 		}
 		return map[string]string{filepath.Join(goroot, "src", "runtime", "zz_broken.go"): broken}, nil
 	}
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/none"}, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
-		Allocs: "heapprofile", Out: filepath.Join(t.TempDir(), "out"), seams: seams{copyOverlay: broken}}, nil)
+	res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/none"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond}, CountConfig: CountConfig{Allocs: "heapprofile"}, OutputConfig: OutputConfig{Out: filepath.Join(t.TempDir(), "out")}}, internals{seams: seams{copyOverlay: broken}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -732,8 +740,7 @@ func TestAllocspyGroundTruth(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Warmup: 300 * time.Millisecond,
-				Duration: time.Second, Out: out, seams: seams{attributionCPUProfile: true}}, nil)
+			res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: tc.path}, WindowConfig: WindowConfig{Warmup: 300 * time.Millisecond, Duration: time.Second}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{attributionCPUProfile: true}}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
 			}
@@ -772,7 +779,7 @@ func TestAllocspyGroundTruth(t *testing.T) {
 func TestAllocspyAgreesWithHeapProfile(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Run(context.Background(), Config{Target: DefaultTarget, Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, seams: seams{crossCheck: true}}, nil)
+	_, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: DefaultTarget}, WindowConfig: WindowConfig{Warmup: 300 * time.Millisecond, Duration: time.Second}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{crossCheck: true}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -867,8 +874,7 @@ func TestAllocsUnsupported(t *testing.T) {
 	}
 	var logb bytes.Buffer
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/alloc"}, Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
-		seams: seams{allocOverlay: unknown}}, &logb)
+	res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/alloc"}, CountConfig: CountConfig{Copies: "off"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{allocOverlay: unknown}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -944,8 +950,7 @@ func TestSyscallsFallback(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	var logb bytes.Buffer
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/write"}, Copies: "off", Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond, Out: out,
-		seams: seams{syscallsOpen: noBPF}}, &logb)
+	res, err := run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/write"}, CountConfig: CountConfig{Copies: "off"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond}, OutputConfig: OutputConfig{Out: out}}, internals{seams: seams{syscallsOpen: noBPF}}, &logb)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}
@@ -1014,8 +1019,7 @@ func TestRequestSplit(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Copies: "off", Allocs: "heapprofile",
-				Warmup: 200 * time.Millisecond, Duration: 2 * time.Second, Out: out, OffCPU: true}, nil)
+			res, err := Run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: tc.path}, CountConfig: CountConfig{Copies: "off", Allocs: "heapprofile"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 2 * time.Second, OffCPU: true}, OutputConfig: OutputConfig{Out: out}}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
 			}
@@ -1039,7 +1043,7 @@ func checkRequestSplit(t *testing.T, out string, s *schema.Summary, check func(*
 	// The parts close on the total, and the total is the server's
 	// share of the driver's latency.
 	var sum float64
-	for _, p := range offcpu.Parts {
+	for _, p := range schema.RequestParts {
 		sum += r[p]
 	}
 	if math.Abs(r["total"]-sum) > 0.01*r["total"] || math.Abs(s.Checks["request_us_remainder"]) > 0.01*r["total"] {
@@ -1094,8 +1098,7 @@ func TestOffCPUGroundTruth(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: tc.path}, Copies: "off",
-				Warmup: 200 * time.Millisecond, Duration: time.Second, Out: out, OffCPU: true, Wallclock: tc.path == "/mutex?us=200"}, nil)
+			res, err := Run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: tc.path}, CountConfig: CountConfig{Copies: "off"}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: time.Second, OffCPU: true, Wallclock: tc.path == "/mutex?us=200"}, OutputConfig: OutputConfig{Out: out}}, nil)
 			if err != nil && !errors.Is(err, ErrNotJudged) {
 				t.Fatal(err)
 			}
@@ -1174,8 +1177,7 @@ func stackHasPrefix(s *profile.Sample, prefix string) bool {
 func TestFloor(t *testing.T) {
 	skipShort(t)
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Config{Target: "./testdata/probetarget", Spec: load.Spec{Path: "/spin?us=200"}, Copies: "off",
-		Warmup: 300 * time.Millisecond, Duration: time.Second, Out: out, Floor: true}, nil)
+	res, err := Run(context.Background(), Config{TargetConfig: TargetConfig{Target: "./testdata/probetarget"}, Spec: load.Spec{Path: "/spin?us=200"}, CountConfig: CountConfig{Copies: "off"}, WindowConfig: WindowConfig{Warmup: 300 * time.Millisecond, Duration: time.Second, Floor: true}, OutputConfig: OutputConfig{Out: out}}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestDataIsTheBody(t *testing.T) {
 	ep := proc.Endpoint{Addr: strings.TrimPrefix(srv.URL, "http://")}
 	for _, driver := range []string{"lean", "nethttp"} {
 		cfg := Config{Spec: load.Spec{Path: "/", Method: "POST", Data: []byte(`{"a":1}`), Proto: "http", HTTPDriver: driver, Conns: 1}}
-		d, err := newDriver(cfg, ep)
+		d, err := cfg.Spec.New(load.Endpoint(ep))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy/internal/proc"
 
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/schema"
 
 	"github.com/perfspy/perfspy/internal/cache"
 )
@@ -29,6 +30,7 @@ import (
 // started, in reverse order.
 type session struct {
 	cfg     Config
+	in      internals
 	plan    proc.CPUPlan
 	tgt     *withagent.Binary
 	commit  string
@@ -70,8 +72,9 @@ const cpuWait = 2 * time.Minute
 // starts tgt, waits until it listens, greets the agent, checks the CPU
 // pinning, and opens the driver and the syscall counter. On error,
 // everything started is stopped.
-func startSession(ctx context.Context, cfg Config, plan proc.CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) (*session, error) {
+func startSession(ctx context.Context, cfg Config, in internals, plan proc.CPUPlan, tgt *withagent.Binary, logf func(string, ...any)) (*session, error) {
 	s := newSession(cfg, plan, tgt, logf)
+	s.in = in
 	if err := s.start(ctx); err != nil {
 		s.close()
 		return nil, err
@@ -146,8 +149,8 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.checkPinning()
-	s.cfg.Proto = resolveProto(ctx, s.cfg, s.addr)
-	if s.drv, err = newDriver(s.cfg, s.addr); err != nil {
+	s.cfg.Proto = s.cfg.Spec.Resolve(ctx, load.Endpoint(s.addr))
+	if s.drv, err = s.cfg.Spec.New(load.Endpoint(s.addr)); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, func() { s.drv.Close() })
@@ -160,7 +163,7 @@ func (s *session) checkPinning() {
 	s.allowed, _ = proc.AllowedCPUs(s.p.Pid)
 	s.coresHad = float64(s.hello.GOMAXPROCS)
 	if len(s.plan.Server) > 0 {
-		want := proc.FormatCPUList(s.plan.Server)
+		want := schema.CPUList(s.plan.Server)
 		if len(s.allowed) != 1 || s.allowed[0] != want {
 			s.reasons = append(s.reasons, fmt.Sprintf("target affinity read back as %v, want %s", s.allowed, want))
 		}
@@ -170,7 +173,7 @@ func (s *session) checkPinning() {
 	}
 	if len(s.plan.Load) > 0 {
 		self, _ := proc.AllowedCPUs(os.Getpid())
-		want := proc.FormatCPUList(s.plan.Load)
+		want := schema.CPUList(s.plan.Load)
 		if len(self) != 1 || self[0] != want {
 			s.reasons = append(s.reasons, fmt.Sprintf("load driver affinity read back as %v, want %s", self, want))
 		}
@@ -193,8 +196,8 @@ func (s *session) openSyscalls() error {
 		return nil
 	}
 	open := syscalls.Open
-	if s.cfg.seams.syscallsOpen != nil {
-		open = s.cfg.seams.syscallsOpen
+	if s.in.seams.syscallsOpen != nil {
+		open = s.in.seams.syscallsOpen
 	}
 	c, err := open(s.p.Pid)
 	if err != nil {
@@ -326,7 +329,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 		return w, raw, err
 	}
 	w.attr, w.copies = w.clean, w.clean // a timing-only run (the floor) has no other window
-	if s.cfg.timingOnly {
+	if s.in.timingOnly {
 		return w, raw, nil
 	}
 	attrReq, copiesApart := s.attributionRequest(&raw, w.clean.load.RPS())
@@ -337,7 +340,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 	if copiesApart {
 		raw.copies = filepath.Join(s.priv, "copies.json")
 		req := wire.Request{Cmd: "begin", Counters: map[string]string{"copies": raw.copies}}
-		if s.cfg.seams.attributionCPUProfile {
+		if s.in.seams.attributionCPUProfile {
 			req.CPUProfile = filepath.Join(s.priv, "cpu-copies.pprof")
 		}
 		if w.copies, err = s.window(ctx, windowSpec{kind: copyKind}, req); err != nil {
@@ -372,7 +375,7 @@ func (s *session) windows(ctx context.Context) (windows, rawFiles, error) {
 // execution trace with the block and mutex profiles (not with
 // -fgprof-only, whose wall-clock window is alone).
 func (s *session) offCPUWindow() bool {
-	return s.cfg.OffCPU && !s.cfg.noTrace && !s.cfg.timingOnly
+	return s.cfg.OffCPU && !s.cfg.FgprofOnly && !s.in.timingOnly
 }
 
 // attributionRequest is the attribution window's begin: allocspy and
@@ -387,7 +390,7 @@ func (s *session) attributionRequest(raw *rawFiles, rps float64) (req wire.Reque
 		raw.allocs = filepath.Join(s.priv, "allocs.json")
 		req.Counters["allocs"] = raw.allocs
 	}
-	if !useAllocspy || s.cfg.seams.crossCheck {
+	if !useAllocspy || s.in.seams.crossCheck {
 		raw.heap = filepath.Join(s.priv, "heap.pprof")
 		req.HeapProfile = raw.heap
 	}
@@ -409,7 +412,7 @@ func (s *session) attributionRequest(raw *rawFiles, rps float64) (req wire.Reque
 		_, dur := s.lengths(windowSpec{kind: attributionKind})
 		req.BillEvery = billEvery(rps, dur)
 	}
-	if s.cfg.seams.attributionCPUProfile {
+	if s.in.seams.attributionCPUProfile {
 		req.CPUProfile = filepath.Join(s.priv, "cpu-attribution.pprof")
 	}
 	return req, copiesApart
@@ -432,7 +435,7 @@ func (s *session) wallclockRequest(raw *rawFiles) (wire.Request, error) {
 		return wire.Request{}, fmt.Errorf("the wall-clock profiler is not built into the target")
 	}
 	raw.wallclock = filepath.Join(s.priv, "wallclock.json")
-	if s.cfg.fgprofRef {
+	if s.cfg.FgprofOnly {
 		raw.wallclock, raw.wallclockPprof = filepath.Join(s.priv, "wallclock.pprof"), true
 	}
 	return wire.Request{Cmd: "begin", Counters: map[string]string{"wallclock": raw.wallclock}}, nil

@@ -165,12 +165,12 @@ func (sw *sweep) one(ctx context.Context, b bulkRun) (*schema.Summary, error) {
 	rc := sw.cfg.Run
 	rc.Target, rc.Size, rc.Pkt = b.target, b.size, b.pkt
 	rc.Args = append(append([]string(nil), sw.cfg.Run.Args...), "-mode="+b.mode)
-	rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor, rc.timingOnly = "off", "heapprofile", false, false, true
+	rc.Copies, rc.Allocs, rc.OffCPU, rc.Floor = "off", "heapprofile", false, false
 	name := filepath.Base(b.target)
 	what := fmt.Sprintf("%s %s %s round %d", report.SizeName(b.size), name, b.mode, b.round)
 	rc.Out = filepath.Join(sw.out, "runs", fmt.Sprintf("%s-%s-%s-%d", report.SizeName(b.size), name, b.mode, b.round))
 	sw.logf("%s, %s %s, round %d/%d", report.SizeName(b.size), name, b.mode, b.round, sw.cfg.Rounds)
-	r, err := Run(ctx, rc, nil)
+	r, err := run(ctx, rc, internals{timingOnly: true}, nil)
 	if err != nil && !errors.Is(err, ErrNotJudged) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -85,7 +85,7 @@ func TestSweep(t *testing.T) {
 	if code == ExitNotJudged && len(res.Reasons) == 0 {
 		t.Error("exit 3 with no reason")
 	}
-	_, err = Sweep(context.Background(), SweepConfig{Rounds: 1, Out: filepath.Join(t.TempDir(), "x"), Run: Config{Duration: time.Second}}, nil)
+	_, err = Sweep(context.Background(), SweepConfig{Rounds: 1, Out: filepath.Join(t.TempDir(), "x"), Run: Config{WindowConfig: WindowConfig{Duration: time.Second}}}, nil)
 	if err == nil || errors.Is(err, ErrNotJudged) {
 		t.Errorf("one round: %v", err)
 	}

@@ -14,8 +14,8 @@ import (
 // (and whether the run has an off-CPU window), never its label.
 func TestWindowStacks(t *testing.T) {
 	t.Parallel()
-	withOff := &session{cfg: Config{OffCPU: true}}
-	without := &session{cfg: Config{OffCPU: false}}
+	withOff := &session{cfg: Config{WindowConfig: WindowConfig{OffCPU: true}}}
+	without := &session{cfg: Config{WindowConfig: WindowConfig{OffCPU: false}}}
 	for _, c := range []struct {
 		s    *session
 		spec windowSpec
@@ -58,7 +58,7 @@ func TestReasonAfterVerdict(t *testing.T) {
 // windows that count take at most -exact-duration after a short warm-up.
 func TestWindowLengths(t *testing.T) {
 	t.Parallel()
-	s := &session{cfg: Config{Warmup: time.Second, Duration: 5 * time.Second, ExactDuration: 2 * time.Second}}
+	s := &session{cfg: Config{WindowConfig: WindowConfig{Warmup: time.Second, Duration: 5 * time.Second, ExactDuration: 2 * time.Second}}}
 	for _, c := range []struct {
 		spec       windowSpec
 		warm, load time.Duration

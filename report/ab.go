@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -158,20 +157,35 @@ func writeScopes(w io.Writer, r *schema.ABResult, per string) {
 	}
 }
 
+// Costs are a window's functions by their own cost, largest first, and
+// their total.
+type Costs struct {
+	Rows  []Cost
+	Total int64
+}
+
+// Cost is one function's. Bytes marks the functions whose count is really
+// bytes (callgrind charges rep movsb one instruction per byte).
+type Cost struct {
+	Func  string
+	Cost  int64
+	Bytes bool
+}
+
 // Instructions writes an instructions run's report.md: the instructions
 // per request, the functions that ran most, the sysmon's share apart.
-func Instructions(w io.Writer, s *schema.Summary, win *callgrind.Part, n int64) {
+func Instructions(w io.Writer, s *schema.Summary, win Costs, n int64) {
 	fmt.Fprintf(w, "# perfspy: %s, instructions\n\n", s.Target)
 	fmt.Fprintf(w, "%.2f instructions per request (callgrind, %d requests between two dumps; the load is bounded by a count, not by seconds, since the target runs about 50 times slower).\n\n", *s.PerRequest.Instructions, n)
 	fmt.Fprint(w, "| function | instructions per request |\n|---|---:|\n")
 	var shown int64
-	for i, row := range win.Top() {
+	for i, row := range win.Rows {
 		if i == TopSites {
 			break
 		}
 		shown += row.Cost
 		note := ""
-		if callgrind.MemmoveClass(row.Func) {
+		if row.Bytes {
 			note = " (bytes, not time: rep movsb counts one per byte)"
 		}
 		fmt.Fprintf(w, "| %s%s | %.2f |\n", safetext.Code(row.Func), note, float64(row.Cost)/float64(n))

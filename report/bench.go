@@ -14,26 +14,22 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// benchMetric is one figure of bench.txt; Exact marks the figures the
-// metric table judges as exact counts.
-type benchMetric struct {
-	Value float64
-	Unit  string
-	Exact bool
-}
-
 // RunBenchText writes a run's bench.txt: s in the Go benchmark format that benchstat reads: the
 // configuration as "key: value" lines, Unit lines that mark counts exact,
 // then one result line whose iteration count is the window's requests.
+// Its figures are the metric table's rows marked Bench, in its order.
 func RunBenchText(w io.Writer, s *schema.Summary, name string, config map[string]string) error {
-	ms := benchMetrics(s)
+	keep := inBench
+	if s.PerRequest.Instructions != nil {
+		// An instructions window is paced and slowed by callgrind: its
+		// rate and latencies say nothing of the target.
+		keep = func(m metric.Metric) bool { return m.Bench && m.Judged == metric.Instructions }
+	}
+	ms := figures(metric.Doc(s), "req", keep)
 	bw := benchfmt.NewWriter(w)
 	for _, m := range ms {
-		if m.Exact {
-			u := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: m.Unit, Key: "assume"}, OrigUnit: m.Unit, Value: "exact"}
-			if err := bw.Write(u); err != nil {
-				return err
-			}
+		if err := writeExact(bw, m.name); err != nil {
+			return err
 		}
 	}
 	res := &benchfmt.Result{Name: benchfmt.Name(benchName(name)), Iters: int(s.Window.Requests)}
@@ -42,42 +38,19 @@ func RunBenchText(w io.Writer, s *schema.Summary, name string, config map[string
 	}
 	for _, m := range ms {
 		// Four decimals at most, as the figures are rounded elsewhere.
-		res.Values = append(res.Values, benchfmt.Value{Value: round(m.Value, 4), Unit: m.Unit})
+		res.Values = append(res.Values, benchfmt.Value{Value: round(m.v, 4), Unit: m.name})
 	}
 	return bw.Write(res)
 }
 
-// benchMetrics are the figures of bench.txt, in their order.
-func benchMetrics(s *schema.Summary) []benchMetric {
-	var ms []benchMetric
-	add := func(v *float64, unit string) {
-		if v != nil {
-			ms = append(ms, benchMetric{*v, unit, exactUnit(unit)})
-		}
+// writeExact writes unit's "Unit ... assume=exact" line when the metric
+// table judges it an exact count, so that benchstat calls any change
+// significant.
+func writeExact(bw *benchfmt.Writer, unit string) error {
+	if !exactUnit(unit) {
+		return nil
 	}
-	if s.PerRequest.Instructions != nil {
-		// An instructions window is paced and slowed by callgrind: its
-		// rate and latencies say nothing of the target.
-		add(s.PerRequest.Instructions, "instructions/req")
-		return ms
-	}
-	add(&s.Window.RPS, "req/s")
-	add(s.PerRequest.CPUUS, "cpu-us/req")
-	add(s.PerRequest.Allocs, "allocs/req")
-	add(s.PerRequest.AllocBytes, "B/req")
-	add(s.PerRequest.CopiedBytes, "copied-B/req")
-	add(s.PerRequest.ClearedBytes, "cleared-B/req")
-	add(s.PerRequest.Syscalls, "syscalls/req")
-	add(s.PerRequest.RetainedBytes, "retained-B/req")
-	add(s.PerRequest.GoroutinesLeft, "goroutines-left/req")
-	add(s.DatagramsPerRequest, "datagrams/req")
-	for _, q := range []string{"p50", "p99", "p999"} {
-		if v, ok := s.Window.LatencyUS[q]; ok {
-			f := float64(v)
-			add(&f, q+"-us")
-		}
-	}
-	return ms
+	return bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: unit, Key: "assume"}, OrigUnit: unit, Value: "exact"})
 }
 
 // exactUnit reports whether the metric table judges unit as an exact
@@ -108,15 +81,15 @@ func benchName(target string) string {
 }
 
 // BenchText writes probe run -bench's bench.txt: one line per result, the ns/op of the
-// plain binary and the counted figures per op, exact ones marked so.
+// plain binary and the counted figures per op (the metric table's rows
+// marked Bench), exact ones marked so.
 func BenchText(w io.Writer, s *schema.BenchSummary) error {
 	bw := benchfmt.NewWriter(w)
-	for _, u := range benchUnits {
-		if !exactUnit(u) {
-			continue
-		}
-		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
-			return err
+	for _, m := range metric.Table {
+		if name, ok := m.Written("op"); ok && m.Bench {
+			if err := writeExact(bw, name); err != nil {
+				return err
+			}
 		}
 	}
 	config := map[string]string{"target": s.Target, "commit": s.Commit, "go": s.Go}
@@ -125,18 +98,9 @@ func BenchText(w io.Writer, s *schema.BenchSummary) error {
 		for _, k := range slices.Sorted(maps.Keys(config)) {
 			res.Config = append(res.Config, benchfmt.Config{Key: k, Value: []byte(config[k]), File: true})
 		}
-		add := func(v *float64, unit string) {
-			if v != nil {
-				res.Values = append(res.Values, benchfmt.Value{Value: round(*v, 4), Unit: unit})
-			}
+		for _, f := range figures(metric.Doc(b), "op", inBench) {
+			res.Values = append(res.Values, benchfmt.Value{Value: round(f.v, 4), Unit: f.name})
 		}
-		add(b.PerOp.NS, "ns/op")
-		add(&b.PerOp.Allocs, "allocs/op")
-		add(&b.PerOp.AllocBytes, "B/op")
-		add(b.PerOp.CopiedBytes, "copied-B/op")
-		add(b.PerOp.Syscalls, "syscalls/op")
-		add(b.PerOp.RetainedBytes, "retained-B/op")
-		add(b.PerOp.GoroutinesLeft, "goroutines-left/op")
 		if err := bw.Write(res); err != nil {
 			return err
 		}
@@ -193,12 +157,7 @@ func (o *Bench) Markdown(w io.Writer) {
 	for _, b := range s.Blind {
 		fmt.Fprintf(w, "- %s\n", b)
 	}
-	fmt.Fprint(w, "\n| benchmark | N | ns/op | allocs/op | B/op | -benchmem allocs/op | -benchmem B/op | copied B/op | syscalls/op | retained B/op | goroutines left/op |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, b := range s.Benchmarks {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2),
-			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2),
-			fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
-	}
+	writeBenchTable(w, s)
 	seen := map[string]int{}
 	for _, b := range s.Benchmarks {
 		k := seen[b.Name]
@@ -222,6 +181,35 @@ func (o *Bench) Markdown(w io.Writer) {
 	}
 }
 
+// writeBenchTable is report.md's table of results: a column per figure
+// bench.txt carries (the metric table's rows marked Bench, per op), then
+// go test -benchmem's own two.
+func writeBenchTable(w io.Writer, s *schema.BenchSummary) {
+	var cols []metric.Metric
+	fmt.Fprint(w, "\n| benchmark | N |")
+	for _, m := range metric.Table {
+		if name, ok := m.Written("op"); ok && m.Bench && m.BenchSummary != "" {
+			cols = append(cols, m)
+			fmt.Fprintf(w, " %s |", name)
+		}
+	}
+	fmt.Fprintf(w, " -benchmem allocs/op | -benchmem B/op |\n|---|---:|%s---:|---:|\n", strings.Repeat("---:|", len(cols)))
+	for _, b := range s.Benchmarks {
+		doc := metric.Doc(b)
+		fmt.Fprintf(w, "| %s | %d |", b.Name, b.N)
+		for _, m := range cols {
+			v, ok := metric.At(doc, m.BenchSummary)
+			if !ok {
+				fmt.Fprint(w, " n/a |")
+				continue
+			}
+			name, _ := m.Written("op")
+			fmt.Fprintf(w, " %s |", figure{m, name, v, "op"}.text())
+		}
+		fmt.Fprintf(w, " %s | %s |\n", fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+	}
+}
+
 func perOp(v int64, n int, unit string) string {
 	s := strconv.FormatFloat(round(float64(v)/float64(n), 4), 'f', -1, 64)
 	if unit != "" && unit != "allocs" {
@@ -233,10 +221,9 @@ func perOp(v int64, n int, unit string) string {
 // TerminalQuiet is -q's: one line per benchmark, and the results folder.
 func (r *Bench) TerminalQuiet(w io.Writer) {
 	for _, b := range r.Summary.Benchmarks {
-		fmt.Fprintf(w, "%s  %s ns/op  %s allocs/op  %s B/op  %s copied-B/op  %s syscalls/op", b.Name, fmtPtr(b.PerOp.NS, 2),
-			fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.Syscalls, 4))
-		if b.PerOp.RetainedBytes != nil {
-			fmt.Fprintf(w, "  %s retained-B/op  %s goroutines-left/op", fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
+		fmt.Fprint(w, b.Name)
+		for _, f := range figures(metric.Doc(b), "op", inBench) {
+			fmt.Fprintf(w, "  %s %s", f.text(), f.name)
 		}
 		fmt.Fprintln(w)
 	}
@@ -255,15 +242,7 @@ func (r *Bench) Terminal(w io.Writer) {
 	}
 	for _, b := range s.Benchmarks {
 		fmt.Fprintf(w, "  %s  N=%d  %s ns/op [plain binary]\n", b.Name, b.N, fmtPtr(b.PerOp.NS, 2))
-		fmt.Fprintf(w, "    allocs      %s /op, %s B/op%s  [%s]; -benchmem %s /op, %s B/op\n", fmtFloat(b.PerOp.Allocs, 4), fmtFloat(b.PerOp.AllocBytes, 2), steadyWords(b), s.Sources["allocs"], fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
-		if line := OnceLine(b); line != "" {
-			fmt.Fprintf(w, "    paid once   %s\n", line)
-		}
-		if b.CountsDiffer != "" {
-			fmt.Fprintf(w, "    go test     %s\n", b.CountsDiffer)
-		}
-		fmt.Fprintf(w, "    copies      %s B/op copied, %s B/op cleared  [%s]\n", fmtPtr(b.PerOp.CopiedBytes, 2), fmtPtr(b.PerOp.ClearedBytes, 2), s.Sources["copies"])
-		fmt.Fprintf(w, "    syscalls    %s /op%s  [%s]\n", fmtPtr(b.PerOp.Syscalls, 4), byName(b.PerOp.SyscallsByName), s.Sources["syscalls"])
+		writeBenchFigures(w, s, b)
 		switch {
 		case b.PerOp.OffCPUNS == nil: // not traced
 		case len(b.PerOp.OffCPUNS) == 0:
@@ -283,14 +262,39 @@ func (r *Bench) Terminal(w io.Writer) {
 	fmt.Fprintf(w, "  results       %s\n", r.Dir)
 }
 
-// writeBenchRetained writes what a benchmark's ops left: one line, and
-// the top sites and goroutines when it is not nothing.
+// writeBenchFigures are a result's lines of the metric table's labelled
+// figures per op, one per source; the allocations' line says where they
+// come from and go test -benchmem's own count, the syscalls' their names,
+// and go test's count when it differs follows them.
+func writeBenchFigures(w io.Writer, s *schema.BenchSummary, b schema.BenchFigures) {
+	for _, g := range groups(figures(metric.Doc(b), "op", labelled)) {
+		words, after := "", ""
+		switch g.key {
+		case "allocs":
+			words = steadyWords(b)
+			after = fmt.Sprintf("; -benchmem %s allocs/op, %s B/op", fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
+		case "syscalls":
+			words = byName(b.PerOp.SyscallsByName)
+		}
+		fmt.Fprintf(w, "    %-11s %s%s  [%s]%s\n", strings.ReplaceAll(g.key, "_", " "), g.line(), words, s.Sources[g.key], after)
+		if g.key != "allocs" {
+			continue
+		}
+		if line := OnceLine(b); line != "" {
+			fmt.Fprintf(w, "    paid once   %s\n", line)
+		}
+		if b.CountsDiffer != "" {
+			fmt.Fprintf(w, "    go test     %s\n", b.CountsDiffer)
+		}
+	}
+}
+
+// writeBenchRetained writes what a benchmark's ops left, under its
+// figures: the top sites and goroutines when it is not nothing.
 func writeBenchRetained(w io.Writer, b schema.BenchFigures) {
 	if b.PerOp.RetainedBytes == nil {
 		return
 	}
-	fmt.Fprintf(w, "    retained    %s objects/op, %s B/op live after the run; goroutines left %s /op  [retained run]\n",
-		fmtPtr(b.PerOp.RetainedObjects, 4), fmtPtr(b.PerOp.RetainedBytes, 2), fmtPtr(b.PerOp.GoroutinesLeft, 4))
 	for i, site := range b.RetainedSites {
 		if i == 3 {
 			break
@@ -329,10 +333,6 @@ func byName(m map[string]float64) string {
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }
-
-// benchUnits are the figures probe ab compares for each benchmark, in the
-// report's order (the metric table's).
-var benchUnits = metric.Compare("op")
 
 // steadyWords says where a result's allocations per op come from.
 func steadyWords(b schema.BenchFigures) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -29,9 +28,8 @@ func TestSweepReportGolden(t *testing.T) {
 // a fixed callgrind window.
 func TestInstructionsReportGolden(t *testing.T) {
 	t.Parallel()
-	win := &callgrind.Part{Number: 2, Trigger: "dump", Total: 3400000,
-		Self:  map[string]int64{"main.buildDocument": 1200000, "encoding/json.(*encodeState).string": 900000, "runtime.mallocgc": 700000, "runtime.sysmon": 100000, "net/http.(*conn).serve": 500000},
-		Calls: map[[2]string]int64{{"net/http.(*conn).serve", "main.buildDocument"}: 2600000}}
+	win := Costs{Total: 3400000, Rows: []Cost{{"main.buildDocument", 1200000, false}, {"encoding/json.(*encodeState).string", 900000, false},
+		{"runtime.mallocgc", 700000, false}, {"net/http.(*conn).serve", 500000, false}, {"runtime.sysmon", 100000, false}}}
 	s := &schema.Summary{Target: "./targets/httpjson", PerRequest: schema.PerRequest{Instructions: f64(330000)},
 		Checks: map[string]float64{"instructions_total_per_req": 340000, "instructions_scheduler_idle_per_req": 2100, "instructions_sysmon_per_req": 10000}}
 	var b bytes.Buffer

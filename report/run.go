@@ -8,10 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/perfspy/perfspy/copyspy"
-	"github.com/perfspy/perfspy/internal/proc"
 	"github.com/perfspy/perfspy/internal/safetext"
-	"github.com/perfspy/perfspy/offcpu"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -26,7 +24,7 @@ type Run struct {
 	Sites        []Site  // allocation sites, largest first
 	Requests     int64   // the attribution window's, by which sites divide
 	Totals       []int64 // the allocations' totals, for the remainder row
-	CopySites    []copyspy.Site
+	CopySites    []schema.CopySite
 	CopyRequests int64
 	CopyTotal    [2]int64
 }
@@ -59,7 +57,6 @@ func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, t
 	fmt.Fprintf(w, "| figure | per request | source |\n|---|---:|---|\n")
 	fmt.Fprintf(w, "| requests (timing window) | %d in %.2f s, %.1f req/s | load driver, 2xx only |\n", s.Window.Requests, s.Window.Seconds, s.Window.RPS)
 	latencyRows(w, s.Window)
-	fmt.Fprintf(w, "| CPU | %s µs | %s, timing window |\n", fmtPtr(s.PerRequest.CPUUS, 2), s.Sources["cpu"])
 	fmt.Fprintf(w, "| server cores used | %.2f of %.0f%s | %s, timing window |\n", s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if c, ok := s.Checks["cpu_profile_coverage"]; ok && c < LowCPUProfileCoverage {
 		fmt.Fprintf(w, "| CPU profile | %.0f%% of the measured CPU sampled | %s |\n", 100*c, s.Sources["cpu_profile"])
@@ -85,26 +82,7 @@ func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, t
 			fmt.Fprintf(w, "| %s vs the UDP floor | %.2fx | targets/udpfloor, same transfers |\n", k, s.FloorRatio[k])
 		}
 	}
-	attr := fmt.Sprintf("attribution window, %d requests", s.AttributionWindow.Requests)
-	fmt.Fprintf(w, "| allocations | %s | %s, %s |\n", fmtPtr(s.PerRequest.Allocs, 2), s.Sources["allocs"], attr)
-	fmt.Fprintf(w, "| allocated bytes | %s | %s, %s |\n", fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"], attr)
-	copyWin := attr
-	if s.CopiesWindow != nil {
-		copyWin = fmt.Sprintf("copies window, %d requests", s.CopiesWindow.Requests)
-	}
-	fmt.Fprintf(w, "| copies | %s calls, %s B | %s, %s |\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), s.Sources["copies"], copyWin)
-	if s.PerRequest.ClearedBytes != nil {
-		fmt.Fprintf(w, "| clears (memclr, apart from copies) | %s calls, %s B | %s, %s |\n", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0), s.Sources["copies"], copyWin)
-	}
-	if rw := s.RetainedWindow; rw != nil {
-		ret := fmt.Sprintf("retained window, %d requests", rw.Requests)
-		fmt.Fprintf(w, "| retained (live after the window) | %s objects, %s B | %s, %s |\n", fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), s.Sources["retained"], ret)
-		fmt.Fprintf(w, "| goroutines left running | %s | %s, %s |\n", fmtPtr(s.PerRequest.GoroutinesLeft, 4), s.Sources["goroutines_left"], ret)
-		if s.PerRequest.GoroutinesLeaked != nil {
-			fmt.Fprintf(w, "| of them leaked (never to run again) | %s | %s |\n", fmtPtr(s.PerRequest.GoroutinesLeaked, 4), s.Sources["goroutines_leaked"])
-		}
-	}
-	fmt.Fprintf(w, "| syscalls | %s | %s, timing window |\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
+	writeFigureRows(w, s)
 	fmt.Fprint(w, "\nBlind spots: ")
 	if s.Sources["allocs"] == schema.SourceAllocspy {
 		fmt.Fprint(w, "allocspy counts objects as the program asked for them (tiny objects packed into one 16-byte block each count; the blocks are heap_blocks) and keeps stacks of up to 128 return PCs from mallocgc's caller, as the runtime's own profiles; a deeper stack is cut there and ends in a [truncated] frame. ")
@@ -141,9 +119,53 @@ func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, t
 	fmt.Fprintf(w, "| **total** | %.2f | %.0f |\n", float64(tot[0])/float64(requests), float64(tot[1])/float64(requests))
 }
 
+// writeFigureRows are report.md's rows of the metric table's labelled
+// figures: each with its source and the window that counted it; a source
+// that measured none of its figures says why in one row.
+func writeFigureRows(w io.Writer, s *schema.Summary) {
+	doc := metric.Doc(s)
+	figs := figures(doc, "req", labelled)
+	for _, f := range figs {
+		fmt.Fprintf(w, "| %s | %s | %s, %s |\n", f.Label, f.text(), s.Sources[f.SourceKey], windowWords(doc, f.Window))
+	}
+	for _, k := range unmeasured(s, figs) {
+		fmt.Fprintf(w, "| %s | n/a | %s |\n", strings.ReplaceAll(k, "_", " "), s.Sources[k])
+	}
+}
+
+// unmeasured are the source keys of labelled rows that the run measured
+// none of, whose source says why, in the table's order.
+func unmeasured(s *schema.Summary, figs []figure) []string {
+	have := map[string]bool{}
+	for _, f := range figs {
+		have[f.SourceKey] = true
+	}
+	var out []string
+	for _, m := range metric.Table {
+		if k := m.SourceKey; m.Label != "" && m.Summary != "" && !have[k] && s.Sources[k] != "" {
+			have[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// writeFigureLines are the terminal's lines of the metric table's
+// labelled figures, one per source: "allocs  22.02 allocs/req, 17090
+// B/req  [allocspy]"; a source that measured none says why.
+func writeFigureLines(w io.Writer, s *schema.Summary) {
+	figs := figures(metric.Doc(s), "req", labelled)
+	for _, g := range groups(figs) {
+		fmt.Fprintf(w, "  %s %s  [%s]\n", head(g.key), g.line(), s.Sources[g.key])
+	}
+	for _, k := range unmeasured(s, figs) {
+		fmt.Fprintf(w, "  %s n/a  [%s]\n", head(k), s.Sources[k])
+	}
+}
+
 // writeCopyReport lists the top copy sites per request: the first frame
 // outside the runtime, the direct caller, and calls per size bucket.
-func writeCopyReport(w io.Writer, sites []copyspy.Site, requests int64, tot [2]int64) {
+func writeCopyReport(w io.Writer, sites []schema.CopySite, requests int64, tot [2]int64) {
 	if requests <= 0 || sites == nil {
 		return
 	}
@@ -237,7 +259,7 @@ func (r *Run) Terminal(w io.Writer) {
 			ow.Rate, ow.Arrivals, ow.LatencyRawUS["p50"], ow.LatencyRawUS["p99"], ow.LatencyRawUS["p999"], ow.ScheduledSends, ow.LateSends, ow.DroppedSends)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  cpu           %s µs/req, %.2f of %.0f cores used%s  [%s]\n", fmtPtr(s.PerRequest.CPUUS, 2), s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
+	fmt.Fprintf(w, "  cores         %.2f of %.0f used%s  [%s]\n", s.ServerCores, s.CoresAvailable, placement(s), s.Sources["cpu"])
 	if m := s.Machine; m != nil && m.Busy {
 		fmt.Fprintf(w, "  machine       busy: %s  [%s]\n", machineLine(m), m.Source)
 	}
@@ -258,7 +280,7 @@ func (r *Run) Terminal(w io.Writer) {
 			t.Bytes, *s.DatagramsPerRequest, t.BytesPerDatagram, t.CPUUSPerMB, t.BytesPerSyscall, t.DatagramSource)
 		fmt.Fprintf(w, "  per datagram  %.4f syscalls, %.4f µs CPU\n", s.PerDatagram.Syscalls, s.PerDatagram.CPUUS)
 	}
-	fmt.Fprintf(w, "  allocs        %s /req, %s B/req  [%s]\n", fmtPtr(s.PerRequest.Allocs, 2), fmtPtr(s.PerRequest.AllocBytes, 0), s.Sources["allocs"])
+	writeFigureLines(w, s)
 	if c := s.Closure; c != nil && c.Allocs != nil {
 		a := c.Allocs
 		state := "closes"
@@ -276,16 +298,10 @@ func (r *Run) Terminal(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  closure       requests %s: %d ended by the request marks, %d the driver's successes  [request marks]\n", state, r.Marked, r.Driver)
 	}
-	clears := ""
-	if s.PerRequest.ClearedBytes != nil {
-		clears = fmt.Sprintf("; cleared %s calls/req, %s B/req", fmtPtr(s.PerRequest.ClearCalls, 2), fmtPtr(s.PerRequest.ClearedBytes, 0))
-	}
-	fmt.Fprintf(w, "  copies        %s calls/req, %s B/req%s  [%s]\n", fmtPtr(s.PerRequest.CopyCalls, 2), fmtPtr(s.PerRequest.CopiedBytes, 0), clears, s.Sources["copies"])
 	writeRetainedLines(w, s)
 	if len(s.Routes) > 1 {
 		writeRoutesTable(w, s, false, 5)
 	}
-	fmt.Fprintf(w, "  syscalls      %s /req  [%s]\n", fmtPtr(s.PerRequest.Syscalls, 2), s.Sources["syscalls"])
 	if src := s.Sources["offcpu"]; s.PerRequest.RequestUS == nil && strings.HasPrefix(src, schema.SourceNone+": no request boundaries") {
 		// Outside net/http (gRPC, fasthttp), say why there is no
 		// request line, in one line.
@@ -390,26 +406,20 @@ func placement(s *schema.Summary) string {
 	}
 	out := fmt.Sprintf(" (GOMAXPROCS %d", s.GOMAXPROCS)
 	if len(s.ServerCPUs) > 0 {
-		out += ", on cpus " + proc.FormatCPUList(s.ServerCPUs)
+		out += ", on cpus " + schema.CPUList(s.ServerCPUs)
 	}
 	if len(s.DriverCPUs) > 0 {
-		out += "; the driver on cpus " + proc.FormatCPUList(s.DriverCPUs)
+		out += "; the driver on cpus " + schema.CPUList(s.DriverCPUs)
 	}
 	return out + ")"
 }
 
-// writeRetainedLines writes the terminal's lines of the retained window:
-// one, and the top sites and goroutines when they are not zero.
+// writeRetainedLines writes the terminal's lines of the retained window
+// under its figures: the top sites and goroutines when they are not zero.
 func writeRetainedLines(w io.Writer, s *schema.Summary) {
 	if s.RetainedWindow == nil {
 		return
 	}
-	leaked := ""
-	if s.PerRequest.GoroutinesLeaked != nil {
-		leaked = fmt.Sprintf(" (%s leaked for good)", fmtPtr(s.PerRequest.GoroutinesLeaked, 4))
-	}
-	fmt.Fprintf(w, "  retained      %s objects/req, %s B/req live after the window; goroutines left %s /req%s  [retained window]\n",
-		fmtPtr(s.PerRequest.RetainedObjects, 4), fmtPtr(s.PerRequest.RetainedBytes, 0), fmtPtr(s.PerRequest.GoroutinesLeft, 4), leaked)
 	for i, site := range s.RetainedSites {
 		if i == 3 {
 			break
@@ -437,7 +447,7 @@ func writeOffCPUReport(w io.Writer, s *schema.Summary) {
 		fmt.Fprintf(w, "\n## Server-side time per request (off-CPU window, %s)\n\n", s.Sources["offcpu"])
 		fmt.Fprintf(w, "From the handler's start to the response's end, on the request's goroutine, over the %.0f requests the trace saw whole.\n\n", s.Checks["offcpu_requests"])
 		fmt.Fprintf(w, "| part | mean µs | median requests µs (%d) | slowest 1%% µs (%d) |\n|---|---:|---:|---:|\n", p50.Requests, p99.Requests)
-		for _, p := range offcpu.Parts {
+		for _, p := range schema.RequestParts {
 			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", partLabel(p), s.PerRequest.RequestUS[p], p50.PartsUS[p], p99.PartsUS[p])
 		}
 		fmt.Fprintf(w, "| remainder (not placed by the trace) | %.2f | %.2f | %.2f |\n", s.Checks["request_us_remainder"], p50.Remainder, p99.Remainder)
@@ -450,7 +460,7 @@ func writeOffCPUReport(w io.Writer, s *schema.Summary) {
 	}
 	if s.BackgroundOffCPUUS != nil {
 		fmt.Fprintf(w, "\n## Background waits (goroutines serving no request, never divided by requests)\n\nSeconds of waiting per second of the window: 6.64 is six or seven goroutines (idle workers, timers, the runtime's) waiting all the time, on average; summary.json's background_offcpu_us holds the same in µs per second.\n\n| reason | goroutines waiting (s per s) |\n|---|---:|\n")
-		for _, r := range offcpu.Reasons {
+		for _, r := range schema.OffCPUReasons {
 			fmt.Fprintf(w, "| %s | %.2f |\n", r, s.BackgroundOffCPUUS[r]/1e6)
 		}
 		fmt.Fprintf(w, "\n")
@@ -486,7 +496,7 @@ func writeWaitRows(w io.Writer, rows []schema.WaitRow) {
 func requestLine(s *schema.Summary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%.0f µs on the server:", s.PerRequest.RequestUS["total"])
-	for _, p := range offcpu.Parts {
+	for _, p := range schema.RequestParts {
 		if v := s.PerRequest.RequestUS[p]; v >= 0.5 {
 			fmt.Fprintf(&b, " %s %.0f", p, v)
 		}

@@ -10,7 +10,6 @@ import (
 
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
 
-	"github.com/perfspy/perfspy/copyspy"
 	"github.com/perfspy/perfspy/schema"
 	"github.com/perfspy/perfspy/syscalls"
 	"golang.org/x/perf/benchfmt"
@@ -169,7 +168,7 @@ func fullReport() *Run {
 		Summary:  s,
 		Sites:    []Site{{Func: "net/textproto.readMIMEHeader", Values: []int64{250000, 2360000}}, {Func: "main.buildDocument", Values: []int64{50000, 409600}}},
 		Requests: 50000, Totals: []int64{1125000, 856582500},
-		CopySites:    []copyspy.Site{{User: "main.buildDocument", Direct: "runtime.growslice", Kind: "memmove", Calls: [4]int64{0, 100000, 0, 0}, Bytes: [4]int64{0, 51200000, 0, 0}}},
+		CopySites:    []schema.CopySite{{User: "main.buildDocument", Direct: "runtime.growslice", Kind: "memmove", Calls: [4]int64{0, 100000, 0, 0}, Bytes: [4]int64{0, 51200000, 0, 0}}},
 		CopyRequests: 50000, CopyTotal: [2]int64{43581000, 1690207000},
 	}
 }

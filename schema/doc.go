@@ -6,6 +6,8 @@
 // program that reads perfspy's results decodes them with encoding/json
 // into these types, without linking the probe command; probe review and
 // perfspy's cost commands do so too.
+// The shapes the writers list (copy sites, the parts of a request's time,
+// CPU lists) are here too, so that package report reads figures only.
 // Figures not measured are null (nil pointers), never zero; each
 // figure's meaning, unit and judgement is a row of package metric.
 package schema

@@ -229,6 +229,9 @@ type PerRequest struct {
 	// GoroutinesLeaked is the part of GoroutinesLeft that can never run
 	// again (the goroutine leak profile, Go 1.27 on; absent before).
 	GoroutinesLeaked *float64 `json:"goroutines_leaked,omitempty"`
+	// GoroutinesCreated is the goroutines the timing window created
+	// (runtime/metrics, Go 1.26 on; absent before).
+	GoroutinesCreated *float64 `json:"goroutines_created,omitempty"`
 }
 
 // RetainedSite is a site whose allocations the retained window's

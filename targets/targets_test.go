@@ -74,7 +74,7 @@ func requireRoot(t *testing.T) {
 // main.decodeCopy; -parse=inplace copies nothing there.
 func TestRPCEchoParse(t *testing.T) {
 	for _, mode := range []string{"copy", "inplace"} {
-		s, out := run(t, "./rpcecho", probe.Config{Spec: load.Spec{BodySize: 1024}, Args: []string{"-parse=" + mode}})
+		s, out := run(t, "./rpcecho", probe.Config{Spec: load.Spec{BodySize: 1024}, TargetConfig: probe.TargetConfig{Args: []string{"-parse=" + mode}}})
 		if s.Window.Errors != 0 || s.Window.Requests == 0 {
 			t.Fatalf("%s: window %+v", mode, s.Window)
 		}
@@ -107,7 +107,7 @@ func TestRPCEchoWrites(t *testing.T) {
 	requireRoot(t)
 	writes := map[string]float64{}
 	for _, w := range []string{"1", "2"} {
-		s, _ := run(t, "./rpcecho", probe.Config{Args: []string{"-writes=" + w}, Copies: "off"})
+		s, _ := run(t, "./rpcecho", probe.Config{TargetConfig: probe.TargetConfig{Args: []string{"-writes=" + w}}, CountConfig: probe.CountConfig{Copies: "off"}})
 		by := s.PerRequest.SyscallsByName
 		writes[w] = by["write"] + by["writev"]
 		t.Logf("-writes=%s: write %.4f writev %.4f per request", w, by["write"], by["writev"])
@@ -122,8 +122,7 @@ func TestStaticPrecompressed(t *testing.T) {
 	compress := map[string]float64{}
 	total := map[string]float64{}
 	for _, pre := range []string{"0", "1"} {
-		s, out := run(t, "./static", probe.Config{Spec: load.Spec{Path: "/data.json", Headers: map[string]string{"Accept-Encoding": "gzip"}},
-			Args: []string{"-precompressed=" + pre}, Copies: "off"})
+		s, out := run(t, "./static", probe.Config{Spec: load.Spec{Path: "/data.json", Headers: map[string]string{"Accept-Encoding": "gzip"}}, TargetConfig: probe.TargetConfig{Args: []string{"-precompressed=" + pre}}, CountConfig: probe.CountConfig{Copies: "off"}})
 		p := readProfile(t, filepath.Join(out, "allocs.pb.gz"))
 		var b int64
 		for _, smp := range p.Sample {
@@ -147,7 +146,7 @@ func TestStaticPrecompressed(t *testing.T) {
 func TestHTTPJSONEncoder(t *testing.T) {
 	allocs := map[string]float64{}
 	for _, enc := range []string{"std", "append"} {
-		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/json"}, Args: []string{"-encoder=" + enc}, Copies: "off"})
+		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/json"}, TargetConfig: probe.TargetConfig{Args: []string{"-encoder=" + enc}}, CountConfig: probe.CountConfig{Copies: "off"}})
 		allocs[enc] = *s.PerRequest.Allocs
 		t.Logf("-encoder=%s: %.2f allocs/req, %.0f B/req", enc, allocs[enc], *s.PerRequest.AllocBytes)
 	}
@@ -166,7 +165,7 @@ func TestHTTPJSONAccessLog(t *testing.T) {
 		if on {
 			args = append(args, "-accesslog")
 		}
-		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/text"}, Args: args, Copies: "off"})
+		s, _ := run(t, "./httpjson", probe.Config{Spec: load.Spec{Path: "/text"}, TargetConfig: probe.TargetConfig{Args: args}, CountConfig: probe.CountConfig{Copies: "off"}})
 		writes[on] = s.PerRequest.SyscallsByName["write"]
 		t.Logf("-accesslog=%v: write %.4f per request", on, writes[on])
 	}
@@ -203,7 +202,7 @@ func sends(s *schema.Summary) float64 {
 // the per-transfer ones over the datagrams. An echo brings as many back.
 // -floor measures targets/udpfloor with the same transfers.
 func TestQUICEchoTransfers(t *testing.T) {
-	push := bulk(t, probe.Config{Floor: true})
+	push := bulk(t, probe.Config{WindowConfig: probe.WindowConfig{Floor: true}})
 	tr := push.Transfer
 	dpr := *push.DatagramsPerRequest
 	t.Logf("push: %.2f datagrams per transfer of %d B (kernel InDatagrams %.2f), largest %d B, %.4f syscalls and %.3f µs per datagram; floor ratios %v",
@@ -224,7 +223,7 @@ func TestQUICEchoTransfers(t *testing.T) {
 		t.Errorf("floor %+v, ratios %v", push.Floor, push.FloorRatio)
 	}
 
-	echo := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}})
+	echo := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, TargetConfig: probe.TargetConfig{Args: []string{"-mode=echo"}}})
 	t.Logf("echo: %.2f datagrams per transfer of %d B", *echo.DatagramsPerRequest, echo.Transfer.Bytes)
 	if e, p := *echo.DatagramsPerRequest/float64(echo.Transfer.Bytes), dpr/float64(tr.Bytes); e < 1.8*p {
 		t.Errorf("echo: %.5f datagrams per transfer byte, push %.5f: want about twice", e, p)
@@ -235,8 +234,8 @@ func TestQUICEchoTransfers(t *testing.T) {
 // server sends each datagram with a syscall of its own: an echo's
 // send-class syscalls per transfer rise several times.
 func TestQUICEchoGSO(t *testing.T) {
-	on := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}})
-	off := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, Args: []string{"-mode=echo"}, Env: []string{"QUIC_GO_DISABLE_GSO=1"}})
+	on := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, TargetConfig: probe.TargetConfig{Args: []string{"-mode=echo"}}})
+	off := bulk(t, probe.Config{Spec: load.Spec{Size: 256 << 10}, TargetConfig: probe.TargetConfig{Args: []string{"-mode=echo"}, Env: []string{"QUIC_GO_DISABLE_GSO=1"}}})
 	t.Logf("send syscalls per transfer: GSO %.2f, no GSO %.2f; datagrams %.1f and %.1f", sends(on), sends(off), *on.DatagramsPerRequest, *off.DatagramsPerRequest)
 	if sends(off) < 3*sends(on) {
 		t.Errorf("without GSO %.2f send syscalls per transfer, with %.2f: want several times more", sends(off), sends(on))
@@ -255,7 +254,7 @@ func TestQUICEchoSockbuf(t *testing.T) {
 	big := bulk(t, probe.Config{})
 	// With 16 KiB a transfer waits for retransmissions (about 75 ms on
 	// this machine): a longer window keeps twenty of them in it.
-	small := bulk(t, probe.Config{Args: []string{"-sockbuf=16384"}, Duration: 3 * time.Second})
+	small := bulk(t, probe.Config{TargetConfig: probe.TargetConfig{Args: []string{"-sockbuf=16384"}}, WindowConfig: probe.WindowConfig{Duration: 3 * time.Second}})
 	t.Logf("kernel drops per transfer: quic-go's buffer %.2f, 16 KiB %.2f; datagrams %.2f and %.2f",
 		big.Transfer.KernelUDP["RcvbufErrors"], small.Transfer.KernelUDP["RcvbufErrors"], *big.DatagramsPerRequest, *small.DatagramsPerRequest)
 	if big.Transfer.KernelUDP["RcvbufErrors"] > 0.5 || small.Transfer.KernelUDP["RcvbufErrors"] < 1 {
@@ -274,7 +273,7 @@ func TestQUICEchoSockbuf(t *testing.T) {
 func TestLeakRetained(t *testing.T) {
 	outs := map[string]string{}
 	for _, path := range []string{"/leak", "/clean"} {
-		s, out := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, Retained: true, OffCPU: false})
+		s, out := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, WindowConfig: probe.WindowConfig{Retained: true, OffCPU: false}})
 		if s.RetainedWindow == nil || s.PerRequest.RetainedObjects == nil || s.PerRequest.GoroutinesLeft == nil {
 			t.Fatalf("%s: no retained window in the summary", path)
 		}
@@ -360,7 +359,7 @@ func TestLeakRetained(t *testing.T) {
 // is absent, not 0.
 func TestGoroutineLeakProfile(t *testing.T) {
 	for _, path := range []string{"/lost", "/leak"} {
-		s, _ := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, Retained: true, OffCPU: false})
+		s, _ := run(t, "./leak", probe.Config{Spec: load.Spec{Path: path}, WindowConfig: probe.WindowConfig{Retained: true, OffCPU: false}})
 		if s.RetainedWindow == nil || s.PerRequest.GoroutinesLeft == nil {
 			t.Fatalf("%s: no retained window in the summary", path)
 		}

@@ -74,6 +74,10 @@ type Metrics struct {
 	// user and system): CPU per request where probe cannot read the
 	// target's /proc (macOS).
 	CPUNanos uint64 `json:"cpu_ns,omitempty"`
+	// GoroutinesCreated is /sched/goroutines-created:goroutines, the
+	// goroutines created so far; nil where the runtime has no such
+	// metric (before Go 1.26).
+	GoroutinesCreated *uint64 `json:"goroutines_created,omitempty"`
 }
 
 // Response answers a Request. Error is empty on success.

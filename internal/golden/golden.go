@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +31,21 @@ func Check(t testing.TB, path string, got []byte, update bool) {
 		os.WriteFile(path+".got", got, 0o644)
 		t.Errorf("%s differs from the golden file; see %s.got", path, path)
 	}
+}
+
+// CheckBlock compares the part of the file at path between the lines
+// begin and end (a document's generated table, a README's example) with
+// block; with update it rewrites that part only.
+func CheckBlock(t testing.TB, path, begin, end, block string, update bool) {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rest, ok1 := strings.Cut(string(doc), begin)
+	_, tail, ok2 := strings.Cut(rest, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s has no %q ... %q", path, begin, end)
+	}
+	Check(t, path, []byte(head+begin+block+end+tail), update)
 }

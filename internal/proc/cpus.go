@@ -97,24 +97,6 @@ func ParseCPUList(s string, n int) ([]int, error) {
 	return out, nil
 }
 
-// FormatCPUList writes cpus as the kernel writes Cpus_allowed_list: 0-2,4.
-func FormatCPUList(cpus []int) string {
-	var parts []string
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, strconv.Itoa(cpus[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
-
 func sortedStrings(s []string) []string {
 	sort.Strings(s)
 	return s

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/perfspy/perfspy/schema"
 )
 
 func TestParseCPUs(t *testing.T) {
@@ -33,7 +35,7 @@ func TestParseCPUs(t *testing.T) {
 			t.Errorf("ParseCPUs(%q, 2): no error", bad)
 		}
 	}
-	if got := FormatCPUList([]int{0, 1, 2, 4, 6, 7}); got != "0-2,4,6-7" {
+	if got := schema.CPUList([]int{0, 1, 2, 4, 6, 7}); got != "0-2,4,6-7" {
 		t.Errorf("FormatCPUList = %q", got)
 	}
 }
@@ -62,7 +64,7 @@ func FuzzParseCPUs(f *testing.F) {
 				seen[c] = true
 			}
 		}
-		if back, err := ParseCPUList(FormatCPUList(p.Server), n); len(p.Server) > 0 && (err != nil || !reflect.DeepEqual(back, p.Server)) {
+		if back, err := ParseCPUList(schema.CPUList(p.Server), n); len(p.Server) > 0 && (err != nil || !reflect.DeepEqual(back, p.Server)) {
 			t.Fatalf("format/parse round trip of %v: %v, %v", p.Server, back, err)
 		}
 	})
