@@ -16,6 +16,12 @@
 // those objects take no block), the bytes asked for, and the bytes taken
 // (the size class). The heap profile at MemProfileRate=1 counts blocks and
 // bytes taken; the two agree exactly per site.
+//
+// For probe run -bench, the recorder can also track, by address, each heap
+// block a benchmark's timed region makes (allocspyLiveStart,
+// allocspyLiveRead): after two GCs, the blocks whose heap slots are still
+// allocated are what the ops left live, by site, without the heap profile
+// (benchwin.LiveEnv).
 package allocspy
 
 import (
@@ -49,12 +55,13 @@ const (
 )
 
 // recordCall0 is the recorder's call where an allocation entry returns,
-// gated so that a build with the recorder off pays two loads; recordCall1
+// gated so that a build with the recorder off pays one load (perfspyGate,
+// which every switch below raises while it is on); recordCall1
 // is the same from a slow path, one frame below the entry.
 const (
-	recordGate  = "if perfspyGate != 0 && allocspyOn != 0 && (allocspyOn == 1 || getg().perfspyMark&perfspySampledBit != 0) { "
-	recordCall0 = recordGate + "allocspyRecord(size, elemsize, 0) }; "
-	recordCall1 = recordGate + "allocspyRecord(size, elemsize, 1) }; "
+	recordGate  = "if perfspyGate != 0 && (allocspyOn == 1 || allocspyLive != 0 || allocspyOn == 2 && getg().perfspyMark&perfspySampledBit != 0) { "
+	recordCall0 = recordGate + "allocspyRecord(x, size, elemsize, 0) }; "
+	recordCall1 = recordGate + "allocspyRecord(x, size, elemsize, 1) }; "
 )
 
 // withoutOverlay is what a run does when this overlay cannot be built.

@@ -168,7 +168,7 @@ func FuzzPatchMalloc(f *testing.F) {
 		if strings.Count(out, "\n") != strings.Count(src, "\n") {
 			t.Fatal("the patch moved line numbers")
 		}
-		if strings.Count(out, "allocspyRecord(size, elemsize, 0)") != strings.Count(src, "allocspyRecord(size, elemsize, 0)")+1 {
+		if strings.Count(out, "allocspyRecord(x, size, elemsize, 0)") != strings.Count(src, "allocspyRecord(x, size, elemsize, 0)")+1 {
 			t.Fatal("the patch did not add exactly one call")
 		}
 	})

@@ -43,6 +43,12 @@ const SteadyEnv = "PERFSPY_BENCH_STEADY"
 // Steady names the two warm runs' reports, each a pair: the 1-op run's,
 // then the (N+1)-op run's.
 type Steady struct {
+	// Linear: the reported run counted exactly N times what the
+	// benchmark's first run, of 1 op, counted, slot by slot, in what it
+	// left live and in goroutines left; no warm runs were made (N is then
+	// [1, N], and no report is named): the reported run is the steady
+	// state, and nothing was paid once.
+	Linear         bool      `json:"linear,omitempty"`
 	N              [2]int    `json:"n"`
 	BenchmemAllocs [2]uint64 `json:"benchmem_allocs"`
 	BenchmemBytes  [2]uint64 `json:"benchmem_bytes"`
@@ -153,6 +159,19 @@ func ReadCopies(path string) (*wire.CopyReport, error) {
 // run leaves: its objects still live after two GCs (MemProfileRate=1 from
 // the start) and the goroutines it started that still run.
 const RetainedEnv = "PERFSPY_BENCH_RETAINED"
+
+// LiveEnv makes the counted run (allocspy built in) measure what each run
+// leaves too: the heap blocks its timed region made that are still in use
+// after two GCs, each tracked by address from its allocation (no heap
+// profile), and the goroutines it started that still run. Its events then
+// name retained reports as a RetainedEnv run's do; without allocspy they
+// name none.
+const LiveEnv = "PERFSPY_BENCH_LIVE"
+
+// MarksEnv makes the recorder only mark each timed region in the
+// execution trace (probe's traced run): the runtime spies stay off, and
+// its events name no report.
+const MarksEnv = "PERFSPY_BENCH_MARKS"
 
 // ReadRetained reads a retained report, path+".json".
 func ReadRetained(path string) (*wire.RetainedReport, error) {

@@ -120,6 +120,9 @@ type Options struct {
 	// window count, from the window's opening at the earliest, by window
 	// (Result.Windows, Sample.Window).
 	Window string
+	// Truncated reads a trace whose process was stopped while it wrote:
+	// what was read before the trace breaks off is the result.
+	Truncated bool
 }
 
 type gstate struct {
@@ -205,6 +208,9 @@ func Parse(r io.Reader, opt Options) (*Result, error) {
 	for {
 		ev, err := tr.ReadEvent()
 		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && opt.Truncated && p.first != 0 {
 			break
 		}
 		if err != nil {

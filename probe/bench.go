@@ -45,8 +45,9 @@ type BenchConfig struct {
 	// OffCPU adds a run under the execution tracer: off-CPU time per op
 	// by reason, in the timed regions.
 	OffCPU bool
-	// Retained adds a run that measures what each benchmark's ops leave:
-	// objects still live after two GCs, goroutines still running.
+	// Retained measures, in the counted run, what each benchmark's ops
+	// leave: the blocks they made still live after two GCs, goroutines
+	// still running.
 	Retained bool
 	// Exec runs the test binaries as go test -exec does: Exec[0] with
 	// Exec[1:], then the binary and its flags (an emulator such as
@@ -187,9 +188,8 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if err != nil {
 		return nil, err
 	}
-	// The traced and retained runs are bounded, and what they finished is
-	// kept when they are cut or interrupted: their figures are extras
-	// beside the counts.
+	// The traced run is bounded, and what it finished is kept when it is
+	// cut or interrupted: its figures are extras beside the counts.
 	bound := extraRunBound(time.Since(start))
 	var cuts []string
 	extra := func(what string, run func(ctx context.Context) error) {
@@ -217,13 +217,6 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 			return err
 		})
 	}
-	if cfg.Retained {
-		logf("measuring what the benchmarks' ops leave live (heap after two GCs, goroutines)")
-		extra("the retained run", func(ctx context.Context) (err error) {
-			win.retainedDir, win.retained, err = runBenchRetained(ctx, tgt, counted, priv, out)
-			return err
-		})
-	}
 	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}, cuts: cuts}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
@@ -239,10 +232,9 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	return res, nil
 }
 
-// extraRunBound is how long the traced and the retained runs may take:
-// four times the counted run (the same benchmarks, the same -benchtime;
-// the retained run's MemProfileRate=1 and the tracer slow each op) plus
-// 30 s for their set-ups.
+// extraRunBound is how long the traced run may take: four times the
+// counted run (the same benchmarks, the same -benchtime; the tracer slows
+// each op) plus 30 s for its set-up.
 func extraRunBound(counted time.Duration) time.Duration {
 	return 4*counted + extraRunFloor
 }
@@ -331,32 +323,6 @@ type benchWindow struct {
 	// offcpu is the traced run's off-CPU time, by result (in the order
 	// of events).
 	offcpu []benchWaits
-	// retained are the retained run's results, in its order, read from
-	// retainedDir.
-	retained    []benchwin.Event
-	retainedDir string
-}
-
-// runBenchRetained runs the instrumented test binary once more with
-// MemProfileRate=1 from its start (which would slow the counted run's
-// allocations) and reads what each result's run left.
-func runBenchRetained(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) (string, []benchwin.Event, error) {
-	dir := filepath.Join(priv, "retained")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", nil, err
-	}
-	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir, benchwin.RetainedEnv+"=1", benchwin.SteadyEnv+"=1")
-	if runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-retained.txt"), nil); runErr != nil {
-		// A run cut short keeps the results it reported.
-		events, err := benchwin.ReadFinished(dir)
-		return dir, events, errors.Join(fmt.Errorf("the retained benchmark run: %w", runErr), err)
-	}
-	events, err := benchwin.ReadEvents(dir)
-	if err != nil {
-		return "", nil, fmt.Errorf("the retained run's results: %w", err)
-	}
-	return dir, events, nil
 }
 
 // benchWaits is one result's off-CPU time in its timed region.
@@ -377,29 +343,34 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	}
 	tracePath := filepath.Join(priv, "bench.trace")
 	cmd := cfg.command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir)
-	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil); err != nil {
-		return nil, fmt.Errorf("the traced benchmark run: %w", err)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir, benchwin.MarksEnv+"=1")
+	runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil)
+	read := benchwin.ReadEvents
+	if runErr != nil {
+		// A run cut short keeps the results it reported, from the
+		// trace it wrote until then.
+		runErr = fmt.Errorf("the traced benchmark run: %w", runErr)
+		read = benchwin.ReadFinished
 	}
-	events, err := benchwin.ReadEvents(dir)
-	if err != nil {
-		return nil, fmt.Errorf("the traced run's results: %w", err)
+	events, err := read(dir)
+	if err != nil || len(events) == 0 {
+		return nil, errors.Join(runErr, err)
 	}
 	f, err := os.Open(tracePath)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(runErr, err)
 	}
 	defer f.Close()
-	res, err := offcpu.Parse(bufio.NewReader(f), offcpu.Options{Window: benchwin.TraceCategory, Exclude: []string{"runtime/trace.", "runtime.trace", "runtime.(*trace"}})
+	res, err := offcpu.Parse(bufio.NewReader(f), offcpu.Options{Window: benchwin.TraceCategory, Exclude: []string{"runtime/trace.", "runtime.trace", "runtime.(*trace"}, Truncated: runErr != nil})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tracePath, err)
+		return nil, errors.Join(runErr, fmt.Errorf("%s: %w", tracePath, err))
 	}
 	var ws []benchWaits
 	for _, e := range events {
 		id := strconv.FormatUint(uint64(e.Seq), 10)
 		ws = append(ws, benchWaits{name: e.Name, nanos: res.Windows[id], profile: res.WindowProfile(id)})
 	}
-	return ws, nil
+	return ws, runErr
 }
 
 // runBenchWindow runs the instrumented test binary. As root, the syscall
@@ -412,6 +383,9 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
+	if cfg.Retained {
+		cmd.Env = append(cmd.Env, benchwin.LiveEnv+"=1")
+	}
 	var started func(*proc.Proc) error
 	switch err := capability.BPF("counting syscalls"); {
 	case cfg.Syscalls == "off":

@@ -38,9 +38,8 @@ type benchOutput struct {
 	// beside are the counted run's allocations in the timed region that
 	// no op made (not under testing's runN), by benchmark folder.
 	beside map[string]besideOps
-	// traced and kept are the traced and retained runs' results by name
-	// (occurrences).
-	traced, kept map[string][]int
+	// traced are the traced run's results by name (occurrences).
+	traced map[string][]int
 }
 
 // countedNote says how long the counted run's benchmarks ran when it
@@ -76,9 +75,9 @@ func (o *benchOutput) write() error {
 		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
 	}
 	if o.cfg.Retained {
-		o.s.Sources["retained"] = "heapprofile-rate1-live+benchwin (a run of its own: in use after two GCs at the run's end minus at its start, growth only)"
-		o.s.Sources["goroutines_left"] = "goroutine-dump+benchwin (the same run: goroutines alive at its end that were not at its start)"
-		o.s.Blind = append(o.s.Blind, "retained, goroutines left: from the start or the last ResetTimer to the benchmark function's return, StopTimer's pauses included; a value a global keeps from the last op shows as 1/N; a site whose older objects died in the run shows that much less")
+		o.s.Sources["retained"] = "allocspy-live+benchwin (the counted run: the heap blocks its timed region made, each tracked by address from its allocation, still in use after two GCs at the run's end)"
+		o.s.Sources["goroutines_left"] = "goroutine-dump+benchwin (the counted run: goroutines alive at its end that were not at its start)"
+		o.s.Blind = append(o.s.Blind, "retained: the blocks made in the timed region (StopTimer's pauses left out, as the counts leave them); a value a global keeps from the last op shows as 1/N; an object packed into a tiny block is the block's first object's; goroutines left: from the start or the last ResetTimer to the benchmark function's return")
 	}
 	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
 	if len(o.cfg.Exec) > 0 {
@@ -91,10 +90,8 @@ func (o *benchOutput) write() error {
 	// position: sub-benchmarks named from a map come in another order in
 	// each run.
 	o.traced = occurrences(o.win.offcpu, func(w benchWaits) string { return w.name })
-	o.kept = occurrences(o.win.retained, func(e benchwin.Event) string { return e.Name })
 	counted := occurrences(o.win.events, func(e benchwin.Event) string { return e.Name })
 	o.s.Blind = append(o.s.Blind, unmatched("the traced run", counted, o.traced, len(o.win.offcpu) > 0)...)
-	o.s.Blind = append(o.s.Blind, unmatched("the retained run", counted, o.kept, len(o.win.retained) > 0)...)
 	seen := map[string]int{}
 	for _, e := range o.win.events {
 		k := seen[e.Name]
@@ -186,7 +183,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 	if err := o.offCPUFigures(&f, e, k, folder, comments); err != nil {
 		return f, err
 	}
-	if err := o.retainedFigures(&f, k, folder, comments); err != nil {
+	if err := o.retainedFigures(&f, e, folder, comments); err != nil {
 		return f, err
 	}
 	if ps := o.plain[e.Name]; k < len(ps) {
@@ -284,24 +281,26 @@ func (o *benchOutput) offCPUFigures(f *schema.BenchFigures, e benchwin.Event, k 
 	return o.profile(f, folder, "offcpu", w.profile, comments)
 }
 
-// retainedFigures gives the result what its ops left, from the retained
-// run: the k-th result of its name there, divided by that run's N.
-func (o *benchOutput) retainedFigures(f *schema.BenchFigures, k int, folder string, comments []string) error {
-	at := o.kept[f.Name]
-	if k >= len(at) {
-		return nil // not in the retained run (summary.json's blind says so)
+// retainedFigures gives the result what its ops left, measured in the
+// counted run beside its counts, divided by its N.
+func (o *benchOutput) retainedFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
+	if !o.cfg.Retained {
+		return nil
 	}
-	e := o.win.retained[at[k]]
 	switch {
 	case e.Error != "":
-		return fmt.Errorf("%s: the retained run: %s", e.Name, e.Error)
+		return fmt.Errorf("%s: what the ops left: %s", e.Name, e.Error)
 	case e.N <= 0 || e.Retained == "":
-		return fmt.Errorf("%s: the retained run reported %d ops and no report", e.Name, e.N)
+		return fmt.Errorf("%s: the counted run reported %d ops and no report of what they left", e.Name, e.N)
 	}
-	path := filepath.Join(o.win.retainedDir, e.Retained)
+	path := filepath.Join(o.win.dir, e.Retained)
 	rep, err := benchwin.ReadRetained(path)
 	if err != nil {
 		return err
+	}
+	if rep.Untracked > 0 {
+		o.s.Blind = append(o.s.Blind, fmt.Sprintf("%s: no retained figures: %d blocks of its timed region found no room in allocspy's live table", e.Name, rep.Untracked))
+		return nil
 	}
 	left, err := goroutinesLeft(path)
 	if err != nil {
@@ -320,15 +319,13 @@ func (o *benchOutput) retainedFigures(f *schema.BenchFigures, k int, folder stri
 		f.RetainedSites = append(f.RetainedSites, schema.RetainedSite{Func: site.Func, Objects: round(float64(site.Values[0])/n, 4), Bytes: round(float64(site.Values[1])/n, 2)})
 	}
 	f.GoroutinesLeft = groupGoroutines(left, int64(e.N))
-	// The retained run's N, not the counted run's, divides these.
-	own := append(slices.Clone(comments[1:]), profkey.RequestsComment+strconv.Itoa(e.N))
 	o.addTop(folder, "bytes left live", "B", rp, 1, e.N)
-	if err := o.profile(f, folder, "retained", rp, own); err != nil {
+	if err := o.profile(f, folder, "retained", rp, comments); err != nil {
 		return err
 	}
 	gp := goroutinesProfile(left)
 	o.addTop(folder, "goroutines left", "", gp, 0, e.N)
-	return o.profile(f, folder, "goroutines_left", gp, own)
+	return o.profile(f, folder, "goroutines_left", gp, comments)
 }
 
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.

@@ -26,6 +26,8 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 	case st.Error != "":
 		f.SteadyNote = "steady state not measured: " + st.Error
 		return nil
+	case st.Linear:
+		return o.linearAllocs(f, e, p, folder, comments)
 	case len(st.Allocs) != 2 || st.N != [2]int{1, e.N + 1}:
 		return fmt.Errorf("%s: the steady-state runs: %d reports for runs of %v ops, want 2 for [1 %d]", e.Name, len(st.Allocs), st.N, e.N+1)
 	}
@@ -54,6 +56,29 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 	n := float64(e.N)
 	f.PerOp.Allocs, f.PerOp.AllocBytes = round(float64(ts[0])/n, 4), round(float64(ts[1])/n, 4)
 	f.Steady = &schema.BenchSteady{Runs: st.N, OnceAllocs: to[0], OnceBytes: to[1], OnceSites: onceSites(once)}
+	o.addTop(folder, "allocations once warm", "allocs", steady, 0, e.N)
+	if err := o.profile(f, folder, "allocs_steady", steady, comments); err != nil {
+		return err
+	}
+	return o.profile(f, folder, "allocs_once", once, comments)
+}
+
+// linearAllocs is the steady state of a result whose reported run counted
+// N times its first op (benchwin.Steady.Linear): the reported run itself,
+// nothing paid once.
+func (o *benchOutput) linearAllocs(f *schema.BenchFigures, e benchwin.Event, p *profile.Profile, folder string, comments []string) error {
+	if e.Steady.N != [2]int{1, e.N} {
+		return fmt.Errorf("%s: the steady state's shortcut compares runs of %v ops, want [1 %d]", e.Name, e.Steady.N, e.N)
+	}
+	once, err := diffProfiles(p, p)
+	if err != nil {
+		return fmt.Errorf("%s: the steady state: %w", e.Name, err)
+	}
+	steady, err := diffProfiles(p, once)
+	if err != nil {
+		return fmt.Errorf("%s: the steady state: %w", e.Name, err)
+	}
+	f.Steady = &schema.BenchSteady{Runs: e.Steady.N, Linear: true}
 	o.addTop(folder, "allocations once warm", "allocs", steady, 0, e.N)
 	if err := o.profile(f, folder, "allocs_steady", steady, comments); err != nil {
 		return err
@@ -113,12 +138,17 @@ func (o *benchOutput) steadyRetained(f *schema.BenchFigures, e benchwin.Event, r
 	if st == nil || st.Error != "" || f.Steady == nil {
 		return rp, nil
 	}
+	if st.Linear {
+		var zero int64
+		f.Steady.OnceRetainedObjects, f.Steady.OnceRetainedBytes = &zero, &zero
+		return rp, nil
+	}
 	if len(st.Retained) != 2 || st.N != [2]int{1, e.N + 1} {
-		return nil, fmt.Errorf("%s: the retained run's steady-state runs: %d reports for runs of %v ops", e.Name, len(st.Retained), st.N)
+		return nil, fmt.Errorf("%s: what the steady-state runs left: %d reports for runs of %v ops", e.Name, len(st.Retained), st.N)
 	}
 	var warm [2]*profile.Profile
 	for i, name := range st.Retained {
-		rep, err := benchwin.ReadRetained(filepath.Join(o.win.retainedDir, name))
+		rep, err := benchwin.ReadRetained(filepath.Join(o.win.dir, name))
 		if err != nil {
 			return nil, err
 		}

@@ -62,9 +62,16 @@ type BenchFigures struct {
 // them it paid once (a cache its first op built, work beside the loop, a
 // buffer a global keeps): go test -benchmem spreads that over b.N.
 type BenchSteady struct {
-	Runs       [2]int `json:"runs_n"`
-	OnceAllocs int64  `json:"once_allocs"`
-	OnceBytes  int64  `json:"once_bytes"`
+	// Runs are the ops of the two warm runs, [1, N+1]; with Linear, the
+	// runs compared, [1, N]: the benchmark's first run and the reported.
+	Runs [2]int `json:"runs_n"`
+	// Linear: the reported run counted exactly N times the benchmark's
+	// first op, site by site (allocations, copies, what was left live):
+	// it is the steady state, nothing was paid once, and the warm runs
+	// were not needed.
+	Linear     bool  `json:"linear,omitempty"`
+	OnceAllocs int64 `json:"once_allocs"`
+	OnceBytes  int64 `json:"once_bytes"`
 	// OnceSites are the sites of what was paid once, most bytes first;
 	// the last row, "(other sites)", holds the rest.
 	OnceSites []OnceSite `json:"once_sites,omitempty"`

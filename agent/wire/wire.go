@@ -356,7 +356,11 @@ type WallclockSample struct {
 // (its caches), and sudogs (the runtime's records of blocked goroutines,
 // kept in per-P caches: a leaked goroutine is counted among those left).
 type RetainedReport struct {
-	Sites []RetainedSite `json:"sites"`
+	// Untracked are the blocks of a benchmark run's timed region that
+	// allocspy's live table had no room for: what the run left is then
+	// not known.
+	Untracked uint64         `json:"untracked,omitempty"`
+	Sites     []RetainedSite `json:"sites"`
 }
 
 // RetainedSite is one stack's growth: innermost first, from mallocgc's

@@ -37,7 +37,6 @@ var benchPhases = []struct{ name, line string }{
 	{"plain", "timing the benchmarks"},
 	{"counted", "counting the benchmarks"},
 	{"traced", "tracing the benchmarks"},
-	{"retained", "measuring what the benchmarks"},
 	{"writing", "probe: writing "},
 }
 

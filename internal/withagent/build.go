@@ -454,14 +454,29 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) compileTest(ctx context.Context) error {
 	t := b.t
 	b.logf("building the tests of %s with the benchmark window (the first such build rebuilds the standard library)", t.Spec)
+	// The two builds share the package's compiled code through the build
+	// cache and differ in the standard library and the link: side by side
+	// their links overlap.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := clearNonObject(t.PlainBinary); err != nil {
+		return err
+	}
+	plain := make(chan error, 1)
+	go func() {
+		args := append([]string{"test", "-c", "-o", t.PlainBinary}, b.setup.Flags...)
+		out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, append(args, b.setup.Pkg)...)
+		if err != nil {
+			err = &BuildError{Spec: t.Spec, Output: out, Err: err}
+		}
+		plain <- err
+	}()
 	if out, err := b.build(ctx, b.replace); err != nil {
+		cancel()
+		<-plain
 		return &BuildError{Spec: t.Spec, Output: out, Err: err}
 	}
-	args := append([]string{"test", "-c", "-o", t.PlainBinary}, b.setup.Flags...)
-	if out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, append(args, b.setup.Pkg)...); err != nil {
-		return &BuildError{Spec: t.Spec, Output: out, Err: err}
-	}
-	return nil
+	return <-plain
 }
 
 // clearNonObject removes what is at path when it is not an executable
@@ -487,8 +502,8 @@ func clearNonObject(path string) error {
 // build runs go build with the overlay entries replace.
 func (b *builder) build(ctx context.Context, replace map[string]string) (string, error) {
 	for _, p := range []string{b.t.Binary, b.t.PlainBinary} {
-		if p == "" {
-			continue
+		if p == "" || p == b.t.PlainBinary && b.opts.Test {
+			continue // compileTest's, built beside this build
 		}
 		if err := clearNonObject(p); err != nil {
 			return "", err

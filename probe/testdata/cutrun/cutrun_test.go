@@ -1,10 +1,10 @@
 // Package cutrun holds a benchmark that is quick, and one that is quick
-// everywhere but in probe's retained run (MemProfileRate=1), where it
-// waits a minute: the run that probe bounds or a user interrupts.
+// everywhere but in probe's traced run (the execution tracer on), where
+// it waits a minute: the run that probe bounds or a user interrupts.
 package cutrun
 
 import (
-	"runtime"
+	"runtime/trace"
 	"testing"
 	"time"
 )
@@ -18,10 +18,10 @@ func BenchmarkQuick(b *testing.B) {
 	}
 }
 
-// BenchmarkHeavyRetained waits a minute in a run at MemProfileRate=1, as
-// a set-up of many objects can take that long under it.
-func BenchmarkHeavyRetained(b *testing.B) {
-	if runtime.MemProfileRate == 1 {
+// BenchmarkHeavyTraced waits a minute in a traced run, as a set-up of
+// many goroutines can take that long under the tracer.
+func BenchmarkHeavyTraced(b *testing.B) {
+	if trace.IsEnabled() {
 		time.Sleep(time.Minute)
 	}
 	for range b.N {
