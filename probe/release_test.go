@@ -71,7 +71,7 @@ func TestToolchainOfGoMod(t *testing.T) {
 
 // recorderCall is the recorder's call the allocspy overlay puts where an
 // allocation entry returns.
-var recorderCall = regexp.MustCompile(`if perfspyGate != 0 [^\n]*?allocspyRecord\(size, elemsize, 0\) \}; `)
+var recorderCall = regexp.MustCompile(`if perfspyGate != 0 [^\n]*?allocspyRecord\(x, size, elemsize, 0\) \}; `)
 
 // TestClosureGuard takes the recorder out of one of Go 1.27's entries
 // (the tiny allocator's, which the compiler calls directly): the window
