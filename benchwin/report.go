@@ -155,17 +155,11 @@ func ReadCopies(path string) (*wire.CopyReport, error) {
 	return r, nil
 }
 
-// RetainedEnv makes the recorder measure, instead of counting, what each
-// run leaves: its objects still live after two GCs (MemProfileRate=1 from
-// the start) and the goroutines it started that still run.
-const RetainedEnv = "PERFSPY_BENCH_RETAINED"
-
 // LiveEnv makes the counted run (allocspy built in) measure what each run
 // leaves too: the heap blocks its timed region made that are still in use
 // after two GCs, each tracked by address from its allocation (no heap
 // profile), and the goroutines it started that still run. Its events then
-// name retained reports as a RetainedEnv run's do; without allocspy they
-// name none.
+// name retained reports; without allocspy they name none.
 const LiveEnv = "PERFSPY_BENCH_LIVE"
 
 // MarksEnv makes the recorder only mark each timed region in the
