@@ -35,13 +35,14 @@ type Event struct {
 }
 
 // SteadyEnv makes the recorder run each benchmark twice more after the
-// run testing reports, warm: 1 op, then N+1 ops. The second's counts
-// minus the first's are N ops in steady state (probe's steady per-op
-// figures); the reported run's counts minus those are what it paid once.
+// run testing reports, warm: 1 op, then M+1 ops, M being N/2 when N is
+// even and N otherwise. The second's counts minus the first's, times
+// N/M, are N ops in steady state (probe's steady per-op figures); the
+// reported run's counts minus those are what it paid once.
 const SteadyEnv = "PERFSPY_BENCH_STEADY"
 
 // Steady names the two warm runs' reports, each a pair: the 1-op run's,
-// then the (N+1)-op run's.
+// then the (M+1)-op run's.
 type Steady struct {
 	// Linear: the reported run counted exactly N times what the
 	// benchmark's first run, of 1 op, counted, slot by slot, in what it

@@ -13,11 +13,12 @@ import (
 )
 
 // steadyAllocs gives the result its steady state from the counted run's
-// two warm runs: the (N+1)-op run's sites minus the 1-op run's are N ops
-// once warm (allocs-steady.pb.gz); the reported run's sites minus those
-// are what it paid once (allocs-once.pb.gz). p is the reported run's
-// profile. Counts are exact, so the two warm runs need no repeats; each is
-// checked against testing's -benchmem count of the same run.
+// two warm runs: the (M+1)-op run's sites minus the 1-op run's are M ops
+// once warm, times N/M (1, or 2 when N is even: steadyScale) N ops
+// (allocs-steady.pb.gz); the reported run's sites minus those are what it
+// paid once (allocs-once.pb.gz). p is the reported run's profile. Counts
+// are exact, so the two warm runs need no repeats; each is checked
+// against testing's -benchmem count of the same run.
 func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *profile.Profile, folder string, comments []string) error {
 	st := e.Steady
 	switch {
@@ -28,8 +29,13 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 		return nil
 	case st.Linear:
 		return o.linearAllocs(f, e, p, folder, comments)
-	case len(st.Allocs) != 2 || st.N != [2]int{1, e.N + 1}:
-		return fmt.Errorf("%s: the steady-state runs: %d reports for runs of %v ops, want 2 for [1 %d]", e.Name, len(st.Allocs), st.N, e.N+1)
+	}
+	scale, err := steadyScale(e)
+	if err != nil {
+		return err
+	}
+	if len(st.Allocs) != 2 {
+		return fmt.Errorf("%s: the steady-state runs: %d reports, want 2", e.Name, len(st.Allocs))
 	}
 	var warm [2]*profile.Profile
 	for i, name := range st.Allocs {
@@ -48,6 +54,7 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 	if err != nil {
 		return fmt.Errorf("%s: the steady state: %w", e.Name, err)
 	}
+	steady.Scale(float64(scale))
 	once, err := diffProfiles(p, steady)
 	if err != nil {
 		return fmt.Errorf("%s: what was paid once: %w", e.Name, err)
@@ -61,6 +68,18 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 		return err
 	}
 	return o.profile(f, folder, "allocs_once", once, comments)
+}
+
+// steadyScale is N/M for a result whose warm runs were of 1 and M+1 ops:
+// the recorder measures M = N/2 ops when N is even (the warm runs then
+// cost half the ops), N otherwise. Doubling keeps what was paid once a
+// whole count.
+func steadyScale(e benchwin.Event) (int64, error) {
+	m := e.Steady.N[1] - 1
+	if e.Steady.N[0] != 1 || m < 1 || m != e.N && 2*m != e.N {
+		return 0, fmt.Errorf("%s: the steady-state runs were of %v ops, want [1 %d] or, N being even, [1 %d]", e.Name, e.Steady.N, e.N+1, e.N/2+1)
+	}
+	return int64(e.N / m), nil
 }
 
 // linearAllocs is the steady state of a result whose reported run counted
@@ -128,8 +147,8 @@ func diffProfiles(a, b *profile.Profile) (*profile.Profile, error) {
 }
 
 // steadyRetained makes the retained figures per op once warm, from the
-// retained run's two warm runs: the (N+1)-op run's stacks left live minus
-// the 1-op run's are what N ops leave; what the reported run left beyond
+// counted run's two warm runs: the (M+1)-op run's stacks left live minus
+// the 1-op run's, times N/M, are what N ops leave; what the reported run left beyond
 // that is a fixed amount (one buffer a global keeps), not a cost per op.
 // It returns the profile the per-op figures come from: rp when the steady
 // state was not measured.
@@ -143,8 +162,12 @@ func (o *benchOutput) steadyRetained(f *schema.BenchFigures, e benchwin.Event, r
 		f.Steady.OnceRetainedObjects, f.Steady.OnceRetainedBytes = &zero, &zero
 		return rp, nil
 	}
-	if len(st.Retained) != 2 || st.N != [2]int{1, e.N + 1} {
-		return nil, fmt.Errorf("%s: what the steady-state runs left: %d reports for runs of %v ops", e.Name, len(st.Retained), st.N)
+	scale, err := steadyScale(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Retained) != 2 {
+		return nil, fmt.Errorf("%s: what the steady-state runs left: %d reports, want 2", e.Name, len(st.Retained))
 	}
 	var warm [2]*profile.Profile
 	for i, name := range st.Retained {
@@ -158,6 +181,7 @@ func (o *benchOutput) steadyRetained(f *schema.BenchFigures, e benchwin.Event, r
 	if err != nil {
 		return nil, fmt.Errorf("%s: the retained steady state: %w", e.Name, err)
 	}
+	steady.Scale(float64(scale))
 	ts, tr := totals(steady), totals(rp)
 	objects, bytes := tr[0]-ts[0], tr[1]-ts[1]
 	f.Steady.OnceRetainedObjects, f.Steady.OnceRetainedBytes = &objects, &bytes
