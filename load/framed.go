@@ -88,6 +88,7 @@ func (d *Framed) conn(ctx context.Context, i int) (*framedConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c = withRawIO(c)
 	d.dials.Add(1)
 	rng := rand.New(rand.NewSource(int64(i) + 1))
 	fc = &framedConn{c: c, r: bufio.NewReaderSize(c, 64<<10), body: make([]byte, d.opt.BodySize)}

@@ -330,6 +330,7 @@ func (d *h2Pool) dial(ctx context.Context) (*h2Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
+	nc = withRawIO(nc)
 	c := &h2Conn{c: nc, r: bufio.NewReaderSize(nc, 32<<10), http: d.http, call: d.first.clone(), steady: d.steady.clone(), literal: d.literal.clone(),
 		next: 1, sendWin: 65535, peerWin: 65535, buf: make([]byte, 0, 16<<10)}
 	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {

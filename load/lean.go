@@ -260,7 +260,11 @@ func (d *Lean) exchange(ctx context.Context, i int) (int, error) {
 func (d *Lean) dial(ctx context.Context) (net.Conn, error) {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	if d.tls == nil {
-		return dialer.DialContext(ctx, "tcp", d.addr)
+		c, err := dialer.DialContext(ctx, "tcp", d.addr)
+		if err != nil {
+			return nil, err
+		}
+		return withRawIO(c), nil
 	}
 	return (&tls.Dialer{NetDialer: dialer, Config: d.tls}).DialContext(ctx, "tcp", d.addr)
 }
