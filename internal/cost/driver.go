@@ -86,9 +86,9 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 // the same way: a driver must cost less per request than its server for
 // the server to set the pace.
 func otherDrivers(ctx context.Context, env Env) error {
-	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor", "grpc": "targets/grpcecho", "grpcgo": "targets/grpcecho"}
+	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor", "grpc": "targets/grpcecho", "grpcgo": "targets/grpcecho", "grpc-health": "targets/grpcecho"}
 	type figures struct{ driverUS, serverUS, serverCores []float64 }
-	got := map[string]*figures{"framed": {}, "udp": {}, "grpc": {}, "grpcgo": {}}
+	got := map[string]*figures{"framed": {}, "udp": {}, "grpc": {}, "grpcgo": {}, "grpc-health": {}}
 	record := func(m string, s *summary) error {
 		if s.Driver == nil || s.PerRequest.CPUUS == nil {
 			return fmt.Errorf("%s: no driver figures in summary.json", m)
@@ -105,9 +105,14 @@ func otherDrivers(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	// The gRPC drivers side by side on grpcecho's light method: the lean
-	// one (grpc) and grpc-go's client (grpcgo).
-	err = probeRounds(ctx, env, "grpc drivers", []string{"grpc", "grpcgo"}, func(m string) run {
+	// The gRPC drivers side by side on grpcecho's echo method: the lean
+	// one (grpc) and grpc-go's client (grpcgo); and the lean one on the
+	// lightest method a server has, the health service's Check
+	// (grpc-health).
+	err = probeRounds(ctx, env, "grpc drivers", []string{"grpc", "grpcgo", "grpc-health"}, func(m string) run {
+		if m == "grpc-health" {
+			return run{targets[m], append([]string{"-grpc-driver", "lean", "-method", "grpc.health.v1.Health/Check", "-data", "{}"}, flags...)}
+		}
 		d := map[string]string{"grpc": "lean", "grpcgo": "grpcgo"}[m]
 		return run{targets[m], append([]string{"-grpc-driver", d}, flags...)}
 	}, record)
@@ -116,12 +121,12 @@ func otherDrivers(ctx context.Context, env Env) error {
 	}
 	fmt.Fprintf(env.Stdout, "other drivers against their servers, median of %d rounds\n", env.Rounds)
 	fmt.Fprintf(env.Stdout, "  %-10s %18s %18s %14s %16s\n", "driver", "own CPU µs/req", "server µs/req", "server cores", "driver / server")
-	for _, name := range []string{"framed", "udp", "grpc", "grpcgo"} {
+	for _, name := range []string{"framed", "udp", "grpc", "grpcgo", "grpc-health"} {
 		f := got[name]
 		fmt.Fprintf(env.Stdout, "  %-10s %18.2f %18.2f %14.3f %15.3fx\n", name, median(f.driverUS), median(f.serverUS), median(f.serverCores), median(f.driverUS)/median(f.serverUS))
 	}
-	fmt.Fprintf(env.Stdout, "  grpc (lean) / grpcgo, own CPU per call: %.3fx; lean driver / server: %.3fx (goal at most 0.8)\n",
-		median(got["grpc"].driverUS)/median(got["grpcgo"].driverUS), median(got["grpc"].driverUS)/median(got["grpc"].serverUS))
+	fmt.Fprintf(env.Stdout, "  grpc (lean) / grpcgo, own CPU per call: %.3fx; lean driver / server: %.3fx on Echo, %.3fx on Health/Check (goal at most 0.8)\n",
+		median(got["grpc"].driverUS)/median(got["grpcgo"].driverUS), median(got["grpc"].driverUS)/median(got["grpc"].serverUS), median(got["grpc-health"].driverUS)/median(got["grpc-health"].serverUS))
 	return nil
 }
 

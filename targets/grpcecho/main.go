@@ -1,6 +1,7 @@
 // Command grpcecho is a gRPC server with one unary method,
-// perfspy.echo.Echo/Echo, and the reflection service (v1 and v1alpha), so
-// that a client needs no .proto file. Echo returns the request's payload
+// perfspy.echo.Echo/Echo, the standard health service
+// (grpc.health.v1.Health/Check) and the reflection service (v1 and
+// v1alpha), so that a client needs no .proto file. Echo returns the request's payload
 // repeated `repeat` times (at least once); a call whose metadata has
 // x-echo-status: N (N > 0) gets gRPC status N instead, with the message
 // "asked for status N". Its switches change per-call costs by known
@@ -28,6 +29,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	rpbalpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
@@ -131,6 +134,10 @@ func main() {
 		}}},
 		Metadata: "perfspy/echo.proto",
 	}, struct{}{})
+	// The standard health service: its Check, the lightest method a gRPC
+	// server has, is what the gRPC drivers' own cost is set against
+	// (probe cost -what driver).
+	healthpb.RegisterHealthServer(s, health.NewServer())
 	switch *withReflect {
 	case "true":
 		reflection.Register(s)
