@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
 )
@@ -163,10 +164,16 @@ func TestNoFalseAlarm(t *testing.T) {
 	// The reviews share one base: its results come from the review cache
 	// after the first (as on a pull request's every push).
 	cache := t.TempDir()
+	reviews := 0
 	review := func(head string) (int, string, string) {
 		out := filepath.Join(t.TempDir(), "review")
 		var o, e strings.Builder
+		start := time.Now()
 		code := Main(context.Background(), []string{"-q", "-repo", r.dir, "-base", base, "-head", head, "-out", out, "-timings=false", "-cache", cache}, &o, &e)
+		// How long a review takes (docs/review.md, "How long it takes"):
+		// the first measures both revisions, the others the head only.
+		reviews++
+		t.Logf("review %d (%s): %.1f s", reviews, map[bool]string{true: "base and head", false: "head; the base from the cache"}[reviews == 1], time.Since(start).Seconds())
 		md, _ := os.ReadFile(filepath.Join(out, "review.md"))
 		return code, o.String(), e.String() + string(md)
 	}
