@@ -140,7 +140,8 @@ func AnswersHTTP1(ctx context.Context, addr, path string) bool {
 
 // OnlyMethod asks addr's reflection service for its services and returns
 // "package.Service/Method" when it serves exactly one method (reflection
-// aside): the RPC a run with no -method sends.
+// and the standard health service aside: most servers register them
+// beside their own): the RPC a run with no -method sends.
 func OnlyMethod(ctx context.Context, addr string) (string, bool) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -155,7 +156,7 @@ func OnlyMethod(ctx context.Context, addr string) (string, bool) {
 			MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}})
 		services = services[:0]
 		for _, s := range resp.GetListServicesResponse().GetService() {
-			if n := s.GetName(); !strings.HasPrefix(n, "grpc.reflection.") {
+			if n := s.GetName(); !strings.HasPrefix(n, "grpc.reflection.") && n != "grpc.health.v1.Health" {
 				services = append(services, n)
 			}
 		}
