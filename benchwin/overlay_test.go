@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/gorelease"
 )
@@ -107,6 +109,11 @@ func TestOverlayUnknownRelease(t *testing.T) {
 	}
 }
 
+// record is one record of a reports file, as the recorder writes it.
+func record(name, payload string) string {
+	return name + " " + strconv.Itoa(len(payload)) + "\n" + payload + "\n"
+}
+
 func TestReadReports(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {
@@ -116,24 +123,56 @@ func TestReadReports(t *testing.T) {
 		}
 		return p
 	}
-	stack := `[{"pc":1,"frames":[{"func":"p.f","file":"f.go","line":3}]}]`
-	a, err := ReadAllocs(write("a.json", `{"dropped":2,"sites":[{"stack":`+stack+`,"words":[9,9,9,9,0,0,0,0,0],"delta":[5,4,120,128,0,0,0,0,0]}]}`))
+	frames := record("frames", `[{"pc":1,"frames":[{"func":"p.f","file":"f.go","line":3}]},{"pc":2,"frames":[{"func":"p.g","file":"g.go","line":4}]}]`)
+	path := write(ReportsFile, frames+
+		record("1.allocs.json", `{"dropped":2,"sites":[{"pcs":[1,2],"truncated":true,"words":[9,9,9,9,0,0,0,0,0],"delta":[5,4,120,128,0,0,0,0,0]}]}`)+
+		record("1.copies.json", `{"dropped":0,"sites":[{"pcs":[2],"words":[1,0,0,0,0,0,0,0,0],"delta":[0,1,2,3,4,10,20,30,40]}]}`)+
+		record("1.retained.json", `{"untracked":0,"sites":[{"pcs":[1],"objects":1,"bytes":256}]}`)+
+		record("1.retained.goroutines", "goroutine 1 [running]:\n")+
+		record("1.retained.goroutines.end", "goroutine 1 [running]:\n\ngoroutine 7 [chan receive]:\n")+
+		record("bad.json", `{"sites":[{"pcs":[],"words":[1],"delta":[1]}]}`)+
+		record("unknown.json", `{"sites":[{"pcs":[3],"objects":1,"bytes":8}]}`)+
+		"2.allocs.json 999\n{\"cut\"")
+	r, err := OpenReports(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := a.Sites[0]; a.Dropped != 2 || s.Objects != 5 || s.Blocks != 4 || s.ReqBytes != 120 || s.AllocBytes != 128 || s.Stack[0].Frames[0].Func != "p.f" {
+	a, err := r.Allocs("1.allocs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Sites[0]; a.Dropped != 2 || s.Objects != 5 || s.Blocks != 4 || s.ReqBytes != 120 || s.AllocBytes != 128 ||
+		len(s.Stack) != 3 || s.Stack[0].Frames[0].Func != "p.f" || s.Stack[1].Frames[0].Func != "p.g" || s.Stack[2].Frames[0].Func != wire.TruncatedFunc {
 		t.Errorf("allocs %+v", a)
 	}
-	c, err := ReadCopies(write("c.json", `{"dropped":0,"sites":[{"stack":`+stack+`,"words":[1,0,0,0,0,0,0,0,0],"delta":[0,1,2,3,4,10,20,30,40]}]}`))
+	c, err := r.Copies("1.copies.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Sites[0]; s.Kind != "memclr" || s.Calls != [4]uint64{1, 2, 3, 4} || s.Bytes != [4]uint64{10, 20, 30, 40} {
+	if s := c.Sites[0]; s.Kind != "memclr" || s.Calls != [4]uint64{1, 2, 3, 4} || s.Bytes != [4]uint64{10, 20, 30, 40} || s.Stack[0].Frames[0].Line != 4 {
 		t.Errorf("copies %+v", c)
 	}
-	bad := write("bad.json", `{"sites":[{"stack":[],"words":[1],"delta":[1]}]}`)
-	if _, err := ReadAllocs(bad); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("short site: err = %v, want the file named", err)
+	ret, err := r.Retained("1.retained")
+	if err != nil || len(ret.Sites) != 1 || ret.Sites[0].Bytes != 256 || ret.Sites[0].Stack[0].Frames[0].Func != "p.f" {
+		t.Errorf("retained %+v, %v", ret, err)
+	}
+	if begin, end, err := r.Goroutines("1.retained"); err != nil || !strings.HasPrefix(string(begin), "goroutine 1 ") || !strings.Contains(string(end), "goroutine 7 ") {
+		t.Errorf("goroutines %q %q, %v", begin, end, err)
+	}
+	for name, want := range map[string]string{"bad.json": "site 0 has 1 and 1 counter words", "unknown.json": "names PC 0x3", "2.allocs.json": "no record 2.allocs.json"} {
+		var err error
+		if name == "unknown.json" {
+			_, err = r.Retained("unknown")
+		} else {
+			_, err = r.Allocs(name)
+		}
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want the file named and %q", name, err, want)
+		}
+	}
+	write(ReportsFile, "1.allocs.json x\n{}\n")
+	if _, err := OpenReports(dir); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a bad head: err = %v, want the file named", err)
 	}
 	write("events.jsonl", `{"name":"BenchmarkA-2","n":10,"seq":3,"benchmem_allocs":1,"benchmem_bytes":2,"allocs":"1.allocs.json"}`+"\n"+`{"name":"B\"x","n":1}`+"\n")
 	ev, err := ReadEvents(dir)
@@ -144,6 +183,28 @@ func TestReadReports(t *testing.T) {
 	if _, err := ReadEvents(dir); err == nil || !strings.Contains(err.Error(), "events.jsonl:1") {
 		t.Errorf("bad event: %v, want the file and line", err)
 	}
+}
+
+// FuzzReports: whatever the reports file holds, reading it and its
+// records returns reports or an error, and never panics.
+func FuzzReports(f *testing.F) {
+	f.Add([]byte(record("frames", `[{"pc":1,"frames":[{"func":"f"}]}]`) + record("a.json", `{"sites":[{"pcs":[1],"words":[0,0,0,0,0,0,0,0,0],"delta":[1,1,8,8,0,0,0,0,0]}]}`)))
+	f.Add([]byte("a.json 3\n{}}\n"))
+	f.Add([]byte("frames -1\n"))
+	f.Add([]byte("a.json 9223372036854775807\n{}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := parseReports("reports", b)
+		if err != nil {
+			return
+		}
+		for name := range r.records {
+			base := strings.TrimSuffix(name, ".json")
+			r.Allocs(name)
+			r.Copies(name)
+			r.Retained(base)
+			r.Goroutines(base)
+		}
+	})
 }
 
 // FuzzReadEvents: whatever the file holds, ReadEvents returns events or an

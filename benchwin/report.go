@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/perfspy/perfspy/agent/wire"
 )
@@ -105,55 +106,194 @@ func ReadFinished(dir string) ([]Event, error) {
 	}
 }
 
+// Reports are the reports of a counted run: the recorder appends every
+// run's to one file, ReportsFile in its folder, as records (a line with
+// the record's name and length, its bytes, a newline). A report's stacks
+// name PCs; the "frames" records symbolize each PC once, before the
+// first report that names it.
+type Reports struct {
+	path    string
+	records map[string][]byte
+	frames  map[uint64][]wire.Frame
+}
+
+// ReportsFile is the name of the recorder's reports file in its folder.
+const ReportsFile = "reports"
+
+// OpenReports reads the reports the recorder wrote into dir. A last
+// record cut short (a run stopped while it wrote) is left out, as the
+// event that would have named it is.
+func OpenReports(dir string) (*Reports, error) {
+	path := filepath.Join(dir, ReportsFile)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return parseReports(path, b)
+}
+
+// parseReports splits b, the reports file at path, into its records.
+func parseReports(path string, b []byte) (*Reports, error) {
+	r := &Reports{path: path, records: map[string][]byte{}, frames: map[uint64][]wire.Frame{}}
+	for off := 0; off < len(b); {
+		head, _, ok := bytes.Cut(b[off:], []byte("\n"))
+		if !ok {
+			break // cut short
+		}
+		name, size, ok := bytes.Cut(head, []byte(" "))
+		n, err := strconv.Atoi(string(size))
+		if !ok || err != nil || n < 0 || len(name) == 0 {
+			return nil, fmt.Errorf("%s: offset %d: a record's head %q: want its name and length", path, off, truncate(head))
+		}
+		start := off + len(head) + 1
+		if n > len(b)-start-1 {
+			break // cut short
+		}
+		if b[start+n] != '\n' {
+			return nil, fmt.Errorf("%s: record %s at offset %d: no newline after its %d bytes", path, name, off, n)
+		}
+		payload := b[start : start+n : start+n]
+		if string(name) == "frames" {
+			var fs []wire.PCFrames
+			if err := json.Unmarshal(payload, &fs); err != nil {
+				return nil, fmt.Errorf("%s: frames record at offset %d: %w", path, off, err)
+			}
+			for _, f := range fs {
+				r.frames[f.PC] = f.Frames
+			}
+		} else {
+			r.records[string(name)] = payload
+		}
+		off = start + n + 1
+	}
+	return r, nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 60 {
+		return b[:60]
+	}
+	return b
+}
+
+// stackRef is a report's stack: its PCs, innermost first, and whether
+// frames further out were left out.
+type stackRef struct {
+	PCs       []uint64 `json:"pcs"`
+	Truncated bool     `json:"truncated"`
+}
+
+// stack symbolizes s from the frames records.
+func (r *Reports) stack(name string, s stackRef) ([]wire.PCFrames, error) {
+	out := make([]wire.PCFrames, 0, len(s.PCs)+1)
+	for _, pc := range s.PCs {
+		fr, ok := r.frames[pc]
+		if !ok {
+			return nil, fmt.Errorf("%s: record %s names PC %#x, which no frames record symbolizes", r.path, name, pc)
+		}
+		out = append(out, wire.PCFrames{PC: pc, Frames: fr})
+	}
+	return wire.MarkTruncated(out, s.Truncated), nil
+}
+
+// record unmarshals the record name into v.
+func (r *Reports) record(name string, v any) error {
+	b, ok := r.records[name]
+	if !ok {
+		return fmt.Errorf("%s: no record %s", r.path, name)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: record %s: %w", r.path, name, err)
+	}
+	return nil
+}
+
 // tableReport is a table's report: its slots' counter words (those after
 // the key and the pcs, wire.CounterWords), after the run and their change
 // in it.
 type tableReport struct {
 	Dropped uint64 `json:"dropped"`
 	Sites   []struct {
-		Stack []wire.PCFrames `json:"stack"`
-		Words []uint64        `json:"words"`
-		Delta []uint64        `json:"delta"`
+		stackRef
+		Words []uint64 `json:"words"`
+		Delta []uint64 `json:"delta"`
 	} `json:"sites"`
 }
 
-func readTable(path string) (*tableReport, error) {
-	var r tableReport
-	if err := wire.ReadJSON(path, &r); err != nil {
-		return nil, err
+// table reads the table report name, each site with its stack.
+func (r *Reports) table(name string, site func(stack []wire.PCFrames, words, delta []uint64)) (dropped uint64, err error) {
+	var t tableReport
+	if err := r.record(name, &t); err != nil {
+		return 0, err
 	}
-	for i, s := range r.Sites {
+	for i, s := range t.Sites {
 		if len(s.Words) != wire.CounterWords || len(s.Delta) != wire.CounterWords {
-			return nil, fmt.Errorf("%s: site %d has %d and %d counter words, want %d", path, i, len(s.Words), len(s.Delta), wire.CounterWords)
+			return 0, fmt.Errorf("%s: record %s: site %d has %d and %d counter words, want %d", r.path, name, i, len(s.Words), len(s.Delta), wire.CounterWords)
 		}
+		st, err := r.stack(name, s.stackRef)
+		if err != nil {
+			return 0, err
+		}
+		site(st, s.Words, s.Delta)
 	}
-	return &r, nil
+	return t.Dropped, nil
 }
 
-// ReadAllocs reads an allocs report as allocspy's.
-func ReadAllocs(path string) (*wire.AllocReport, error) {
-	t, err := readTable(path)
-	if err != nil {
-		return nil, err
-	}
-	r := &wire.AllocReport{Dropped: t.Dropped}
-	for _, s := range t.Sites {
-		r.Sites = append(r.Sites, wire.AllocSiteOf(s.Stack, s.Delta))
-	}
-	return r, nil
+// Allocs reads the allocs report name as allocspy's.
+func (r *Reports) Allocs(name string) (*wire.AllocReport, error) {
+	rep := &wire.AllocReport{}
+	var err error
+	rep.Dropped, err = r.table(name, func(stack []wire.PCFrames, _, delta []uint64) {
+		rep.Sites = append(rep.Sites, wire.AllocSiteOf(stack, delta))
+	})
+	return rep, err
 }
 
-// ReadCopies reads a copies report as copyspy's.
-func ReadCopies(path string) (*wire.CopyReport, error) {
-	t, err := readTable(path)
-	if err != nil {
+// Copies reads the copies report name as copyspy's.
+func (r *Reports) Copies(name string) (*wire.CopyReport, error) {
+	rep := &wire.CopyReport{}
+	var err error
+	rep.Dropped, err = r.table(name, func(stack []wire.PCFrames, words, delta []uint64) {
+		rep.Sites = append(rep.Sites, wire.CopySiteOf(stack, words[0], delta))
+	})
+	return rep, err
+}
+
+// Retained reads what a run left, the record base+".json" (base is what
+// an event's Retained names).
+func (r *Reports) Retained(base string) (*wire.RetainedReport, error) {
+	name := base + ".json"
+	var raw struct {
+		Untracked uint64 `json:"untracked"`
+		Sites     []struct {
+			stackRef
+			Objects int64 `json:"objects"`
+			Bytes   int64 `json:"bytes"`
+		} `json:"sites"`
+	}
+	if err := r.record(name, &raw); err != nil {
 		return nil, err
 	}
-	r := &wire.CopyReport{Dropped: t.Dropped}
-	for _, s := range t.Sites {
-		r.Sites = append(r.Sites, wire.CopySiteOf(s.Stack, s.Words[0], s.Delta))
+	rep := &wire.RetainedReport{Untracked: raw.Untracked}
+	for _, s := range raw.Sites {
+		st, err := r.stack(name, s.stackRef)
+		if err != nil {
+			return nil, err
+		}
+		rep.Sites = append(rep.Sites, wire.RetainedSite{Stack: st, Objects: s.Objects, Bytes: s.Bytes})
 	}
-	return r, nil
+	return rep, checkRetained(r.path+": record "+name, rep)
+}
+
+// Goroutines are the goroutine dumps at the start and the end of the run
+// whose retained report is base.
+func (r *Reports) Goroutines(base string) (begin, end []byte, err error) {
+	begin, ok := r.records[base+".goroutines"]
+	end, ok2 := r.records[base+".goroutines.end"]
+	if !ok || !ok2 {
+		return nil, nil, fmt.Errorf("%s: no goroutine dumps %s.goroutines and %s.goroutines.end", r.path, base, base)
+	}
+	return begin, end, nil
 }
 
 // LiveEnv makes the counted run (allocspy built in) measure what each run
@@ -168,16 +308,22 @@ const LiveEnv = "PERFSPY_BENCH_LIVE"
 // its events name no report.
 const MarksEnv = "PERFSPY_BENCH_MARKS"
 
-// ReadRetained reads a retained report, path+".json".
+// ReadRetained reads a retained report the agent wrote, path+".json".
 func ReadRetained(path string) (*wire.RetainedReport, error) {
 	var r wire.RetainedReport
 	if err := wire.ReadJSON(path+".json", &r); err != nil {
 		return nil, err
 	}
+	return &r, checkRetained(path+".json", &r)
+}
+
+// checkRetained refuses a retained report with a site that left less
+// than nothing, where refers to it.
+func checkRetained(where string, r *wire.RetainedReport) error {
 	for i, s := range r.Sites {
 		if s.Objects < 0 || s.Bytes <= 0 {
-			return nil, fmt.Errorf("%s.json: site %d left %d objects, %d B: want bytes above 0, objects not below", path, i, s.Objects, s.Bytes)
+			return fmt.Errorf("%s: site %d left %d objects, %d B: want bytes above 0, objects not below", where, i, s.Objects, s.Bytes)
 		}
 	}
-	return &r, nil
+	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	goldenfile "github.com/perfspy/perfspy/internal/golden"
 	"github.com/perfspy/perfspy/internal/synthprof"
 )
@@ -212,6 +214,43 @@ func TestPprofInput(t *testing.T) {
 	}
 	if strings.Contains(h.String(), "http://") || strings.Contains(h.String(), "https://") {
 		t.Error("the page refers to the network")
+	}
+}
+
+// FromProfile draws what Read draws from the profile encoded: the same
+// tree, sample type and requests, a change (negative values) included.
+func TestFromProfile(t *testing.T) {
+	p := synthprof.Synthetic(3, 500, []string{"samples/count", "cpu/nanoseconds"})
+	p.Comments = []string{"perfspy.requests=100"}
+	change := p.Copy()
+	for i, s := range change.Sample {
+		if i%3 == 0 {
+			s.Value[0], s.Value[1] = -s.Value[0], -s.Value[1]
+		}
+	}
+	for name, p := range map[string]*profile.Profile{"profile": p, "change": change} {
+		var pb bytes.Buffer
+		if err := p.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		read, err := Read(bytes.NewReader(pb.Bytes()), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, err := FromProfile(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if read.Sample != from.Sample || read.Unit != from.Unit || read.Requests != from.Requests || read.Diff != from.Diff || read.Root.Total != from.Root.Total {
+			t.Errorf("%s: Read %s %s %d diff=%v total %d; FromProfile %s %s %d diff=%v total %d", name,
+				read.Sample, read.Unit, read.Requests, read.Diff, read.Root.Total, from.Sample, from.Unit, from.Requests, from.Diff, from.Root.Total)
+		}
+		if d := treeDiff(read.Root, from.Root); d != "" {
+			t.Errorf("%s: Read and FromProfile differ: %s", name, d)
+		}
+	}
+	if _, err := FromProfile(&profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}, Options{}); !errors.Is(err, ErrEmpty) {
+		t.Errorf("no samples: err = %v, want ErrEmpty", err)
 	}
 }
 

@@ -360,6 +360,24 @@ func Read(r io.Reader, opt Options) (*Tree, error) {
 	return t, nil
 }
 
+// FromProfile is Read of a profile already parsed: what Read(r) gives
+// when r holds p encoded, without encoding and parsing it again (a
+// results folder draws a page for each profile it writes).
+func FromProfile(p *profile.Profile, opt Options) (*Tree, error) {
+	diff := hasNegative(p)
+	t := &Tree{Diff: diff}
+	b := newBuilder(diff)
+	b.maxDepth = opt.maxDepth()
+	if diff && opt.Folds == (profkey.Folds{}) {
+		opt.Folds = profkey.DefaultFolds
+	}
+	if err := profileInto(t, b, p, opt, false); err != nil {
+		return nil, err
+	}
+	t.Root = b.nodes(diff)
+	return t, nil
+}
+
 // ReadDiff reads two inputs into one differential tree, on diff's
 // normalized keys so that a renumbered closure is one frame.
 func ReadDiff(before, after io.Reader, opt Options) (*Tree, error) {

@@ -315,6 +315,7 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 type benchWindow struct {
 	dir       string // the recorder's folder
 	events    []benchwin.Event
+	reports   *benchwin.Reports
 	counted   bool                       // syscalls were counted
 	sites     map[uint32][]syscalls.Site // by timed region, for the regions of events
 	counter   *syscalls.Counter
@@ -432,6 +433,9 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	var err error
 	if w.events, err = benchwin.ReadEvents(w.dir); err != nil {
 		return nil, fmt.Errorf("the benchmark window's results: %w", err)
+	}
+	if w.reports, err = benchwin.OpenReports(w.dir); err != nil {
+		return nil, fmt.Errorf("the benchmark window's reports: %w", err)
 	}
 	if w.counter != nil {
 		regions, err := w.counter.Regions()

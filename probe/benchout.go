@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,7 +194,7 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 }
 
 func (o *benchOutput) allocFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
-	rep, err := benchwin.ReadAllocs(filepath.Join(o.win.dir, e.Allocs))
+	rep, err := o.win.reports.Allocs(e.Allocs)
 	if err != nil {
 		return err
 	}
@@ -223,7 +222,7 @@ func (o *benchOutput) allocFigures(f *schema.BenchFigures, e benchwin.Event, fol
 }
 
 func (o *benchOutput) copyFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {
-	rep, err := benchwin.ReadCopies(filepath.Join(o.win.dir, e.Copies))
+	rep, err := o.win.reports.Copies(e.Copies)
 	if err != nil {
 		return err
 	}
@@ -293,8 +292,7 @@ func (o *benchOutput) retainedFigures(f *schema.BenchFigures, e benchwin.Event, 
 	case e.N <= 0 || e.Retained == "":
 		return fmt.Errorf("%s: the counted run reported %d ops and no report of what they left", e.Name, e.N)
 	}
-	path := filepath.Join(o.win.dir, e.Retained)
-	rep, err := benchwin.ReadRetained(path)
+	rep, err := o.win.reports.Retained(e.Retained)
 	if err != nil {
 		return err
 	}
@@ -302,7 +300,11 @@ func (o *benchOutput) retainedFigures(f *schema.BenchFigures, e benchwin.Event, 
 		o.s.Blind = append(o.s.Blind, fmt.Sprintf("%s: no retained figures: %d blocks of its timed region found no room in allocspy's live table", e.Name, rep.Untracked))
 		return nil
 	}
-	left, err := goroutinesLeft(path)
+	begin, end, err := o.win.reports.Goroutines(e.Retained)
+	if err != nil {
+		return fmt.Errorf("%s: goroutines left: %w", e.Name, err)
+	}
+	left, err := goroutinesLeftOf(begin, end)
 	if err != nil {
 		return fmt.Errorf("%s: goroutines left: %w", e.Name, err)
 	}
@@ -338,7 +340,7 @@ func (o *benchOutput) profile(f *schema.BenchFigures, folder, name string, p *pr
 	file := folder + "/" + name + ".pb.gz"
 	o.files[file] = buf.Bytes()
 	f.Files[name] = file
-	page, err := flamePage(buf.Bytes(), f.Name+": "+name)
+	page, err := flamePageOf(p, f.Name+": "+name)
 	if err != nil || page == nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfspy/perfspy/flame"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -40,6 +42,17 @@ func addFlames(files map[string][]byte, s *schema.Summary) error {
 // graph to draw).
 func flamePage(encoded []byte, title string) ([]byte, error) {
 	t, err := flame.Read(bytes.NewReader(encoded), flame.Options{})
+	return drawFlame(t, err, title)
+}
+
+// flamePageOf is flamePage of p, drawn from the profile in memory.
+func flamePageOf(p *profile.Profile, title string) ([]byte, error) {
+	t, err := flame.FromProfile(p, flame.Options{})
+	return drawFlame(t, err, title)
+}
+
+// drawFlame draws the tree t that reading a profile gave, with err.
+func drawFlame(t *flame.Tree, err error, title string) ([]byte, error) {
 	if errors.Is(err, flame.ErrEmpty) {
 		return nil, nil
 	}

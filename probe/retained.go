@@ -204,27 +204,33 @@ func truncateText(s string) string {
 }
 
 // goroutinesLeft reads the dumps at path+".goroutines" and
-// path+".goroutines.end" and returns the goroutines of the end that the
-// begin did not have, but perfspy's own.
+// path+".goroutines.end" and returns goroutinesLeftOf them.
 func goroutinesLeft(path string) ([]goroutine, error) {
-	read := func(p string) ([]goroutine, error) {
+	var dumps [2][]byte
+	for i, p := range []string{path + ".goroutines", path + ".goroutines.end"} {
 		b, err := readBounded(p, maxGoroutineDump)
 		if err != nil {
 			return nil, err
 		}
-		gs, err := parseGoroutines(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		return gs, nil
+		dumps[i] = b
 	}
-	before, err := read(path + ".goroutines")
+	left, err := goroutinesLeftOf(dumps[0], dumps[1])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	after, err := read(path + ".goroutines.end")
+	return left, nil
+}
+
+// goroutinesLeftOf returns the goroutines of the dump at a window's end
+// that the dump at its begin did not have, but perfspy's own.
+func goroutinesLeftOf(begin, end []byte) ([]goroutine, error) {
+	before, err := parseGoroutines(begin[:min(len(begin), maxGoroutineDump)])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the dump at the begin: %w", err)
+	}
+	after, err := parseGoroutines(end[:min(len(end), maxGoroutineDump)])
+	if err != nil {
+		return nil, fmt.Errorf("the dump at the end: %w", err)
 	}
 	had := map[int64]bool{}
 	for _, g := range before {

@@ -694,49 +694,41 @@ func fetchVersioned(ctx context.Context, spec, work, cacheRoot string, anyPackag
 	if path == "" || version == "" || strings.Contains(version, "@") {
 		return "", fmt.Errorf("target %q: want module/path/cmd/x@version", spec)
 	}
-	wrap := filepath.Join(work, "wrap")
-	if err := os.Mkdir(wrap, 0o755); err != nil {
-		return "", err
+	// An exact version's resolution is kept: go get and go list cost a
+	// run at a fixed -benchtime more than its benchmarks do.
+	keep := resolvedPath(cacheRoot, spec)
+	r, ok := loadResolved(keep)
+	if !ok {
+		logf("fetching %s", spec)
+		var err error
+		if r, err = resolve(ctx, spec, work); err != nil {
+			return "", err
+		}
+		saveResolved(keep, r)
 	}
-	if err := writeWrapModule(wrap); err != nil {
-		return "", err
+	if r.Name != "main" && !anyPackage {
+		return "", &NotMainError{Path: spec, Name: r.Name}
 	}
-	wrapEnv := append(os.Environ(), "GOWORK=off", "GOTMPDIR="+filepath.Join(work, "gotmp"))
-	logf("fetching %s", spec)
-	if out, err := goCmd(ctx, wrap, wrapEnv, "get", spec); err != nil {
-		return "", &BuildError{Spec: spec, Output: out, Err: err}
-	}
-	out, err := goCmd(ctx, wrap, wrapEnv, "list", "-f", "{{.Name}}\t{{.Dir}}\t{{.Module.Path}}\t{{.Module.Version}}\t{{.Module.Dir}}", path)
-	if err != nil {
-		return "", &BuildError{Spec: spec, Output: out, Err: err}
-	}
-	f := strings.Split(strings.TrimSpace(out), "\t")
-	if len(f) != 5 {
-		return "", fmt.Errorf("target %s: unexpected go list output %q", spec, out)
-	}
-	if f[0] != "main" && !anyPackage {
-		return "", &NotMainError{Path: spec, Name: f[0]}
-	}
-	rel, err := filepath.Rel(f[4], f[1])
+	rel, err := filepath.Rel(r.ModDir, r.Dir)
 	if err != nil {
 		return "", err
 	}
-	key := strings.NewReplacer("/", "_", "@", "_").Replace(f[2] + "@" + f[3])
+	key := strings.NewReplacer("/", "_", "@", "_").Replace(r.ModPath + "@" + r.ModVersion)
 	// The copy is checked against the module cache (which the go command
 	// verifies) on every build, and written anew when it differs.
-	files, err := cache.ReadTree(f[4])
+	files, err := cache.ReadTree(r.ModDir)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", f[4], err)
+		return "", fmt.Errorf("reading %s: %w", r.ModDir, err)
 	}
 	if d := mainOnlyDirectives(files["go.mod"]); len(d) > 0 {
-		return "", fmt.Errorf("target %s: the go.mod of %s@%s has %s, which go install %s refuses too: the module builds one way as a dependency and another as the main module. Measure a checkout of it: clone its repository at %s and run probe run on the package's folder in it", spec, f[2], f[3], strings.Join(d, ", "), spec, f[3])
+		return "", fmt.Errorf("target %s: the go.mod of %s@%s has %s, which go install %s refuses too: the module builds one way as a dependency and another as the main module. Measure a checkout of it: clone its repository at %s and run probe run on the package's folder in it", spec, r.ModPath, r.ModVersion, strings.Join(d, ", "), spec, r.ModVersion)
 	}
 	if _, ok := files["go.mod"]; !ok {
-		files["go.mod"] = []byte("module " + f[2] + "\n")
+		files["go.mod"] = []byte("module " + r.ModPath + "\n")
 	}
 	dst := filepath.Join(cacheRoot, "src", key)
 	if err := cache.Install(dst, files); err != nil {
-		return "", fmt.Errorf("copying %s: %w", f[4], err)
+		return "", fmt.Errorf("copying %s: %w", r.ModDir, err)
 	}
 	return filepath.Join(dst, rel), nil
 }
