@@ -126,10 +126,16 @@ func (b *builder) newNode(name int32) int32 {
 	return id
 }
 
-// chunkBits sets the frames per chunk of a column: 32768.
-const chunkBits = 15
+// chunkBits sets the frames per chunk of a column: 32768, after a first
+// chunk of 1<<firstBits (most graphs a results folder draws have a few
+// hundred frames, and a column's first chunk at full size cost each a
+// megabyte to clear).
+const (
+	chunkBits = 15
+	firstBits = 8
+)
 
-// col is a column of the arena: chunks of 1<<chunkBits that never move.
+// col is a column of the arena: chunks that never move.
 type col[T int32 | int64] struct {
 	c [][]T
 	n int
@@ -141,14 +147,22 @@ type (
 )
 
 func (a *col[T]) push(v T) {
-	if a.n>>chunkBits == len(a.c) {
+	if a.n == 0 {
+		a.c = append(a.c[:0], make([]T, 1<<firstBits))
+	} else if a.n >= 1<<firstBits && (a.n-1<<firstBits)&(1<<chunkBits-1) == 0 {
 		a.c = append(a.c, make([]T, 1<<chunkBits))
 	}
-	a.c[a.n>>chunkBits][a.n&(1<<chunkBits-1)] = v
+	*a.at(int32(a.n)) = v
 	a.n++
 }
 
-func (a *col[T]) at(i int32) *T { return &a.c[i>>chunkBits][i&(1<<chunkBits-1)] }
+func (a *col[T]) at(i int32) *T {
+	if i < 1<<firstBits {
+		return &a.c[0][i]
+	}
+	i -= 1 << firstBits
+	return &a.c[1+i>>chunkBits][i&(1<<chunkBits-1)]
+}
 
 // scale multiplies every value by f.
 func (a *col[T]) scale(f T) {

@@ -333,12 +333,12 @@ func (o *benchOutput) retainedFigures(f *schema.BenchFigures, e benchwin.Event, 
 // profile adds p to the results as folder/name.pb.gz, with its flame graph.
 func (o *benchOutput) profile(f *schema.BenchFigures, folder, name string, p *profile.Profile, comments []string) error {
 	p.Comments = append(slices.Clone(comments), p.Comments...)
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
+	b, err := encodeProfile(p)
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	file := folder + "/" + name + ".pb.gz"
-	o.files[file] = buf.Bytes()
+	o.files[file] = b
 	f.Files[name] = file
 	page, err := flamePageOf(p, f.Name+": "+name)
 	if err != nil || page == nil {

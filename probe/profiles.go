@@ -1,10 +1,13 @@
 package probe
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 
@@ -284,4 +287,28 @@ func targetSites(sites []syscalls.Site) []syscalls.Site {
 		}
 	}
 	return out
+}
+
+// gzipWriters are reused by encodeProfile: profile.Write makes a gzip
+// writer for each profile, and a new writer's compressor (its hash
+// tables) cost more than compressing the kilobyte a result's profile
+// usually is.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// encodeProfile is p as profile.Write encodes it: protobuf, gzipped.
+func encodeProfile(p *profile.Profile) ([]byte, error) {
+	var raw, out bytes.Buffer
+	if err := p.WriteUncompressed(&raw); err != nil {
+		return nil, err
+	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&out)
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

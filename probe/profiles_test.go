@@ -1,12 +1,14 @@
 package probe
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/agent/wire"
+	"github.com/perfspy/perfspy/internal/synthprof"
 	"github.com/perfspy/perfspy/syscalls"
 
 	"github.com/perfspy/perfspy/internal/withagent"
@@ -117,5 +119,31 @@ func TestTargetSites(t *testing.T) {
 	got := targetSites(sites)
 	if len(got) != 1 || got[0].Name != "getppid" {
 		t.Errorf("targetSites = %+v", got)
+	}
+}
+
+// TestEncodeProfile: encodeProfile's bytes parse to what profile.Write's
+// do, each time the pooled writer is reused.
+func TestEncodeProfile(t *testing.T) {
+	for i, p := range []*profile.Profile{synthprof.Synthetic(3, 200, []string{"alloc_objects/count", "alloc_space/bytes"}), synthprof.Synthetic(5, 50, []string{"ns/nanoseconds"}), synthprof.Synthetic(3, 200, []string{"alloc_objects/count", "alloc_space/bytes"})} {
+		var want bytes.Buffer
+		if err := p.Write(&want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeProfile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := profile.ParseData(want.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := profile.ParseData(got)
+		if err != nil {
+			t.Fatalf("profile %d: %v", i, err)
+		}
+		if a.String() != b.String() {
+			t.Errorf("profile %d: encodeProfile parses to another profile than profile.Write", i)
+		}
 	}
 }

@@ -111,11 +111,11 @@ func (o *runOutput) comments(w *windowResult) []string {
 
 // addProfile encodes p into the results as name.
 func (o *runOutput) addProfile(name string, p *profile.Profile) error {
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
+	b, err := encodeProfile(p)
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
-	o.files[name] = buf.Bytes()
+	o.files[name] = b
 	return nil
 }
 

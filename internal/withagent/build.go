@@ -453,6 +453,17 @@ func (b *builder) compile(ctx context.Context) error {
 // which times the benchmarks and whose build list the other must equal.
 func (b *builder) compileTest(ctx context.Context) error {
 	t := b.t
+	var key string
+	if strings.Contains(t.Spec, "@") {
+		var err error
+		if key, err = b.keptKey(ctx); err != nil {
+			return err
+		}
+		if kept(t, key) {
+			b.logf("the tests of %s: the binaries built before (the module version, toolchain, environment and overlays are the same)", t.Spec)
+			return nil
+		}
+	}
 	b.logf("building the tests of %s with the benchmark window (the first such build rebuilds the standard library)", t.Spec)
 	// The two builds share the package's compiled code through the build
 	// cache and differ in the standard library and the link: side by side
@@ -476,7 +487,13 @@ func (b *builder) compileTest(ctx context.Context) error {
 		<-plain
 		return &BuildError{Spec: t.Spec, Output: out, Err: err}
 	}
-	return <-plain
+	if err := <-plain; err != nil {
+		return err
+	}
+	if key != "" {
+		keep(t, key)
+	}
+	return nil
 }
 
 // clearNonObject removes what is at path when it is not an executable
