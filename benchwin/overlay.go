@@ -66,6 +66,10 @@ var edits = []struct {
 	// ResetTimer: after its map is made, the counts start again.
 	{"\t\tclear(b.extra)\n\t}\n\tif b.timerOn {\n",
 		"\t\tclear(b.extra)\n\t}; perfspyReset(b)\n\tif b.timerOn {\n", 1},
+	// runN: the GC it runs before a run is skipped right after a run's
+	// end ran two (perfspyGC).
+	{"\t// by clearing garbage from previous runs.\n\truntime.GC()\n",
+		"\t// by clearing garbage from previous runs.\n\tperfspyGC()\n", 1},
 	// runN: a run starts before its ResetTimer and ends after its StopTimer.
 	{"\tb.parallelism = 1\n\tb.ResetTimer()\n",
 		"\tb.parallelism = 1; perfspyRunStart(b)\n\tb.ResetTimer()\n", 1},

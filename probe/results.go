@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/pprof/profile"
 
@@ -794,6 +796,12 @@ var resultsFirst = []string{"summary.json", "meta", "report.md", "bench.txt"}
 // (-results-mode opens the folder afterwards). A file that cannot be
 // written whole is removed, and the error (ErrIncomplete) names it, the
 // files written and those not.
+//
+// The files are written in order by writeWorkers at once (a -bench
+// folder holds hundreds, and a file's creation, not its bytes, is most
+// of the time); when one fails, those after it in the order that were
+// written meanwhile are removed, so that what is left is what a write
+// one at a time would have left.
 func writeFiles(dir string, files map[string][]byte) error {
 	names := slices.Sorted(maps.Keys(files))
 	rank := func(n string) int {
@@ -808,23 +816,45 @@ func writeFiles(dir string, files map[string][]byte) error {
 		}
 		return cmp.Compare(len(files[a]), len(files[b]))
 	})
-	for i, name := range names {
-		p := filepath.Join(dir, name)
-		err := os.MkdirAll(filepath.Dir(p), 0o700)
-		if err == nil {
-			err = os.WriteFile(p, files[name], 0o600)
-		}
-		if err != nil {
-			os.Remove(p) // a partial file is no result
-			written := "nothing"
-			if i > 0 {
-				written = strings.Join(names[:i], ", ")
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(writeWorkers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(names) && !failed.Load(); i = int(next.Add(1) - 1) {
+				p := filepath.Join(dir, names[i])
+				err := os.MkdirAll(filepath.Dir(p), 0o700)
+				if err == nil {
+					err = os.WriteFile(p, files[names[i]], 0o600)
+				}
+				if err != nil {
+					os.Remove(p) // a partial file is no result
+					errs[i] = err
+					failed.Store(true)
+				}
 			}
-			return fmt.Errorf("%w in %s: writing %s: %w; written: %s; not written: %s", ErrIncomplete, dir, name, err, written, strings.Join(names[i:], ", "))
-		}
+		}()
 	}
-	return nil
+	wg.Wait()
+	i := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+	if i < 0 {
+		return nil
+	}
+	for _, name := range names[i+1:] {
+		os.Remove(filepath.Join(dir, name))
+	}
+	written := "nothing"
+	if i > 0 {
+		written = strings.Join(names[:i], ", ")
+	}
+	return fmt.Errorf("%w in %s: writing %s: %w; written: %s; not written: %s", ErrIncomplete, dir, names[i], errs[i], written, strings.Join(names[i:], ", "))
 }
+
+// writeWorkers is how many files writeFiles writes at once.
+const writeWorkers = 4
 
 type namedWindow struct {
 	name string
