@@ -12,16 +12,20 @@ import (
 	"github.com/perfspy/perfspy/profkey"
 )
 
-// Sample types of allocs.pb.gz written from allocspy, in this order.
-// alloc_objects counts objects as the program asked for them and
-// alloc_space the bytes they took (size classes); heap_blocks counts the
-// objects that took a heap slot of their own (what the heap profile
-// counts), requested_space the bytes asked for.
-var SampleTypes = []*profile.ValueType{
-	{Type: "alloc_objects", Unit: "count"},
-	{Type: "alloc_space", Unit: "bytes"},
-	{Type: "heap_blocks", Unit: "count"},
-	{Type: "requested_space", Unit: "bytes"},
+// SampleTypes are the sample types of allocs.pb.gz written from
+// allocspy, in this order. alloc_objects counts objects as the program
+// asked for them and alloc_space the bytes they took (size classes);
+// heap_blocks counts the objects that took a heap slot of their own (what
+// the heap profile counts), requested_space the bytes asked for. Each
+// call makes new ones: encoding a profile writes into its sample types,
+// so two profiles must not share them.
+func SampleTypes() []*profile.ValueType {
+	return []*profile.ValueType{
+		{Type: "alloc_objects", Unit: "count"},
+		{Type: "alloc_space", Unit: "bytes"},
+		{Type: "heap_blocks", Unit: "count"},
+		{Type: "requested_space", Unit: "bytes"},
+	}
 }
 
 // ReadReport reads the JSON file the agent's counter wrote.
@@ -45,7 +49,7 @@ func ReadReport(path string) (*wire.AllocReport, error) {
 // the outer one.
 func Profile(r *wire.AllocReport) *profile.Profile {
 	p := &profile.Profile{
-		SampleType:        SampleTypes,
+		SampleType:        SampleTypes(),
 		DefaultSampleType: "alloc_space",
 		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
 		Period:            1,

@@ -7,8 +7,10 @@
 // turns the runtime spies (allocspy, copyspy) on while a timed region is
 // open and off outside it, snapshots their tables when a run starts or its
 // timer is reset, and, when testing reports a result, writes the sites of
-// the run that result comes from, symbolized, beside testing's own
-// -benchmem counts for that run. While a region is open, the variable
+// the run that result comes from beside testing's own -benchmem counts
+// for that run: an event line in events.jsonl naming the run's reports,
+// which are records of one file, ReportsFile (stacks as PCs, each PC
+// symbolized once in a "frames" record; OpenReports reads them). While a region is open, the variable
 // testing.perfspyGate holds the region's sequence number, which probe's
 // eBPF syscall counter reads: syscalls are counted by region.
 //

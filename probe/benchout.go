@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/pprof/profile"
 
@@ -91,17 +94,70 @@ func (o *benchOutput) write() error {
 	o.traced = occurrences(o.win.offcpu, func(w benchWaits) string { return w.name })
 	counted := occurrences(o.win.events, func(e benchwin.Event) string { return e.Name })
 	o.s.Blind = append(o.s.Blind, unmatched("the traced run", counted, o.traced, len(o.win.offcpu) > 0)...)
-	seen := map[string]int{}
-	for _, e := range o.win.events {
-		k := seen[e.Name]
-		seen[e.Name]++
-		f, err := o.figures(e, k)
-		if err != nil {
-			return err
-		}
-		o.s.Benchmarks = append(o.s.Benchmarks, f)
+	figs, err := o.allFigures()
+	if err != nil {
+		return err
 	}
+	o.s.Benchmarks = append(o.s.Benchmarks, figs...)
 	return o.finish()
+}
+
+// allFigures makes every result's figures, profiles and flame graphs, a
+// result on each core at once (hundreds of profiles to encode and draw),
+// each into a fork of o that is merged back in the results' order: the
+// output is what one at a time makes. The first error in that order is
+// returned.
+func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
+	type result struct {
+		f   schema.BenchFigures
+		c   *benchOutput
+		err error
+	}
+	events := o.win.events
+	res := make([]result, len(events))
+	ks := make([]int, len(events))
+	seen := map[string]int{}
+	for i, e := range events {
+		ks[i] = seen[e.Name]
+		seen[e.Name]++
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(events)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(events); i = int(next.Add(1) - 1) {
+				c := o.fork()
+				f, err := c.figures(events[i], ks[i])
+				res[i] = result{f, c, err}
+			}
+		}()
+	}
+	wg.Wait()
+	var figs []schema.BenchFigures
+	for _, r := range res {
+		if r.err != nil {
+			return nil, r.err
+		}
+		maps.Copy(o.files, r.c.files)
+		for folder, tops := range r.c.top {
+			o.top[folder] = append(o.top[folder], tops...)
+		}
+		o.mismatch = append(o.mismatch, r.c.mismatch...)
+		o.s.Blind = append(o.s.Blind, r.c.s.Blind...)
+		figs = append(figs, r.f)
+	}
+	return figs, nil
+}
+
+// fork is o with the outputs a result's figures add (files, top tables,
+// mismatches, blind spots) its own; the rest is read only.
+func (o *benchOutput) fork() *benchOutput {
+	c := *o
+	c.files, c.top, c.mismatch, c.beside = map[string][]byte{}, map[string][]report.TopTable{}, nil, nil
+	c.s = &schema.BenchSummary{}
+	return &c
 }
 
 // occurrences indexes a run's results by name: the positions of each

@@ -99,15 +99,25 @@ func benchCaseRounds(ctx context.Context, env Env, c benchCase, mod, probe, tmp 
 	// removed just before would make the file system's inode allocator
 	// step over the hundreds of inodes freed (ext4 without a journal: a
 	// file's creation there cost 0.2-0.6 ms instead of 0.04).
-	outs := 0
+	newOut := func() (string, error) {
+		d, err := os.MkdirTemp(tmp, "out-")
+		return filepath.Join(d, "results"), err
+	}
 	probeRun := func(bench string) error {
-		outs++
-		args := append(append([]string{"run", "-bench", bench}, bt...), "-out", filepath.Join(tmp, fmt.Sprintf("out-%d", outs)), c.pkg)
+		out, err := newOut()
+		if err != nil {
+			return err
+		}
+		args := append(append([]string{"run", "-bench", bench}, bt...), "-out", out, c.pkg)
 		return runPhases(ctx, mod, probe, args, a.phases)
 	}
 	// Built once, untimed: a benchmark name that matches nothing.
 	gotest("^NoSuchBenchmark$")
-	runQuiet(ctx, mod, probe, "run", "-q", "-bench", "^NoSuchBenchmark$", "-out", filepath.Join(tmp, "out"), c.pkg)
+	out, err := newOut()
+	if err != nil {
+		return nil, err
+	}
+	runQuiet(ctx, mod, probe, "run", "-q", "-bench", "^NoSuchBenchmark$", "-out", out, c.pkg)
 	order := []struct {
 		name string
 		run  func(string) error
