@@ -149,6 +149,7 @@ func recorder(tables []Table) string {
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sRead runtime.%[1]sRead\nfunc %[1]sRead(dst []uint64) (n int, dropped uint64, full bool)\n", t.Spy)
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sStackOf runtime.%[1]sStackOf\nfunc %[1]sStackOf(index int, dst []uintptr) (n int, truncated bool)\n", t.Spy)
 		fmt.Fprintf(&s, "\n//go:linkname %[1]sLayout runtime.%[1]sLayout\nfunc %[1]sLayout() (slots, depth, slotSize int)\n", t.Spy)
+		fmt.Fprintf(&s, "\n//go:linkname %[1]sClear runtime.%[1]sClear\nfunc %[1]sClear()\n", t.Spy)
 	}
 	// With allocspy, the window's switches run inside the runtime's stop
 	// of the world for ReadMemStats.
@@ -171,6 +172,10 @@ func recorder(tables []Table) string {
 	s.WriteString("\nfunc perfspyEnable(on bool) {\n")
 	for _, t := range tables {
 		fmt.Fprintf(&s, "\t%sEnable(on)\n", t.Spy)
+	}
+	s.WriteString("}\n\nfunc perfspyClearTables() {\n")
+	for _, t := range tables {
+		fmt.Fprintf(&s, "\t%sClear()\n", t.Spy)
 	}
 	s.WriteString("}\n\nfunc perfspyRead(table int, dst []uint64) (int, uint64, bool) {\n\tswitch table {\n")
 	for i, t := range tables {
