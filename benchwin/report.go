@@ -36,10 +36,11 @@ type Event struct {
 }
 
 // SteadyEnv makes the recorder run each benchmark twice more after the
-// run testing reports, warm: 1 op, then M+1 ops, M being N/2 when N is
-// even and N otherwise. The second's counts minus the first's, times
-// N/M, are N ops in steady state (probe's steady per-op figures); the
-// reported run's counts minus those are what it paid once.
+// run testing reports, warm: 1 op, then M+1 ops, M being N/4 when 4
+// divides N, N/2 when 2 does, and N otherwise. The second's counts minus
+// the first's, times N/M, are N ops in steady state (probe's steady
+// per-op figures); the reported run's counts minus those are what it paid
+// once.
 const SteadyEnv = "PERFSPY_BENCH_STEADY"
 
 // Steady names the two warm runs' reports, each a pair: the 1-op run's,

@@ -134,10 +134,10 @@ func benchFixtureRun(t *testing.T, extra ...string) schema.BenchSummary {
 				linear++
 			}
 		}
-		// N is even: the warm runs measure half of it (1 and N/2+1
-		// ops), doubled, and the figures below are still exact.
-		if f.Steady != nil && !f.Steady.Linear && f.Steady.Runs != [2]int{1, f.N/2 + 1} {
-			t.Errorf("%s: warm runs of %v ops, want [1 %d]", f.Name, f.Steady.Runs, f.N/2+1)
+		// 4 divides N: the warm runs measure a quarter of it (1 and
+		// N/4+1 ops), times 4, and the figures below are still exact.
+		if f.Steady != nil && !f.Steady.Linear && f.Steady.Runs != [2]int{1, f.N/4 + 1} {
+			t.Errorf("%s: warm runs of %v ops, want [1 %d]", f.Name, f.Steady.Runs, f.N/4+1)
 		}
 		if f.N != 2000 {
 			t.Errorf("%s: N %d, want 2000", f.Name, f.N)

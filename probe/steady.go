@@ -75,15 +75,21 @@ func (o *benchOutput) steadyAllocs(f *schema.BenchFigures, e benchwin.Event, p *
 }
 
 // steadyScale is N/M for a result whose warm runs were of 1 and M+1 ops:
-// the recorder measures M = N/2 ops when N is even (the warm runs then
-// cost half the ops), N otherwise. Doubling keeps what was paid once a
-// whole count.
+// the recorder measures M = N/4 ops when 4 divides N, N/2 when 2 does, N
+// otherwise (the warm runs then cost a quarter of the reported run's
+// ops). A whole scale keeps what was paid once a whole count.
 func steadyScale(e benchwin.Event) (int64, error) {
-	m := e.Steady.N[1] - 1
-	if e.Steady.N[0] != 1 || m < 1 || m != e.N && 2*m != e.N {
-		return 0, fmt.Errorf("%s: the steady-state runs were of %v ops, want [1 %d] or, N being even, [1 %d]", e.Name, e.Steady.N, e.N+1, e.N/2+1)
+	want := e.N
+	switch {
+	case e.N%4 == 0:
+		want = e.N / 4
+	case e.N%2 == 0:
+		want = e.N / 2
 	}
-	return int64(e.N / m), nil
+	if e.Steady.N != [2]int{1, want + 1} || want < 1 {
+		return 0, fmt.Errorf("%s: the steady-state runs were of %v ops, want [1 %d] at N = %d", e.Name, e.Steady.N, want+1, e.N)
+	}
+	return int64(e.N / want), nil
 }
 
 // linearAllocs is the steady state of a result whose reported run counted

@@ -150,7 +150,7 @@ func (o *Bench) Markdown(w io.Writer) {
 	if s.Build != nil {
 		fmt.Fprintf(w, "; build: %s", BuildLine(s.Build))
 	}
-	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run. Allocations and retained bytes are per op once warm (two warm runs of 1 and N/2+1 ops after it, N+1 for an odd N: the second's counts minus the first's, doubled for an even N); what the reported run paid beyond that is listed apart, as paid once.\n\n")
+	fmt.Fprint(w, ".\n\nns/op is the plain test binary's. Every other figure is counted in the timed region of the run testing reported (from the start or the last ResetTimer, without StopTimer's pauses), divided by its N; -benchmem is testing's own count of that run. Allocations and retained bytes are per op once warm (two warm runs of 1 and M+1 ops after it, M being N/4 when 4 divides N, N/2 for another even N, N for an odd N: the second's counts minus the first's, times N/M); what the reported run paid beyond that is listed apart, as paid once.\n\n")
 	for _, c := range s.Cut {
 		fmt.Fprintf(w, "- **Cut:** %s\n", c)
 	}

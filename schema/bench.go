@@ -56,15 +56,17 @@ type BenchFigures struct {
 }
 
 // BenchSteady is how a result's steady state was measured: two warm runs
-// after the one testing reported, of 1 and M+1 ops (M is N/2 when N is
-// even, N otherwise); the second's counts minus the first's are M ops in
+// after the one testing reported, of 1 and M+1 ops (M is N/4 when 4
+// divides N, N/2 when 2 does, N otherwise); the second's counts minus the
+// first's are M ops in
 // steady state, times N/M N ops, which per_op's allocations, bytes and
 // retained figures are. What the reported run counted beyond
 // them it paid once (a cache its first op built, work beside the loop, a
 // buffer a global keeps): go test -benchmem spreads that over b.N.
 type BenchSteady struct {
-	// Runs are the ops of the two warm runs, [1, N/2+1] for an even N,
-	// [1, N+1] for an odd one; with Linear, the
+	// Runs are the ops of the two warm runs, [1, N/4+1] when 4 divides
+	// N, [1, N/2+1] for another even N, [1, N+1] for an odd one; with
+	// Linear, the
 	// runs compared, [1, N]: the benchmark's first run and the reported.
 	Runs [2]int `json:"runs_n"`
 	// Linear: the reported run counted exactly N times the benchmark's
