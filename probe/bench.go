@@ -213,7 +213,7 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
 		extra("the traced run", func(ctx context.Context) (err error) {
-			win.offcpu, err = runBenchTrace(ctx, tgt, counted, priv, out)
+			win.offcpu, err = runBenchTrace(ctx, tgt, traced(counted), priv, out)
 			return err
 		})
 	}
@@ -230,6 +230,21 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 		return res, fmt.Errorf("%w: %s", ErrBenchmemMismatch, strings.Join(bo.mismatch, "; "))
 	}
 	return res, nil
+}
+
+// traced is the traced run's configuration: the counted run's, but for a
+// -benchtime of Nx with N of 4 or more, which it runs for a quarter of the
+// ops, (N/4)x. Off-CPU time is a time: an average per op, taken over the
+// traced run's own ops (the counts are the counted run's, at N), as the
+// default benchtime's countedBenchTime takes it over a tenth of the
+// timing run's second.
+func traced(counted BenchConfig) BenchConfig {
+	if n, ok := strings.CutSuffix(counted.BenchTime, "x"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v >= 4 {
+			counted.BenchTime = strconv.Itoa(v/4) + "x"
+		}
+	}
+	return counted
 }
 
 // extraRunBound is how long the traced run may take: four times the
@@ -326,9 +341,11 @@ type benchWindow struct {
 	offcpu []benchWaits
 }
 
-// benchWaits is one result's off-CPU time in its timed region.
+// benchWaits is one result's off-CPU time in its timed region, of n ops
+// (the traced run's own b.N).
 type benchWaits struct {
 	name    string
+	n       int
 	nanos   map[string]int64
 	profile *profile.Profile
 }
@@ -369,7 +386,7 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	var ws []benchWaits
 	for _, e := range events {
 		id := strconv.FormatUint(uint64(e.Seq), 10)
-		ws = append(ws, benchWaits{name: e.Name, nanos: res.Windows[id], profile: res.WindowProfile(id)})
+		ws = append(ws, benchWaits{name: e.Name, n: e.N, nanos: res.Windows[id], profile: res.WindowProfile(id)})
 	}
 	return ws, runErr
 }

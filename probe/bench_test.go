@@ -175,7 +175,7 @@ func benchFixtureRun(t *testing.T, extra ...string) schema.BenchSummary {
 			t.Errorf("%s: no ns/op from the plain binary", f.Name)
 		}
 		checkBenchSyscalls(t, f, w.syscall, s.Exec != "")
-		checkBenchOffCPU(t, f, name == "BenchmarkWait")
+		checkBenchOffCPU(t, out, f, name == "BenchmarkWait")
 		checkBenchProfile(t, out, f)
 		checkBenchRetained(t, out, f, name == "BenchmarkLeak")
 	}
@@ -267,11 +267,20 @@ func fixtureSum(t *testing.T, out string, f schema.BenchFigures, name, kind stri
 
 // checkBenchOffCPU: the sleeping benchmark waits at least its 50 µs per
 // op, and not ten times that; the copying one does not wait.
-func checkBenchOffCPU(t *testing.T, f schema.BenchFigures, sleeps bool) {
+func checkBenchOffCPU(t *testing.T, out string, f schema.BenchFigures, sleeps bool) {
 	t.Helper()
 	if f.PerOp.OffCPUNS == nil {
 		t.Errorf("%s: no off-CPU figures", f.Name)
 		return
+	}
+	// -benchtime 2000x: the traced run takes a quarter of the ops, and
+	// its figures and profile are per op of its own N.
+	p, err := readProfile(filepath.Join(out, f.Files["offcpu"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.OffCPUN != f.N/4 || profkey.Requests(p) != int64(f.OffCPUN) {
+		t.Errorf("%s: the traced run's N %d, its profile's %d; want %d", f.Name, f.OffCPUN, profkey.Requests(p), f.N/4)
 	}
 	sleep := f.PerOp.OffCPUNS["sleep"]
 	switch {

@@ -68,7 +68,7 @@ func (o *benchOutput) write() error {
 	}
 	if o.win.offcpu != nil {
 		o.s.Sources["offcpu"] = "runtime-trace+benchwin-marks (a run of its own)"
-		o.s.Blind = append(o.s.Blind, "off-CPU: waits that end in the timed region, from its start; syscalls outside entersyscall (the runtime's futex, epoll) are not seen")
+		o.s.Blind = append(o.s.Blind, "off-CPU: waits that end in the timed region, from its start, per op of the traced run's own b.N (offcpu_n: a quarter of -benchtime Nx); syscalls outside entersyscall (the runtime's futex, epoll) are not seen")
 	}
 	if o.win.counted {
 		o.s.Sources["syscalls"] = syscalls.Source + "+benchwin-gate"
@@ -328,12 +328,20 @@ func (o *benchOutput) offCPUFigures(f *schema.BenchFigures, e benchwin.Event, k 
 		return nil // not in the traced run (summary.json's blind says so)
 	}
 	w := o.win.offcpu[at[k]]
+	if w.n <= 0 {
+		return fmt.Errorf("%s: the traced run reported %d ops", e.Name, w.n)
+	}
+	// Per op of the traced run's own N, which is not the counted run's
+	// (a quarter of -benchtime Nx; at a benchtime of time, what testing
+	// scaled it to under the tracer).
 	f.PerOp.OffCPUNS = map[string]float64{}
 	for reason, ns := range w.nanos {
-		f.PerOp.OffCPUNS[reason] = round(float64(ns)/float64(e.N), 2)
+		f.PerOp.OffCPUNS[reason] = round(float64(ns)/float64(w.n), 2)
 	}
-	o.addTop(folder, "off-CPU time", "ns", w.profile, 0, e.N)
-	return o.profile(f, folder, "offcpu", w.profile, comments)
+	f.OffCPUN = w.n
+	o.addTop(folder, "off-CPU time", "ns", w.profile, 0, w.n)
+	own := append([]string{profkey.RequestsComment + strconv.Itoa(w.n)}, comments[1:]...)
+	return o.profile(f, folder, "offcpu", w.profile, own)
 }
 
 // retainedFigures gives the result what its ops left, measured in the

@@ -53,6 +53,11 @@ type BenchFigures struct {
 	// SteadyNote says why per_op's allocations are the reported run's,
 	// divided by N, when the steady state was not measured.
 	SteadyNote string `json:"steady_note,omitempty"`
+	// OffCPUN is the traced run's b.N, which per_op.offcpu_ns divides by
+	// and offcpu.pb.gz's perfspy.requests comment names: a quarter of a
+	// -benchtime of Nx, and at a benchtime of time what testing scaled
+	// b.N to under the tracer.
+	OffCPUN int `json:"offcpu_n,omitempty"`
 }
 
 // BenchSteady is how a result's steady state was measured: two warm runs
@@ -102,7 +107,8 @@ type BenchPerOp struct {
 	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
 	NS             *float64           `json:"ns"` // the plain test binary's
 	// OffCPUNS is the time goroutines waited in the timed region, by
-	// reason, in ns per op (a run of its own, under the tracer).
+	// reason, in ns per op (a run of its own, under the tracer, of
+	// BenchFigures.OffCPUN ops).
 	OffCPUNS map[string]float64 `json:"offcpu_ns"`
 	// What the ops left, per op (a run of its own, MemProfileRate=1):
 	// objects and bytes live after two GCs, goroutines still running.
