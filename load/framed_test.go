@@ -138,17 +138,7 @@ func FuzzParseHeader(f *testing.F) {
 // steady state: the driver's cost per request is the kernel's, as the
 // server's is (both write a frame and read one).
 func TestFramedNoAllocations(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	addr := acceptOne(t, func(c net.Conn) {
 		buf := make([]byte, frame.HeaderSize+64+frame.CRCSize)
 		for {
 			if _, err := io.ReadFull(c, buf); err != nil {
@@ -163,8 +153,8 @@ func TestFramedNoAllocations(t *testing.T) {
 				return
 			}
 		}
-	}()
-	d, err := NewFramed(FramedOptions{Addr: ln.Addr().String(), Conns: 1, BodySize: 64})
+	})
+	d, err := NewFramed(FramedOptions{Addr: addr, Conns: 1, BodySize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,4 +166,25 @@ func TestFramedNoAllocations(t *testing.T) {
 	if allocs != 0 || res.OK != 2002 {
 		t.Errorf("%.2f allocations per request, %d successes of 2002 (%s)", allocs, res.OK, res.FirstErr)
 	}
+}
+
+// acceptOne listens on a loopback port, serves the first connection
+// with serve (closing it after) and returns the address; the listener
+// closes with the test.
+func acceptOne(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return ln.Addr().String()
 }

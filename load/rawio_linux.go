@@ -16,8 +16,9 @@ import (
 // driver's one core, sysmon took the P from a goroutine in write or read
 // (a runnable goroutine was waiting) and handed it to another thread,
 // and the first, back from the call, parked on a futex: 29% of the
-// driver's CPU was sysmon and the threads it woke (perf, targets/floor,
-// 2026-12-04).
+// driver's CPU was sysmon alone, and about as much again the futex,
+// sched_yield and context switches of the threads it woke (perf,
+// targets/floor, 2026-12-04).
 type rawIO struct {
 	net.Conn
 	rc syscall.RawConn

@@ -14,20 +14,10 @@ import (
 // system calls (none under -race), whole across a full send buffer, with
 // io.EOF at the peer's close and the deadline's error past it.
 func TestRawIO(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		io.Copy(c, c) // echo until the client half-closes...
-		c.Close()     // ...then close
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	addr := acceptOne(t, func(c net.Conn) {
+		io.Copy(c, c) // echo until the client half-closes, then close
+	})
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +53,7 @@ func TestRawIO(t *testing.T) {
 		t.Errorf("after the peer's close: %d, %v; want 0, io.EOF", n, err)
 	}
 	// A deadline passed: the netpoller's error, as net.Conn gives it.
-	c2, err := net.Dial("tcp", ln.Addr().String())
+	c2, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
