@@ -109,17 +109,7 @@ func TestNewH2LeanErrors(t *testing.T) {
 // the same frames (HEADERS :status 200, DATA "ok"), allocating nothing
 // per request.
 func cannedH2Server(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	return acceptOne(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		if _, err := io.ReadFull(br, make([]byte, len(h2Preface))); err != nil {
 			return
@@ -146,6 +136,5 @@ func cannedH2Server(t *testing.T) string {
 				}
 			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
