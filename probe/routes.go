@@ -21,7 +21,10 @@ type RoutesOutput struct {
 	// BeforeRouting is the work HTTP/1 requests cause before their route
 	// is known (reading and parsing them), per request of every route.
 	BeforeRouting *schema.RouteSummary `json:"before_routing,omitempty"`
-	Closure       schema.RoutesClosure `json:"closure"`
+	// Unfollowed is the work done under the mark of a request that no
+	// longer had it, per second, with its parts by route of origin.
+	Unfollowed schema.RouteSummary `json:"unfollowed"`
+	Closure    schema.RoutesClosure `json:"closure"`
 }
 
 // routeFolds reads the routes report and returns, for each route whose
@@ -43,6 +46,8 @@ func foldRoutes(p *profile.Profile, folds map[string]string) {
 		if v := s.Label[profkey.RouteLabel]; len(v) == 1 {
 			if into, ok := folds[v[0]]; ok {
 				s.Label[profkey.RouteLabel] = []string{into}
+			} else if origin, ok := profkey.UnfollowedOrigin(v[0]); ok && folds[origin] != "" {
+				s.Label[profkey.RouteLabel] = []string{profkey.UnfollowedFrom + folds[origin]}
 			}
 		}
 	}
@@ -59,7 +64,7 @@ func routeOf(s *profile.Sample) string {
 // routeFigures splits the attribution window's allocations (alloc_objects,
 // alloc_space at index 0, 1) and copies (copied_bytes at 1) by route.
 func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driverOK int64, seconds float64) *RoutesOutput {
-	out := &RoutesOutput{Background: schema.RouteSummary{Route: profkey.Background}}
+	out := &RoutesOutput{Background: schema.RouteSummary{Route: profkey.Background}, Unfollowed: schema.RouteSummary{Route: profkey.Unfollowed}}
 	byName := map[string]*schema.RouteSummary{profkey.Background: &out.Background}
 	folds := routeFolds(rep)
 	for _, r := range rep.Routes {
@@ -85,10 +90,44 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	siteSums := map[string]map[string][2]int64{}
 	var unlabelled [2]int64
 	var allocBytes int64
+	// The unfollowed work's parts by route of origin, "" unknown.
+	origins := map[string]*schema.RouteSummary{}
+	unfollowed := func(route string) *schema.RouteSummary {
+		origin, ok := profkey.UnfollowedOrigin(route)
+		if !ok {
+			return nil
+		}
+		if o := origins[origin]; o != nil {
+			return o
+		}
+		o := &schema.RouteSummary{Route: origin}
+		if rs := byName[origin]; rs != nil {
+			o.Requests, o.SampledRequests = rs.Requests, rs.SampledRequests
+		}
+		origins[origin] = o
+		byName[route] = o
+		return o
+	}
 	if allocs != nil {
 		for _, s := range allocs.Sample {
 			out.Closure.Allocs += s.Value[0]
 			allocBytes += s.Value[1]
+			if o := unfollowed(routeOf(s)); o != nil {
+				o.Allocs += s.Value[0]
+				o.AllocBytes += s.Value[1]
+				out.Unfollowed.Allocs += s.Value[0]
+				out.Unfollowed.AllocBytes += s.Value[1]
+				for _, name := range []string{o.Route + "\x00origin", profkey.Unfollowed} {
+					m := siteSums[name]
+					if m == nil {
+						m = map[string][2]int64{}
+						siteSums[name] = m
+					}
+					v := m[siteName(s)]
+					m[siteName(s)] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
+				}
+				continue
+			}
 			rs := byName[routeOf(s)]
 			if rs == nil {
 				unlabelled[0] += s.Value[0]
@@ -108,7 +147,10 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	if copies != nil {
 		for _, s := range copies.Sample {
 			out.Closure.CopiedBytes += s.Value[1]
-			if rs := byName[routeOf(s)]; rs != nil {
+			if o := unfollowed(routeOf(s)); o != nil {
+				o.CopiedBytes += s.Value[1]
+				out.Unfollowed.CopiedBytes += s.Value[1]
+			} else if rs := byName[routeOf(s)]; rs != nil {
 				rs.CopiedBytes += s.Value[1]
 			} else {
 				unlabelled[1] += s.Value[1]
@@ -122,6 +164,7 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 		out.BeforeRouting.Requests = out.Closure.RouteRequests
 		all = append(all, out.BeforeRouting)
 	}
+	unfollowedFigures(&out.Unfollowed, origins, siteSums, out.Closure.Allocs, allocBytes, seconds, rep.Sampled)
 	for _, rs := range all {
 		n := float64(rs.Requests)
 		if rep.Sampled {
@@ -154,6 +197,52 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 		return out.Routes[i].Route < out.Routes[j].Route
 	})
 	return out
+}
+
+// unfollowedFigures fills the unfollowed work's figures: per second and
+// its share of the window's allocations and bytes, like the background's,
+// and its parts by route of origin, each per request of that route (the
+// unknown origin's per second).
+func unfollowedFigures(u *schema.RouteSummary, origins map[string]*schema.RouteSummary, siteSums map[string]map[string][2]int64, allocs, allocBytes int64, seconds float64, sampled bool) {
+	if seconds > 0 {
+		u.AllocsPerSec = f64(round(float64(u.Allocs)/seconds, 4))
+		u.AllocBytesPerSec = f64(round(float64(u.AllocBytes)/seconds, 2))
+		u.CopiedBytesPerSec = f64(round(float64(u.CopiedBytes)/seconds, 2))
+		u.Sites = routeSites(siteSums[profkey.Unfollowed], seconds)
+	}
+	if allocs > 0 && allocBytes > 0 {
+		u.ShareAllocs = f64(round(float64(u.Allocs)/float64(allocs), 4))
+		u.ShareBytes = f64(round(float64(u.AllocBytes)/float64(allocBytes), 4))
+	} else {
+		u.ShareAllocs, u.ShareBytes = f64(0), f64(0)
+	}
+	names := make([]string, 0, len(origins))
+	for name := range origins {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		o := *origins[name]
+		n := float64(o.Requests)
+		if sampled {
+			n = float64(o.SampledRequests)
+		}
+		sites := siteSums[name+"\x00origin"]
+		switch {
+		case n > 0:
+			o.AllocsPerReq = f64(round(float64(o.Allocs)/n, 4))
+			o.AllocBytesPerReq = f64(round(float64(o.AllocBytes)/n, 2))
+			o.CopiedBytesPerReq = f64(round(float64(o.CopiedBytes)/n, 2))
+			o.Sites = routeSites(sites, n)
+		case seconds > 0:
+			o.AllocsPerSec = f64(round(float64(o.Allocs)/seconds, 4))
+			o.AllocBytesPerSec = f64(round(float64(o.AllocBytes)/seconds, 2))
+			o.CopiedBytesPerSec = f64(round(float64(o.CopiedBytes)/seconds, 2))
+			o.Sites = routeSites(sites, seconds)
+		}
+		u.Origins = append(u.Origins, o)
+	}
+	sort.SliceStable(u.Origins, func(i, j int) bool { return u.Origins[i].AllocBytes > u.Origins[j].AllocBytes })
 }
 
 func ptrs(rs []schema.RouteSummary) []*schema.RouteSummary {
@@ -219,6 +308,7 @@ func (o *runOutput) routes() error {
 	attr := o.win.attr
 	r := routeFigures(o.routeRep, o.allocsProf, o.copiesProf, attr.load.OK, attr.load.Elapsed.Seconds())
 	o.s.Routes, o.s.RoutesBackground, o.s.RoutesBeforeRouting, o.s.RoutesClosure = r.Routes, &r.Background, r.BeforeRouting, &r.Closure
+	o.s.RoutesUnfollowed = &r.Unfollowed
 	o.s.Sources["routes"] = SourceRoutes
 	if o.routeRep.Sampled {
 		o.sampledOnly()

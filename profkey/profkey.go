@@ -31,7 +31,26 @@ const (
 	RouteLabel    = "route"
 	Background    = "background"
 	BeforeRouting = "(before routing)"
+	// Unfollowed is the route label of work done under the mark of a
+	// request that no longer had it: the request had ended (a goroutine
+	// it started that outlived it, a worker handed it), or the goroutine
+	// had handed it back and went on with work the runtime saw no handoff
+	// of (a queue guarded by a mutex). UnfollowedFrom + route names the
+	// route it came from; Unfollowed alone, a value whose request could
+	// not be told (a goroutine that held several requests' values).
+	// Never charged to a route (docs/routes.md, "Unfollowed work").
+	Unfollowed     = "(unfollowed)"
+	UnfollowedFrom = "(unfollowed) from "
 )
+
+// UnfollowedOrigin tells whether route is unfollowed work, and the route
+// it came from ("" when unknown).
+func UnfollowedOrigin(route string) (origin string, ok bool) {
+	if route == Unfollowed {
+		return "", true
+	}
+	return strings.CutPrefix(route, UnfollowedFrom)
+}
 
 // EntryLabel is the sample label of allocations and copies that names
 // the runtime function the code called when another runtime function

@@ -69,7 +69,7 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyReqOwner bool; perfspyInTimer uintptr; perfspyWaitHand bool // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it) and whether it began it, the timer whose function it runs, and whether its wait ended by its own request's worker\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyReqOwner bool; perfspyInTimer uintptr; perfspyWaitHand bool; perfspyFor uint64; perfspyHeld int32 // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it) and whether it began it, the timer whose function it runs, whether its wait ended by its own request's worker, the request it works for (own, started by it or handed it) and the values it was handed and holds\n"},
 	// A new goroutine works for the request its creator works for, or,
 	// started by a timer's function (time.AfterFunc), for the request
 	// that set the timer.
@@ -81,7 +81,13 @@ var runtimeEdits = []Edit{
 	// free list starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqGone(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqGone(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false; gp.perfspyFor = 0; gp.perfspyHeld = 0\n\tgp.timer = nil\n"},
+	// A goroutine scheduled whose request ended (a goroutine the request
+	// started that outlives it, a worker handed it) works for no route
+	// from now on: its work is its route's unfollowed work.
+	{"proc.go",
+		"\tgp.syncSafePoint = false // Clear the flag, which may have been set by morestack.\n",
+		"\tgp.syncSafePoint = false; if gp.perfspyFor != 0 { perfspyStale(gp) } // Clear the flag, which may have been set by morestack.\n"},
 	// A billed goroutine's state changes add its time to the bill by
 	// state (running, runnable, in a syscall, waiting and why).
 	{"proc.go",
@@ -120,6 +126,9 @@ var handEdits = []Edit{
 	{"chan.go",
 		"\t\t\ttypedmemclr(c.elemtype, sg.elem.get())\n\t\t\tsg.elem.set(nil)\n\t\t}\n\t\tif sg.releasetime != 0 {\n\t\t\tsg.releasetime = cputicks()\n\t\t}\n\t\tgp := sg.g\n",
 		"\t\t\ttypedmemclr(c.elemtype, sg.elem.get())\n\t\t\tsg.elem.set(nil)\n\t\t}\n\t\tif sg.releasetime != 0 {\n\t\t\tsg.releasetime = cputicks()\n\t\t}\n\t\tgp := sg.g; perfspyHandClose(gp)\n"},
+	{"chan.go",
+		"\t\tgoready(gp, 3)\n\t}\n}\n",
+		"\t\tgoready(gp, 3)\n\t}; perfspyHandClosed()\n}\n"},
 	{"select.go",
 		"\ttypedmemclr(c.elemtype, qp)\n\tc.recvx++\n",
 		"\ttypedmemclr(c.elemtype, qp); perfspyHandTake(c, c.recvx)\n\tc.recvx++\n"},
@@ -132,6 +141,14 @@ var handEdits = []Edit{
 	{"time.go",
 		"\treturn t.reset(when, period)\n",
 		"\tif !t.isChan { perfspyTimerSet(&t.timer) }; return t.reset(when, period)\n"},
+	// A sync.Cond's Signal and Broadcast hand the signaller's request to
+	// the goroutine they wake: a queue guarded by a mutex and a Cond.
+	{"sema.go",
+		"\t\treadyWithTime(s, 4)\n\t\ts = next\n",
+		"\t\tperfspyHandSignal(s.g); readyWithTime(s, 4)\n\t\ts = next\n"},
+	{"sema.go",
+		"\t\t\treadyWithTime(s, 4)\n\t\t\treturn\n",
+		"\t\t\tperfspyHandSignal(s.g); readyWithTime(s, 4)\n\t\t\treturn\n"},
 	{"time.go",
 		"\tf(arg, seq, delay)\n",
 		"\tperfspyTimerGp := getg(); perfspyTimerGp.perfspyInTimer = uintptr(unsafe.Pointer(t)); f(arg, seq, delay); perfspyTimerGp.perfspyInTimer = 0\n"},

@@ -82,8 +82,15 @@ type Summary struct {
 	RoutesBackground *RouteSummary  `json:"routes_background,omitempty"`
 	// RoutesBeforeRouting is the work each HTTP/1 request causes before
 	// its route is known (reading, parsing), per request of all routes.
-	RoutesBeforeRouting *RouteSummary  `json:"routes_before_routing,omitempty"`
-	RoutesClosure       *RoutesClosure `json:"routes_closure,omitempty"`
+	RoutesBeforeRouting *RouteSummary `json:"routes_before_routing,omitempty"`
+	// RoutesUnfollowed is the work done under the mark of a request that
+	// no longer had it (its request ended, or its goroutine handed it
+	// back and went on: docs/routes.md, "Unfollowed work"): per second
+	// and as a share of the window, like the background, with its parts by
+	// route of origin (origins), each per request of that route. Present
+	// whenever routes are: zero when everything was followed.
+	RoutesUnfollowed *RouteSummary  `json:"routes_unfollowed,omitempty"`
+	RoutesClosure    *RoutesClosure `json:"routes_closure,omitempty"`
 	// FloorRatio is the target's figure over targets/udpfloor's, measured
 	// in the same run with the same transfers (-floor): cpu_us,
 	// syscalls and datagrams per transfer, and cpu_us per datagram.
@@ -338,6 +345,10 @@ type RouteSummary struct {
 	// Note says why the route's figures are not a request's: work begun
 	// under it that ended under several routes (before the mux routed it).
 	Note string `json:"note,omitempty"`
+	// Origins are, for the unfollowed work only (routes_unfollowed), its
+	// parts by the route it came from (route "" when unknown), each per
+	// request of that route.
+	Origins []RouteSummary `json:"origins,omitempty"`
 }
 
 // RouteSite is one allocation site of a route, per request of the route.

@@ -72,12 +72,31 @@ func (p *RoutePeriods) Next() (names []string, routes []RoutePeriod) {
 // (runtime.perfspyLabelBit).
 const markBits = 1<<62 | 1<<61
 
+// afterBit marks work done under a request's mark once the request no
+// longer had it (runtime.perfspyAfterBit): the rest is the route it came
+// from, 0 when unknown.
+const afterBit = 1 << 60
+
+// Unfollowed is the route name of work done under the mark of a request
+// that no longer had it (profkey.Unfollowed); UnfollowedFrom prefixes the
+// route it came from when that is known.
+const (
+	Unfollowed     = "(unfollowed)"
+	UnfollowedFrom = "(unfollowed) from "
+)
+
 // Sampled tells whether the target samples requests (wire.SampleN): the
 // recorders then count only sampled requests' work.
 func Sampled() bool { return wire.SampleN(os.Getenv) > 0 }
 
 // RouteName names a slot's route word: "" for the background.
 func RouteName(names []string, mark uint64) string {
+	if mark&afterBit != 0 {
+		if origin := RouteName(names, mark&^afterBit); origin != "" {
+			return UnfollowedFrom + origin
+		}
+		return Unfollowed
+	}
 	mark &^= markBits
 	if mark == 0 || mark >= uint64(len(names)) {
 		if mark != 0 {

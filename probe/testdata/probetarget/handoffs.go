@@ -217,6 +217,7 @@ func newMux() *http.ServeMux {
 	registerHandoffs(mux)
 	registerNoAnswer(mux)
 	registerContend(mux)
+	registerUnfollowed(mux)
 	return mux
 }
 
