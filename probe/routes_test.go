@@ -610,9 +610,20 @@ func routesHandoffs(t *testing.T, extra ...string) {
 			t.Errorf("%s: no flush charged to %s", fn, r)
 		}
 	}
-	// What cannot be followed, and what is no request's.
-	if n := routeCount(m.allocs, profkey.Background, "main.condWork", 0); n != 4*reqs[condq] {
-		t.Errorf("main.condWork: %d objects in the background, want 4 per %s request (%d)", n, condq, reqs[condq])
+	// A queue guarded by a mutex and a sync.Cond: the Cond's Signal
+	// hands the request to the worker it wakes; a job the worker takes
+	// without a wake (it was busy when the Signal came) is unfollowed
+	// work from the request it handed back, never another route's or the
+	// background's.
+	condOwn, condUnf := routeCount(m.allocs, condq, "main.condWork", 0), routeCount(m.allocs, profkey.UnfollowedFrom+condq, "main.condWork", 0)
+	if condOwn+condUnf != 4*reqs[condq] || condOwn == 0 || condOwn%4 != 0 {
+		t.Errorf("main.condWork: %d objects under %s and %d unfollowed from it, want 4 per request (%d) in all, most of them its own", condOwn, condq, condUnf, reqs[condq])
+	}
+	t.Logf("main.condWork: %d under %s, %d unfollowed from it", condOwn, condq, condUnf)
+	for _, r := range all {
+		if n := routeCount(m.allocs, r, "main.condWork", 0); r != condq && n != 0 {
+			t.Errorf("main.condWork: %d objects charged to %s", n, r)
+		}
 	}
 	for _, r := range all {
 		if n := routeCount(m.allocs, r, "main.tickAlloc", 0); r != profkey.Background && n != 0 {

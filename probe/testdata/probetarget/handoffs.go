@@ -24,8 +24,8 @@ package main
 //	            allocations of 160 B in main.afterWork, and waits for it.
 //	/mutexq     puts a job on a queue guarded by a mutex and a sync.Cond;
 //	            a worker started by main makes 4 allocations of 1024 B in
-//	            main.condWork for it (a handoff perfspy cannot follow: the
-//	            background's).
+//	            main.condWork for it (the Cond's Signal hands it the
+//	            request; a job it takes without a wake is unfollowed).
 //	/ownafter   starts a goroutine and waits for it to end, then takes a
 //	            value from a channel a background goroutine keeps full,
 //	            then makes 3 allocations of 176 B in main.ownAfterWork: the
