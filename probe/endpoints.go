@@ -179,6 +179,7 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (s
 		es.Allocs, es.AllocBytes = f64(round(float64(objects)/n, 4)), f64(round(float64(space)/n, 2))
 		p := allocspy.Profile(rep)
 		labelRoutes(p, routes)
+		routeOwn(&es, p, routes)
 		if routes != nil {
 			*bg = background{total: float64(space), seconds: ew.attr.load.Elapsed.Seconds(), requests: ew.attr.load.OK}
 			for _, smp := range p.Sample {
@@ -211,6 +212,38 @@ func (o *runOutput) endpointFigures(k int, ew endpointWindow, bg *background) (s
 		}
 	}
 	return es, nil
+}
+
+// routeOwn sets the endpoint's route (the one most of its requests ended
+// under, folds applied) and that route's own allocations per request in
+// its window (labels of that route only).
+func routeOwn(es *schema.EndpointSummary, p *profile.Profile, routes *wire.RouteReport) {
+	if routes == nil {
+		return
+	}
+	folds := routeFolds(routes)
+	var best wire.RouteCount
+	for _, r := range routes.Routes {
+		if _, folded := folds[r.Name]; !folded && r.Name != profkey.BeforeRouting && r.Requests > best.Requests {
+			best = r
+		}
+	}
+	n := float64(best.Requests)
+	if routes.Sampled {
+		n = float64(best.SampledRequests)
+	}
+	if n == 0 {
+		return
+	}
+	var objs, bytes int64
+	for _, s := range p.Sample {
+		if routeOf(s) == best.Name {
+			objs += s.Value[0]
+			bytes += s.Value[1]
+		}
+	}
+	es.Route = best.Name
+	es.RouteAllocs, es.RouteAllocBytes = f64(round(float64(objs)/n, 4)), f64(round(float64(bytes)/n, 2))
 }
 
 // endpointProfile adds request k's profile name, with its window's

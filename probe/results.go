@@ -94,7 +94,7 @@ func writeResults(o *runOutput) (*Result, error) {
 	o.reasons = append(o.reasons, o.timingReasons()...)
 	// The steps before judge may add reasons; those after it may not
 	// (addReason fails the run rather than lose one).
-	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.bills, o.syscallsAndCPU, o.endpoints, o.flames, o.render}
+	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.bills, o.syscallsAndCPU, o.endpoints, o.mixCheck, o.flames, o.render}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

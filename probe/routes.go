@@ -23,7 +23,7 @@ type RoutesOutput struct {
 	BeforeRouting *schema.RouteSummary `json:"before_routing,omitempty"`
 	// Unfollowed is the work done under the mark of a request that no
 	// longer had it, per second, with its parts by route of origin.
-	Unfollowed schema.RouteSummary `json:"unfollowed"`
+	Unfollowed schema.RouteSummary  `json:"unfollowed"`
 	Closure    schema.RoutesClosure `json:"closure"`
 }
 
@@ -64,93 +64,26 @@ func routeOf(s *profile.Sample) string {
 // routeFigures splits the attribution window's allocations (alloc_objects,
 // alloc_space at index 0, 1) and copies (copied_bytes at 1) by route.
 func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driverOK int64, seconds float64) *RoutesOutput {
-	out := &RoutesOutput{Background: schema.RouteSummary{Route: profkey.Background}, Unfollowed: schema.RouteSummary{Route: profkey.Unfollowed}}
-	byName := map[string]*schema.RouteSummary{profkey.Background: &out.Background}
-	folds := routeFolds(rep)
-	for _, r := range rep.Routes {
-		if _, folded := folds[r.Name]; folded {
-			continue
-		}
-		if r.Name == profkey.BeforeRouting {
-			out.BeforeRouting = &schema.RouteSummary{Route: r.Name}
-			byName[r.Name] = out.BeforeRouting
-			continue
-		}
-		rs := &schema.RouteSummary{Route: r.Name, Requests: r.Requests, SampledRequests: r.SampledRequests}
-		if r.IntoSeveral {
-			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
-		}
-		out.Routes = append(out.Routes, *rs)
-		out.Closure.RouteRequests += r.Requests
-	}
-	for i := range out.Routes {
-		byName[out.Routes[i].Route] = &out.Routes[i]
-	}
+	sp := newRouteSplit(rep)
+	out := sp.out
 	defer func() { out.Routes = slices.DeleteFunc(out.Routes, idle) }()
-	siteSums := map[string]map[string][2]int64{}
 	var unlabelled [2]int64
-	var allocBytes int64
-	// The unfollowed work's parts by route of origin, "" unknown.
-	origins := map[string]*schema.RouteSummary{}
-	unfollowed := func(route string) *schema.RouteSummary {
-		origin, ok := profkey.UnfollowedOrigin(route)
-		if !ok {
-			return nil
-		}
-		if o := origins[origin]; o != nil {
-			return o
-		}
-		o := &schema.RouteSummary{Route: origin}
-		if rs := byName[origin]; rs != nil {
-			o.Requests, o.SampledRequests = rs.Requests, rs.SampledRequests
-		}
-		origins[origin] = o
-		byName[route] = o
-		return o
-	}
 	if allocs != nil {
 		for _, s := range allocs.Sample {
 			out.Closure.Allocs += s.Value[0]
-			allocBytes += s.Value[1]
-			if o := unfollowed(routeOf(s)); o != nil {
-				o.Allocs += s.Value[0]
-				o.AllocBytes += s.Value[1]
-				out.Unfollowed.Allocs += s.Value[0]
-				out.Unfollowed.AllocBytes += s.Value[1]
-				for _, name := range []string{o.Route + "\x00origin", profkey.Unfollowed} {
-					m := siteSums[name]
-					if m == nil {
-						m = map[string][2]int64{}
-						siteSums[name] = m
-					}
-					v := m[siteName(s)]
-					m[siteName(s)] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
-				}
-				continue
-			}
-			rs := byName[routeOf(s)]
-			if rs == nil {
+			sp.allocBytes += s.Value[1]
+			if !sp.addAlloc(s) {
 				unlabelled[0] += s.Value[0]
-				continue
 			}
-			rs.Allocs += s.Value[0]
-			rs.AllocBytes += s.Value[1]
-			m := siteSums[rs.Route]
-			if m == nil {
-				m = map[string][2]int64{}
-				siteSums[rs.Route] = m
-			}
-			v := m[siteName(s)]
-			m[siteName(s)] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
 		}
 	}
 	if copies != nil {
 		for _, s := range copies.Sample {
 			out.Closure.CopiedBytes += s.Value[1]
-			if o := unfollowed(routeOf(s)); o != nil {
+			if o := sp.unfollowed(routeOf(s)); o != nil {
 				o.CopiedBytes += s.Value[1]
 				out.Unfollowed.CopiedBytes += s.Value[1]
-			} else if rs := byName[routeOf(s)]; rs != nil {
+			} else if rs := sp.byName[routeOf(s)]; rs != nil {
 				rs.CopiedBytes += s.Value[1]
 			} else {
 				unlabelled[1] += s.Value[1]
@@ -159,36 +92,20 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	}
 	out.Closure.AllocsRemainder, out.Closure.CopiedRemainder = unlabelled[0], unlabelled[1]
 	out.Closure.DriverRequests, out.Closure.Seconds = driverOK, round(seconds, 3)
-	all := append([]*schema.RouteSummary{&out.Background}, ptrs(out.Routes)...)
+	all := ptrs(out.Routes)
 	if out.BeforeRouting != nil {
 		out.BeforeRouting.Requests = out.Closure.RouteRequests
 		all = append(all, out.BeforeRouting)
 	}
-	unfollowedFigures(&out.Unfollowed, origins, siteSums, out.Closure.Allocs, allocBytes, seconds, rep.Sampled)
+	sp.perSecond(&out.Background, profkey.Background, seconds)
+	sp.perSecond(&out.Unfollowed, profkey.Unfollowed, seconds)
+	sp.originFigures(seconds)
 	for _, rs := range all {
 		n := float64(rs.Requests)
 		if rep.Sampled {
 			n = float64(rs.SampledRequests)
 		}
-		if rs == &out.Background {
-			if seconds > 0 {
-				rs.AllocsPerSec = f64(round(float64(rs.Allocs)/seconds, 4))
-				rs.AllocBytesPerSec = f64(round(float64(rs.AllocBytes)/seconds, 2))
-				rs.CopiedBytesPerSec = f64(round(float64(rs.CopiedBytes)/seconds, 2))
-				rs.Sites = routeSites(siteSums[rs.Route], seconds)
-			}
-			if out.Closure.Allocs > 0 && allocBytes > 0 {
-				rs.ShareAllocs = f64(round(float64(rs.Allocs)/float64(out.Closure.Allocs), 4))
-				rs.ShareBytes = f64(round(float64(rs.AllocBytes)/float64(allocBytes), 4))
-			}
-			continue
-		}
-		if n > 0 {
-			rs.AllocsPerReq = f64(round(float64(rs.Allocs)/n, 4))
-			rs.AllocBytesPerReq = f64(round(float64(rs.AllocBytes)/n, 2))
-			rs.CopiedBytesPerReq = f64(round(float64(rs.CopiedBytes)/n, 2))
-			rs.Sites = routeSites(siteSums[rs.Route], n)
-		}
+		sp.perRequest(rs, rs.Route, n)
 	}
 	sort.SliceStable(out.Routes, func(i, j int) bool {
 		if out.Routes[i].Requests != out.Routes[j].Requests {
@@ -199,50 +116,152 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	return out
 }
 
-// unfollowedFigures fills the unfollowed work's figures: per second and
-// its share of the window's allocations and bytes, like the background's,
-// and its parts by route of origin, each per request of that route (the
-// unknown origin's per second).
-func unfollowedFigures(u *schema.RouteSummary, origins map[string]*schema.RouteSummary, siteSums map[string]map[string][2]int64, allocs, allocBytes int64, seconds float64, sampled bool) {
+// routeSplit is routeFigures' state: the output, each label's summary,
+// the sites' sums by label, and the unfollowed work's parts by route of
+// origin ("" unknown).
+type routeSplit struct {
+	out        *RoutesOutput
+	sampled    bool
+	byName     map[string]*schema.RouteSummary
+	siteSums   map[string]map[string][2]int64
+	origins    map[string]*schema.RouteSummary
+	allocBytes int64
+}
+
+// originSites keys an origin's sites in siteSums apart from the route's.
+const originSites = "\x00origin "
+
+func newRouteSplit(rep *wire.RouteReport) *routeSplit {
+	out := &RoutesOutput{Background: schema.RouteSummary{Route: profkey.Background}, Unfollowed: schema.RouteSummary{Route: profkey.Unfollowed}}
+	sp := &routeSplit{out: out, sampled: rep.Sampled, byName: map[string]*schema.RouteSummary{profkey.Background: &out.Background},
+		siteSums: map[string]map[string][2]int64{}, origins: map[string]*schema.RouteSummary{}}
+	folds := routeFolds(rep)
+	for _, r := range rep.Routes {
+		if _, folded := folds[r.Name]; folded {
+			continue
+		}
+		if r.Name == profkey.BeforeRouting {
+			out.BeforeRouting = &schema.RouteSummary{Route: r.Name}
+			sp.byName[r.Name] = out.BeforeRouting
+			continue
+		}
+		rs := &schema.RouteSummary{Route: r.Name, Requests: r.Requests, SampledRequests: r.SampledRequests}
+		if r.IntoSeveral {
+			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
+		}
+		out.Routes = append(out.Routes, *rs)
+		out.Closure.RouteRequests += r.Requests
+	}
+	for i := range out.Routes {
+		sp.byName[out.Routes[i].Route] = &out.Routes[i]
+	}
+	return sp
+}
+
+// unfollowed is the origin's part of the unfollowed work when route is an
+// unfollowed label, nil otherwise.
+func (sp *routeSplit) unfollowed(route string) *schema.RouteSummary {
+	origin, ok := profkey.UnfollowedOrigin(route)
+	if !ok {
+		return nil
+	}
+	if o := sp.origins[origin]; o != nil {
+		return o
+	}
+	o := &schema.RouteSummary{Route: origin}
+	if rs := sp.byName[origin]; rs != nil {
+		o.Requests, o.SampledRequests = rs.Requests, rs.SampledRequests
+	}
+	sp.origins[origin] = o
+	return o
+}
+
+// addAlloc adds an allocation sample to its label's figures and sites; it
+// returns false for a sample of no known label.
+func (sp *routeSplit) addAlloc(s *profile.Sample) bool {
+	if o := sp.unfollowed(routeOf(s)); o != nil {
+		o.Allocs += s.Value[0]
+		o.AllocBytes += s.Value[1]
+		sp.out.Unfollowed.Allocs += s.Value[0]
+		sp.out.Unfollowed.AllocBytes += s.Value[1]
+		sp.addSite(originSites+o.Route, s)
+		sp.addSite(profkey.Unfollowed, s)
+		return true
+	}
+	rs := sp.byName[routeOf(s)]
+	if rs == nil {
+		return false
+	}
+	rs.Allocs += s.Value[0]
+	rs.AllocBytes += s.Value[1]
+	sp.addSite(rs.Route, s)
+	return true
+}
+
+func (sp *routeSplit) addSite(key string, s *profile.Sample) {
+	m := sp.siteSums[key]
+	if m == nil {
+		m = map[string][2]int64{}
+		sp.siteSums[key] = m
+	}
+	v := m[siteName(s)]
+	m[siteName(s)] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
+}
+
+// perSecond fills the figures of work on no request (the background, the
+// unfollowed): per second of the window, and its share of the window's
+// allocations and bytes.
+func (sp *routeSplit) perSecond(rs *schema.RouteSummary, sites string, seconds float64) {
 	if seconds > 0 {
-		u.AllocsPerSec = f64(round(float64(u.Allocs)/seconds, 4))
-		u.AllocBytesPerSec = f64(round(float64(u.AllocBytes)/seconds, 2))
-		u.CopiedBytesPerSec = f64(round(float64(u.CopiedBytes)/seconds, 2))
-		u.Sites = routeSites(siteSums[profkey.Unfollowed], seconds)
+		rs.AllocsPerSec = f64(round(float64(rs.Allocs)/seconds, 4))
+		rs.AllocBytesPerSec = f64(round(float64(rs.AllocBytes)/seconds, 2))
+		rs.CopiedBytesPerSec = f64(round(float64(rs.CopiedBytes)/seconds, 2))
+		rs.Sites = routeSites(sp.siteSums[sites], seconds)
 	}
-	if allocs > 0 && allocBytes > 0 {
-		u.ShareAllocs = f64(round(float64(u.Allocs)/float64(allocs), 4))
-		u.ShareBytes = f64(round(float64(u.AllocBytes)/float64(allocBytes), 4))
-	} else {
-		u.ShareAllocs, u.ShareBytes = f64(0), f64(0)
+	if all := sp.out.Closure.Allocs; all > 0 && sp.allocBytes > 0 {
+		rs.ShareAllocs = f64(round(float64(rs.Allocs)/float64(all), 4))
+		rs.ShareBytes = f64(round(float64(rs.AllocBytes)/float64(sp.allocBytes), 4))
+	} else if rs.Route == profkey.Unfollowed {
+		rs.ShareAllocs, rs.ShareBytes = f64(0), f64(0)
 	}
-	names := make([]string, 0, len(origins))
-	for name := range origins {
-		names = append(names, name)
+}
+
+// perRequest fills a route's figures per request (n of them).
+func (sp *routeSplit) perRequest(rs *schema.RouteSummary, sites string, n float64) {
+	if n > 0 {
+		rs.AllocsPerReq = f64(round(float64(rs.Allocs)/n, 4))
+		rs.AllocBytesPerReq = f64(round(float64(rs.AllocBytes)/n, 2))
+		rs.CopiedBytesPerReq = f64(round(float64(rs.CopiedBytes)/n, 2))
+		rs.Sites = routeSites(sp.siteSums[sites], n)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		o := *origins[name]
+}
+
+// originFigures lists the unfollowed work's parts by route of origin,
+// the heaviest first: each per request of its route, the unknown origin's
+// per second.
+func (sp *routeSplit) originFigures(seconds float64) {
+	u := &sp.out.Unfollowed
+	for _, o := range sp.origins {
 		n := float64(o.Requests)
-		if sampled {
+		if sp.sampled {
 			n = float64(o.SampledRequests)
 		}
-		sites := siteSums[name+"\x00origin"]
-		switch {
-		case n > 0:
-			o.AllocsPerReq = f64(round(float64(o.Allocs)/n, 4))
-			o.AllocBytesPerReq = f64(round(float64(o.AllocBytes)/n, 2))
-			o.CopiedBytesPerReq = f64(round(float64(o.CopiedBytes)/n, 2))
-			o.Sites = routeSites(sites, n)
-		case seconds > 0:
+		if n > 0 {
+			sp.perRequest(o, originSites+o.Route, n)
+		} else if seconds > 0 {
 			o.AllocsPerSec = f64(round(float64(o.Allocs)/seconds, 4))
 			o.AllocBytesPerSec = f64(round(float64(o.AllocBytes)/seconds, 2))
 			o.CopiedBytesPerSec = f64(round(float64(o.CopiedBytes)/seconds, 2))
-			o.Sites = routeSites(sites, seconds)
+			o.Sites = routeSites(sp.siteSums[originSites+o.Route], seconds)
 		}
-		u.Origins = append(u.Origins, o)
+		u.Origins = append(u.Origins, *o)
 	}
-	sort.SliceStable(u.Origins, func(i, j int) bool { return u.Origins[i].AllocBytes > u.Origins[j].AllocBytes })
+	sort.Slice(u.Origins, func(i, j int) bool {
+		if u.Origins[i].AllocBytes != u.Origins[j].AllocBytes {
+			return u.Origins[i].AllocBytes > u.Origins[j].AllocBytes
+		}
+		return u.Origins[i].Route < u.Origins[j].Route
+	})
 }
 
 func ptrs(rs []schema.RouteSummary) []*schema.RouteSummary {

@@ -160,8 +160,16 @@ func checkRoutesMix(t *testing.T, m *measured) {
 			t.Errorf("the ticker's allocations charged to %s: %d", r, n)
 		}
 	}
+	// The mix check finds nothing to name: every route costs in the mix
+	// what it costs alone.
+	if len(s.RoutesMixCheck) != 0 {
+		t.Errorf("routes_mix_check %+v: want none", s.RoutesMixCheck)
+	}
 	// Alone, each route's own figures are the mix's.
 	for _, e := range s.Endpoints {
+		if e.Route == "" || e.RouteAllocs == nil {
+			t.Errorf("endpoint %s: no route or route_allocs (%q)", e.Name, e.Route)
+		}
 		p, err := readProfile(filepath.Join(m.dir, e.Files["allocs"]))
 		if err != nil {
 			t.Fatal(err)
@@ -343,8 +351,26 @@ func TestRouteFigures(t *testing.T) {
 	add("net/http.readRequest", profkey.BeforeRouting, 60)
 	add("main.tick", profkey.Background, 5)
 	add("main.lost", "", 1)
+	// Unfollowed work: from a path route the mux folded (its label folds
+	// with it), from a route, and from a queue that held several.
+	add("main.orphan", profkey.UnfollowedFrom+"GET /users/{n}", 20)
+	add("main.worker", profkey.UnfollowedFrom+"GET /x/{n}", 2)
+	add("main.queued", profkey.Unfollowed, 8)
 	foldRoutes(p, routeFolds(rep))
 	r := routeFigures(rep, p, nil, 12, 2)
+	u := r.Unfollowed
+	if u.Allocs != 30 || *u.AllocsPerSec != 15 || *u.ShareAllocs != round(30.0/140, 4) || len(u.Origins) != 3 {
+		t.Fatalf("unfollowed %+v", u)
+	}
+	if o := u.Origins[0]; o.Route != "GET /users/{id}" || o.Requests != 10 || *o.AllocsPerReq != 2 || o.Sites[0].Func != "main.orphan" {
+		t.Errorf("unfollowed from GET /users/{id}: %+v", o)
+	}
+	if o := u.Origins[1]; o.Route != "" || o.AllocsPerReq != nil || *o.AllocsPerSec != 4 {
+		t.Errorf("unfollowed of no known origin: %+v", o)
+	}
+	if o := u.Origins[2]; o.Route != "GET /x/{n}" || *o.AllocsPerReq != 1 {
+		t.Errorf("unfollowed from GET /x/{n}: %+v", o)
+	}
 	got := map[string]schema.RouteSummary{}
 	for _, rs := range r.Routes {
 		got[rs.Route] = rs
@@ -359,7 +385,7 @@ func TestRouteFigures(t *testing.T) {
 	if br := r.BeforeRouting; br == nil || br.Requests != 12 || *br.AllocsPerReq != 5 {
 		t.Errorf("before routing %+v", r.BeforeRouting)
 	}
-	if *r.Background.AllocsPerSec != 2.5 || r.Background.AllocsPerReq != nil || r.Closure.Allocs != 110 || r.Closure.AllocsRemainder != 1 || r.Closure.RouteRequests != 12 {
+	if *r.Background.AllocsPerSec != 2.5 || r.Background.AllocsPerReq != nil || r.Closure.Allocs != 140 || r.Closure.AllocsRemainder != 1 || r.Closure.RouteRequests != 12 {
 		t.Errorf("background %+v, closure %+v", r.Background, r.Closure)
 	}
 }

@@ -625,11 +625,57 @@ func writeRoutesTable(w io.Writer, s *schema.Summary, md bool, top int) {
 		share = fmt.Sprintf(", %.1f%% of the window's allocated bytes after handoffs", 100**b.ShareBytes)
 	}
 	if md {
-		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s%s. Closure: Σ routes + before routing + background = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
+		fmt.Fprintf(w, "\nBackground (no request): %s allocs/s, %s B/s, %s copied B/s%s. Closure: Σ routes + before routing + background + unfollowed = %d allocations (remainder %d), %d copied bytes (remainder %d); the routes ended %d requests, the driver counted %d.\n",
 			fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), fmtPtr(b.CopiedBytesPerSec, 0), share, c.Allocs, c.AllocsRemainder, c.CopiedBytes, c.CopiedRemainder, c.RouteRequests, c.DriverRequests)
-		return
+	} else {
+		fmt.Fprintf(w, "    background: %s allocs/s, %s B/s%s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), share, c.AllocsRemainder, c.CopiedRemainder)
 	}
-	fmt.Fprintf(w, "    background: %s allocs/s, %s B/s%s; closure remainder %d allocs, %d copied B\n", fmtPtr(b.AllocsPerSec, 1), fmtPtr(b.AllocBytesPerSec, 0), share, c.AllocsRemainder, c.CopiedRemainder)
+	if line := UnfollowedLine(s.RoutesUnfollowed); line != "" {
+		if md {
+			fmt.Fprintf(w, "\nUnfollowed: %s.\n", line)
+		} else {
+			fmt.Fprintf(w, "    unfollowed: %s\n", line)
+		}
+	}
+	for _, mc := range s.RoutesMixCheck {
+		line := fmt.Sprintf("%s differs from its own window (-alone, %s): %.2f allocs, %.0f B a request in the mix against %.2f, %.0f alone; %s", mc.Route, mc.Endpoint, mc.MixAllocs, mc.MixAllocBytes, mc.AloneAllocs, mc.AloneAllocBytes, mc.Note)
+		if md {
+			fmt.Fprintf(w, "\n**Mix check**: %s.\n", esc(line))
+		} else {
+			fmt.Fprintf(w, "    mix check: %s\n", esc(line))
+		}
+	}
+}
+
+// UnfollowedLine says what the mix left unfollowed (routes_unfollowed):
+// work done under the mark of a request that no longer had it, its share
+// of the window and its origins, "" when there is none.
+func UnfollowedLine(u *schema.RouteSummary) string {
+	if u == nil || u.Allocs == 0 && u.CopiedBytes == 0 {
+		return ""
+	}
+	share := ""
+	if u.ShareBytes != nil {
+		share = fmt.Sprintf(", %.1f%% of the window's allocated bytes", 100**u.ShareBytes)
+	}
+	var origins []string
+	for i, o := range u.Origins {
+		if i == 3 {
+			origins = append(origins, fmt.Sprintf("%d more in summary.json", len(u.Origins)-3))
+			break
+		}
+		name := safetext.Text(o.Route)
+		if o.Route == "" {
+			name = "a queue that held several requests' values"
+		}
+		if o.AllocsPerReq != nil {
+			origins = append(origins, fmt.Sprintf("from %s %s allocs/req", name, fmtPtr(o.AllocsPerReq, 2)))
+		} else {
+			origins = append(origins, fmt.Sprintf("from %s %s allocs/s", name, fmtPtr(o.AllocsPerSec, 1)))
+		}
+	}
+	return fmt.Sprintf("%s allocs/s, %s B/s%s, on no route: work under a request's mark after its request ended or handed it back (%s)",
+		fmtPtr(u.AllocsPerSec, 1), fmtPtr(u.AllocBytesPerSec, 0), share, strings.Join(origins, ", "))
 }
 
 // Site is one call site's share of a profile.

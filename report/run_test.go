@@ -159,6 +159,9 @@ func fullSummary() *schema.Summary {
 	s.RoutesBeforeRouting = &schema.RouteSummary{Route: "(before routing)", Requests: 50000, Allocs: 650000, AllocBytes: 70000000, AllocsPerReq: f64(13), AllocBytesPerReq: f64(1400), CopiedBytesPerReq: f64(62)}
 	s.RoutesBackground = &schema.RouteSummary{Route: "background", Allocs: 2500, AllocBytes: 320000, AllocsPerSec: f64(500), AllocBytesPerSec: f64(64000), CopiedBytesPerSec: f64(0)}
 	s.RoutesClosure = &schema.RoutesClosure{Allocs: 1242500, CopiedBytes: 680020000, RouteRequests: 50000, DriverRequests: 50000, Seconds: 5}
+	s.RoutesUnfollowed = &schema.RouteSummary{Route: "(unfollowed)", Allocs: 1500, AllocBytes: 480000, AllocsPerSec: f64(300), AllocBytesPerSec: f64(96000), CopiedBytesPerSec: f64(0), ShareAllocs: f64(0.0012), ShareBytes: f64(0.01),
+		Origins: []schema.RouteSummary{{Route: "GET /orphan", Requests: 500, Allocs: 1500, AllocBytes: 480000, AllocsPerReq: f64(3), AllocBytesPerReq: f64(960)}}}
+	s.RoutesMixCheck = []schema.RouteMixCheck{{Route: "GET /orphan", Endpoint: "GET /orphan", MixAllocs: 1, AloneAllocs: 4, MixAllocBytes: 48, AloneAllocBytes: 1008, UnfollowedAllocs: 3, Note: "the mix left 3.00 allocations a request of its work unfollowed ((unfollowed) from GET /orphan): work it hands over that no channel or Cond carries"}}
 	return s
 }
 

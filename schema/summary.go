@@ -91,6 +91,12 @@ type Summary struct {
 	// whenever routes are: zero when everything was followed.
 	RoutesUnfollowed *RouteSummary  `json:"routes_unfollowed,omitempty"`
 	RoutesClosure    *RoutesClosure `json:"routes_closure,omitempty"`
+	// RoutesMixCheck names each route whose figures in the mix differ
+	// from its own window's (-alone) beyond noise: work that travelled
+	// between routes, or that its request shares with others (a cache, a
+	// pool), so that its row in routes[] is not what it costs alone.
+	// Empty when every route agreed; absent without -alone.
+	RoutesMixCheck []RouteMixCheck `json:"routes_mix_check,omitempty"`
 	// FloorRatio is the target's figure over targets/udpfloor's, measured
 	// in the same run with the same transfers (-floor): cpu_us,
 	// syscalls and datagrams per transfer, and cpu_us per datagram.
@@ -351,6 +357,19 @@ type RouteSummary struct {
 	Origins []RouteSummary `json:"origins,omitempty"`
 }
 
+// RouteMixCheck is one route whose allocations per request in the mix
+// (routes[]) differ from those of its endpoint measured alone.
+type RouteMixCheck struct {
+	Route            string  `json:"route"`
+	Endpoint         string  `json:"endpoint"`
+	MixAllocs        float64 `json:"mix_allocs"`
+	AloneAllocs      float64 `json:"alone_allocs"`
+	MixAllocBytes    float64 `json:"mix_alloc_bytes"`
+	AloneAllocBytes  float64 `json:"alone_alloc_bytes"`
+	UnfollowedAllocs float64 `json:"unfollowed_allocs"` // per request of the route, in the mix
+	Note             string  `json:"note"`
+}
+
 // RouteSite is one allocation site of a route, per request of the route.
 type RouteSite struct {
 	Func   string  `json:"func"`
@@ -408,6 +427,13 @@ type EndpointSummary struct {
 	// workers) is taken to run at the quietest window's rate.
 	BackgroundBytes *float64 `json:"background_bytes,omitempty"`
 	BackgroundShare *float64 `json:"background_share,omitempty"`
+	// Route is the route its requests ended under in its attribution
+	// window, and RouteAllocs, RouteAllocBytes that route's own
+	// allocations per request there (the request mark's, as routes[]
+	// splits the mix): what the mix check compares.
+	Route           string   `json:"route,omitempty"`
+	RouteAllocs     *float64 `json:"route_allocs,omitempty"`
+	RouteAllocBytes *float64 `json:"route_alloc_bytes,omitempty"`
 	// Files are its attribution window's profiles (allocs, copies).
 	Files map[string]string `json:"files,omitempty"`
 	// Sources name where each figure comes from, as summary.json's do.
