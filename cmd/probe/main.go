@@ -21,7 +21,7 @@ import (
 // handoff times channel operations plain and with the request mark's
 // overlay, its handoffs off and on.
 var handoff = cost.Micro{
-	Name: "handoff", Pkg: "./routes/testdata/chanbench", Tag: "routes", Sizes: []string{"self", "pingpong", "select"},
+	Name: "handoff", Pkg: "./routes/testdata/chanbench", Tag: "routes", Sizes: []string{"self", "pingpong", "select", "cond", "close"},
 	Overlay: func(goroot, _, _, dir string) (map[string]string, error) {
 		return routes.RuntimeOverlay(goroot, dir)
 	},

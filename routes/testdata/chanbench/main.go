@@ -9,11 +9,16 @@
 //	pingpong  a send and a receive on unbuffered channels between two
 //	          goroutines (per one-way handoff): the direct handoffs
 //	select    self's operations through select
+//	cond      a sync.Cond's Signal that wakes a goroutine waiting on it,
+//	          between two goroutines taking turns (per one-way handoff)
+//	close     a channel made and closed by a goroutine a request handed
+//	          work to: the hand back
 package main
 
 import (
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -60,6 +65,47 @@ func timePingPong(iters int) float64 {
 	return ns
 }
 
+func timeCond(iters int) float64 {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	turn := 0
+	done := make(chan struct{})
+	go func() {
+		mu.Lock()
+		for i := 0; i < iters; i++ {
+			for turn != 1 {
+				cond.Wait()
+			}
+			turn = 0
+			cond.Signal()
+		}
+		mu.Unlock()
+		close(done)
+	}()
+	start := time.Now()
+	mu.Lock()
+	for i := 0; i < iters; i++ {
+		turn = 1
+		cond.Signal()
+		for turn != 0 {
+			cond.Wait()
+		}
+	}
+	mu.Unlock()
+	ns := float64(time.Since(start).Nanoseconds()) / float64(2*iters)
+	<-done
+	return ns
+}
+
+func timeClose(iters int) float64 {
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		c := make(chan struct{})
+		close(c)
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(iters)
+}
+
 func main() {
 	iters := flag.Int("iters", 2_000_000, "operations per measurement")
 	flag.Parse()
@@ -67,7 +113,7 @@ func main() {
 	for _, op := range []struct {
 		name string
 		f    func(int) float64
-	}{{"self", timeSelf}, {"pingpong", timePingPong}, {"select", timeSelect}} {
+	}{{"self", timeSelf}, {"pingpong", timePingPong}, {"select", timeSelect}, {"cond", timeCond}, {"close", timeClose}} {
 		op.f(*iters / 10) // warm up
 		fmt.Printf("%s %s %.3f\n", op.name, mode, op.f(*iters))
 	}
