@@ -192,7 +192,7 @@ func TestGRPCProtoFile(t *testing.T) {
 func TestRequestFile(t *testing.T) {
 	skipShort(t)
 	file := filepath.Join(t.TempDir(), "mix.txt")
-	os.WriteFile(file, []byte("# three known costs\nGET /alloc10 weight=3\n\nGET /none\nGET /mutexq\n"), 0o644)
+	os.WriteFile(file, []byte("# three known costs\nGET /alloc10 weight=3\n\nGET /none\nGET /pollq\n"), 0o644)
 	m := runTarget(t, "/", "-requests", file, "-alone", "-offcpu=false")
 	n := requestsComment(t, m.allocs)
 	objs, _ := siteCount(m.allocs, "main.alloc10")
@@ -218,9 +218,9 @@ func TestRequestFile(t *testing.T) {
 			t.Errorf("%s alone: main.alloc10 %d objects, %d B in %d requests; want %d per request", e["name"], o, b, en, want)
 		}
 	}
-	// /mutexq's 4 KB are allocated by a worker that existed before the
-	// window, handed the job through a queue behind a sync.Cond, which
-	// the request marks do not follow (main.condWork, no request's): its
+	// /pollq's 4 KB are allocated by a worker that existed before the
+	// window, which polls a queue guarded by a mutex alone: the request
+	// marks do not follow it (main.pollWork, no request's): its
 	// window's background above the quietest window's, and said so; the
 	// others hand off nothing.
 	for i, e := range eps {
@@ -231,7 +231,7 @@ func TestRequestFile(t *testing.T) {
 			t.Errorf("%s: sources.background %q", e["name"], src)
 		}
 		if i == 2 && (bb < 0.95*4096 || bb > 1.1*4096 || share < 0.5) || i < 2 && share > 0.05 {
-			t.Errorf("%s: background %.0f B/req, share %.3f; want /mutexq's 4096 B and the others' none", e["name"], bb, share)
+			t.Errorf("%s: background %.0f B/req, share %.3f; want /pollq's 4096 B and the others' none", e["name"], bb, share)
 		}
 	}
 	mix, _ := m.summary["mix"].(map[string]any)
@@ -242,8 +242,8 @@ func TestRequestFile(t *testing.T) {
 	if !strings.Contains(report, "each measured alone") {
 		t.Error("report.md has no per-request table")
 	}
-	if strings.Count(report, "**Handed off**") != 1 || !strings.Contains(report, "**Handed off**: `GET /mutexq`") {
-		t.Errorf("report.md does not say that GET /mutexq alone hands off its work:\n%s", report)
+	if strings.Count(report, "**Handed off**") != 1 || !strings.Contains(report, "**Handed off**: `GET /pollq`") {
+		t.Errorf("report.md does not say that GET /pollq alone hands off its work:\n%s", report)
 	}
 	// A bad file is a usage error naming the line.
 	os.WriteFile(file, []byte("GET /ok\nGET nope\n"), 0o644)
