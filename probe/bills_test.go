@@ -351,3 +351,55 @@ func runBills(t *testing.T, m *measured) (schema.Summary, *schema.Bills) {
 	}
 	return s, s.Bills
 }
+
+// TestTailBillUnfollowed: probetarget's /mq/a alone, 3 connections, a pool
+// of 2 workers behind a mutex-guarded queue that its submits start: a
+// worker runs its own request's task first (the request's child: on its
+// bill), then the queue's next tasks, unfollowed. Each request's bill says
+// which: main.mqTask's 2 objects on it and no unfollowed wait, or none of
+// them and its wait for the task under "unfollowed" (the task sleeps
+// 1 ms: at least that long).
+func TestTailBillUnfollowed(t *testing.T) {
+	skipShort(t)
+	m := runTarget(t, "/mq/a", "-duration", "1s", "-exact-duration", "1s", "-warmup", "200ms", "-offcpu=false", "-retained=false", "-conns", "3")
+	_, b := runBills(t, m)
+	site := func(sites []schema.BillSite, fn string) float64 {
+		if i := slices.IndexFunc(sites, func(s schema.BillSite) bool { return s.Func == fn }); i >= 0 {
+			return sites[i].Allocs
+		}
+		return 0
+	}
+	if len(b.Exemplars) == 0 {
+		t.Fatal("no exemplars")
+	}
+	for i, e := range b.Exemplars {
+		task, unf := site(e.Sites, "main.mqTask"), e.TimeUS["unfollowed"]
+		t.Logf("exemplar %d: %.0f µs, main.mqTask %v, time %v", i, e.DurationUS, task, e.TimeUS)
+		switch task {
+		case 2:
+			if unf != 0 {
+				t.Errorf("exemplar %d: its own task on its bill, and %.0f µs waited for unfollowed work", i, unf)
+			}
+		case 0:
+			if unf < 900 {
+				t.Errorf("exemplar %d: its task not on its bill, and %.0f µs waited for unfollowed work; want the task's 1 ms at least", i, unf)
+			}
+		default:
+			t.Errorf("exemplar %d: main.mqTask %v objects, want its whole task (2) or none", i, task)
+		}
+	}
+	for _, name := range []string{"p50", "p99"} {
+		g := b.Groups[name]
+		task, unf := site(g.Sites, "main.mqTask"), g.TimeUS["unfollowed"]
+		t.Logf("%s: %d requests, main.mqTask %.3f a request, unfollowed %.0f µs, time %v", name, g.Requests, task, unf, g.TimeUS)
+		// A group's share of bills without their task is 1 - task/2; each
+		// of them waited 1 ms at least.
+		if missing := 1 - task/2; missing > 0.05 && unf < 0.9*1000*missing {
+			t.Errorf("%s: %.0f%% of the bills without their task, %.0f µs a request waited for unfollowed work; want %.0f at least", name, 100*missing, unf, 900*missing)
+		}
+		// The others waited for their own child: sync, as long.
+		if own := task / 2; own > 0.05 && g.TimeUS["sync"] < 0.9*1000*own {
+			t.Errorf("%s: %.0f%% of the bills with their task, %.0f µs a request of sync; want %.0f at least", name, 100*own, g.TimeUS["sync"], 900*own)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func ApplyEdits(dir, what string, edits []Edit) (map[string]string, error) {
 var runtimeEdits = []Edit{
 	{"runtime2.go",
 		"\tlabels          unsafe.Pointer // profiler labels\n",
-		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyReqOwner bool; perfspyInTimer uintptr; perfspyWaitHand bool; perfspyFor uint64; perfspyHeld int32 // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it) and whether it began it, the timer whose function it runs, whether its wait ended by its own request's worker, the request it works for (own, started by it or handed it) and the values it was handed and holds\n"},
+		"\tlabels          unsafe.Pointer; perfspyMark, perfspyBill uintptr; perfspyBillGen uint64; perfspyStamp int64; perfspyOwn bool; perfspyReq uint64; perfspyReqOwner bool; perfspyInTimer uintptr; perfspyWaitHand, perfspyWaitElse bool; perfspyFor uint64; perfspyHeld int32 // profiler labels; perfspy's request mark (route index, 0 none), bill and its take, the bill's last state change, whether the goroutine serves the billed request, the request it serves as its own (0: none, or its mark was handed to it) and whether it began it, the timer whose function it runs, whether its wait ended by its own request's worker or by work unfollowed or another request's, the request it works for (own, started by it or handed it) and the values it was handed and holds\n"},
 	// A new goroutine works for the request its creator works for, or,
 	// started by a timer's function (time.AfterFunc), for the request
 	// that set the timer.
@@ -81,7 +81,7 @@ var runtimeEdits = []Edit{
 	// free list starts unmarked.
 	{"proc.go",
 		"\tgp.labels = nil\n\tgp.timer = nil\n",
-		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqGone(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand = false; gp.perfspyFor = 0; gp.perfspyHeld = 0\n\tgp.timer = nil\n"},
+		"\tgp.labels = nil; perfspyBillGone(gp); perfspySetMark(gp, 0); gp.perfspyBill = 0; gp.perfspyOwn = false; perfspyReqGone(gp); gp.perfspyInTimer = 0; gp.perfspyWaitHand, gp.perfspyWaitElse = false, false; gp.perfspyFor = 0; gp.perfspyHeld = 0\n\tgp.timer = nil\n"},
 	// A goroutine scheduled whose request ended (a goroutine the request
 	// started that outlives it, a worker handed it) works for no route
 	// from now on: its work is its route's unfollowed work.

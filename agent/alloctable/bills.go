@@ -41,7 +41,7 @@ const (
 	billHeader = 5
 	billSites  = 64
 	billTime   = billHeader + 3*billSites
-	billParts  = 9 // len(wire.BillParts)
+	billParts  = 10 // len(wire.BillParts)
 	billPeer   = billTime + billParts + 1
 	billWaits  = 8
 	waitDepth  = 8

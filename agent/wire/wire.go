@@ -269,8 +269,10 @@ type BillWaitStack struct {
 // BillParts name a bill's time parts, in the runtime's order (offcpu's
 // parts, less the idle connection's wait, which no request has), then
 // handoff: the request's own goroutine's waits that a goroutine it handed
-// work to ended (a pool worker's reply; docs/routes.md, "Handoffs").
-var BillParts = []string{"cpu", "net", "sync", "syscall", "sched", "gc", "sleep", "other", "handoff"}
+// work to ended (a pool worker's reply; docs/routes.md, "Handoffs"), and
+// unfollowed: its waits that a goroutine ended whose work was unfollowed or
+// another request's (the work waited for is not on the bill).
+var BillParts = []string{"cpu", "net", "sync", "syscall", "sched", "gc", "sleep", "other", "handoff", "unfollowed"}
 
 // BillSite is a bill's count at one site: objects and bytes asked for.
 type BillSite struct {
