@@ -18,6 +18,7 @@ import (
 	"github.com/perfspy/perfspy/diff"
 	cachedir "github.com/perfspy/perfspy/internal/cache"
 	"github.com/perfspy/perfspy/internal/gorelease"
+	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/report"
@@ -135,6 +136,11 @@ func AB(ctx context.Context, cfg ABConfig, logw io.Writer) (*ABResult, error) {
 	if err := ab.rounds(ctx); err != nil {
 		return nil, err
 	}
+	for _, arm := range []string{"before", "after"} {
+		if err := ab.checkInputs(ctx, arm); err != nil {
+			return nil, err
+		}
+	}
 	if err := ab.res.CheckPins(); err != nil {
 		return nil, err
 	}
@@ -184,6 +190,8 @@ type abRun struct {
 	// tails: per arm, the slowest 1%'s own bills of each round, by part
 	// (tailValues)
 	tails map[string]map[string][]float64
+	// pins are each worktree's files as checked out (checkInputs).
+	pins map[string]*worktree.Pins
 }
 
 func (ab *abRun) close() {
@@ -404,6 +412,9 @@ func (ab *abRun) round(ctx context.Context, r int, arm string) error {
 	rc.Target, rc.Toolchain, rc.Dir = ab.target(arm), ab.toolchain(arm), ab.workdir(arm)
 	rc.Out = filepath.Join(ab.out, "runs", fmt.Sprintf("%02d-%s", r+1, arm))
 	ab.logf("round %d/%d: %s (%s)", r+1, cfg.Rounds, arm, ab.res.armName(arm))
+	if err := ab.checkInputs(ctx, arm); err != nil {
+		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
+	}
 	if cfg.Bench.Bench != "" {
 		return ab.benchRound(ctx, r, arm, rc)
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/perfspy/perfspy/internal/gorelease"
+	"github.com/perfspy/perfspy/internal/worktree"
 )
 
 // serverSource is the source of a test server whose /work handler runs
@@ -405,4 +406,40 @@ func TestArmWorkdir(t *testing.T) {
 			t.Errorf("no worktree: %q, want probe's own folder", got)
 		}
 	}
+}
+
+// TestABHeadRewritesBase: a head whose init() rewrites the base's
+// checkout (found beside its own, as a hostile head finds it) so that the
+// base's later rounds build a costlier base, cannot turn its regression
+// into an improvement: the base's files are pinned before any code runs,
+// and the round that would build from them is refused, naming the file.
+func TestABHeadRewritesBase(t *testing.T) {
+	skipShort(t)
+	r := newTestRepo(t, "example.com/abhostile")
+	base := r.commit(abServer, "base")
+	evil := strings.Replace(abServer, "//EXTRA", `//go:noinline
+func extraAlloc() { sink = make([]byte, 64) }
+
+func init() {
+	f := filepath.Join("..", "before", "server", "main.go")
+	if b, err := os.ReadFile(f); err == nil {
+		os.WriteFile(f, bytes.Replace(b, []byte("spin()\n"), []byte("spin(); sink = make([]byte, 9000)\n"), 1), 0o644)
+	}
+}`, 1)
+	evil = strings.Replace(evil, "//CALL", "extraAlloc()", 1)
+	evil = strings.Replace(evil, "import (\n", "import (\n\t\"bytes\"\n\t\"path/filepath\"\n", 1)
+	head := r.commit(evil, "head: one more allocation, and a base made costlier")
+	cfg := abConfig(r.dir, base, head, filepath.Join(t.TempDir(), "ab"))
+	cfg.Rounds = 2
+	res, err := AB(context.Background(), cfg, nil)
+	checkNoOrphans(t)
+	if res != nil {
+		if m := res.Metrics["B/req"]; m != nil {
+			t.Logf("B/req %.1f -> %.1f, %s", m.Before, m.After, m.Verdict)
+		}
+	}
+	if !errors.Is(err, worktree.ErrChanged) || !strings.Contains(err.Error(), "server/main.go (rewritten)") || !strings.Contains(err.Error(), "the before revision") {
+		t.Fatalf("error %v; want the base's server/main.go named as rewritten", err)
+	}
+	t.Log(err)
 }

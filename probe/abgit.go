@@ -56,6 +56,15 @@ func (ab *abRun) worktrees(ctx context.Context) error {
 			return fmt.Errorf("the %s revision (%s): %w", arm, report.ShortCommit(ab.shas[arm]), err)
 		}
 	}
+	// Pinned once both are checked out, before any code of either runs.
+	ab.pins = map[string]*worktree.Pins{}
+	for _, arm := range []string{"before", "after"} {
+		p, err := worktree.Pin(ab.dirs[arm])
+		if err != nil {
+			return err
+		}
+		ab.pins[arm] = p
+	}
 	return nil
 }
 
