@@ -18,10 +18,15 @@ func TestPins(t *testing.T) {
 	}{
 		"untouched": {func(string) {}, ""},
 		"a log":     {func(d string) { os.WriteFile(filepath.Join(d, "srv", "app.log"), []byte("x"), 0o644) }, ""},
-		"rewritten": {func(d string) { os.WriteFile(filepath.Join(d, "srv", "main.go"), []byte("package main // evil"), 0o644) }, "srv/main.go (rewritten)"},
-		"removed":   {func(d string) { os.Remove(filepath.Join(d, "go.sum")) }, "go.sum (removed)"},
-		"added go":  {func(d string) { os.WriteFile(filepath.Join(d, "srv", "zz.go"), []byte("package main"), 0o644) }, "srv/zz.go (added)"},
-		"vendor":    {func(d string) { os.MkdirAll(filepath.Join(d, "vendor", "x"), 0o755); os.WriteFile(filepath.Join(d, "vendor", "x", "data"), nil, 0o644) }, "vendor/x/data (added)"},
+		"rewritten": {func(d string) {
+			os.WriteFile(filepath.Join(d, "srv", "main.go"), []byte("package main // evil"), 0o644)
+		}, "srv/main.go (rewritten)"},
+		"removed":  {func(d string) { os.Remove(filepath.Join(d, "go.sum")) }, "go.sum (removed)"},
+		"added go": {func(d string) { os.WriteFile(filepath.Join(d, "srv", "zz.go"), []byte("package main"), 0o644) }, "srv/zz.go (added)"},
+		"vendor": {func(d string) {
+			os.MkdirAll(filepath.Join(d, "vendor", "x"), 0o755)
+			os.WriteFile(filepath.Join(d, "vendor", "x", "data"), nil, 0o644)
+		}, "vendor/x/data (added)"},
 		"relinked":  {func(d string) { os.Remove(filepath.Join(d, "link")); os.Symlink("/etc", filepath.Join(d, "link")) }, "link (rewritten)"},
 		"git aside": {func(d string) { os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: elsewhere"), 0o644) }, ""},
 	} {
