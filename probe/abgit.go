@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/worktree"
@@ -53,6 +54,9 @@ func (ab *abRun) worktrees(ctx context.Context) error {
 		// commits the target's folder as a link to a folder elsewhere
 		// would have it built and run.
 		if err := insideTree(d, ab.rel); err != nil {
+			return fmt.Errorf("the %s revision (%s): %w", arm, report.ShortCommit(ab.shas[arm]), err)
+		}
+		if err := worktree.CheckReplaces(d, filepath.Join(d, ab.rel)); err != nil {
 			return fmt.Errorf("the %s revision (%s): %w", arm, report.ShortCommit(ab.shas[arm]), err)
 		}
 	}

@@ -280,6 +280,13 @@ func (b *bisector) measure(ctx context.Context, commit string) (*BisectStep, err
 	}
 	target := filepath.Join(dir, b.rel)
 	b.logf("step %d: %s %s", idx+1, report.ShortCommit(commit), subject)
+	// As probe ab's arms: a commit whose target, or a folder its module
+	// builds from, leads outside its own tree is not built.
+	if err := cmp.Or(insideTree(dir, b.rel), worktree.CheckReplaces(dir, target)); err != nil {
+		step.Skipped, step.Dir = err.Error(), ""
+		b.logf("  skipped: %s", step.Skipped)
+		return step, nil
+	}
 	var v float64
 	if b.cfg.Bench.Bench != "" {
 		bc := b.cfg.Bench

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,63 @@ func TestBisectFlags(t *testing.T) {
 	bc, _, _, ok := parseBisectFlags([]string{"-good", "a", "-bad", "b", "."}, &strings.Builder{})
 	if !ok || bc.Metric != "allocs/req" || bc.Run.Duration != time.Second || bc.Run.OffCPU || bc.Run.Retained || !bc.Run.NoBills {
 		t.Errorf("defaults %+v: want allocs/req over 1 s windows that only count", bc)
+	}
+}
+
+// TestBisectReplaceOutside: a commit in the range whose go.mod replaces a
+// module with a folder outside its tree is skipped, refused with go.mod's
+// line, and never built; the bisection goes on around it.
+func TestBisectReplaceOutside(t *testing.T) {
+	skipShort(t)
+	lib, marker := outsideLib(t)
+	dir, _ := bisectHistory(t)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	good := run("rev-parse", "HEAD")
+	gomod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	os.WriteFile(filepath.Join(dir, "go.mod"), append(slices.Clone(gomod), []byte("\nrequire example.com/shared v0.0.0\n\nreplace example.com/shared => "+lib+"\n")...), 0o644)
+	os.WriteFile(filepath.Join(dir, "shared.go"), []byte("package main\n\nimport _ \"example.com/shared\"\n"), 0o644)
+	run("add", "-A")
+	run("commit", "-q", "-m", "a shared library, from a folder elsewhere")
+	refused := run("rev-parse", "HEAD")
+	os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644)
+	os.Remove(filepath.Join(dir, "shared.go"))
+	run("add", "-A")
+	run("commit", "-q", "-m", "without it")
+	os.WriteFile(filepath.Join(dir, "n.go"), []byte("package main\n\nconst n = 5\n"), 0o644)
+	run("add", "-A")
+	run("commit", "-q", "-m", "one allocation more")
+	bad := run("rev-parse", "HEAD")
+	cfg := Config{TargetConfig: TargetConfig{Target: dir}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: time.Second, ExactDuration: time.Second}, CountConfig: CountConfig{NoBills: true, Copies: "off"}}
+	res, err := Bisect(context.Background(), BisectConfig{Good: good, Bad: bad, Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range res.Steps {
+		if s.Commit == refused {
+			found = true
+			if s.Value != nil || !strings.Contains(s.Skipped, "refused") || !strings.Contains(s.Skipped, "go.mod:7: "+lib+" leads outside") {
+				t.Errorf("the commit with the outside replace: value %v, skipped %q", s.Value, s.Skipped)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the commit with the outside replace was not a step: %+v", res.Steps)
+	}
+	if res.First == nil || res.First.Commit != bad {
+		t.Errorf("first bad %+v, want %s", res.First, bad)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the outside folder's code ran")
 	}
 }
