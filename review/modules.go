@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/internal/safetext"
+	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/probe"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -421,22 +422,22 @@ func (r *Result) bisectHints() string {
 			}
 			s := r.cfg.Servers[i]
 			if s.Requests != "" {
-				args = append(args, "-requests", s.Requests)
+				args = append(args, "-requests", shellwords.Quote(s.Requests))
 			} else if s.Path != "" {
-				args = append(args, "-path", s.Path)
+				args = append(args, "-path", shellwords.Quote(s.Path))
 			}
-			args = append(args, "./"+strings.TrimPrefix(s.Target, "./"))
+			args = append(args, shellwords.Quote("./"+strings.TrimPrefix(s.Target, "./")))
 		case it.Kind == "benchmarks" && strings.HasSuffix(c.Metric, "/op"):
 			i := slices.IndexFunc(r.cfg.Benchmarks, func(x Benchmark) bool { return x.Package+" "+x.Bench == it.Name })
 			if i < 0 {
 				continue
 			}
 			x := r.cfg.Benchmarks[i]
-			args = append(args, "-bench", "'"+x.Bench+"'")
+			args = append(args, "-bench", shellwords.Quote(x.Bench))
 			if x.BenchTime != "" {
-				args = append(args, "-benchtime", x.BenchTime)
+				args = append(args, "-benchtime", shellwords.Quote(x.BenchTime))
 			}
-			args = append(args, "./"+strings.TrimPrefix(x.Package, "./"))
+			args = append(args, shellwords.Quote("./"+strings.TrimPrefix(x.Package, "./")))
 		default:
 			continue
 		}
@@ -444,7 +445,7 @@ func (r *Result) bisectHints() string {
 			continue
 		}
 		done[it.Name+c.Metric] = true
-		cmd := fmt.Sprintf("probe bisect -good %s -bad %s -metric %s %s", short(r.Base["commit"]), short(r.Head["commit"]), c.Metric, strings.Join(args, " "))
+		cmd := fmt.Sprintf("probe bisect -good %s -bad %s -metric %s %s", shellwords.Quote(short(r.Base["commit"])), shellwords.Quote(short(r.Head["commit"])), shellwords.Quote(c.Metric), strings.Join(args, " "))
 		fmt.Fprintf(&b, "- %s %s grew in %d commits: %s names the commit that moved it (one counted run per step; docs/bisect.md).\n", safetext.Markdown(it.Name), safetext.Markdown(c.Metric), commits, safetext.Code(cmd))
 	}
 	if b.Len() > 0 {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -373,5 +375,46 @@ func TestBisectHint(t *testing.T) {
 	r.Head["commits"] = "1"
 	if md := r.Markdown(60000); strings.Contains(md, "probe bisect") {
 		t.Errorf("one commit: bisect offered:\n%s", md)
+	}
+}
+
+// TestBisectHintQuoted: the hint's values come from the head's
+// .perfspy.yml: pasted into a shell, a value made of shell syntax runs
+// nothing, and reaches probe as it was written.
+func TestBisectHintQuoted(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to paste the hint into")
+	}
+	dir := t.TempDir()
+	evil := "$(touch " + filepath.Join(dir, "a") + ")`touch " + filepath.Join(dir, "b") + "`;touch " + filepath.Join(dir, "c") + " '"
+	r := &Result{cfg: &Config{
+		Servers:    []Server{{Name: "api", Target: "./server" + evil, Path: "/users/7" + evil}},
+		Benchmarks: []Benchmark{{Package: "./codec" + evil, Bench: "." + evil, BenchTime: "1x" + evil}},
+	}}
+	r.Base = map[string]string{"commit": "1111111111111111"}
+	r.Head = map[string]string{"commit": "2222222222222222", "commits": "5"}
+	r.Items = []*schema.ReviewItem{
+		{Kind: "server", Name: "api", Changes: []schema.ReviewChange{{Subject: "GET /users/7", Metric: "allocs/req", Verdict: "regression"}}},
+		{Kind: "benchmarks", Name: "./codec" + evil + " ." + evil, Changes: []schema.ReviewChange{{Subject: "BenchmarkX", Metric: "allocs/op", Verdict: "regression"}}},
+	}
+	md := r.Markdown(60000)
+	cmds := regexp.MustCompile("(`+) ?(probe bisect .*?) ?`+ names the commit").FindAllStringSubmatch(md, -1)
+	if len(cmds) != 2 {
+		t.Fatalf("want two hints in:\n%s", md)
+	}
+	for _, c := range cmds {
+		// probe, a function that prints its words one a line.
+		out, err := exec.Command("sh", "-c", "probe() { for w in \"$@\"; do printf '%s\\n' \"$w\"; done; }; "+c[2]).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c[2], err)
+		}
+		if !strings.Contains(string(out), evil+"\n") {
+			t.Errorf("%s: the words read back %q lack the value as written", c[2], out)
+		}
+	}
+	for _, f := range []string{"a", "b", "c"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("pasting the hint ran touch %s", f)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package shellwords
 
 import (
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,4 +63,22 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("round trip of %q: %q then %q", s, words, again)
 		}
 	})
+}
+
+// TestQuote: every word Quote writes, pasted into sh, is the word itself,
+// whatever it holds: $(…), backquotes, ;, quotes, newlines, spaces.
+func TestQuote(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to read the words back")
+	}
+	words := []string{"plain", "./cmd/srv", "BenchmarkX/size=10", "", "a b", "$(touch /tmp/pwned)", "`id`", "x;touch y", "it's", "'", "\"q\"", "a\nb", "*", "~root", "!x", "-bench=.", "^Benchmark(A|B)$"}
+	for _, w := range words {
+		out, err := exec.Command("sh", "-c", "printf '%s' "+Quote(w)).Output()
+		if err != nil || string(out) != w {
+			t.Errorf("Quote(%q) = %s: sh read %q (%v)", w, Quote(w), out, err)
+		}
+	}
+	if q := Quote("./cmd/srv"); q != "./cmd/srv" {
+		t.Errorf("Quote of a plain path: %s", q)
+	}
 }
