@@ -65,7 +65,7 @@ func Split(s string) ([]string, error) {
 
 // Quote is s as one word a POSIX shell reads back as s: as it is when it
 // holds only characters no shell treats apart, else in single quotes
-// (each ' in it written '\''). A command perfspy prints for a user to
+// (each ' in it written '\”). A command perfspy prints for a user to
 // paste runs no value of a repository's configuration as a command.
 func Quote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
