@@ -54,6 +54,26 @@ type BenchConfig struct {
 	// qemu-aarch64-static for a GOARCH this machine does not run).
 	Exec  []string
 	Flags []string // every flag as given, for meta
+	// Timeout bounds each run of the test binary (0: DefaultBenchTimeout):
+	// testing's own -test.timeout does not cover benchmarks, and one that
+	// never returns would hold the run, the review and a bisection.
+	Timeout time.Duration
+}
+
+// DefaultBenchTimeout is a test binary's run's bound when none is given:
+// go test's own default timeout.
+const DefaultBenchTimeout = 10 * time.Minute
+
+// ErrBenchTimeout is a run of a test binary that did not end within its
+// bound (-bench-timeout): a benchmark that never returns.
+var ErrBenchTimeout = errors.New("a benchmark did not return")
+
+// timeout is cfg's bound on each run of the test binary.
+func (cfg BenchConfig) timeout() time.Duration {
+	if cfg.Timeout > 0 {
+		return cfg.Timeout
+	}
+	return DefaultBenchTimeout
 }
 
 // DefaultBenchConfig is probe run -bench's configuration as its flags'
@@ -260,7 +280,7 @@ var extraRunFloor = 30 * time.Second
 
 // benchRun runs a test binary to its end in the package's folder, its
 // output in logPath; started, when set, runs once it has started.
-func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*proc.Proc) error) error {
+func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, timeout time.Duration, started func(*proc.Proc) error) error {
 	p, err := proc.StartCmd(cmd, logPath, nil)
 	if err != nil {
 		return err
@@ -271,15 +291,77 @@ func benchRun(ctx context.Context, cmd *exec.Cmd, logPath string, started func(*
 			return err
 		}
 	}
+	bound := time.NewTimer(timeout)
+	defer bound.Stop()
 	select {
 	case <-p.Done():
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-bound.C:
+		p.Stop()
+		name := runningBenchmark(ctx, cmd, logPath)
+		if name == "" {
+			name = "the test binary's set-up (no benchmark had started)"
+		}
+		return fmt.Errorf("%w: %s ran past %s (-bench-timeout), stopped; its output: %s", ErrBenchTimeout, name, timeout, logPath)
 	}
 	if p.WaitErr() != nil {
 		return fmt.Errorf("%s: %s", filepath.Base(cmd.Path), p.ExitStatus())
 	}
 	return nil
+}
+
+// runningBenchmark is the benchmark a test binary, run as cmd with its
+// output at path, was running when it was stopped: of the benchmarks its
+// -test.bench matches (-test.list, in the order testing runs them), the
+// first with fewer results in the output than -test.count asks. testing
+// prints a benchmark's name only once its first op returned, so a
+// benchmark that hangs in it is not in the output. "" when none is left.
+func runningBenchmark(ctx context.Context, cmd *exec.Cmd, path string) string {
+	var args []string
+	bench, count := "", 1
+	for _, a := range cmd.Args[1:] {
+		switch {
+		case strings.HasPrefix(a, "-test.bench="):
+			bench = strings.TrimPrefix(a, "-test.bench=")
+		case strings.HasPrefix(a, "-test.count="):
+			count, _ = strconv.Atoi(strings.TrimPrefix(a, "-test.count="))
+		case !strings.HasPrefix(a, "-test."):
+			args = append(args, a) // an -exec wrapper's words, the binary
+		}
+	}
+	if bench == "" {
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list := exec.CommandContext(lctx, cmd.Path, append(args, "-test.list="+bench)...)
+	list.Dir, list.Env = cmd.Dir, cmd.Env
+	out, err := list.Output()
+	if err != nil {
+		return ""
+	}
+	done := map[string]int{}
+	if b, err := os.ReadFile(path); err == nil {
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if len(f) >= 3 && strings.HasPrefix(f[0], "Benchmark") {
+				name, _, _ := strings.Cut(f[0], "/")
+				if i := strings.LastIndexByte(name, '-'); i > 0 {
+					if _, err := strconv.Atoi(name[i+1:]); err == nil {
+						name = name[:i]
+					}
+				}
+				done[name]++
+			}
+		}
+	}
+	for name := range strings.Lines(string(out)) {
+		if name = strings.TrimSpace(name); strings.HasPrefix(name, "Benchmark") && done[name] < count {
+			return name
+		}
+	}
+	return ""
 }
 
 // plainResult is one result of the plain run: what go test -bench
@@ -297,7 +379,7 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	cmd := cfg.command(tgt.PlainBinary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}})
 	logPath := filepath.Join(out, "bench-plain.txt")
-	if err := benchRun(ctx, cmd, logPath, nil); err != nil {
+	if err := benchRun(ctx, cmd, logPath, cfg.timeout(), nil); err != nil {
 		return nil, fmt.Errorf("the plain benchmark run: %w", err)
 	}
 	f, err := os.Open(logPath)
@@ -362,7 +444,7 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	tracePath := filepath.Join(priv, "bench.trace")
 	cmd := cfg.command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir, benchwin.MarksEnv+"=1")
-	runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), nil)
+	runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), cfg.timeout(), nil)
 	read := benchwin.ReadEvents
 	if runErr != nil {
 		// A run cut short keeps the results it reported, from the
@@ -444,7 +526,7 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 			w.counter.Close()
 		}
 	}()
-	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), started); err != nil {
+	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), cfg.timeout(), started); err != nil {
 		return nil, fmt.Errorf("the counted benchmark run: %w", err)
 	}
 	var err error

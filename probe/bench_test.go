@@ -663,3 +663,23 @@ func mainBenchArgs(ctx context.Context, t *testing.T, logw io.Writer, stdout, st
 	}
 	return mainBench(ctx, cfg, opt.bench, logw, stdout, stderr)
 }
+
+// TestBenchTimeout: a benchmark that never returns is stopped at
+// -bench-timeout, named in the error, and leaves no process behind
+// (testing's own -test.timeout does not cover benchmarks).
+func TestBenchTimeout(t *testing.T) {
+	skipShort(t)
+	var o, e bytes.Buffer
+	start := time.Now()
+	out := filepath.Join(t.TempDir(), "out")
+	code := mainBenchArgs(context.Background(), t, io.Discard, &o, &e, "-bench", ".", "-bench-timeout", "5s", "-retained=false", "-copies", "off", "-offcpu=false", "-out", out, "./testdata/benchhang")
+	t.Logf("%q", readFile(t, filepath.Join(out, "bench-plain.txt")))
+	checkNoOrphans(t)
+	t.Logf("exit %d in %v: %s", code, time.Since(start).Round(time.Millisecond), e.String())
+	if code != ExitFailed || !strings.Contains(e.String(), "BenchmarkHangs ran past 5s (-bench-timeout)") {
+		t.Errorf("exit %d, stderr %q; want BenchmarkHangs named", code, e.String())
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("%v: the bound did not hold", d)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/perfspy/perfspy/diff"
+	"github.com/perfspy/perfspy/internal/proc"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/metric"
@@ -323,7 +324,11 @@ func (b *bisector) measure(ctx context.Context, commit string) (*BisectStep, err
 		}
 		v = metricValues(r.Summary)[b.cfg.Metric]
 		if math.IsNaN(v) {
-			return nil, fmt.Errorf("%s: the run measured no %s (sources %v)", report.ShortCommit(commit), b.cfg.Metric, r.Summary.Sources)
+			// A target that answers nothing (it hangs, or fails every
+			// request): skipped, as a commit that does not build.
+			step.Skipped, step.Dir = fmt.Sprintf("the run measured no %s (%d requests answered, %d errors; sources %v)", b.cfg.Metric, r.Summary.Window.Requests, r.Summary.Window.Errors, r.Summary.Sources), ""
+			b.logf("  skipped: %s", step.Skipped)
+			return step, nil
 		}
 	}
 	v = round(v, 4)
@@ -363,6 +368,10 @@ func buildFailed(err error) string {
 		return "the build failed: " + cmp.Or(first, be.Err.Error())
 	case errors.As(err, &nm):
 		return "no main package there: " + nm.Error()
+	case errors.Is(err, proc.ErrNotReady), errors.Is(err, proc.ErrExitedEarly):
+		return "the target did not start: " + err.Error()
+	case errors.Is(err, ErrBenchTimeout):
+		return "a benchmark did not return: " + err.Error()
 	}
 	return ""
 }

@@ -218,6 +218,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	bench := &opt.bench
 	fs.StringVar(&bench.Bench, "bench", "", "measure the target package's Go benchmarks matching this `regexp` instead of a server, each in its timed region (see docs/bench.md)")
 	fs.StringVar(&bench.BenchTime, "benchtime", "", "with -bench: go test's -benchtime, a duration or Nx")
+	fs.DurationVar(&bench.Timeout, "bench-timeout", DefaultBenchTimeout, "with -bench: how long each run of the test binary may take; a benchmark still running then is stopped and named")
 	fs.IntVar(&bench.Count, "count", DefaultBenchConfig().Count, "with -bench: go test's -count")
 	f.execCmd = fs.String("exec", "", "run the target (with -bench, the test binaries) under `CMD`, as go test -exec does (e.g. qemu-aarch64-static, with GOARCH=arm64 in the environment)")
 	return f

@@ -230,6 +230,9 @@ func (p *Proc) Stop() {
 // ErrNotReady is returned when the target never listened in time.
 var ErrNotReady = errors.New("target did not become ready")
 
+// ErrExitedEarly is a target that exited before it listened.
+var ErrExitedEarly = errors.New("target exited before it listened")
+
 // Endpoint is where the target listens.
 type Endpoint struct {
 	Addr string
@@ -264,7 +267,7 @@ func WaitReady(ctx context.Context, p *Proc, addr, sock string, timeout time.Dur
 	defer tick.Stop()
 	for {
 		if p.Exited() {
-			return Endpoint{}, fmt.Errorf("target exited before it listened: %s", p.ExitStatus())
+			return Endpoint{}, fmt.Errorf("%w: %s", ErrExitedEarly, p.ExitStatus())
 		}
 		got, err := readyAddr(p.Pid, addr, wantPort, sock)
 		if !ProcNet {
