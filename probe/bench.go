@@ -79,7 +79,7 @@ func (cfg BenchConfig) timeout() time.Duration {
 // DefaultBenchConfig is probe run -bench's configuration as its flags'
 // defaults make it: one run of each benchmark, every counter on.
 func DefaultBenchConfig() BenchConfig {
-	return BenchConfig{Count: 1, Syscalls: "bpf", Copies: "overlay", OffCPU: true, Retained: true}
+	return BenchConfig{Count: 1, Syscalls: "bpf", Copies: "overlay", OffCPU: true, Retained: true, Timeout: DefaultBenchTimeout}
 }
 
 // command is the test binary bin run with args, under cfg.Exec when set.

@@ -111,6 +111,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"min-requests":       {[]string{"-min-requests", "7"}, func(c Config, o cliOptions) bool { return c.MinRequests == 7 }},
 		"bench":              {[]string{"-bench", "X"}, func(c Config, o cliOptions) bool { return o.bench.Bench == "X" && o.bench.Target == c.Target }},
 		"benchtime":          {[]string{"-bench", ".", "-benchtime", "5x"}, func(c Config, o cliOptions) bool { return o.bench.BenchTime == "5x" }},
+		"bench-timeout":      {[]string{"-bench", ".", "-bench-timeout", "5s"}, func(c Config, o cliOptions) bool { return o.bench.Timeout == 5*time.Second }},
 		"count":              {[]string{"-bench", ".", "-count", "3"}, func(c Config, o cliOptions) bool { return o.bench.Count == 3 }},
 		"exec": {[]string{"-bench", ".", "-exec", "qemu-aarch64-static -L /x"}, func(c Config, o cliOptions) bool {
 			return slices.Equal(o.bench.Exec, []string{"qemu-aarch64-static", "-L", "/x"})
