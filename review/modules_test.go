@@ -193,7 +193,7 @@ gates:
 `
 
 // TestReviewModuleBump: a head that only bumps a module (example.com/dep
-// v1.0.0 -> v1.1.0, each version a folder outside the repository that a
+// v1.0.0 -> v1.1.0, each version a folder of the repository that a
 // replace names; its Encode makes one allocation more) is annotated on
 // go.mod's require line, naming the module, both versions and the
 // module's function, for the server and the benchmark; no line of the
@@ -203,19 +203,20 @@ func TestReviewModuleBump(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a server and a benchmark at two revisions; skipped with -short")
 	}
-	deps := t.TempDir()
+	// Both versions live in the repository (a replace may only name a
+	// folder inside the revision's tree); the head changes go.mod alone.
+	files := map[string]string{"server/main.go": bumpServer, "codec/codec_test.go": bumpBench, ".perfspy.yml": bumpConfig}
 	for v, n := range map[string]int{"v1.0.0": 1, "v1.1.0": 2} {
-		d := filepath.Join(deps, v)
-		os.MkdirAll(d, 0o755)
-		os.WriteFile(filepath.Join(d, "go.mod"), []byte("module example.com/dep\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(d, "dep.go"), []byte(depSource(n)), 0o644)
+		files["third_party/dep-"+v+"/go.mod"] = "module example.com/dep\n\ngo 1.26\n"
+		files["third_party/dep-"+v+"/dep.go"] = depSource(n)
 	}
 	goMod := func(v string) string {
-		return fmt.Sprintf("module example.com/bumped\n\ngo 1.26\n\nrequire example.com/dep %s\n\nreplace example.com/dep %s => %s\n", v, v, filepath.Join(deps, v))
+		return fmt.Sprintf("module example.com/bumped\n\ngo 1.26\n\nrequire example.com/dep %s\n\nreplace example.com/dep %s => ./third_party/dep-%s\n", v, v, v)
 	}
+	files["go.mod"] = goMod("v1.0.0")
 	r := &repo{t: t, dir: t.TempDir()}
 	r.git("init", "-q", "-b", "main")
-	base := r.commit(map[string]string{"go.mod": goMod("v1.0.0"), "server/main.go": bumpServer, "codec/codec_test.go": bumpBench, ".perfspy.yml": bumpConfig}, "base")
+	base := r.commit(files, "base")
 	head := r.commit(map[string]string{"go.mod": goMod("v1.1.0")}, "bump example.com/dep to v1.1.0")
 	out := filepath.Join(t.TempDir(), "review")
 	var o, e bytes.Buffer
