@@ -92,6 +92,9 @@ func routeFigures(rep *wire.RouteReport, allocs, copies *profile.Profile, driver
 	}
 	out.Closure.AllocsRemainder, out.Closure.CopiedRemainder = unlabelled[0], unlabelled[1]
 	out.Closure.DriverRequests, out.Closure.Seconds = driverOK, round(seconds, 3)
+	if rep != nil {
+		out.Closure.HandoffsLost, out.Closure.Orphaned = rep.HandLost, rep.Orphaned
+	}
 	all := ptrs(out.Routes)
 	if out.BeforeRouting != nil {
 		out.BeforeRouting.Requests = out.Closure.RouteRequests

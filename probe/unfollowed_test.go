@@ -3,6 +3,7 @@ package probe
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,4 +123,86 @@ func abs64(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// TestRoutesHandoffsLost: a route that fills the runtime's handoff table
+// (/flood: thousands of buffered channels with a value each, dropped)
+// beside routes whose work a pool's buffered channel (/pooled/a, /pooled/b)
+// or a time.AfterFunc (/afterfunc) carries. A handoff whose entry another
+// key took is counted (routes_closure.handoffs_lost) and its work is
+// "(unfollowed)", never the route the worker served before nor the
+// background: each route's own count is whole tasks of its own, and own
+// plus unfollowed is the routes' known cost.
+func TestRoutesHandoffsLost(t *testing.T) {
+	skipShort(t)
+	file := filepath.Join(t.TempDir(), "mix.txt")
+	os.WriteFile(file, []byte("GET /pooled/a weight=4\nGET /pooled/b weight=4\nGET /afterfunc weight=4\nGET /flood?n=8192\n"), 0o644)
+	// One worker: the pool's values wait in its buffer, in the table.
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-retained=false", "-conns", "8", "-args", "-pool 1")
+	s, _ := summaryAndCopies(t, m)
+	reqs := map[string]int64{}
+	for _, r := range s.Routes {
+		reqs[r.Route] = int64(r.Requests)
+	}
+	const pa, pb, after = "GET /pooled/a", "GET /pooled/b", "GET /afterfunc"
+	c := s.RoutesClosure
+	if c == nil || c.RouteRequests != uint64(c.DriverRequests) || c.AllocsRemainder != 0 {
+		t.Fatalf("closure %+v: the routes' requests must be the driver's, with no remainder", c)
+	}
+	labels := map[string]bool{}
+	for _, smp := range m.allocs.Sample {
+		labels[routeOf(smp)] = true
+	}
+	var lostTasks int64
+	for _, e := range []struct {
+		fn     string
+		routes map[string]int64 // objects per request of each route whose work it is
+	}{
+		{"main.pooledWork", map[string]int64{pa: 2, pb: 5}},
+		{"main.afterWork", map[string]int64{after: 2}},
+	} {
+		var want, total, unf int64
+		for r, n := range e.routes {
+			want += n * reqs[r]
+			own := routeCount(m.allocs, r, e.fn, 0)
+			if own%n != 0 || own > n*reqs[r] {
+				t.Errorf("%s under %s: %d objects in %d requests: not whole tasks of %d of its own", e.fn, r, own, reqs[r], n)
+			}
+		}
+		for l := range labels {
+			k := routeCount(m.allocs, l, e.fn, 0)
+			if _, ok := e.routes[l]; ok {
+				total += k
+				continue
+			}
+			if l == profkey.Unfollowed {
+				unf = k
+				total += k
+				continue
+			}
+			if k != 0 {
+				t.Errorf("%s: %d objects charged to %q", e.fn, k, l)
+			}
+		}
+		if total != want {
+			t.Errorf("%s: %d objects in all, want %d", e.fn, total, want)
+		}
+		t.Logf("%s: %d of %d objects unfollowed (origin unknown)", e.fn, unf, want)
+		// A lost task is at most the largest task: at least this many.
+		var most int64
+		for _, n := range e.routes {
+			most = max(most, n)
+		}
+		lostTasks += (unf + most - 1) / most
+		if unf > 0 && lostTasks > int64(c.HandoffsLost) {
+			t.Errorf("%s: %d objects unfollowed, more tasks than the %d handoffs lost", e.fn, unf, c.HandoffsLost)
+		}
+	}
+	if c.HandoffsLost == 0 || lostTasks == 0 {
+		t.Errorf("handoffs_lost %d, %d tasks' work unfollowed: the flood lost no handoff the test could see", c.HandoffsLost, lostTasks)
+	}
+	t.Logf("handoffs lost %d, goroutines orphaned %d", c.HandoffsLost, c.Orphaned)
+	if out := readFile(t, filepath.Join(m.dir, "report.md")); !strings.Contains(out, "**Handoffs lost**: "+strconv.FormatUint(c.HandoffsLost, 10)+" values") {
+		t.Errorf("report.md does not say how many handoffs were lost")
+	}
 }

@@ -637,6 +637,14 @@ func writeRoutesTable(w io.Writer, s *schema.Summary, md bool, top int) {
 			fmt.Fprintf(w, "    unfollowed: %s\n", line)
 		}
 	}
+	if c.HandoffsLost > 0 {
+		line := fmt.Sprintf("%d values handed over buffered channels or timers lost their request in the runtime's handoff table; what their receivers did next is unfollowed work of unknown origin", c.HandoffsLost)
+		if md {
+			fmt.Fprintf(w, "\n**Handoffs lost**: %s.\n", line)
+		} else {
+			fmt.Fprintf(w, "    handoffs lost: %s\n", line)
+		}
+	}
 	for _, mc := range s.RoutesMixCheck {
 		line := fmt.Sprintf("%s differs from its own window (-alone, %s): %.2f allocs, %.0f B a request in the mix against %.2f, %.0f alone; %s", mc.Route, mc.Endpoint, mc.MixAllocs, mc.MixAllocBytes, mc.AloneAllocs, mc.AloneAllocBytes, mc.Note)
 		if md {
@@ -666,7 +674,7 @@ func UnfollowedLine(u *schema.RouteSummary) string {
 		}
 		name := safetext.Text(o.Route)
 		if o.Route == "" {
-			name = "a queue that held several requests' values"
+			name = "an unknown origin (a queue that held several requests' values, or a lost handoff)"
 		}
 		if o.AllocsPerReq != nil {
 			origins = append(origins, fmt.Sprintf("from %s %s allocs/req", name, fmtPtr(o.AllocsPerReq, 2)))

@@ -141,6 +141,9 @@ var handEdits = []Edit{
 	{"time.go",
 		"\treturn t.reset(when, period)\n",
 		"\tif !t.isChan { perfspyTimerSet(&t.timer) }; return t.reset(when, period)\n"},
+	{"time.go",
+		"\treturn t.stop()\n}\n",
+		"\tif !t.isChan { perfspyTimerStop(&t.timer) }; return t.stop()\n}\n"},
 	// A sync.Cond's Signal and Broadcast hand the signaller's request to
 	// the goroutine they wake: a queue guarded by a mutex and a Cond.
 	{"sema.go",

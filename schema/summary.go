@@ -388,6 +388,14 @@ type RoutesClosure struct {
 	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count)
 	DriverRequests  int64   `json:"driver_requests"` // the driver's successes in the window
 	Seconds         float64 `json:"seconds"`
+	// HandoffsLost is the values handed over buffered channels (and
+	// time.AfterFunc functions) in the window whose request the runtime's
+	// handoff table lost: the goroutines that took them worked for
+	// "(unfollowed)", origin unknown, from then on (docs/routes.md,
+	// "Handoffs"). Orphaned is the goroutines whose request ended under
+	// them or that handed it back: what they did next is unfollowed.
+	HandoffsLost uint64 `json:"handoffs_lost"`
+	Orphaned     uint64 `json:"goroutines_orphaned"`
 }
 
 // GoroutinesLeft is a group of the goroutines a window's requests left

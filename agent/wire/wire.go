@@ -142,6 +142,15 @@ type RouteReport struct {
 	// (PERFSPY_SAMPLE): per route, divide by SampledRequests.
 	Sampled bool         `json:"sampled,omitempty"`
 	Routes  []RouteCount `json:"routes"`
+	// HandLost is the values (and time.AfterFunc functions) in the window
+	// whose request the runtime's handoff table lost (another key's entry
+	// took its place): the goroutines that took them worked for
+	// "(unfollowed)" from then on, never for the route they had.
+	HandLost uint64 `json:"hand_lost"`
+	// Orphaned is the goroutines in the window whose request ended under
+	// them or that handed it back (a worker that closed a task's channel):
+	// what they did next is the unfollowed work of its route.
+	Orphaned uint64 `json:"orphaned"`
 }
 
 // RouteCount is one route's requests in a window. Into names the route

@@ -18,6 +18,12 @@ func perfspyRouteRead(names []string, reqs, sampled []uint64, into []uint32) int
 //go:linkname perfspyRoutePeriod runtime.perfspyRoutePeriod
 func perfspyRoutePeriod()
 
+//go:linkname perfspyHandLostRead runtime.perfspyHandLostRead
+func perfspyHandLostRead() uint64
+
+//go:linkname perfspyOrphansRead runtime.perfspyOrphansRead
+func perfspyOrphansRead() uint64
+
 // routeSlots is the runtime's table size (perfspyRouteSlots).
 const routeSlots = 1024
 
@@ -111,11 +117,15 @@ func init() { agent.RegisterCounter("routes", &routeCounter{}) }
 
 // routeCounter counts the requests that ended under each route in a
 // window.
-type routeCounter struct{ before routeTable }
+type routeCounter struct {
+	before         routeTable
+	lost, orphaned uint64
+}
 
 func (c *routeCounter) Begin() error {
 	settle()
 	c.before = readRoutes()
+	c.lost, c.orphaned = perfspyHandLostRead(), perfspyOrphansRead()
 	return nil
 }
 
@@ -137,7 +147,7 @@ func settle() {
 func (c *routeCounter) End(path string) error {
 	settle()
 	t := readRoutes()
-	rep := wire.RouteReport{Sampled: Sampled()}
+	rep := wire.RouteReport{Sampled: Sampled(), HandLost: perfspyHandLostRead() - c.lost, Orphaned: perfspyOrphansRead() - c.orphaned}
 	for i := 1; i < len(t.names); i++ {
 		rc := wire.RouteCount{Name: t.names[i], Requests: t.reqs[i], SampledRequests: t.sample[i]}
 		if i < len(c.before.reqs) {

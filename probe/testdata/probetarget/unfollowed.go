@@ -22,10 +22,17 @@ package main
 //	            makes 1 allocation of 384 B in main.flushTick each tick, for
 //	            the process's life (a logger's buffered writer started on
 //	            its first write).
+//	/flood      puts a value in each of ?n=N (default 4096) buffered
+//	            channels of its own and drops them: each value takes an
+//	            entry of the runtime's handoff table that no receive frees,
+//	            so that other routes' handoffs (a pool's buffered channel,
+//	            a time.AfterFunc) lose theirs now and then, as a server
+//	            that makes thousands of buffered channels would.
 
 import (
 	"flag"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -98,6 +105,18 @@ func (p *mutexPool) work(task func()) {
 
 // registerUnfollowed registers the routes above.
 func registerUnfollowed(mux *http.ServeMux) {
+	mux.HandleFunc("GET /flood", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n <= 0 {
+			n = 4096
+		}
+		chans := make([]chan int, n)
+		for i := range chans {
+			chans[i] = make(chan int, 1)
+			chans[i] <- i
+		}
+		w.Write([]byte("ok"))
+	})
 	pool := &mutexPool{max: max(*mqWorkers, 1)}
 	mq := func(n int) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
