@@ -86,10 +86,17 @@ type BisectResult struct {
 	Metric string            `json:"metric"`
 	Good   map[string]string `json:"good"`
 	Bad    map[string]string `json:"bad"`
-	// Commits are the first-parent commits after good up to bad, oldest
-	// first; Steps the ones measured, in the order they were.
+	// Commits are the first-parent commits after good up to bad that
+	// descend from good, oldest first; Steps the ones measured, in the
+	// order they were.
 	Commits []string      `json:"commits"`
 	Steps   []*BisectStep `json:"steps"`
+	// Merge, when the first bad commit of Commits is a merge whose merged
+	// line holds the change, is that merge; Merged are the merged lines'
+	// commits bisected after it (first parents after the merge base,
+	// oldest first), First one of them.
+	Merge  *BisectStep `json:"merge,omitempty"`
+	Merged []string    `json:"merged,omitempty"`
 	// First is the first bad commit and Before the last good one before
 	// it; Candidates, when skipped builds leave more than one commit
 	// that may be first, all of them (First the last).
@@ -134,23 +141,17 @@ func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResul
 		return res, fmt.Errorf("%w: %s is %.4f at good and %.4f at bad: no change of %g or more to bisect", ErrNotJudged, cfg.Metric, b.good, b.bad, minBisectChange)
 	}
 	good.Bad, bad.Bad = false, true
-	lo, hi := 0, len(commits)-1 // lo good, hi bad
-	for hi-lo > 1 {
-		i, step, err := b.probeBetween(ctx, commits, lo, hi)
-		if err != nil {
+	lo, hi, candidates, err := b.search(ctx, commits)
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = candidates
+	res.First, res.Before = b.measured[commits[hi]], b.measured[commits[lo]]
+	if len(candidates) == 0 {
+		if err := b.intoMerge(ctx); err != nil {
 			return nil, err
 		}
-		if step == nil { // every commit between lo and hi skipped
-			res.Candidates = append(append(res.Candidates, commits[lo+1:hi]...), commits[hi])
-			break
-		}
-		if step.Bad {
-			hi = i
-		} else {
-			lo = i
-		}
 	}
-	res.First, res.Before = b.measured[commits[hi]], b.measured[commits[lo]]
 	if err := b.functions(); err != nil {
 		return nil, err
 	}
@@ -158,6 +159,94 @@ func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResul
 		return nil, err
 	}
 	return res, nil
+}
+
+// search bisects commits, whose first is measured good and last bad: it
+// returns the last good and the first bad commit's indexes, or, when every
+// commit between two measured ones was skipped, the commits that may be
+// the first bad one.
+func (b *bisector) search(ctx context.Context, commits []string) (lo, hi int, candidates []string, err error) {
+	lo, hi = 0, len(commits)-1
+	for hi-lo > 1 {
+		i, step, err := b.probeBetween(ctx, commits, lo, hi)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if step == nil { // every commit between lo and hi skipped
+			return lo, hi, append(slices.Clone(commits[lo+1:hi]), commits[hi]), nil
+		}
+		if step.Bad {
+			hi = i
+		} else {
+			lo = i
+		}
+	}
+	return lo, hi, nil, nil
+}
+
+// intoMerge goes on when the first bad commit is a merge: the change may
+// have come in with the commits it merged (a branch merged into the main
+// line, or the main line merged into a branch: "update branch"). Their
+// line (the merged parent's first parents after the merge base) is
+// bisected in its turn, from the merge base, which must measure good, to
+// the merged parent, which must measure bad; otherwise the merge itself
+// stays the first bad commit (what the two sides do together).
+func (b *bisector) intoMerge(ctx context.Context) error {
+	for range 8 { // merges within merges
+		merge := b.res.First
+		out, err := git(ctx, b.root, "rev-list", "--parents", "-n", "1", merge.Commit)
+		if err != nil {
+			return err
+		}
+		parents := strings.Fields(out)[1:]
+		if len(parents) < 2 {
+			return nil
+		}
+		var line []string
+		for _, p := range parents[1:] {
+			base, err := git(ctx, b.root, "merge-base", parents[0], p)
+			if err != nil {
+				continue // unrelated histories: nothing to bisect there
+			}
+			list, err := git(ctx, b.root, "rev-list", "--first-parent", "--ancestry-path", "--reverse", base+".."+p)
+			if err != nil {
+				return err
+			}
+			commits := append([]string{base}, strings.Fields(list)...)
+			if len(commits) < 2 {
+				continue
+			}
+			b.logf("%s is a merge: its merged line, %d commits after %s", report.ShortCommit(merge.Commit), len(commits)-1, report.ShortCommit(base))
+			lo, err := b.measure(ctx, base)
+			if err != nil {
+				return err
+			}
+			hi, err := b.measure(ctx, p)
+			if err != nil {
+				return err
+			}
+			if lo.Value == nil || lo.Bad || hi.Value == nil || !hi.Bad {
+				continue
+			}
+			line = commits
+			break
+		}
+		if line == nil {
+			return nil
+		}
+		lo, hi, candidates, err := b.search(ctx, line)
+		if err != nil {
+			return err
+		}
+		b.res.Merged = append(b.res.Merged, line[1:]...)
+		b.res.Merge = merge
+		if len(candidates) > 0 {
+			b.res.Candidates = candidates
+			return nil
+		}
+		b.res.First, b.res.Before = b.measured[line[hi]], b.measured[line[lo]]
+	}
+	return nil
 }
 
 // setup checks the configuration, resolves the two revisions and the
@@ -203,7 +292,10 @@ func (b *bisector) setup(ctx context.Context) ([]string, error) {
 	if _, err := git(ctx, b.root, "merge-base", "--is-ancestor", shas["good"], shas["bad"]); err != nil {
 		return nil, fmt.Errorf("-good %s is not an ancestor of -bad %s", cfg.Good, cfg.Bad)
 	}
-	list, err := git(ctx, b.root, "rev-list", "--first-parent", "--reverse", shas["good"]+".."+shas["bad"])
+	// Only commits that descend from good: a branch's own commits from
+	// before it merged good in (an "update branch" merge from the main
+	// line) lack what good has, and would read as bad for it.
+	list, err := git(ctx, b.root, "rev-list", "--first-parent", "--ancestry-path", "--reverse", shas["good"]+".."+shas["bad"])
 	if err != nil {
 		return nil, err
 	}
@@ -446,8 +538,12 @@ func (b *bisector) persist() error {
 // terminal form too).
 func WriteBisectReport(w io.Writer, r *BisectResult) {
 	fmt.Fprintf(w, "# probe bisect: %s\n\n", r.Metric)
-	fmt.Fprintf(w, "Good %s (%s), bad %s (%s): %d commits after good, first parent; %d measured, one counted run each.\n\n",
-		r.Good["rev"], report.ShortCommit(r.Good["commit"]), r.Bad["rev"], report.ShortCommit(r.Bad["commit"]), len(r.Commits), len(r.Steps))
+	merged := ""
+	if len(r.Merged) > 0 {
+		merged = fmt.Sprintf(", and %d commits that a merge brought in", len(r.Merged))
+	}
+	fmt.Fprintf(w, "Good %s (%s), bad %s (%s): %d commits after good, first parent%s; %d measured, one counted run each.\n\n",
+		r.Good["rev"], report.ShortCommit(r.Good["commit"]), r.Bad["rev"], report.ShortCommit(r.Bad["commit"]), len(r.Commits), merged, len(r.Steps))
 	switch {
 	case len(r.Candidates) > 0:
 		fmt.Fprintf(w, "**The first bad commit is one of %d** (the builds between failed):", len(r.Candidates))
@@ -456,8 +552,12 @@ func WriteBisectReport(w io.Writer, r *BisectResult) {
 		}
 		fmt.Fprintln(w)
 	case r.First != nil && r.Before != nil && r.First.Value != nil && r.Before.Value != nil:
-		fmt.Fprintf(w, "**First bad commit: `%s`** %s\n\n%s %.4f at `%s`, %.4f at `%s` (%+.4f).\n",
-			report.ShortCommit(r.First.Commit), r.First.Subject, r.Metric, *r.Before.Value, report.ShortCommit(r.Before.Commit), *r.First.Value, report.ShortCommit(r.First.Commit), *r.First.Value-*r.Before.Value)
+		via := ""
+		if r.Merge != nil {
+			via = fmt.Sprintf(" (merged by `%s` %s)", report.ShortCommit(r.Merge.Commit), r.Merge.Subject)
+		}
+		fmt.Fprintf(w, "**First bad commit: `%s`** %s%s\n\n%s %.4f at `%s`, %.4f at `%s` (%+.4f).\n",
+			report.ShortCommit(r.First.Commit), r.First.Subject, via, r.Metric, *r.Before.Value, report.ShortCommit(r.Before.Commit), *r.First.Value, report.ShortCommit(r.First.Commit), *r.First.Value-*r.Before.Value)
 	default:
 		fmt.Fprintln(w, "No commit named: the figure did not change between good and bad.")
 	}

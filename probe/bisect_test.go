@@ -229,3 +229,110 @@ func TestBisectReplaceOutside(t *testing.T) {
 		t.Error("the outside folder's code ran")
 	}
 }
+
+// gitRepo runs git in dir, with a fixed author, and returns its output.
+func gitRepo(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+}
+
+// TestBisectMerges: merges on the first-parent line.
+//
+// An "update branch" merge (the main line merged into a branch): the
+// main line made the server one allocation cheaper, the branch's first
+// commit changes a comment on the older code, and its last adds the
+// allocation back. Bisected from the main line's commit to the branch's
+// head, the comment-only commit (which lacks what good has) is not a
+// step; the last commit is named.
+//
+// A branch merged into the main line: the merge is the first bad commit
+// of the first-parent line, and the commit of the branch that added the
+// allocation is named, merged by it.
+func TestBisectMerges(t *testing.T) {
+	skipShort(t)
+	dir := t.TempDir()
+	run := gitRepo(t, dir)
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(msg string) string {
+		t.Helper()
+		run("add", "-A")
+		run("commit", "-q", "-m", msg)
+		return run("rev-parse", "HEAD")
+	}
+	allocs := func(n int) { write("n.go", fmt.Sprintf("package main\n\nconst n = %d\n", n)) }
+	run("init", "-q", "-b", "main")
+	write("go.mod", "module example.com/bisected\n\ngo 1.26\n")
+	write("main.go", bisectServer)
+	allocs(4)
+	base := commit("a server of 4 allocations a request")
+	allocs(3)
+	cheaper := commit("main: one allocation fewer")
+	run("checkout", "-q", "-b", "feature", base)
+	write("note.go", "package main\n\n// a note\n")
+	commentOnly := commit("feature: a comment")
+	run("merge", "-q", "--no-edit", "main")
+	update := run("rev-parse", "HEAD")
+	allocs(4)
+	regress := commit("feature: one allocation more")
+
+	// A branch merged into the main line: side commits s1 (comment), s2
+	// (one allocation more), s3 (comment).
+	run("checkout", "-q", "main")
+	write("main_note.go", "package main\n\n// main's note\n")
+	commit("main: a comment")
+	run("checkout", "-q", "-b", "side", "main")
+	write("side.go", "package main\n\n// side 1\n")
+	commit("side: a comment")
+	allocs(4)
+	sideBad := commit("side: one allocation more")
+	write("side.go", "package main\n\n// side 3\n")
+	commit("side: another comment")
+	run("checkout", "-q", "main")
+	run("merge", "-q", "--no-ff", "--no-edit", "side")
+	merge := run("rev-parse", "HEAD")
+	write("main_note.go", "package main\n\n// main's note, again\n")
+	mainBad := commit("main: a comment after the merge")
+
+	cfg := Config{TargetConfig: TargetConfig{Target: dir}, WindowConfig: WindowConfig{Warmup: 200 * time.Millisecond, Duration: 700 * time.Millisecond, ExactDuration: 700 * time.Millisecond}, CountConfig: CountConfig{NoBills: true, Copies: "off"}}
+	res, err := Bisect(context.Background(), BisectConfig{Good: cheaper, Bad: regress, Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(res.Commits, commentOnly) || !slices.Equal(res.Commits, []string{update, regress}) {
+		t.Errorf("commits %v: want the update merge %s and %s, not the comment-only %s from before it", res.Commits, update, regress, commentOnly)
+	}
+	if res.First == nil || res.First.Commit != regress || res.Before == nil || res.Before.Commit != update || res.Merge != nil {
+		t.Errorf("first %+v, before %+v, merge %+v: want %s after the update merge", res.First, res.Before, res.Merge, regress)
+	}
+
+	res, err = Bisect(context.Background(), BisectConfig{Good: cheaper, Bad: mainBad, Metric: "allocs/req", Run: cfg, Out: filepath.Join(t.TempDir(), "out2")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Merge == nil || res.Merge.Commit != merge || res.First == nil || res.First.Commit != sideBad || len(res.Merged) != 3 {
+		t.Fatalf("merge %+v, first %+v, merged %v: want %s, merged by %s", res.Merge, res.First, res.Merged, sideBad, merge)
+	}
+	if d := *res.First.Value - *res.Before.Value; d < 0.95 || d > 1.05 {
+		t.Errorf("allocs/req %.4f before, %.4f after: want one more a request", *res.Before.Value, *res.First.Value)
+	}
+	if len(res.Functions) == 0 || res.Functions[0].Key != "main.work" {
+		t.Errorf("functions %+v: want main.work first", res.Functions)
+	}
+	if md, _ := os.ReadFile(filepath.Join(res.Dir, "report.md")); !strings.Contains(string(md), "First bad commit: `"+sideBad[:12]+"`** side: one allocation more (merged by `"+merge[:12]+"`") {
+		t.Errorf("report.md:\n%s", md)
+	}
+}
