@@ -32,10 +32,18 @@ func (r Request) Name() string { return r.Method + " " + r.Path }
 //
 // split into words as a shell would (quotes, backslashes),
 // with blank lines and lines starting with # ignored. weight defaults to
-// 1; a body file is read relative to the request file's folder (dir).
-// Anything else is an error naming the line.
+// 1; a body file is read relative to the request file's folder (dir),
+// once however many lines name it: those requests share its bytes. A file
+// holds at most limits.RequestEntries requests whose weights add up to at
+// most limits.MixRound, and bodies of at most limits.Bodies × maxBody
+// bytes together. Anything else is an error naming the line.
 func ParseRequests(r io.Reader, name, dir string, maxBody int64) ([]Request, error) {
+	if maxBody <= 0 {
+		maxBody = limits.Body
+	}
+	p := &reqParser{dir: dir, maxBody: maxBody, bodies: map[string][]byte{}}
 	var out []Request
+	round := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -43,9 +51,15 @@ func ParseRequests(r io.Reader, name, dir string, maxBody int64) ([]Request, err
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		req, err := parseRequestLine(line, dir, maxBody)
+		if len(out) == limits.RequestEntries {
+			return nil, fmt.Errorf("%s:%d: more than %d requests in one file: split the mix, or measure its heaviest requests", name, n, limits.RequestEntries)
+		}
+		req, err := p.line(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		if round += req.Weight; round > limits.MixRound {
+			return nil, fmt.Errorf("%s:%d: the weights add up to more than %d: lower them (weight=2 and weight=4 are the mix of 1 and 2)", name, n, limits.MixRound)
 		}
 		out = append(out, req)
 	}
@@ -58,8 +72,37 @@ func ParseRequests(r io.Reader, name, dir string, maxBody int64) ([]Request, err
 	return out, nil
 }
 
-// parseRequestLine reads one line of a request file.
-func parseRequestLine(line, dir string, maxBody int64) (Request, error) {
+// reqParser reads a request file's lines, each body file once.
+type reqParser struct {
+	dir     string
+	maxBody int64
+	bodies  map[string][]byte // by resolved path
+	held    int64             // the distinct bodies' bytes
+}
+
+// body reads the body file f (as a line names it) or returns the bytes
+// read for an earlier line.
+func (p *reqParser) body(f string) ([]byte, error) {
+	path, err := bodyPath(p.dir, f)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := p.bodies[path]; ok {
+		return b, nil
+	}
+	b, err := ReadBody(path, p.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	if p.held += int64(len(b)); p.held > limits.Bodies*p.maxBody {
+		return nil, &limits.Error{What: "the request file's bodies", Size: p.held, Limit: limits.Bodies * p.maxBody, Unit: "bytes together", Flag: "-max-body"}
+	}
+	p.bodies[path] = b
+	return b, nil
+}
+
+// line reads one line of a request file.
+func (p *reqParser) line(line string) (Request, error) {
 	words, err := shellwords.Split(line)
 	if err != nil {
 		return Request{}, err
@@ -103,10 +146,7 @@ func parseRequestLine(line, dir string, maxBody int64) (Request, error) {
 			if !ok || f == "" {
 				return Request{}, fmt.Errorf("body %q: want body=@FILE", v)
 			}
-			if f, err = bodyPath(dir, f); err != nil {
-				return Request{}, fmt.Errorf("body: %w", err)
-			}
-			if req.Body, err = ReadBody(f, maxBody); err != nil {
+			if req.Body, err = p.body(f); err != nil {
 				return Request{}, fmt.Errorf("body: %w", err)
 			}
 		default:
@@ -119,23 +159,49 @@ func parseRequestLine(line, dir string, maxBody int64) (Request, error) {
 // Interleave is the fixed order in which a mix sends its requests: each
 // entry as often as its weight in every round of sum(weights), spread by
 // smooth weighted round-robin (weights 3 and 1 give 0 0 1 0, not 0 0 0 1).
+//
+// Smooth weighted round-robin adds each entry's weight to its score every
+// step and takes the highest score (the first entry of those), which then
+// loses the round's total. Entries of one weight keep scores in step, so
+// within a weight they are taken in turn, in file order: the order is made
+// from one leader per distinct weight, in sum(weights) × distinct weights
+// steps, not sum(weights) × entries (10,000 entries: 1 s).
 func Interleave(reqs []Request) []int {
 	total := 0
-	for _, r := range reqs {
-		total += r.Weight
+	type group struct {
+		w       int
+		members []int // entries of weight w, in file order
+		next    int   // the member taken next
+		cycles  int   // the times every member was taken
 	}
-	cur := make([]int, len(reqs))
+	var groups []*group
+	byWeight := map[int]*group{}
+	for i, r := range reqs {
+		total += r.Weight
+		g := byWeight[r.Weight]
+		if g == nil {
+			g = &group{w: r.Weight}
+			byWeight[r.Weight] = g
+			groups = append(groups, g)
+		}
+		g.members = append(g.members, i)
+	}
 	order := make([]int, 0, total)
-	for range total {
-		best := 0
-		for i, r := range reqs {
-			cur[i] += r.Weight
-			if cur[i] > cur[best] {
-				best = i
+	for t := 1; t <= total; t++ {
+		var best *group
+		var bestScore int
+		for _, g := range groups {
+			// The leader's score: t steps of its weight, less the round's
+			// total for each time it was taken.
+			score := t*g.w - total*g.cycles
+			if best == nil || score > bestScore || score == bestScore && g.members[g.next] < best.members[best.next] {
+				best, bestScore = g, score
 			}
 		}
-		cur[best] -= total
-		order = append(order, best)
+		order = append(order, best.members[best.next])
+		if best.next++; best.next == len(best.members) {
+			best.next, best.cycles = 0, best.cycles+1
+		}
 	}
 	return order
 }

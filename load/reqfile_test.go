@@ -6,11 +6,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/perfspy/perfspy/internal/limits"
 )
 
 func TestParseRequests(t *testing.T) {
@@ -79,6 +82,38 @@ func TestInterleave(t *testing.T) {
 	if len(got) != 5 || count[0] != 2 || count[1] != 2 || count[2] != 1 {
 		t.Errorf("2:2:1 gives %v", got)
 	}
+	// The order is smooth weighted round-robin's exactly, as its plain
+	// form (every entry scored every step) makes it.
+	plain := func(reqs []Request) []int {
+		total := 0
+		for _, r := range reqs {
+			total += r.Weight
+		}
+		cur := make([]int, len(reqs))
+		var order []int
+		for range total {
+			best := 0
+			for i, r := range reqs {
+				cur[i] += r.Weight
+				if cur[i] > cur[best] {
+					best = i
+				}
+			}
+			cur[best] -= total
+			order = append(order, best)
+		}
+		return order
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := range 200 {
+		reqs := make([]Request, 1+rng.IntN(30))
+		for i := range reqs {
+			reqs[i].Weight = 1 + rng.IntN(1+k%12)
+		}
+		if got, want := Interleave(reqs), plain(reqs); !slices.Equal(got, want) {
+			t.Fatalf("weights %v: %v, want %v", reqs, got, want)
+		}
+	}
 }
 
 // TestLeanMix: the lean driver sends a mix in its order, each request as
@@ -119,6 +154,69 @@ func TestLeanMix(t *testing.T) {
 
 // FuzzParseRequests: any file gives requests or an error naming a line,
 // and never panics.
+// TestRequestFileBounds: a body file named on many lines is read once and
+// its bytes shared; the distinct bodies together, the requests and the
+// weights of one file are bounded, each refused with its line.
+func TestRequestFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	body := make([]byte, 1<<20)
+	os.WriteFile(filepath.Join(dir, "big.bin"), body, 0o644)
+	var src strings.Builder
+	for range 50 {
+		src.WriteString("POST /upload body=@big.bin\n")
+	}
+	reqs, err := ParseRequests(strings.NewReader(src.String()), "mix.txt", dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if len(r.Body) != len(body) || &r.Body[0] != &reqs[0].Body[0] {
+			t.Fatalf("request %d: its body is not the first request's bytes (read again)", i)
+		}
+	}
+	// Distinct bodies: 5 files of 1 MiB under -max-body 1 MiB hold 5 MiB,
+	// over 4 × 1 MiB.
+	src.Reset()
+	for i := range 5 {
+		name := fmt.Sprintf("b%d.bin", i)
+		os.WriteFile(filepath.Join(dir, name), body, 0o644)
+		fmt.Fprintf(&src, "POST /b%d body=@%s\n", i, name)
+	}
+	if _, err := ParseRequests(strings.NewReader(src.String()), "mix.txt", dir, 1<<20); err == nil || !strings.Contains(err.Error(), "mix.txt:5: body: the request file's bodies of 5242880 bytes together, over the limit of 4194304") || !strings.Contains(err.Error(), "-max-body raises it") {
+		t.Errorf("5 MiB of distinct bodies under -max-body 1 MiB: %v", err)
+	}
+	src.Reset()
+	for i := range limits.RequestEntries + 1 {
+		fmt.Fprintf(&src, "GET /r%d\n", i)
+	}
+	if _, err := ParseRequests(strings.NewReader(src.String()), "mix.txt", dir, 0); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("mix.txt:%d: more than %d requests", limits.RequestEntries+1, limits.RequestEntries)) {
+		t.Errorf("%d requests: %v", limits.RequestEntries+1, err)
+	}
+	src.Reset()
+	for i := range limits.MixRound/1000 + 1 {
+		fmt.Fprintf(&src, "GET /r%d weight=1000\n", i)
+	}
+	if _, err := ParseRequests(strings.NewReader(src.String()), "mix.txt", dir, 0); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("mix.txt:%d: the weights add up to more than %d", limits.MixRound/1000+1, limits.MixRound)) {
+		t.Errorf("weights over %d: %v", limits.MixRound, err)
+	}
+}
+
+// BenchmarkRequestFile: a file at the bounds, parsed and ordered (the
+// setup before the first window): 10,000 requests of distinct weights.
+func BenchmarkRequestFile(b *testing.B) {
+	var src strings.Builder
+	for i := range limits.RequestEntries {
+		fmt.Fprintf(&src, "GET /r%d weight=%d\n", i, 1+i%9)
+	}
+	for b.Loop() {
+		reqs, err := ParseRequests(strings.NewReader(src.String()), "mix.txt", b.TempDir(), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		Interleave(reqs)
+	}
+}
+
 func FuzzParseRequests(f *testing.F) {
 	f.Add("GET /json weight=3\nPOST /x header=\"A: b\"\n")
 	f.Add("# c\n\nGET / weight=1000")

@@ -24,6 +24,15 @@ const (
 	// a frame, and a million frames stay far inside Go's 1 GB stack.
 	MaxDepth = 1_000_000
 	Body     = 64 << 20 // bytes of a request body read from a file (-max-body)
+	// RequestEntries is the most requests a request file holds, and
+	// MixRound the most its weights add up to (one round of the mix):
+	// a mix is measured entry by entry, and its order is made once.
+	RequestEntries = 10000
+	MixRound       = 50000
+	// Bodies is how many times -max-body the distinct bodies of a request
+	// file may hold together (a body file named on many lines is read and
+	// held once).
+	Bodies = 4
 )
 
 // Error is input past a limit.
