@@ -3,10 +3,10 @@ package load
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
