@@ -6,9 +6,12 @@
 //     that not one instruction runs outside it), and cgroup.kill ends it
 //     and every descendant, a daemon that started a session of its own
 //     included;
-//   - elsewhere the target leads a process group, and probe is a child
-//     subreaper: descendants orphaned on the way are reparented to probe
-//     and killed with the group;
+//   - elsewhere the target leads a process group;
+//   - either way probe is a child subreaper: descendants orphaned on the
+//     way are reparented to probe and killed with the group, and so is
+//     the target itself by its pid, however it left: a root target that
+//     moved itself, or a child, out of the cgroup (into the root cgroup)
+//     and into a session of its own is still probe's descendant;
 //   - a watchdog (a shell of its own process group, holding a pipe from
 //     probe) kills the cgroup or the group when the pipe closes without
 //     the word "done": probe killed by SIGKILL or crashed.
@@ -23,9 +26,23 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
+
+// own holds the pids of every open group's target and watchdog, and of
+// the commands probe starts in a process group of their own (Keep): one
+// group's search for orphans never takes another's, nor a go build.
+var own sync.Map // pid -> *Group (nil for Keep's)
+
+// Keep says that pid is a child probe started in a process group of its
+// own while a target may run (the go command): never an orphan of a
+// group. The returned function forgets it, once it was waited for.
+func Keep(pid int) (forget func()) {
+	own.Store(pid, (*Group)(nil))
+	return func() { own.Delete(pid) }
+}
 
 // Group is where one target and what it starts are kept.
 type Group struct {
@@ -60,12 +77,10 @@ func New(opt Options) (*Group, error) {
 			os.Remove(dir)
 		}
 	}
-	if g.cgroup == "" {
-		// Without a cgroup, orphans come to probe (not init), to be
-		// killed with the group. With one, cgroup.kill reaches them
-		// wherever they are, and init reaps them.
-		becomeSubreaper()
-	}
+	// Orphans come to probe (not init), to be killed with the group:
+	// without a cgroup, every one; with one, those that left it
+	// (cgroup.kill reaches the others wherever they are).
+	becomeSubreaper()
 	private := opt.Private
 	if !filepath.IsAbs(private) || !strings.HasPrefix(filepath.Base(private), "perfspy-") {
 		private = ""
@@ -95,13 +110,13 @@ func (g *Group) NoCgroup() {
 		syscall.Close(g.fd)
 		os.Remove(g.cgroup)
 		g.fd, g.cgroup = -1, ""
-		becomeSubreaper()
 	}
 }
 
 // Started tells the group the target's pid (its process group).
 func (g *Group) Started(pid int) {
 	g.pgid = pid
+	own.Store(pid, g)
 	fmt.Fprintf(g.wdIn, "%d\n", pid)
 }
 
@@ -113,6 +128,11 @@ func (g *Group) Kill() {
 	}
 	if g.pgid > 0 {
 		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+		// The target itself, when it left its process group (a
+		// session of its own) and the cgroup: still probe's child.
+		if g.targetRunning() {
+			_ = syscall.Kill(g.pgid, syscall.SIGKILL)
+		}
 	}
 	g.killOrphans()
 	for i := 0; i < 500 && g.alive(); i++ {
@@ -129,18 +149,40 @@ func (g *Group) alive() bool {
 			return true
 		}
 	}
-	return g.pgid > 0 && syscall.Kill(-g.pgid, 0) == nil
+	return g.pgid > 0 && (syscall.Kill(-g.pgid, 0) == nil || g.targetRunning()) || len(g.orphans(false)) > 0
 }
 
-// killOrphans kills and reaps probe's children that probe did not start
-// with exec (the watchdog aside): descendants of the target whose parent
-// died, reparented to probe, the subreaper.
+// targetRunning tells whether the target still runs as probe's child
+// (not reaped, not a zombie): its pid is not another process's.
+func (g *Group) targetRunning() bool {
+	ppid, err := statField(g.pgid, 4)
+	return err == nil && ppid == os.Getpid() && Running(g.pgid)
+}
+
+// killOrphans kills and reaps the orphans (orphans).
 func (g *Group) killOrphans() {
-	if g.pgid <= 0 || g.cgroup != "" {
-		return
+	for _, pid := range g.orphans(true) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 	}
+}
+
+// orphans are probe's children that probe did not start with exec:
+// descendants of the target whose parent died, reparented to probe, the
+// subreaper, whether or not they left the cgroup. Another open group's
+// target and watchdog are not; a zombie is when zombies is set (to be
+// reaped: a zombie keeps its process group alive).
+func (g *Group) orphans(zombies bool) []int {
+	if g.pgid <= 0 {
+		return nil
+	}
+	var out []int
 	for _, pid := range childrenOf(os.Getpid()) {
-		if pid == g.pgid || (g.wd != nil && g.wd.Process != nil && pid == g.wd.Process.Pid) {
+		if pid == g.pgid || (g.wd != nil && g.wd.Process != nil && pid == g.wd.Process.Pid) || !zombies && !Running(pid) {
+			continue
+		}
+		if o, ok := own.Load(pid); ok && o != g {
 			continue
 		}
 		// probe's own children stay in its process group, or are older
@@ -148,10 +190,9 @@ func (g *Group) killOrphans() {
 		if pgid, err := syscall.Getpgid(pid); err == nil && !g.inCgroup(pid) && (pgid == syscall.Getpgrp() || startedBefore(pid, g.pgid)) {
 			continue
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		out = append(out, pid)
 	}
+	return out
 }
 
 func (g *Group) inCgroup(pid int) bool {
@@ -170,6 +211,12 @@ func (g *Group) inCgroup(pid int) bool {
 // Close kills what is left, removes the cgroup and lets the watchdog go.
 func (g *Group) Close() {
 	g.Kill()
+	if g.pgid > 0 {
+		own.CompareAndDelete(g.pgid, g)
+	}
+	if g.wd != nil && g.wd.Process != nil {
+		own.CompareAndDelete(g.wd.Process.Pid, g)
+	}
 	if g.wdIn != nil {
 		fmt.Fprintln(g.wdIn, "done")
 		g.wdIn.Close()
@@ -205,6 +252,7 @@ read word
 [ "$word" = done ] && exit 0
 [ -n "$1" ] && echo 1 > "$1/cgroup.kill"
 [ -n "$pgid" ] && kill -KILL "-$pgid" 2>/dev/null
+[ -n "$pgid" ] && kill -KILL "$pgid" 2>/dev/null
 [ -n "$2" ] && rm -rf -- "$2"
 [ -n "$1" ] && for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$1" 2>/dev/null && break; sleep 0.2; done
 exit 0
@@ -227,6 +275,7 @@ func (g *Group) startWatchdog(private string) error {
 	}
 	r.Close()
 	g.wd, g.wdIn = cmd, w
+	own.Store(cmd.Process.Pid, g)
 	return nil
 }
 

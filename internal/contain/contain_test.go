@@ -118,3 +118,62 @@ func TestWatchdog(t *testing.T) {
 		g.Close()
 	}
 }
+
+// TestEscape: a root target that moves itself into the root cgroup, and
+// starts a child that does the same in a session of its own, then exits:
+// Close still ends both (the target by its pid, the child as an orphan
+// that came to the subreaper), and so does the watchdog for the target.
+func TestEscape(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: moving a process between cgroups needs root")
+	}
+	mnt, err := cgroup2Mount()
+	if err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	g, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Cgroup() == "" {
+		g.Close()
+		t.Skip("skipped: no cgroup on this machine")
+	}
+	root := filepath.Join(mnt, "cgroup.procs")
+	pids := filepath.Join(t.TempDir(), "pids")
+	// The target: into the root cgroup, a child that leaves its session
+	// and the cgroup too, then it sleeps.
+	script := `echo $$ > "$1"
+setsid sh -c 'echo $$ > "$1"; echo $$ >> "$2"; exec sleep 300' child "$1" "$2" &
+sleep 0.3
+echo $$ >> "$2"
+exec sleep 300`
+	cmd := exec.Command("/bin/sh", "-c", script, "target", root, pids)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	g.Prepare(cmd.SysProcAttr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.Started(cmd.Process.Pid)
+	go cmd.Wait()
+	var out []int
+	for i := 0; i < 100 && len(out) < 2; i++ {
+		time.Sleep(50 * time.Millisecond)
+		b, _ := os.ReadFile(pids)
+		out = out[:0]
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("the target and its child did not start: %v", out)
+	}
+	for _, pid := range out {
+		if g.inCgroup(pid) {
+			t.Fatalf("pid %d is still in the group's cgroup: the escape did not happen", pid)
+		}
+	}
+	g.Close()
+	checkGone(t, out)
+}

@@ -519,10 +519,15 @@ func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writ
 	contain.DieWithParent(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+	if err := cmd.Start(); err != nil {
+		return err
 	}
+	// Not an orphan of a target's group (contain), though it leads a
+	// process group of its own and may start while a target runs.
+	forget := contain.Keep(cmd.Process.Pid)
+	defer forget()
+	err := cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
 	return err
 }
 
