@@ -145,13 +145,14 @@ func readInputs(paths []string, opt Options, isDiff bool) (*Tree, error) {
 		if profstore.IsSelection(p) {
 			return fetchSelection(p, opt.access)
 		}
-		f, err := os.Open(p)
+		// A FIFO or a device is refused before it is opened: a FIFO's
+		// open() waits for a writer, deaf to Ctrl-C ("-" reads stdin).
+		f, err := limits.OpenRegular(p)
 		if err != nil {
+			if st, serr := os.Stat(p); serr == nil && st.IsDir() {
+				return nil, fmt.Errorf("%s is a folder: want a profile or folded stacks", p)
+			}
 			return nil, err
-		}
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			f.Close()
-			return nil, fmt.Errorf("%s is a folder: want a profile or folded stacks", p)
 		}
 		if opt.Route == "" {
 			return f, nil

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/perfspy/perfspy/internal/limits"
 )
@@ -99,6 +101,26 @@ func TestNotAFile(t *testing.T) {
 	e.Reset()
 	if code := Command([]string{cut}, &o, &e); code != 1 || !strings.Contains(e.String(), "cut short") {
 		t.Errorf("flame on a truncated gzip: exit %d, %q", code, e.String())
+	}
+	// A FIFO no one writes: refused at once, not an open() that waits
+	// for ever, deaf to Ctrl-C.
+	fifo := filepath.Join(dir, "cpu.pb.gz")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	e.Reset()
+	done := make(chan int, 1)
+	go func() { done <- Command([]string{fifo}, &o, &e) }()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(e.String(), fifo+" is not a regular file (a FIFO)") {
+			t.Errorf("flame FIFO: exit %d, %q", code, e.String())
+		}
+	case <-time.After(10 * time.Second):
+		if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil { // let a blocked open return
+			f.Close()
+		}
+		t.Fatal("flame on a FIFO blocked")
 	}
 }
 

@@ -141,7 +141,7 @@ func secret(getenv func(string) string, env, fileEnv string) (string, error) {
 	case v != "" && f != "":
 		return "", fmt.Errorf("both %s and %s are set: keep one", env, fileEnv)
 	case f != "":
-		b, err := os.ReadFile(f)
+		b, err := readSmallFile(f)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", fileEnv, err)
 		}
@@ -185,7 +185,7 @@ func loopback(host string) bool {
 func (a *Access) Client() (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if a.CACert != "" {
-		pem, err := os.ReadFile(a.CACert)
+		pem, err := readSmallFile(a.CACert)
 		if err != nil {
 			return nil, fmt.Errorf("-push-cacert: %w", err)
 		}
@@ -392,4 +392,31 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// maxSmallFile bounds a credential or certificate file.
+const maxSmallFile = 1 << 20
+
+// readSmallFile reads a credential or a certificate: a regular file of at
+// most maxSmallFile bytes. A FIFO is refused before it is opened (its
+// open() would wait for a writer, deaf to signals), as a device is
+// (/dev/zero never ends).
+func readSmallFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (mode %s): refused before opening it", path, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSmallFile+1))
+	if err == nil && len(b) > maxSmallFile {
+		err = fmt.Errorf("%s is over %d bytes: not a certificate or a credential", path, maxSmallFile)
+	}
+	return b, err
 }

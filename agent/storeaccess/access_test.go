@@ -4,9 +4,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRedirectKeepsCredentials: a store that redirects to another host
@@ -69,5 +74,44 @@ func TestDeclaredTooLarge(t *testing.T) {
 	}
 	if _, err := hc.Get(store.URL); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("10 GiB declared: %v, want ErrTooLarge", err)
+	}
+}
+
+// TestCredentialFiles: a token file or a CA certificate that is a FIFO is
+// refused at once, naming it (its open() would wait for a writer for
+// ever); a regular token file is read, its newline dropped.
+func TestCredentialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "token")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte("s3cret\n"), 0o600)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		env := map[string]string{EnvTokenFile: fifo}
+		var a Access
+		if err := a.FromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), fifo+" is not a regular file") {
+			t.Errorf("%s a FIFO: %v", EnvTokenFile, err)
+		}
+		env[EnvTokenFile] = good
+		a = Access{}
+		if err := a.FromEnv(func(k string) string { return env[k] }); err != nil || a.Token != "s3cret" {
+			t.Errorf("%s a file: token %q, %v", EnvTokenFile, a.Token, err)
+		}
+		a = Access{CACert: fifo}
+		if _, err := a.Client(); err == nil || !strings.Contains(err.Error(), "-push-cacert: "+fifo+" is not a regular file") {
+			t.Errorf("-push-cacert a FIFO: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil { // let a blocked open return
+			f.Close()
+		}
+		t.Fatal("a FIFO blocked the credentials' reading")
 	}
 }
