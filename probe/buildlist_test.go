@@ -19,7 +19,9 @@ import (
 
 	"github.com/perfspy/perfspy/internal/agentmod"
 	"github.com/perfspy/perfspy/internal/cache"
+	"github.com/perfspy/perfspy/internal/owned"
 	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -370,4 +372,42 @@ func TestPublicServer(t *testing.T) {
 		t.Errorf("no Caddy function among the top allocation sites:\n%s", stdout)
 	}
 	t.Logf("%s", stdout)
+}
+
+// TestBinaryGoesWithCheckout: a target inside a revision's temporary
+// checkout (a worktree set this process made, as probe ab, bisect and the
+// review make) is built into the set's folder, removed with it, not into
+// the cache's bin/ under a key of the random folder (a binary a run,
+// 1 GB a day); a target elsewhere keeps its place in the cache.
+func TestBinaryGoesWithCheckout(t *testing.T) {
+	skipShort(t)
+	set, err := os.MkdirTemp("", worktree.Prefix+"test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(set)
+	if err := owned.Claim(set); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(set, "after", "server")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/inset\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	tgt, err := withagent.Build(context.Background(), dir, withagent.BuildOptions{}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tgt.Binary, filepath.Join(set, ".bin")+string(filepath.Separator)) {
+		t.Errorf("binary %s: want it in the set's folder %s", tgt.Binary, set)
+	}
+	// The same package outside any set: the cache's bin/.
+	out := t.TempDir()
+	os.WriteFile(filepath.Join(out, "go.mod"), []byte("module example.com/inset\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	if tgt, err = withagent.Build(context.Background(), out, withagent.BuildOptions{}, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(tgt.Binary, set) || !strings.Contains(tgt.Binary, string(filepath.Separator)+"bin"+string(filepath.Separator)) {
+		t.Errorf("binary %s: want it in the cache's bin/", tgt.Binary)
+	}
 }

@@ -37,6 +37,12 @@ func Alive(dir string) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// Mine reports whether the current process owns dir.
+func Mine(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, File))
+	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
+}
+
 // unclaimedGrace is how long a folder without an owner file is left alone:
 // its run may be between making it and claiming it.
 const unclaimedGrace = time.Hour

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/perfspy/perfspy/internal/worktree"
 	"maps"
 	"os"
 	"os/exec"
@@ -262,7 +263,15 @@ func (b *builder) prepare(ctx context.Context) error {
 	}
 	t.BuildMode, t.GoVersion, t.GOARCH = b.setup.Mode, b.setup.Toolchain.GOVERSION, b.setup.Toolchain.GOARCH
 	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live) + "\x00" + t.GoVersion))
-	binDir := filepath.Join(b.cache, "bin", hex.EncodeToString(sum[:6]))
+	binRoot := filepath.Join(b.cache, "bin")
+	if set := worktree.SetOf(t.PkgDir); set != "" {
+		// A revision's temporary checkout (probe ab, bisect, review):
+		// its folder is new each run, so a key of it in the cache would
+		// pile up a binary per run (1 GB a day); the binary goes with
+		// the set, removed with it.
+		binRoot = filepath.Join(set, ".bin")
+	}
+	binDir := filepath.Join(binRoot, hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
 	}

@@ -64,6 +64,22 @@ func (s *Set) Add(ctx context.Context, name, commit string) (string, error) {
 	return d, nil
 }
 
+// SetOf returns the folder of the set, made by this process, that path
+// lies in (a revision's checkout), "" when there is none: what is built
+// for a checkout can go with it, removed with the set.
+func SetOf(path string) string {
+	tmp := filepath.Clean(os.TempDir())
+	for d := filepath.Clean(path); filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if filepath.Dir(d) == tmp {
+			if strings.HasPrefix(filepath.Base(d), Prefix) && owned.Mine(d) {
+				return d
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
 // Dir is the set's folder.
 func (s *Set) Dir() string { return s.dir }
 
