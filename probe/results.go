@@ -233,7 +233,7 @@ func (o *runOutput) timingReasons() []string {
 		}
 		return reasons
 	}
-	if o.ses.coresHad > 0 && o.s.ServerCores < minServerCoreFrac*o.ses.coresHad {
+	if o.ses.coresHad > 0 && o.targetCores() < minServerCoreFrac*o.ses.coresHad {
 		reasons = append(reasons, o.paceReason())
 	}
 	return reasons
@@ -259,10 +259,14 @@ func machineSummary(w *windowResult, serverCores, driverCores, secs float64) *sc
 	if secs <= 0 {
 		return nil
 	}
+	// The target's own child processes are its work: never "other
+	// processes" that make the machine busy.
+	childCores := float64(w.childCPU) / 1e9 / secs
 	m := &schema.MachineSummary{
 		ServerRunQueueWait: round(float64(w.runqWait)/1e9/secs, 3),
 		DriverRunQueueWait: round(w.machine.DriverWait, 3),
-		OtherCores:         round(max(w.machine.BusyCores-serverCores-driverCores, 0), 2),
+		OtherCores:         round(max(w.machine.BusyCores-serverCores-driverCores-childCores, 0), 2),
+		TargetChildCores:   round(childCores, 2),
 		Source:             "schedstat, /proc/stat",
 	}
 	if w.machine.Pressure >= 0 {
@@ -318,12 +322,22 @@ func busyLine(m *schema.MachineSummary) string {
 	return s
 }
 
+// targetCores is the cores the target used with its own child processes
+// (they run on the cores it was given).
+func (o *runOutput) targetCores() float64 {
+	c := o.s.ServerCores
+	if m := o.s.Machine; m != nil {
+		c += m.TargetChildCores
+	}
+	return c
+}
+
 // paceReason says why a server that did not use its cores was not judged:
 // the driver set the pace when it was busy itself; when it was not, the
 // server waited (on a sleep, a lock, a backend) with too few requests in
 // flight to keep it busy.
 func (o *runOutput) paceReason() string {
-	why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%)", o.s.ServerCores, o.ses.coresHad, minServerCoreFrac*100)
+	why := fmt.Sprintf("the target used %.2f of its %.0f cores (< %.0f%%)", o.targetCores(), o.ses.coresHad, minServerCoreFrac*100)
 	d, cpu := o.s.Driver, o.s.PerRequest.CPUUS
 	if d == nil || cpu == nil {
 		return why + ": the load driver, not the server, set the pace"

@@ -326,6 +326,7 @@ type windowResult struct {
 	sys       map[int]uint64 // syscalls by number in the window, when counted with eBPF
 	sysSites  []syscalls.Site
 	driverCPU uint64 // the load driver's CPU ns inside the window (probe's own)
+	childCPU  uint64 // the target's child processes' CPU ns inside the window
 	// tags are the driver's latencies keyed by request (a window with
 	// bills, a driver that keys them: load.Tagger)
 	tags []load.Tag

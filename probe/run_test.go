@@ -1299,6 +1299,37 @@ func TestBusyMachineNamed(t *testing.T) {
 	t.Logf("machine: %+v", m)
 }
 
+// TestBusyChildIsTarget: a target whose own child process keeps a core
+// busy (probetarget -burn-child, on the target's CPU) is not a busy
+// machine: the child's cores are the target's (machine.target_child_cores),
+// left out of other_cores, and no reason blames the machine.
+func TestBusyChildIsTarget(t *testing.T) {
+	skipShort(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipped: needs 2 cores, one for the server and one for the driver")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-warmup", "300ms", "-duration", "2s", "-offcpu=false", "-copies", "off", "-retained=false", "-cpus", "0:1", "-path", "/users/1", "-out", out, "-args", "-burn-child", "./testdata/probetarget"}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitOK && code != ExitNotJudged {
+		t.Fatalf("exit %d:\n%s%s", code, o.String(), e.String())
+	}
+	var s schema.Summary
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Machine
+	if m == nil || m.TargetChildCores < 0.1 || m.OtherCores >= BusyOtherCores || m.Busy {
+		t.Errorf("machine %+v: want the child's core on the target, not other processes'", m)
+	}
+	if strings.Contains(o.String(), "the machine was busy") || strings.Contains(o.String(), "raise -conns") {
+		t.Errorf("the machine, or too few requests in flight, blamed for the target's own child:\n%s", o.String())
+	}
+	t.Logf("machine %+v; verdict %s %v", m, s.Verdict, s.Reasons)
+}
+
 // TestRateBusyMachine: under -rate, with CPU-bound processes on the
 // target's and the driver's CPUs, the latencies from the intended send are
 // the machine's (a p99 of 311 ms where the code's is 20): the run is not

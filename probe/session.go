@@ -466,6 +466,7 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 		}
 	}
 	cpu0, err0 := proc.ReadCPU(p.Pid)
+	kids0 := proc.DescendantsCPU(p.Pid)
 	io0, ioErr0 := proc.ReadIO(p.Pid)
 	udp0, _ := proc.UDPCounters()
 	drv0, mach0 := selfCPU(), proc.ReadMachine()
@@ -476,6 +477,7 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 	latencies := tags()
 	drv1, mach1 := selfCPU(), proc.ReadMachine()
 	cpu1, err1 := proc.ReadCPU(p.Pid)
+	kids1 := proc.DescendantsCPU(p.Pid)
 	io1, ioErr1 := proc.ReadIO(p.Pid)
 	udp1, _ := proc.UDPCounters()
 	var sys1 map[int]uint64
@@ -511,6 +513,9 @@ func (s *session) measure(ctx context.Context, begin wire.Request, d time.Durati
 	w := &windowResult{load: lr, io0: io0, io1: io1, ioOK: ioErr0 == nil && ioErr1 == nil, m0: r0.Metrics, m1: r1.Metrics, cpuSource: cpu1.Source, udp: proc.CounterDelta(udp0, udp1), tags: latencies}
 	if drv1 > drv0 {
 		w.driverCPU = drv1 - drv0
+	}
+	if kids1 > kids0 {
+		w.childCPU = kids1 - kids0
 	}
 	if lr != nil {
 		w.machine = mach1.Since(mach0, lr.Elapsed.Seconds())

@@ -268,8 +268,11 @@ type MachineSummary struct {
 	DriverRunQueueWait float64  `json:"driver_runqueue_wait"`
 	CPUPressure        *float64 `json:"cpu_pressure,omitempty"`
 	OtherCores         float64  `json:"other_cores"`
-	Busy               bool     `json:"busy"`
-	Source             string   `json:"source"`
+	// TargetChildCores is the cores the target's own child processes
+	// used (they descend from it): its work, left out of other_cores.
+	TargetChildCores float64 `json:"target_child_cores,omitempty"`
+	Busy             bool    `json:"busy"`
+	Source           string  `json:"source"`
 }
 
 // Closure is the exact counts' check against the runtime's own: what a

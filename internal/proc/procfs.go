@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,7 +223,7 @@ func PortOwners(port int, self int) ([]int, error) {
 
 type procStat struct {
 	state        byte
-	pgrp         int
+	ppid, pgrp   int
 	utime, stime uint64 // clock ticks
 }
 
@@ -276,7 +277,8 @@ func ParseStat(b []byte) (procStat, error) {
 	}
 	var st procStat
 	st.state = f[0][0]
-	var errs [3]error
+	var errs [4]error
+	st.ppid, errs[3] = strconv.Atoi(f[1])
 	st.pgrp, errs[0] = strconv.Atoi(f[2])
 	st.utime, errs[1] = strconv.ParseUint(f[11], 10, 64)
 	st.stime, errs[2] = strconv.ParseUint(f[12], 10, 64)
@@ -343,6 +345,43 @@ func ReadCPU(pid int) (CPUReading, error) {
 		return CPUReading{}, err
 	}
 	return CPUReading{Nanos: (st.utime + st.stime) * (1e9 / clockTicks), Source: "proc-stat"}, nil
+}
+
+// DescendantsCPU sums the on-CPU time (ReadCPU) of every process that
+// descends from pid, pid itself left out: a target's own child processes,
+// whose time is the target's work, not another process's. A child that
+// ended between two readings takes its time with it.
+func DescendantsCPU(pid int) uint64 {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return 0
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		q, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := ReadStat(q); err == nil {
+			children[st.ppid] = append(children[st.ppid], q)
+		}
+	}
+	var sum uint64
+	queue := slices.Clone(children[pid])
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		q := queue[0]
+		queue = queue[1:]
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		if r, err := ReadCPU(q); err == nil {
+			sum += r.Nanos
+		}
+		queue = append(queue, children[q]...)
+	}
+	return sum
 }
 
 // IOReading holds the read/write family syscall counters of /proc/PID/io.

@@ -335,9 +335,16 @@ func main() {
 	keyFile := flag.String("tls-key", "", "the key `file` of -tls-cert")
 	ticker := flag.Duration("ticker", 0, "allocate 128 B in main.tickAlloc every `interval`, in the background")
 	spawn := flag.String("spawn", "", "start two sleeping children, one in a session of its own, and write their pids to this `file`")
+	burnChild := flag.Bool("burn-child", false, "start a child process that keeps one core busy (-mode burner) for the target's life: the target's own work, not another process's")
 	flag.Parse()
 	if *spawn != "" {
 		spawnChildren(*spawn)
+	}
+	if *burnChild {
+		cmd := exec.Command(os.Args[0], "-mode", "burner")
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *cpuprof {
 		if err := pprof.StartCPUProfile(io.Discard); err != nil {
@@ -352,6 +359,11 @@ func main() {
 	case "nolisten", "sleeper":
 		time.Sleep(time.Hour)
 		return
+	case "burner":
+		runtime.GOMAXPROCS(1)
+		for x := 1; ; x = x*1103515245 + 12345 {
+			burnSink = x
+		}
 	case "flood":
 		// 10 MB on one line without a newline, then exit.
 		os.Stderr.Write(bytes.Repeat([]byte("x"), 10<<20))
