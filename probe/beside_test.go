@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -55,7 +56,8 @@ func TestCountsDifferBeside(t *testing.T) {
 func TestBusyOpenLoop(t *testing.T) {
 	other := 0.0
 	run := func(rps, serverWait, cpuUS, driverWait, driverUS float64) string {
-		o := &runOutput{s: &schema.Summary{Window: schema.WindowSummary{RPS: rps}, PerRequest: schema.PerRequest{CPUUS: &cpuUS}, Driver: &schema.DriverSummary{CPUUS: driverUS},
+		// A window of 2 s.
+		o := &runOutput{s: &schema.Summary{Window: schema.WindowSummary{RPS: rps, Requests: int64(math.Ceil(2 * rps))}, PerRequest: schema.PerRequest{CPUUS: &cpuUS}, Driver: &schema.DriverSummary{CPUUS: driverUS},
 			Machine: &schema.MachineSummary{ServerRunQueueWait: serverWait, DriverRunQueueWait: driverWait, OtherCores: other, Busy: serverWait >= BusyMachineWait || driverWait >= BusyMachineWait}}}
 		return o.busyOpenLoop()
 	}
@@ -74,6 +76,12 @@ func TestBusyOpenLoop(t *testing.T) {
 	}
 	if why := run(100, 0.03, 2000, 0.005, 190); why != "" {
 		t.Errorf("a heavy request's own threads waiting 300 µs of its 2000: %q", why)
+	}
+	// -rate 0.5: 1 request in the window. A wait of 0.1 s a second is
+	// 200,000 µs a request, but of one request: no busy reason (the
+	// window is not judged for its requests).
+	if why := run(0.5, 0.1, 100, 0.1, 100); why != "" {
+		t.Errorf("a busy reason from 1 request: %q", why)
 	}
 }
 

@@ -207,13 +207,19 @@ func (o *runOutput) summarize() {
 	}
 }
 
+// minRequests is -min-requests, 100 by default: the fewest successes a
+// window's figures are judged on.
+func (o *runOutput) minRequests() int64 {
+	if o.ses != nil && o.ses.cfg.MinRequests > 0 {
+		return int64(o.ses.cfg.MinRequests)
+	}
+	return 100
+}
+
 // timingReasons are what makes the windows unfit for a verdict: too few
 // or failed requests, a server that did not use its cores.
 func (o *runOutput) timingReasons() []string {
-	min := o.ses.cfg.MinRequests
-	if min <= 0 {
-		min = 100
-	}
+	min := o.minRequests()
 	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
 	reasons := windowReasons(named, min)
 	if a := o.ses.cfg.Arrivals; a.Open() {
@@ -293,7 +299,10 @@ const OpenLoopWaitUS = 150
 // request tell, when other processes used the machine.
 func (o *runOutput) busyOpenLoop() string {
 	m, d, rps := o.s.Machine, o.s.Driver, o.s.Window.RPS
-	if m == nil || rps <= 0 {
+	// Waits per request from fewer requests than a window is judged on
+	// (-rate 0.5: 2) say nothing; the window's own reason says it is
+	// too short.
+	if m == nil || rps <= 0 || o.s.Window.Requests < o.minRequests() {
 		return ""
 	}
 	serverUS, driverUS := m.ServerRunQueueWait/rps*1e6, m.DriverRunQueueWait/rps*1e6
