@@ -63,6 +63,14 @@ func parseGoMod(text string) goMod {
 			k := "require " + args[0]
 			m.lines[k], m.values[k] = n, args[1]
 			m.requires = append(m.requires, k)
+		case verb == "godebug":
+			// godebug key=value, one or more a line: each key is a
+			// setting of the standard library's behaviour.
+			for _, kv := range args {
+				if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+					m.lines["godebug "+k], m.values["godebug "+k] = n, v
+				}
+			}
 		case verb == "replace":
 			// Keyed by the module: a bump that moves both its require and
 			// its replace (the old version's folder for the new one's) is
@@ -79,10 +87,10 @@ func parseGoMod(text string) goMod {
 // moduleChanges lists what changed in each go.mod between base and head,
 // and the go.sum files that changed while their go.mod did not; and
 // whether the head changed any Go file.
-func moduleChanges(ctx context.Context, root, base, head string) ([]schema.GoModChange, bool, error) {
+func moduleChanges(ctx context.Context, root, base, head string) ([]schema.GoModChange, int, bool, error) {
 	names, err := git(ctx, root, "diff", "--name-only", base, head)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	var files []string
 	codeChanged := false
@@ -106,7 +114,31 @@ func moduleChanges(ctx context.Context, root, base, head string) ([]schema.GoMod
 		h, _ := git(ctx, root, "show", head+":"+f)
 		out = append(out, goModChanges(f, parseGoMod(b), parseGoMod(h))...)
 	}
-	return out, codeChanged, nil
+	out, omitted := boundChanges(out)
+	return out, omitted, codeChanged, nil
+}
+
+// maxModuleChanges bounds the go.mod changes a review lists, judges
+// functions by and prints: a go.mod of thousands of changed lines (17.6 MB
+// gave 400,000 log lines and a review.json of 71.5 MB) is listed in part.
+const maxModuleChanges = 200
+
+// boundChanges keeps at most maxModuleChanges changes, the go, toolchain
+// and godebug lines first (what every standard-library function comes
+// with), and says how many it left out.
+func boundChanges(cs []schema.GoModChange) ([]schema.GoModChange, int) {
+	if len(cs) <= maxModuleChanges {
+		return cs, 0
+	}
+	first := func(c schema.GoModChange) int {
+		switch c.Kind {
+		case "go", "toolchain", "godebug":
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(cs, func(a, b schema.GoModChange) int { return first(a) - first(b) })
+	return cs[:maxModuleChanges:maxModuleChanges], len(cs) - maxModuleChanges
 }
 
 // goModChanges compares one go.mod's two revisions: each key whose value
@@ -153,7 +185,7 @@ func isStd(pkg string) bool {
 // moduleOf is the change a function's code comes with: the changed
 // required (or replaced) module whose path is the longest prefix of the
 // function's package, or, for the standard library's, a changed go or
-// toolchain line (the toolchain's first).
+// toolchain line or godebug setting (the toolchain's first).
 func moduleOf(fn string, changes []schema.GoModChange) (schema.GoModChange, bool) {
 	pkg := funcPackage(fn)
 	best, found := schema.GoModChange{}, false
@@ -170,8 +202,11 @@ func moduleOf(fn string, changes []schema.GoModChange) (schema.GoModChange, bool
 			if (pkg == mod || strings.HasPrefix(pkg, mod+"/")) && (!found || len(mod) > len(bestMod) || len(mod) == len(bestMod) && c.Kind == "require") {
 				best, found = c, true
 			}
-		case "go", "toolchain":
-			if isStd(pkg) && (!found || c.Kind == "toolchain" && best.Kind == "go") {
+		case "go", "toolchain", "godebug":
+			// The toolchain's line first, then go's, then a godebug
+			// setting's (one the standard library reads).
+			rank := map[string]int{"toolchain": 3, "go": 2, "godebug": 1}
+			if isStd(pkg) && (!found || rank[c.Kind] > rank[best.Kind]) {
 				best, found = c, true
 			}
 		}
@@ -238,7 +273,7 @@ func soleChange(changes []schema.GoModChange) (schema.GoModChange, bool) {
 			if m, ok := mods[c.Path]; !ok || m.Kind != "require" {
 				mods[c.Path] = c
 			}
-		case c.Kind == "go" || c.Kind == "toolchain":
+		case c.Kind == "go" || c.Kind == "toolchain" || c.Kind == "godebug":
 			tool = append(tool, c)
 		}
 	}
@@ -270,8 +305,11 @@ func moduleLabel(c schema.GoModChange) string {
 		a = "(removed)"
 	}
 	p := c.Path
-	if c.Kind == "replace" {
+	switch c.Kind {
+	case "replace":
 		p = "replace " + p
+	case "godebug":
+		p = "godebug " + p
 	}
 	return fmt.Sprintf("%s %s → %s", p, b, a)
 }
@@ -394,6 +432,9 @@ func (r *Result) moduleSection() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", safetext.Code(where), safetext.Markdown(moduleLabel(c)), strings.Join(moved, "; "))
 	}
+	if r.ModulesOmitted > 0 {
+		fmt.Fprintf(&b, "\n%d more lines of go.mod changed: not listed, nor judged by.\n", r.ModulesOmitted)
+	}
 	b.WriteString("\n")
 	return b.String()
 }
@@ -459,11 +500,19 @@ func (r *Result) bisectHints() string {
 // it has (head.commits).
 func (r *Result) readHistory(ctx context.Context, root string, logf func(string, ...any)) {
 	var err error
-	if r.Modules, r.codeChanged, err = moduleChanges(ctx, root, r.Base["commit"], r.Head["commit"]); err != nil {
+	if r.Modules, r.ModulesOmitted, r.codeChanged, err = moduleChanges(ctx, root, r.Base["commit"], r.Head["commit"]); err != nil {
 		logf("what go.mod changed: %v", err)
 	}
-	for _, c := range r.Modules {
-		logf("%s changes %s", c.File, moduleLabel(c))
+	if r.ModulesOmitted > 0 {
+		logf("go.mod: %d changes more than the %d listed (review.json modules_omitted)", r.ModulesOmitted, len(r.Modules))
+	}
+	for i, c := range r.Modules {
+		if i == 20 {
+			logf("... and %d more changes of go.mod in review.json", len(r.Modules)-i)
+		}
+		if i < 20 {
+			logf("%s changes %s", c.File, moduleLabel(c))
+		}
 		if c.Kind == "require" && r.modCache == "" {
 			// Where the builds put both versions' source: what changed
 			// at a dependency's function is read there.

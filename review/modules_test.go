@@ -419,3 +419,51 @@ func TestBisectHintQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestGoModGodebug: a godebug setting that changed (a line, or a block)
+// is a change of go.mod, named in review.md, and the standard library's
+// functions are its when nothing else in go.mod changed.
+func TestGoModGodebug(t *testing.T) {
+	b := parseGoMod("module m\n\ngo 1.26\n\ngodebug (\n\tasynctimerchan=1\n\tpanicnil=0\n)\n")
+	h := parseGoMod("module m\n\ngo 1.26\n\ngodebug (\n\tasynctimerchan=0\n\tpanicnil=0\n)\n\ngodebug x509sha1=1\n")
+	cs := goModChanges("go.mod", b, h)
+	want := []schema.GoModChange{
+		{File: "go.mod", Line: 6, Kind: "godebug", Path: "asynctimerchan", Before: "1", After: "0"},
+		{File: "go.mod", Line: 10, Kind: "godebug", Path: "x509sha1", Before: "", After: "1"},
+	}
+	if !slices.Equal(cs, want) {
+		t.Fatalf("changes %+v, want %+v", cs, want)
+	}
+	if c, ok := moduleOf("time.NewTimer", cs); !ok || c.Path != "asynctimerchan" {
+		t.Errorf("time.NewTimer: %+v %v, want the godebug line's", c, ok)
+	}
+	if _, ok := moduleOf("example.com/m/pkg.F", cs); ok {
+		t.Error("a module's function charged to a godebug setting")
+	}
+	r := &Result{}
+	r.Modules = cs
+	if md := r.moduleSection(); !strings.Contains(md, "godebug asynctimerchan 1 → 0") || !strings.Contains(md, "godebug x509sha1 (none) → 1") {
+		t.Errorf("review.md's go.mod section does not name the godebug changes:\n%s", md)
+	}
+}
+
+// TestGoModChangesBounded: a go.mod whose 5,000 require lines changed
+// lists 200 changes, the go line first, and says how many more there were.
+func TestGoModChangesBounded(t *testing.T) {
+	var before, after strings.Builder
+	before.WriteString("module m\n\ngo 1.26\n\nrequire (\n")
+	after.WriteString("module m\n\ngo 1.27\n\nrequire (\n")
+	for i := range 5000 {
+		fmt.Fprintf(&before, "\tm%d.example/x v1.0.0\n", i)
+		fmt.Fprintf(&after, "\tm%d.example/x v1.0.1\n", i)
+	}
+	cs, omitted := boundChanges(goModChanges("go.mod", parseGoMod(before.String()+")\n"), parseGoMod(after.String()+")\n")))
+	if len(cs) != maxModuleChanges || omitted != 5001-maxModuleChanges || cs[0].Kind != "go" {
+		t.Fatalf("%d changes listed, %d omitted, first %+v: want %d, %d, the go line", len(cs), omitted, cs[0], maxModuleChanges, 5001-maxModuleChanges)
+	}
+	r := &Result{}
+	r.Modules, r.ModulesOmitted = cs, omitted
+	if md := r.moduleSection(); !strings.Contains(md, fmt.Sprintf("%d more lines of go.mod changed", omitted)) || strings.Count(md, "\n| ") != maxModuleChanges+1 {
+		t.Errorf("review.md's go.mod section: %d rows, want %d and the count of the rest", strings.Count(md, "\n| ")-1, maxModuleChanges)
+	}
+}

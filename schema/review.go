@@ -15,19 +15,24 @@ type Review struct {
 	Annotations []Annotation      `json:"annotations"`
 	// Modules are the lines of go.mod (and go.sum files) that differ
 	// between the revisions: a dependency or toolchain bump.
-	Modules    []GoModChange `json:"modules,omitempty"`
-	GateFailed []string      `json:"gate_failed,omitempty"`
+	Modules []GoModChange `json:"modules,omitempty"`
+	// ModulesOmitted is how many more lines differed than Modules holds
+	// (at most 200, the go, toolchain and godebug lines first): a go.mod
+	// of thousands of changed lines is not listed whole.
+	ModulesOmitted int      `json:"modules_omitted,omitempty"`
+	GateFailed     []string `json:"gate_failed,omitempty"`
 	Reasons    []string      `json:"reasons,omitempty"`
 	Config     string        `json:"config"`
 }
 
 // GoModChange is a line of go.mod that differs between the revisions: a
 // required module's version (kind require), a replacement (replace), the
-// go or toolchain line, or a go.sum that changed while its go.mod did not.
+// go or toolchain line, a godebug setting (path: its key), or a go.sum
+// that changed while its go.mod did not.
 type GoModChange struct {
 	File   string `json:"file"` // the go.mod (go.sum), relative to the repository's root
 	Line   int    `json:"line"` // in the head; 0 when the head removed it
-	Kind   string `json:"kind"` // require, replace, go, toolchain, go.sum
+	Kind   string `json:"kind"` // require, replace, go, toolchain, godebug, go.sum
 	Path   string `json:"path"` // the module (replace: path[@version]); go, toolchain
 	Before string `json:"before"`
 	After  string `json:"after"`
