@@ -21,8 +21,8 @@ type Review struct {
 	// of thousands of changed lines is not listed whole.
 	ModulesOmitted int      `json:"modules_omitted,omitempty"`
 	GateFailed     []string `json:"gate_failed,omitempty"`
-	Reasons    []string      `json:"reasons,omitempty"`
-	Config     string        `json:"config"`
+	Reasons        []string `json:"reasons,omitempty"`
+	Config         string   `json:"config"`
 }
 
 // GoModChange is a line of go.mod that differs between the revisions: a
