@@ -398,8 +398,11 @@ func TestRouteFigures(t *testing.T) {
 func TestRoutesSampled(t *testing.T) {
 	skipShort(t)
 	file := filepath.Join(t.TempDir(), "mix.txt")
-	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\n"), 0o644)
-	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-sample", "16", "-args", "-ticker 2ms")
+	os.WriteFile(file, []byte("GET /users/42 weight=2\nGET /child\nGET /alloc\nGET /pooled/a\nGET /pooled/b\n"), 0o644)
+	// One pool worker: the pool's values wait in its buffer, where a
+	// request not sampled leaves no entry (its value carries nothing the
+	// count needs) and a sampled one does.
+	m := runTarget(t, "/", "-requests", file, "-offcpu=false", "-sample", "16", "-args", "-ticker 2ms -pool 1")
 	s, copies := summaryAndCopies(t, m)
 	if s.PerRequest.Allocs != nil || !strings.Contains(s.Sources["allocs"], "sampled: one request in 16") {
 		t.Errorf("per_request.allocs %v, sources.allocs %q: want none, said why", s.PerRequest.Allocs, s.Sources["allocs"])
@@ -408,6 +411,8 @@ func TestRoutesSampled(t *testing.T) {
 		"GET /users/{id}": {"main.userAlloc", int64(3), int64(0)},
 		"GET /child":      {"main.childWork", int64(4), int64(3000)},
 		"GET /alloc":      {"main.allocK7", int64(7), int64(0)},
+		"GET /pooled/a":   {"main.pooledWork", int64(2), int64(0)},
+		"GET /pooled/b":   {"main.pooledWork", int64(5), int64(0)},
 	}
 	var sum int64
 	for _, r := range s.Routes {
@@ -429,7 +434,7 @@ func TestRoutesSampled(t *testing.T) {
 		}
 		sum += r.Allocs
 	}
-	if len(s.Routes) != 3 || s.RoutesClosure.AllocsRemainder != 0 || sum != s.RoutesClosure.Allocs || routeCount(m.allocs, profkey.Background, "", 0) != 0 {
+	if len(s.Routes) != len(exact) || s.RoutesClosure.AllocsRemainder != 0 || sum != s.RoutesClosure.Allocs || routeCount(m.allocs, profkey.Background, "", 0) != 0 {
 		t.Errorf("routes %d, closure %+v, Σ routes %d: only the sampled requests' work may be counted", len(s.Routes), *s.RoutesClosure, sum)
 	}
 }

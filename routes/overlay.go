@@ -111,6 +111,12 @@ var runtimeEdits = []Edit{
 // goroutine: its sends carry no request, and the goroutines it starts
 // (time.AfterFunc's) work for the request that set the timer.
 var handEdits = []Edit{
+	// The buffered values at a channel's head that carry no request
+	// (perfspyHandPutAt), in the two bytes of padding between elemsize
+	// and closed: no channel is made larger.
+	{"chan.go",
+		"\telemsize uint16\n\tclosed   uint32\n",
+		"\telemsize uint16; perfspyUnkept uint16 // and the buffered values at the head with no entry in perfspyHandTab\n\tclosed   uint32\n"},
 	{"chan.go",
 		"\t\ttypedmemmove(c.elemtype, qp, ep)\n\t\tc.sendx++\n",
 		"\t\ttypedmemmove(c.elemtype, qp, ep); perfspyHandPut(c, c.sendx)\n\t\tc.sendx++\n"},

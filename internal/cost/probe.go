@@ -284,8 +284,9 @@ var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
 }}
 
 // liveTargets are the servers the live benches run: httpjson, and a light
-// handler where the per-request costs weigh most.
-var liveTargets = []struct{ name, dir, path string }{{"targets/httpjson /json", "targets/httpjson", "/json"}, {"probetarget /none", "probe/testdata/probetarget", "/none"}}
+// handler where the per-request costs weigh most, and a handler that
+// makes a thousand buffered channels, each a value in the handoff table.
+var liveTargets = []struct{ name, dir, path string }{{"targets/httpjson /json", "targets/httpjson", "/json"}, {"probetarget /none", "probe/testdata/probetarget", "/none"}, {"probetarget /flood?n=1000", "probe/testdata/probetarget", "/flood?n=1000"}}
 
 // LiveInstructions measures what a probe build binary costs as
 // instructions per request under callgrind (probe run -instructions), which
