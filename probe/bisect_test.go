@@ -52,23 +52,8 @@ func main() {
 func bisectHistory(t *testing.T) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	run := gitRepo(t, dir)
+	write := writeIn(t, dir)
 	run("init", "-q", "-b", "main")
 	write("go.mod", "module example.com/bisected\n\ngo 1.26\n")
 	write("main.go", bisectServer)
@@ -179,17 +164,7 @@ func TestBisectReplaceOutside(t *testing.T) {
 	skipShort(t)
 	lib, marker := outsideLib(t)
 	dir, _ := bisectHistory(t)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	run := gitRepo(t, dir)
 	good := run("rev-parse", "HEAD")
 	gomod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 	os.WriteFile(filepath.Join(dir, "go.mod"), append(slices.Clone(gomod), []byte("\nrequire example.com/shared v0.0.0\n\nreplace example.com/shared => "+lib+"\n")...), 0o644)
@@ -245,6 +220,16 @@ func gitRepo(t *testing.T, dir string) func(args ...string) string {
 	}
 }
 
+// writeIn writes a file of dir.
+func writeIn(t *testing.T, dir string) func(name, text string) {
+	return func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestBisectMerges: merges on the first-parent line.
 //
 // An "update branch" merge (the main line merged into a branch): the
@@ -261,12 +246,7 @@ func TestBisectMerges(t *testing.T) {
 	skipShort(t)
 	dir := t.TempDir()
 	run := gitRepo(t, dir)
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writeIn(t, dir)
 	commit := func(msg string) string {
 		t.Helper()
 		run("add", "-A")

@@ -25,20 +25,27 @@ func family(t *testing.T, g *Group) []int {
 	}
 	g.Started(cmd.Process.Pid)
 	cmd.Wait()
-	var out []int
-	for i := 0; i < 100 && len(out) < 2; i++ {
-		time.Sleep(20 * time.Millisecond)
-		b, _ := os.ReadFile(pids)
-		out = out[:0]
-		for _, f := range strings.Fields(string(b)) {
-			n, _ := strconv.Atoi(f)
-			out = append(out, n)
-		}
-	}
+	out := readPids(pids, 2)
 	if len(out) != 2 {
 		t.Fatalf("children not started: %v", out)
 	}
 	time.Sleep(100 * time.Millisecond) // setsid has run
+	return out
+}
+
+// readPids waits (up to 5 s) until file holds n pids, and returns those
+// it holds.
+func readPids(file string, n int) []int {
+	var out []int
+	for i := 0; i < 100 && len(out) < n; i++ {
+		time.Sleep(50 * time.Millisecond)
+		b, _ := os.ReadFile(file)
+		out = out[:0]
+		for _, f := range strings.Fields(string(b)) {
+			p, _ := strconv.Atoi(f)
+			out = append(out, p)
+		}
+	}
 	return out
 }
 
@@ -156,16 +163,7 @@ exec sleep 300`
 	}
 	g.Started(cmd.Process.Pid)
 	go cmd.Wait()
-	var out []int
-	for i := 0; i < 100 && len(out) < 2; i++ {
-		time.Sleep(50 * time.Millisecond)
-		b, _ := os.ReadFile(pids)
-		out = out[:0]
-		for _, f := range strings.Fields(string(b)) {
-			n, _ := strconv.Atoi(f)
-			out = append(out, n)
-		}
-	}
+	out := readPids(pids, 2)
 	if len(out) != 2 {
 		t.Fatalf("the target and its child did not start: %v", out)
 	}
