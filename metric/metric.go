@@ -213,9 +213,9 @@ var Table = []Metric{
 	{Name: "route-alloc-B", Per: []string{"req"}, Unit: "bytes", Judged: Bytes, HigherWorse: true,
 		Endpoint: "route_alloc_bytes",
 		Source:   "allocspy route labels: a request's own route's bytes in its window alone, per request of the route"},
-	{Name: "instructions", Per: []string{"req"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
-		Summary: "per_request.instructions", Profile: "callgrind.pb.gz", Sample: "instructions",
-		Source: "valgrind's callgrind (probe run -instructions)", Digits: 2, Bench: true},
+	{Name: "instructions", Per: []string{"req", "op"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
+		Summary: "per_request.instructions", BenchSummary: "per_op.instructions", Profile: "instructions.pb.gz", Sample: "instructions",
+		Source: "valgrind's callgrind (probe run -instructions; with -bench, the plain test binary at two op counts, the difference per op)", Digits: 2, Bench: true},
 }
 
 // Names are the metric's written names: one per divisor, or its name.

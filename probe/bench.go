@@ -58,6 +58,11 @@ type BenchConfig struct {
 	// testing's own -test.timeout does not cover benchmarks, and one that
 	// never returns would hold the run, the review and a bisection.
 	Timeout time.Duration
+	// Instructions adds instructions per op under callgrind: each
+	// benchmark run by the plain test binary (its runtime's random
+	// choices taken out) at two -benchtime counts, the difference per op
+	// (benchins.go).
+	Instructions bool
 }
 
 // DefaultBenchTimeout is a test binary's run's bound when none is given:
@@ -178,7 +183,12 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 		return nil, err
 	}
 	// copyspy is built in with -copies off too, idle: one build serves both.
-	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Toolchain: cfg.Toolchain, Copies: true, Overlays: spyOverlays(seams{})}, logf)
+	if cfg.Instructions {
+		if err := instructionsRunnable(cfg); err != nil {
+			return nil, err
+		}
+	}
+	tgt, err := withagent.Build(ctx, cfg.Target, withagent.BuildOptions{Test: true, Toolchain: cfg.Toolchain, Copies: true, Repeatable: cfg.Instructions, Overlays: spyOverlays(seams{})}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +247,12 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 			return err
 		})
 	}
+	if cfg.Instructions {
+		logf("counting the benchmarks' instructions per op under callgrind")
+		if win.instructions, err = runBenchInstructions(ctx, tgt, cfg, plain, out, logf); err != nil {
+			return nil, err
+		}
+	}
 	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}, cuts: cuts}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
@@ -248,6 +264,9 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	}
 	if len(bo.mismatch) > 0 {
 		return res, fmt.Errorf("%w: %s", ErrBenchmemMismatch, strings.Join(bo.mismatch, "; "))
+	}
+	if names := unstableInstructions(win.instructions); names != "" {
+		return res, fmt.Errorf("%w: %s of %s (blind_spots says how far two runs differed)", ErrNotJudged, errInstructionsUnstable, names)
 	}
 	return res, nil
 }
@@ -410,14 +429,17 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 // benchWindow is what the instrumented run left: the recorder's results
 // and, when counted, the syscalls by timed region.
 type benchWindow struct {
-	dir       string // the recorder's folder
-	events    []benchwin.Event
-	reports   *benchwin.Reports
-	counted   bool                       // syscalls were counted
-	sites     map[uint32][]syscalls.Site // by timed region, for the regions of events
-	counter   *syscalls.Counter
-	sym       *elfsym.Table
-	sysReason string // why syscalls were not counted
+	// instructions are the benchmarks' instructions per op, by name
+	// (-instructions).
+	instructions map[string]*benchInstructions
+	dir          string // the recorder's folder
+	events       []benchwin.Event
+	reports      *benchwin.Reports
+	counted      bool                       // syscalls were counted
+	sites        map[uint32][]syscalls.Site // by timed region, for the regions of events
+	counter      *syscalls.Counter
+	sym          *elfsym.Table
+	sysReason    string // why syscalls were not counted
 	// offcpu is the traced run's off-CPU time, by result (in the order
 	// of events).
 	offcpu []benchWaits

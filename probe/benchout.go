@@ -81,6 +81,15 @@ func (o *benchOutput) write() error {
 		o.s.Sources["goroutines_left"] = "goroutine-dump+benchwin (the counted run: goroutines alive at its end that were not at its start)"
 		o.s.Blind = append(o.s.Blind, "retained: the blocks made in the timed region (StopTimer's pauses left out, as the counts leave them); a value a global keeps from the last op shows as 1/N; an object packed into a tiny block is the block's first object's; goroutines left: from the start or the last ResetTimer to the benchmark function's return")
 	}
+	if o.cfg.Instructions {
+		o.s.Sources["instructions"] = "callgrind: the plain test binary, its runtime's random choices taken out, at -benchtime 2x and (2+K)x, the difference per op (K in instructions_ops)"
+		o.s.Blind = append(o.s.Blind, "instructions/op: the ops of the difference, at GOGC=off (a GC's instructions are not in it) and without asynchronous preemption; what a benchmark function pays once per call cancels; ns/op was timed by the same repeatable build (map seeds fixed, sysmon not woken by a system call)")
+		for _, name := range slices.Sorted(maps.Keys(o.win.instructions)) {
+			if why := o.win.instructions[name].unstable; why != "" {
+				o.s.Blind = append(o.s.Blind, "instructions/op of "+name+" refused: "+why)
+			}
+		}
+	}
 	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
 	if len(o.cfg.Exec) > 0 {
 		o.s.Sources["ns"] = "plain test binary under " + o.cfg.Exec[0]
@@ -239,6 +248,9 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 		return f, err
 	}
 	if err := o.retainedFigures(&f, e, folder, comments); err != nil {
+		return f, err
+	}
+	if err := o.instructionFigures(&f, folder, comments); err != nil {
 		return f, err
 	}
 	if ps := o.plain[e.Name]; k < len(ps) {
@@ -425,7 +437,7 @@ func (o *benchOutput) addTop(folder, what, unit string, p *profile.Profile, vi, 
 		}
 	}
 	rows = rows[:min(len(rows), 8)]
-	o.top[folder] = append(o.top[folder], report.TopTable{What: what, Unit: unit, Rows: rows, Value: vi, Total: total, Remainder: total - shown})
+	o.top[folder] = append(o.top[folder], report.TopTable{What: what, Unit: unit, Rows: rows, Value: vi, Total: total, Remainder: total - shown, N: n})
 }
 
 // goTest sets beside a result what go test -bench -benchmem printed for

@@ -199,7 +199,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", d.ReadyTimeout, "how long to wait for the target to listen")
 	fs.StringVar(&cfg.Allocs, "allocs", d.Allocs, "allocation source: allocspy (runtime overlay) or heapprofile (MemProfileRate=1)")
-	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead (needs valgrind)")
+	fs.BoolVar(&cfg.Instructions, "instructions", false, "count instructions per request under valgrind's callgrind instead; with -bench, instructions per op beside the other figures (needs valgrind, amd64)")
 	fs.BoolVar(&cfg.Live, "live", false, "with -instructions: build the target as probe build does, its overlays idle unless -env configures live mode, to count what they cost (docs/live.md)")
 	cfg.Requests = d.Requests
 	fs.IntVar(&cfg.Sample, "sample", 0, "account one request in `N` of each route, as live mode does (the first of each included): figures per route only (docs/live.md); 0: every request")
@@ -260,7 +260,7 @@ func (opt *cliOptions) checkMode(cfg *Config, stderr io.Writer, name string) err
 		return err
 	}
 	b := &opt.bench
-	b.Target, b.Out, b.Env, b.Syscalls, b.Copies, b.OffCPU, b.Retained = cfg.Target, cfg.Out, cfg.Env, cfg.Syscalls, cfg.Copies, cfg.OffCPU, cfg.Retained
+	b.Target, b.Out, b.Env, b.Syscalls, b.Copies, b.OffCPU, b.Retained, b.Instructions = cfg.Target, cfg.Out, cfg.Env, cfg.Syscalls, cfg.Copies, cfg.OffCPU, cfg.Retained, cfg.Instructions
 	if b.Syscalls == "proc-io" {
 		b.Syscalls = "off"
 		fmt.Fprintf(stderr, "%s: -syscalls proc-io cannot see a benchmark's timed region; syscalls are not counted\n", name)

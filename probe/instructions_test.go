@@ -77,6 +77,13 @@ func loopLengthIn(t *testing.T, dir, pkg, fn string) int {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building: %v\n%s", err, out)
 	}
+	return loopLengthOf(t, bin, fn)
+}
+
+// loopLengthOf counts the instructions of fn's loop in bin's disassembly:
+// from the target of the backward jump to the jump.
+func loopLengthOf(t *testing.T, bin, fn string) int {
+	t.Helper()
 	out, err := exec.Command("go", "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).Output()
 	if err != nil {
 		t.Fatal(err)

@@ -115,6 +115,9 @@ type TopTable struct {
 	Rows      []Site
 	Value     int   // the index in each site's Values that the table shows
 	Total     int64 // every site's, the table's last row
+	// N is the ops the values hold when they are not the result's N (a
+	// run of its own: the traced run's, the instructions' difference).
+	N int
 	Remainder int64 // the sites not shown
 }
 
@@ -172,11 +175,15 @@ func (o *Bench) Markdown(w io.Writer) {
 		}
 		writeOnce(w, b)
 		for _, t := range o.Top[folder] {
-			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.What, b.N)
-			for _, r := range t.Rows {
-				fmt.Fprintf(w, "| %s | %s |\n", perOp(r.Values[t.Value], b.N, t.Unit), r.Func)
+			n := b.N
+			if t.N > 0 {
+				n = t.N
 			}
-			fmt.Fprintf(w, "| %s | (remainder: the other sites) |\n| %s | total |\n", perOp(t.Remainder, b.N, t.Unit), perOp(t.Total, b.N, t.Unit))
+			fmt.Fprintf(w, "\n%s per op (of %d ops):\n\n| per op | site |\n|---:|---|\n", t.What, n)
+			for _, r := range t.Rows {
+				fmt.Fprintf(w, "| %s | %s |\n", perOp(r.Values[t.Value], n, t.Unit), r.Func)
+			}
+			fmt.Fprintf(w, "| %s | (remainder: the other sites) |\n| %s | total |\n", perOp(t.Remainder, n, t.Unit), perOp(t.Total, n, t.Unit))
 		}
 	}
 }
@@ -189,6 +196,12 @@ func writeBenchTable(w io.Writer, s *schema.BenchSummary) {
 	fmt.Fprint(w, "\n| benchmark | N |")
 	for _, m := range metric.Table {
 		if name, ok := m.Written("op"); ok && m.Bench && m.BenchSummary != "" {
+			if m.Judged == metric.Instructions && !slices.ContainsFunc(s.Benchmarks, func(b schema.BenchFigures) bool {
+				_, ok := metric.At(metric.Doc(b), m.BenchSummary)
+				return ok
+			}) {
+				continue // counted only with -instructions: no column of n/a
+			}
 			cols = append(cols, m)
 			fmt.Fprintf(w, " %s |", name)
 		}

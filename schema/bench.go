@@ -31,10 +31,13 @@ type BenchSummary struct {
 // reported, divided by its op count N; allocations and what the ops leave
 // live are per op in steady state (Steady) when it was measured.
 type BenchFigures struct {
-	Name     string     `json:"name"` // as testing prints it, with the -cpu suffix
-	N        int        `json:"n"`
-	PerOp    BenchPerOp `json:"per_op"`
-	Benchmem BenchMem   `json:"benchmem"`
+	Name string `json:"name"` // as testing prints it, with the -cpu suffix
+	// InstructionsOps is the ops whose instructions per_op.instructions
+	// divides (-instructions: the difference of two runs).
+	InstructionsOps int        `json:"instructions_ops,omitempty"`
+	N               int        `json:"n"`
+	PerOp           BenchPerOp `json:"per_op"`
+	Benchmem        BenchMem   `json:"benchmem"`
 	// GoTest is what go test -bench -benchmem printed for the same result
 	// at the user's -benchtime (the timing run); CountsDiffer names the
 	// difference when its whole allocs/op or B/op are not the counted
@@ -106,6 +109,10 @@ type BenchPerOp struct {
 	Syscalls       *float64           `json:"syscalls"`
 	SyscallsByName map[string]float64 `json:"syscalls_by_name,omitempty"`
 	NS             *float64           `json:"ns"` // the plain test binary's
+	// Instructions is the instructions an op runs under callgrind
+	// (-instructions): the plain test binary at two op counts, the
+	// difference per op; null when not counted.
+	Instructions *float64 `json:"instructions"`
 	// OffCPUNS is the time goroutines waited in the timed region, by
 	// reason, in ns per op (a run of its own, under the tracer, of
 	// BenchFigures.OffCPUN ops).

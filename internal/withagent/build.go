@@ -184,6 +184,9 @@ type builder struct {
 	setup   *Setup
 	replace map[string]string // overlay entries every build has (the agent's files)
 	spies   map[string]string // the runtime spies' entries, left out of a plain build
+	// plain are the plain test binary's overlay entries: with Repeatable,
+	// the runtime's random choices taken out (instructions per op).
+	plain map[string]string
 }
 
 // locate finds the target's package folder: a directory, or a module
@@ -262,7 +265,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", t.Spec, err)
 	}
 	t.BuildMode, t.GoVersion, t.GOARCH = b.setup.Mode, b.setup.Toolchain.GOVERSION, b.setup.Toolchain.GOARCH
-	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live) + "\x00" + t.GoVersion))
+	sum := sha256.Sum256([]byte(t.PkgDir + "\x00" + t.Spec + "\x00" + strconv.FormatBool(b.opts.Live) + "\x00" + t.GoVersion + "\x00" + strconv.FormatBool(b.opts.Repeatable)))
 	binRoot := filepath.Join(b.cache, "bin")
 	if set := worktree.SetOf(t.PkgDir); set != "" {
 		// A revision's temporary checkout (probe ab, bisect, review):
@@ -303,7 +306,16 @@ func (b *builder) overlays(ctx context.Context) error {
 	goroot, goarch, goexp := tc.GOROOT, tc.GOARCH, tc.GOEXPERIMENT
 	b.replace, b.spies = map[string]string{}, map[string]string{}
 	if opts.Test {
-		return b.testOverlays()
+		if err := b.testOverlays(); err != nil {
+			return err
+		}
+		if opts.Repeatable {
+			// The plain test binary counts instructions per op under
+			// callgrind: the same choices every run.
+			b.plain = map[string]string{}
+			return repeatableOverlay(b.plain, map[string]string{}, goroot, work)
+		}
+		return nil
 	}
 	mains := [][2]string{{agentFileName, agentImport}}
 	if opts.Wallclock {
@@ -463,7 +475,7 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) compileTest(ctx context.Context) error {
 	t := b.t
 	var key string
-	if strings.Contains(t.Spec, "@") {
+	if strings.Contains(t.Spec, "@") && !b.opts.Repeatable {
 		var err error
 		if key, err = b.keptKey(ctx); err != nil {
 			return err
@@ -483,8 +495,17 @@ func (b *builder) compileTest(ctx context.Context) error {
 		return err
 	}
 	plain := make(chan error, 1)
+	plainArgs := []string{"test", "-c", "-o", t.PlainBinary}
+	if len(b.plain) > 0 {
+		ob, _ := json.Marshal(map[string]map[string]string{"Replace": b.plain})
+		path := filepath.Join(b.work, "overlay-plain.json")
+		if err := os.WriteFile(path, ob, 0o644); err != nil {
+			return err
+		}
+		plainArgs = append(plainArgs, "-overlay="+path)
+	}
 	go func() {
-		args := append([]string{"test", "-c", "-o", t.PlainBinary}, b.setup.Flags...)
+		args := append(plainArgs, b.setup.Flags...)
 		out, err := goCmd(ctx, b.setup.Dir, b.setup.Env, append(args, b.setup.Pkg)...)
 		if err != nil {
 			err = &BuildError{Spec: t.Spec, Output: out, Err: err}

@@ -1,0 +1,270 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/perfspy/perfspy/callgrind"
+	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/withagent"
+	"github.com/perfspy/perfspy/profkey"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// Instructions per op (probe run -bench RE -instructions): each benchmark
+// is run by the plain test binary, built with the runtime's random
+// choices taken out (withagent's repeatable overlay), under callgrind, at
+// two -benchtime counts that call the benchmark function as many times:
+// what a run pays once (the process's start, testing's, the benchmark's
+// set-up before its loop) is in both and cancels; the difference is
+// insOps ops, by function. A third run at the longer count checks that
+// the figure repeats: one that moves by more than insSpread of the ops'
+// instructions is refused, named, never given.
+
+// insShort is the shorter run's -benchtime count: 2, so that testing
+// calls the benchmark function twice in both runs (a first run of one
+// op, then the run of N), and the difference holds no call of it.
+const insShort = 2
+
+// insSpread is the most two runs of the same count may differ by, over
+// the ops' own instructions: what the figure is said to repeat to.
+const insSpread = 0.001
+
+// insGodebug is the environment of the runs under callgrind: no
+// asynchronous preemption (callgrind asserts on its signals), no heap
+// profile sampling, no RDTSCP (valgrind does not know it), no GC (its
+// cycles start at points that vary from run to run), one P.
+// One P: with more, the idle ones' Ms spin looking for work, for as
+// long as timing lets them (10^8 instructions between two runs of the
+// same count); testing then names the result without a -P suffix.
+var insGodebug = []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0,cpu.rdtscp=off", "GOGC=off", "GOMAXPROCS=1"}
+
+// benchInstructions is one benchmark's instructions per op.
+type benchInstructions struct {
+	ops   int             // the ops the difference holds
+	diff  *callgrind.Part // the longer run less the shorter, by function
+	perOp float64
+	// spread is how far the two longer runs differ, over the ops' own
+	// instructions; unstable says why the figure is refused, "" when not.
+	spread   float64
+	unstable string
+}
+
+// instructionsRunnable refuses, before any build, what callgrind cannot
+// count here.
+func instructionsRunnable(cfg BenchConfig) error {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		return fmt.Errorf("-instructions: callgrind counts amd64 Linux binaries here, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if len(cfg.Exec) > 0 {
+		return fmt.Errorf("-instructions: not with -exec %s (an emulator's instructions are not the program's)", cfg.Exec[0])
+	}
+	if _, err := capability.Tool("valgrind", "valgrind"); err != nil {
+		return fmt.Errorf("-instructions: %w", err)
+	}
+	return nil
+}
+
+// insBudget is the instructions the difference's ops hold, about: a
+// second or so under callgrind, and an op's share of what a run pays once
+// small beside it.
+const insBudget = 2e7
+
+// insProbeOps is the ops of the first, short measure of an op, which
+// chooses K.
+const insProbeOps = 20
+
+// insOpsFor is K, the ops the difference holds, for an op of perOp
+// instructions (from a run of insProbeOps): insBudget of them, at least
+// insProbeOps ops, at most 10^7.
+func insOpsFor(perOp float64) int {
+	if perOp <= 0 || math.IsNaN(perOp) {
+		return insProbeOps
+	}
+	return int(min(max(math.Ceil(insBudget/perOp), insProbeOps), 1e7))
+}
+
+// benchPattern is the -test.bench pattern that runs exactly the result
+// name (as testing prints it, with its -GOMAXPROCS suffix when it has
+// one): each level anchored.
+func benchPattern(name string) string {
+	parts := strings.Split(baseBenchName(name), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// baseBenchName is a result's name without the -P suffix testing adds
+// when GOMAXPROCS is not 1 (the plain run's; the runs under callgrind
+// have one P).
+func baseBenchName(name string) string {
+	return strings.TrimSuffix(name, "-"+strconv.Itoa(runtime.GOMAXPROCS(0)))
+}
+
+// runBenchInstructions counts each benchmark's instructions per op.
+func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, plain map[string][]plainResult, out string, logf func(string, ...any)) (map[string]*benchInstructions, error) {
+	tools, err := capability.Tool("valgrind", "valgrind")
+	if err != nil {
+		return nil, fmt.Errorf("-instructions: %w", err)
+	}
+	dir := filepath.Join(out, "callgrind")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	res := map[string]*benchInstructions{}
+	for i, name := range slices.Sorted(maps.Keys(plain)) {
+		run := func(n, j int) (*callgrind.Part, error) {
+			file := filepath.Join(dir, fmt.Sprintf("%03d-%d-%d.out", i+1, n, j))
+			p, err := callgrindBench(ctx, tools[0], tgt, cfg, name, n, file)
+			if err != nil {
+				return nil, fmt.Errorf("%s: instructions per op: %w", name, err)
+			}
+			return p, nil
+		}
+		var parts [3]*callgrind.Part
+		if parts[0], err = run(insShort, 0); err != nil {
+			return nil, err
+		}
+		first, err := run(insShort+insProbeOps, 1)
+		if err != nil {
+			return nil, err
+		}
+		bi := &benchInstructions{ops: insOpsFor(float64(first.Total-parts[0].Total) / insProbeOps)}
+		long := insShort + bi.ops
+		for j := 1; j <= 2; j++ {
+			if parts[j], err = run(long, j+1); err != nil {
+				return nil, err
+			}
+		}
+		bi.diff = diffParts(parts[1], parts[0])
+		bi.perOp = float64(bi.diff.Total) / float64(bi.ops)
+		if bi.diff.Total > 0 {
+			bi.spread = math.Abs(float64(parts[2].Total-parts[1].Total)) / float64(bi.diff.Total)
+		}
+		if bi.diff.Total <= 0 || bi.spread > insSpread {
+			bi.unstable = fmt.Sprintf("two runs of %d ops differ by %d instructions, %.3f%% of the ops' own (%d): more than %.1f%%", long, parts[2].Total-parts[1].Total, bi.spread*100, bi.diff.Total, insSpread*100)
+		}
+		logf("  %s: %.1f instructions/op (%d ops; repeats to %.4f%%)", name, bi.perOp, bi.ops, bi.spread*100)
+		res[name] = bi
+	}
+	return res, nil
+}
+
+// callgrindBench runs one benchmark n ops under callgrind and reads its
+// costs.
+func callgrindBench(ctx context.Context, valgrind string, tgt *withagent.Binary, cfg BenchConfig, name string, n int, file string) (*callgrind.Part, error) {
+	// Counted only while the benchmark function, or a closure of it (a
+	// sub-benchmark's), is on the thread's call stack: testing's own work
+	// (its output, whose length follows the time it measured; the GC it
+	// runs between runs) and the runtime's other threads are not, and the
+	// runs repeat to the instruction.
+	top, _, _ := strings.Cut(baseBenchName(name), "/")
+	cmd := exec.Command(valgrind, "--tool=callgrind", "--dump-instr=no", "--toggle-collect=*."+top, "--toggle-collect=*."+top+".*", "--callgrind-out-file="+file, tgt.PlainBinary,
+		"-test.run=^$", "-test.bench="+benchPattern(name), "-test.benchtime="+strconv.Itoa(n)+"x", "-test.count=1")
+	cmd.Dir = tgt.PkgDir
+	cmd.Env = append(targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}), insGodebug...)
+	logPath := file + ".log"
+	if err := benchRun(ctx, cmd, logPath, cfg.timeout(), nil); err != nil {
+		return nil, err
+	}
+	// The run must have run this benchmark, n ops.
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, err
+	}
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(baseBenchName(name)) + `\s+` + strconv.Itoa(n) + `\s`).Match(log) {
+		return nil, fmt.Errorf("the run under callgrind did not report %s at %d ops (%s)", name, n, logPath)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	parts, err := callgrind.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	sum := &callgrind.Part{Self: map[string]int64{}, Calls: map[[2]string]int64{}}
+	for _, p := range parts {
+		for fn, v := range p.Self {
+			sum.Self[fn] += v
+		}
+		sum.Total += p.Total
+	}
+	return sum, nil
+}
+
+// diffParts is a less b, by function: what the longer run's extra ops
+// ran.
+func diffParts(a, b *callgrind.Part) *callgrind.Part {
+	d := &callgrind.Part{Self: map[string]int64{}, Calls: map[[2]string]int64{}, Total: a.Total - b.Total}
+	for fn, v := range a.Self {
+		d.Self[fn] += v
+	}
+	for fn, v := range b.Self {
+		d.Self[fn] -= v
+	}
+	for fn, v := range d.Self {
+		if v == 0 {
+			delete(d.Self, fn)
+		}
+	}
+	return d
+}
+
+// errInstructionsUnstable is a benchmark whose instructions per op do not
+// repeat under callgrind (goroutines that RunParallel or the benchmark
+// starts, timing-dependent paths): refused, not given.
+var errInstructionsUnstable = errors.New("instructions per op that do not repeat")
+
+// instructionFigures gives a result its instructions per op and their
+// profile (by function, the ops' own), or says why it has none.
+func (o *benchOutput) instructionFigures(f *schema.BenchFigures, folder string, comments []string) error {
+	bi := o.win.instructions[f.Name]
+	if bi == nil {
+		return nil
+	}
+	if bi.unstable != "" {
+		return nil // refused: write names it in the blind spots
+	}
+	v := round(bi.perOp, 2)
+	f.PerOp.Instructions, f.InstructionsOps = &v, bi.ops
+	// The profile holds the difference's ops: its divisor is theirs, not
+	// the counted run's N.
+	cs := slices.Clone(comments)
+	for i, c := range cs {
+		if strings.HasPrefix(c, profkey.RequestsComment) {
+			cs[i] = profkey.RequestsComment + strconv.Itoa(bi.ops)
+		}
+	}
+	p := instructionsProfile(bi.diff)
+	if err := o.profile(f, folder, "instructions", p, cs); err != nil {
+		return err
+	}
+	o.addTop(folder, "instructions", "", p, 0, bi.ops)
+	return nil
+}
+
+// unstableInstructions names the benchmarks whose instructions per op
+// were refused, "" when none was.
+func unstableInstructions(ins map[string]*benchInstructions) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(ins)) {
+		if ins[name].unstable != "" {
+			out = append(out, name)
+		}
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,104 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/schema"
+)
+
+// TestBenchInstructions: probe run -bench -instructions gives each
+// benchmark's instructions per op, against the disassembly: the loop of
+// insbench.burn has L instructions, so BenchmarkBurn3000's op runs 2,000 L
+// more than BenchmarkBurn1000's, and burn's own instructions per op are
+// 1,000 L (3,000 L) and a few; the set-up each benchmark does before its
+// loop (burn(50000), before b.Loop and before ResetTimer) is not in them.
+// The figures are in summary.json, bench.txt and a profile by function.
+func TestBenchInstructions(t *testing.T) {
+	skipShort(t)
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("skipped: valgrind is not installed (Debian package valgrind)")
+	}
+	bin := filepath.Join(t.TempDir(), "insbench.test")
+	if out, err := exec.Command("go", "test", "-c", "-o", bin, "./testdata/insbench").CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	const fn = "github.com/perfspy/perfspy/probe/testdata/insbench.burn"
+	loop := float64(loopLengthOf(t, bin, fn))
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := mainBenchArgs(context.Background(), t, io.Discard, &o, &e, "-bench", ".", "-instructions", "-retained=false", "-copies", "off", "-offcpu=false", "-syscalls", "off", "-out", out, "./testdata/insbench")
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s%s", code, o.String(), e.String())
+	}
+	var s schema.BenchSummary
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "summary.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	ins := map[int]float64{}
+	for _, b := range s.Benchmarks {
+		if b.PerOp.Instructions == nil || b.InstructionsOps <= 0 {
+			t.Fatalf("%s: per_op.instructions %v, instructions_ops %d", b.Name, b.PerOp.Instructions, b.InstructionsOps)
+		}
+		n := 1000
+		if strings.HasPrefix(b.Name, "BenchmarkBurn3000") {
+			n = 3000
+		}
+		ins[n] = *b.PerOp.Instructions
+		p, err := readProfile(filepath.Join(out, b.Files["instructions"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var self int64
+		for _, smp := range p.Sample {
+			if leafName(smp) == fn {
+				self += smp.Value[0]
+			}
+		}
+		perOp := float64(self) / float64(b.InstructionsOps)
+		t.Logf("%s: %.2f instructions/op over %d ops; burn %.2f/op, its loop %v instructions", b.Name, ins[n], b.InstructionsOps, perOp, loop)
+		if perOp < float64(n)*loop || perOp > float64(n)*loop+40 {
+			t.Errorf("%s: burn's own %.2f instructions/op, want %d iterations of %v and a few (the set-up's 50,000 not in it)", b.Name, perOp, n, loop)
+		}
+	}
+	if d := (ins[3000] - ins[1000]) / 2000; math.Abs(d-loop) > 0.005*loop {
+		t.Errorf("(%.2f - %.2f) / 2000 = %.4f instructions per iteration, the disassembly's loop has %v", ins[3000], ins[1000], d, loop)
+	}
+	if b := readFile(t, filepath.Join(out, "bench.txt")); !strings.Contains(b, "instructions/op") {
+		t.Errorf("bench.txt has no instructions/op:\n%s", b)
+	}
+	if s.Sources["instructions"] == "" {
+		t.Errorf("sources %v: want instructions", s.Sources)
+	}
+	if r := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(r, "instructions per op (of ") {
+		t.Errorf("report.md has no instructions table")
+	}
+}
+
+// TestBenchInstructionsRefused: where callgrind cannot count (an
+// emulator), -instructions is refused before any build, naming why.
+func TestBenchInstructionsRefused(t *testing.T) {
+	err := instructionsRunnable(BenchConfig{Exec: []string{"qemu-aarch64-static"}})
+	if err == nil || !strings.Contains(err.Error(), "-instructions: not with -exec qemu-aarch64-static") {
+		t.Errorf("-exec: %v", err)
+	}
+	if got := benchPattern("BenchmarkA/sub.x"); got != `^BenchmarkA$/^sub\.x$` {
+		t.Errorf("pattern %q", got)
+	}
+	if n := insOpsFor(1e9); n != insProbeOps {
+		t.Errorf("10^9 instructions an op: %d ops, want %d", n, insProbeOps)
+	}
+	if n := insOpsFor(5000); n != 4000 {
+		t.Errorf("5,000 instructions an op: %d ops, want 4,000", n)
+	}
+	if n := insOpsFor(1); n != 1e7 {
+		t.Errorf("1 instruction an op: %d ops, want 10^7", n)
+	}
+}
