@@ -110,14 +110,14 @@ func BenchText(w io.Writer, s *schema.BenchSummary) error {
 
 // TopTable is one profile's largest sites per op, for report.md.
 type TopTable struct {
-	What      string // the profile's figure ("allocations", "bytes copied")
-	Unit      string // of its values, "" for a count
-	Rows      []Site
-	Value     int   // the index in each site's Values that the table shows
-	Total     int64 // every site's, the table's last row
+	What  string // the profile's figure ("allocations", "bytes copied")
+	Unit  string // of its values, "" for a count
+	Rows  []Site
+	Value int   // the index in each site's Values that the table shows
+	Total int64 // every site's, the table's last row
 	// N is the ops the values hold when they are not the result's N (a
 	// run of its own: the traced run's, the instructions' difference).
-	N int
+	N         int
 	Remainder int64 // the sites not shown
 }
 
