@@ -94,5 +94,5 @@ fi
 other=go1.27.3
 case "$(go env GOVERSION)" in go1.27*) other=go1.26.8 ;; esac
 stamp "the release-dependent end-to-end tests under GOTOOLCHAIN=$other"
-release_tests='^(TestAllocspyGroundTruth|TestAllocspyAgreesWithHeapProfile|TestCopiesGroundTruth|TestCopiesGroundTruthPs|TestRoutesHTTP2|TestRoutesGRPC|TestOffCPUGroundTruth|TestBenchFixture|TestProbeBuild|TestLive|TestLeakRetained|TestGoroutineLeakProfile|TestTailBill|TestTailBillH2C|TestLiveBills|TestRoutesHandoffs|TestRoutesHandoffsARM64|TestRoutesUnfollowed|TestRoutesHandoffsLost|TestRoutesSampled|TestTailBillHandoff|TestTailBillUnfollowed|TestReviewChangedLineIsCause|TestReviewModuleBump)$'
+release_tests='^(TestAllocspyGroundTruth|TestAllocspyAgreesWithHeapProfile|TestCopiesGroundTruth|TestCopiesGroundTruthPs|TestRoutesHTTP2|TestRoutesGRPC|TestOffCPUGroundTruth|TestBenchFixture|TestProbeBuild|TestLive|TestLeakRetained|TestGoroutineLeakProfile|TestTailBill|TestTailBillH2C|TestLiveBills|TestRoutesHandoffs|TestRoutesHandoffsARM64|TestRoutesUnfollowed|TestRoutesHandoffsLost|TestRoutesSampled|TestBenchInstructions|TestTailBillHandoff|TestTailBillUnfollowed|TestReviewChangedLineIsCause|TestReviewModuleBump)$'
 GOTOOLCHAIN=$other go test -p 1 -count=1 -timeout 20m -run "$release_tests" ./probe ./targets ./review
