@@ -26,6 +26,18 @@ type Part struct {
 	Calls   map[[2]string]int64
 	Total   int64 // the sum of Self
 	Totals  int64 // what the file's totals: line says, when it has one
+	// Lines is the exclusive cost by function and source line (the
+	// positions of a file written with --dump-line=yes, the default, and
+	// --dump-instr=no). The file is the line's own: code inlined from
+	// another file is at that file's line, under the function it was
+	// inlined into (callgrind names functions by symbol).
+	Lines map[Line]int64
+}
+
+// Line is a function's source line.
+type Line struct {
+	Func, File string
+	Line       int64
 }
 
 // ParseError is a line the parser cannot read.
@@ -74,12 +86,14 @@ type parser struct {
 	parts   []*Part
 	cur     *Part
 	fn, cfn string
-	inCall  bool // the next cost line is a call's inclusive cost
+	fl      string // the function's file (fl=)
+	file    string // the cost lines' file: fl, or an inlined one's (fi=, fe=)
+	inCall  bool   // the next cost line is a call's inclusive cost
 	lastPos int64
 }
 
 func (p *parser) newPart(n int) {
-	p.cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}}
+	p.cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}, Lines: map[Line]int64{}}
 	p.parts = append(p.parts, p.cur)
 }
 
@@ -116,9 +130,13 @@ func (p *parser) spec(key, val string) string {
 		}
 		switch key {
 		case "fn":
-			p.fn = baseName(name)
+			p.fn, p.file = baseName(name), p.fl
 		case "cfn":
 			p.cfn = baseName(name)
+		case "fl":
+			p.fl, p.file = name, name
+		case "fi", "fe":
+			p.file = name
 		}
 	case "calls":
 		p.inCall = true
@@ -156,7 +174,8 @@ func (p *parser) cost(t string) string {
 	if len(f) < 1 {
 		return ""
 	}
-	if _, err := position(f[0], &p.lastPos); err != nil {
+	pos, err := position(f[0], &p.lastPos)
+	if err != nil {
 		return err.Error()
 	}
 	var cost int64
@@ -176,6 +195,7 @@ func (p *parser) cost(t string) string {
 		return "cost line before any fn="
 	}
 	p.cur.Self[p.fn] += cost
+	p.cur.Lines[Line{p.fn, p.file, pos}] += cost
 	p.cur.Total += cost
 	return ""
 }

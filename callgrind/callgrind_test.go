@@ -1,6 +1,7 @@
 package callgrind
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -118,4 +119,48 @@ func parseFile(t *testing.T, path string) []*Part {
 		t.Fatal(err)
 	}
 	return parts
+}
+
+// TestLines: each cost line's source line, absolute or relative, in the
+// function's file or in the file of code inlined into it (fi=, fe=), adds
+// up to the function's exclusive cost.
+func TestLines(t *testing.T) {
+	src := `version: 1
+positions: line
+events: Ir
+fl=(1) /src/a.go
+fn=(1) main.f
+10 5
++2 7
+fi=(2) /src/b.go
+40 3
+* 1
+fe=(1)
+-30 2
+fn=(2) main.g
+20 4
+calls=1 10
+21 100
+`
+	parts, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parts[0]
+	want := map[Line]int64{
+		{"main.f", "/src/a.go", 10}: 5 + 2, // -30 from 40 is line 10 again
+		{"main.f", "/src/a.go", 12}: 7,
+		{"main.f", "/src/b.go", 40}: 3 + 1,
+		{"main.g", "/src/a.go", 20}: 4,
+	}
+	if !maps.Equal(p.Lines, want) {
+		t.Errorf("lines %v, want %v", p.Lines, want)
+	}
+	var sum int64
+	for _, v := range p.Lines {
+		sum += v
+	}
+	if sum != p.Total || p.Self["main.f"] != 18 {
+		t.Errorf("lines add up to %d, total %d; main.f %d, want 18", sum, p.Total, p.Self["main.f"])
+	}
 }

@@ -20,7 +20,8 @@ import (
 // more than BenchmarkBurn1000's, and burn's own instructions per op are
 // 1,000 L (3,000 L) and a few; the set-up each benchmark does before its
 // loop (burn(50000), before b.Loop and before ResetTimer) is not in them.
-// The figures are in summary.json, bench.txt and a profile by function.
+// The figures are in summary.json, bench.txt and a profile by function and
+// line: the loop's lines hold its instructions.
 func TestBenchInstructions(t *testing.T) {
 	skipShort(t)
 	if _, err := exec.LookPath("valgrind"); err != nil {
@@ -56,11 +57,22 @@ func TestBenchInstructions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var self int64
+		// By line: burn's loop is lines 12 and 13 of insbench.go.
+		var self, loopLines int64
 		for _, smp := range p.Sample {
 			if leafName(smp) == fn {
 				self += smp.Value[0]
+				ln := smp.Location[0].Line[0]
+				if !strings.HasSuffix(ln.Function.Filename, "testdata/insbench/insbench.go") {
+					t.Errorf("%s: burn's instructions at %s:%d", b.Name, ln.Function.Filename, ln.Line)
+				}
+				if ln.Line == 12 || ln.Line == 13 {
+					loopLines += smp.Value[0]
+				}
 			}
+		}
+		if float64(loopLines) < float64(n)*loop*float64(b.InstructionsOps) {
+			t.Errorf("%s: lines 12-13 (the loop) hold %d instructions over %d ops, want %d iterations of %v each", b.Name, loopLines, b.InstructionsOps, n, loop)
 		}
 		perOp := float64(self) / float64(b.InstructionsOps)
 		t.Logf("%s: %.2f instructions/op over %d ops; burn %.2f/op, its loop %v instructions", b.Name, ins[n], b.InstructionsOps, perOp, loop)

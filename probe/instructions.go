@@ -2,11 +2,13 @@ package probe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,12 +264,40 @@ func instructionsProfile(p *callgrind.Part) *profile.Profile {
 		PeriodType: &profile.ValueType{Type: "instructions", Unit: "count"},
 		Period:     1,
 	}
-	for i, row := range p.Top() {
-		fn := &profile.Function{ID: uint64(i + 1), Name: row.Func, SystemName: row.Func}
-		loc := &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: fn}}}
-		prof.Function = append(prof.Function, fn)
-		prof.Location = append(prof.Location, loc)
-		prof.Sample = append(prof.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{row.Cost}})
+	// A sample a function's source line (its exclusive cost there), in
+	// the order of the functions' costs, then of the lines; a function
+	// in another file (code inlined from it) is a function entry of its
+	// own, so that the line names its file.
+	funcs := map[[2]string]*profile.Function{}
+	byFunc := map[string][]callgrind.Line{}
+	for l, c := range p.Lines {
+		if c != 0 {
+			byFunc[l.Func] = append(byFunc[l.Func], l)
+		}
+	}
+	for _, row := range p.Top() {
+		lines := byFunc[row.Func]
+		if len(lines) == 0 { // a part without positions: the function alone
+			lines = []callgrind.Line{{Func: row.Func}}
+		}
+		slices.SortFunc(lines, func(a, b callgrind.Line) int {
+			return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		})
+		for _, l := range lines {
+			fn := funcs[[2]string{l.Func, l.File}]
+			if fn == nil {
+				fn = &profile.Function{ID: uint64(len(prof.Function) + 1), Name: l.Func, SystemName: l.Func, Filename: l.File}
+				funcs[[2]string{l.Func, l.File}] = fn
+				prof.Function = append(prof.Function, fn)
+			}
+			cost := p.Lines[l]
+			if l.File == "" && l.Line == 0 && len(byFunc[row.Func]) == 0 {
+				cost = row.Cost
+			}
+			loc := &profile.Location{ID: uint64(len(prof.Location) + 1), Line: []profile.Line{{Function: fn, Line: l.Line}}}
+			prof.Location = append(prof.Location, loc)
+			prof.Sample = append(prof.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{cost}})
+		}
 	}
 	return prof
 }
