@@ -64,7 +64,11 @@ type Benchmark struct {
 	BenchTime string
 	Count     int
 	Rounds    int
-	line      int
+	// Instructions counts each benchmark's instructions per op under
+	// callgrind too (probe run -bench -instructions): a CPU figure a
+	// shared runner's noise does not move, gated as instructions/op.
+	Instructions bool
+	line         int
 }
 
 // gateable are the metrics a gate may name: those probe ab compares, a
@@ -248,6 +252,15 @@ func (p *parser) str(n *yaml.Node, key string, dst *string) error {
 	return nil
 }
 
+func (p *parser) bool(n *yaml.Node, key string, dst *bool) error {
+	v, err := strconv.ParseBool(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || n.Tag != "!!bool" {
+		return p.errorf(n, "%s: want true or false, not %q", key, n.Value)
+	}
+	*dst = v
+	return nil
+}
+
 func (p *parser) int(n *yaml.Node, key string, dst *int) error {
 	v, err := strconv.Atoi(n.Value)
 	if n.Kind != yaml.ScalarNode || err != nil || v <= 0 {
@@ -314,6 +327,9 @@ func (p *parser) benchmark(c *Config, i int, n *yaml.Node) error {
 		"benchtime": func(v *yaml.Node) error { return p.str(v, "benchtime", &b.BenchTime) },
 		"count":     func(v *yaml.Node) error { return p.int(v, "count", &b.Count) },
 		"rounds":    func(v *yaml.Node) error { return p.int(v, "rounds", &b.Rounds) },
+		"instructions": func(v *yaml.Node) error {
+			return p.bool(v, "instructions", &b.Instructions)
+		},
 	})
 	if err != nil {
 		return err

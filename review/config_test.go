@@ -37,11 +37,13 @@ benchmarks:
   - package: ./internal/codec
     bench: 'Benchmark(Encode|Decode)$'
     benchtime: 2000x
+    instructions: true
 gates:
   allocs/req: 0%
   B/req: 1%
   allocs/op: 0%
   instructions/req: 0.5%
+  instructions/op: 0.5%
 rounds: 2
 `
 	path := filepath.Join(root, ConfigFile)
@@ -61,6 +63,12 @@ rounds: 2
 	}
 	if _, gated := c.Gate("cpu-us/req"); gated {
 		t.Error("a timing not named is gated")
+	}
+	if !c.Benchmarks[0].Instructions {
+		t.Error("benchmarks[0]: instructions: true not read")
+	}
+	if pct, gated := c.Gate("instructions/op"); pct != 0.5 || !gated {
+		t.Errorf("instructions/op gate %v %v", pct, gated)
 	}
 }
 
@@ -88,6 +96,7 @@ func TestBadConfig(t *testing.T) {
 		{"benchmarks:\n  - package: ./internal/codec\ngates:\n  allocs/op: lots\n", `gates: allocs/op: want an allowed growth like 0% or 1.5%, not "lots"`, 4},
 		{"benchmarks:\n  - package: ./internal/codec\n    count: -1\n", `count: want a positive whole number, not "-1"`, 3},
 		{"servers:\n  - target: ./cmd/api\n    warmup: soon\n", `warmup: want a duration like 2s or 500ms, not "soon"`, 3},
+		{"benchmarks:\n  - package: ./internal/codec\n    instructions: 'yes'\n", `instructions: want true or false, not "yes"`, 3},
 		{"servers: [\n", "", 0},
 		{"", "empty: want servers:, benchmarks: or both", 0},
 		{"gates:\n  allocs/req: 0%\n", "nothing to measure", 1},

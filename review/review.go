@@ -285,6 +285,7 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*schema.ReviewIt
 	if b.Count > 0 {
 		abc.Bench.Count = b.Count
 	}
+	abc.Bench.Instructions = b.Instructions
 	ab, err := m.runAB(ctx, abc, "benchmarks "+b.Package+" "+b.Bench, progress(m.logw, b.Package))
 	if err != nil {
 		return nil, nil, err
