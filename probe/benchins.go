@@ -175,9 +175,17 @@ func callgrindBench(ctx context.Context, valgrind string, tgt *withagent.Binary,
 	// (its output, whose length follows the time it measured; the GC it
 	// runs between runs) and the runtime's other threads are not, and the
 	// runs repeat to the instruction.
-	top, _, _ := strings.Cut(baseBenchName(name), "/")
-	cmd := exec.Command(valgrind, "--tool=callgrind", "--dump-instr=no", "--toggle-collect=*."+top, "--toggle-collect=*."+top+".*", "--callgrind-out-file="+file, tgt.PlainBinary,
-		"-test.run=^$", "-test.bench="+benchPattern(name), "-test.benchtime="+fmt.Sprintf("%09dx", n), "-test.count=1")
+	// A sub-benchmark runs on a goroutine of its own while its parent
+	// waits in b.Run, its thread running whatever else is runnable: the
+	// parent function is not counted then, only its closures.
+	top, _, sub := strings.Cut(baseBenchName(name), "/")
+	toggles := []string{"--toggle-collect=*." + top + ".func*"}
+	if !sub {
+		toggles = []string{"--toggle-collect=*." + top, "--toggle-collect=*." + top + ".*"}
+	}
+	args := append([]string{"--tool=callgrind", "--dump-instr=no"}, toggles...)
+	cmd := exec.Command(valgrind, append(args, "--callgrind-out-file="+file, tgt.PlainBinary,
+		"-test.run=^$", "-test.bench="+benchPattern(name), "-test.benchtime="+fmt.Sprintf("%09dx", n), "-test.count=1")...)
 	cmd.Dir = tgt.PkgDir
 	cmd.Env = append(targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}), insGodebug...)
 	logPath := file + ".log"

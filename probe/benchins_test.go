@@ -20,6 +20,8 @@ import (
 // more than BenchmarkBurn1000's, and burn's own instructions per op are
 // 1,000 L (3,000 L) and a few; the set-up each benchmark does before its
 // loop (burn(50000), before b.Loop and before ResetTimer) is not in them.
+// A sub-benchmark (burn(2000), on a goroutine of its own while its parent
+// waits in b.Run) is counted alone too.
 // The figures are in summary.json, bench.txt and a profile by function and
 // line: the loop's lines hold its instructions.
 func TestBenchInstructions(t *testing.T) {
@@ -49,8 +51,11 @@ func TestBenchInstructions(t *testing.T) {
 			t.Fatalf("%s: per_op.instructions %v, instructions_ops %d", b.Name, b.PerOp.Instructions, b.InstructionsOps)
 		}
 		n := 1000
-		if strings.HasPrefix(b.Name, "BenchmarkBurn3000") {
+		switch {
+		case strings.HasPrefix(b.Name, "BenchmarkBurn3000"):
 			n = 3000
+		case strings.HasPrefix(b.Name, "BenchmarkBurnSub/n=2000"):
+			n = 2000
 		}
 		ins[n] = *b.PerOp.Instructions
 		p, err := readProfile(filepath.Join(out, b.Files["instructions"]))

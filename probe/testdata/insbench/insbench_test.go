@@ -19,3 +19,14 @@ func BenchmarkBurn3000(b *testing.B) {
 		sink = burn(3000)
 	}
 }
+
+// BenchmarkBurnSub runs burn(2000) in a sub-benchmark, on a goroutine of
+// its own while its parent waits in b.Run.
+func BenchmarkBurnSub(b *testing.B) {
+	sink = burn(50000)
+	b.Run("n=2000", func(b *testing.B) {
+		for b.Loop() {
+			sink = burn(2000)
+		}
+	})
+}
