@@ -36,6 +36,20 @@ func BenchmarkWork(b *testing.B) {
 }
 `
 
+// libCommitter commits, in r (module mod), a package lib of the source it
+// is given with the test file test, and returns the commit.
+func libCommitter(r *testRepo, mod, test string) func(src, msg string) string {
+	return func(src, msg string) string {
+		os.MkdirAll(filepath.Join(r.dir, "lib"), 0o755)
+		os.WriteFile(filepath.Join(r.dir, "go.mod"), []byte("module "+mod+"\n\ngo 1.26\n"), 0o644)
+		os.WriteFile(filepath.Join(r.dir, "lib", "lib.go"), []byte(src), 0o644)
+		os.WriteFile(filepath.Join(r.dir, "lib", "lib_test.go"), []byte(test), 0o644)
+		r.git("add", "-A")
+		r.git("commit", "-q", "-m", msg)
+		return r.git("rev-parse", "HEAD")
+	}
+}
+
 // TestABBench: probe ab -bench, with the repository found from the
 // target's folder (no -repo, run from another repository): one more
 // 64-byte allocation per op, kept on a list, is +1 allocs/op, +64 B/op
@@ -44,15 +58,7 @@ func BenchmarkWork(b *testing.B) {
 func TestABBench(t *testing.T) {
 	skipShort(t)
 	r := newTestRepo(t, "example.com/abbench")
-	commit := func(src, msg string) string {
-		os.MkdirAll(filepath.Join(r.dir, "lib"), 0o755)
-		os.WriteFile(filepath.Join(r.dir, "go.mod"), []byte("module example.com/abbench\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(r.dir, "lib", "lib.go"), []byte(src), 0o644)
-		os.WriteFile(filepath.Join(r.dir, "lib", "lib_test.go"), []byte(benchLibTest), 0o644)
-		r.git("add", "-A")
-		r.git("commit", "-q", "-m", msg)
-		return r.git("rev-parse", "HEAD")
-	}
+	commit := libCommitter(r, "example.com/abbench", benchLibTest)
 	c1 := commit(benchLib, "one")
 	c2 := commit(strings.Replace(strings.Replace(benchLib, "//EXTRA", "type node struct {\n\tnext *node\n\tpad  [56]byte\n}\n\nvar kept *node\n\n//go:noinline\nfunc extra() { kept = &node{next: kept} }", 1), "//CALL", "; extra()", 1), "two")
 	out := filepath.Join(t.TempDir(), "ab")
@@ -142,15 +148,7 @@ func TestABBenchInstructions(t *testing.T) {
 		t.Skip("skipped: valgrind is not installed (Debian package valgrind)")
 	}
 	r := newTestRepo(t, "example.com/abins")
-	commit := func(src, msg string) string {
-		os.MkdirAll(filepath.Join(r.dir, "lib"), 0o755)
-		os.WriteFile(filepath.Join(r.dir, "go.mod"), []byte("module example.com/abins\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(r.dir, "lib", "lib.go"), []byte(src), 0o644)
-		os.WriteFile(filepath.Join(r.dir, "lib", "lib_test.go"), []byte(insLibTest), 0o644)
-		r.git("add", "-A")
-		r.git("commit", "-q", "-m", msg)
-		return r.git("rev-parse", "HEAD")
-	}
+	commit := libCommitter(r, "example.com/abins", insLibTest)
 	c1 := commit(insLib, "one")
 	c2 := commit(strings.Replace(insLib, "Hash(100)", "Hash(150)", 1), "two")
 	bin := filepath.Join(t.TempDir(), "lib.test")

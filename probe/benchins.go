@@ -127,7 +127,7 @@ func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchC
 	for i, name := range slices.Sorted(maps.Keys(plain)) {
 		run := func(n, j int) (*callgrind.Part, error) {
 			file := filepath.Join(dir, fmt.Sprintf("%03d-%d-%d.out", i+1, n, j))
-			p, err := callgrindBench(ctx, tools[0], tgt, cfg, name, n, file)
+			p, err := insRun{tools[0], tgt, cfg}.callgrindBench(ctx, name, n, file)
 			if err != nil {
 				return nil, fmt.Errorf("%s: instructions per op: %w", name, err)
 			}
@@ -162,9 +162,18 @@ func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchC
 	return res, nil
 }
 
+// insRun is what runs a benchmark under callgrind: valgrind, the test
+// binary and the run's configuration.
+type insRun struct {
+	valgrind string
+	tgt      *withagent.Binary
+	cfg      BenchConfig
+}
+
 // callgrindBench runs one benchmark n ops under callgrind and reads its
 // costs.
-func callgrindBench(ctx context.Context, valgrind string, tgt *withagent.Binary, cfg BenchConfig, name string, n int, file string) (*callgrind.Part, error) {
+func (r insRun) callgrindBench(ctx context.Context, name string, n int, file string) (*callgrind.Part, error) {
+	valgrind, tgt, cfg := r.valgrind, r.tgt, r.cfg
 	// The count is written at one width (testing reads 000000002x as 2):
 	// arguments of one length leave the heap laid out alike in both
 	// runs, and what a run pays once (testing's reading of the memory
