@@ -429,20 +429,20 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 // benchWindow is what the instrumented run left: the recorder's results
 // and, when counted, the syscalls by timed region.
 type benchWindow struct {
-	// instructions are the benchmarks' instructions per op, by name
-	// (-instructions).
-	instructions map[string]*benchInstructions
-	dir          string // the recorder's folder
-	events       []benchwin.Event
-	reports      *benchwin.Reports
-	counted      bool                       // syscalls were counted
-	sites        map[uint32][]syscalls.Site // by timed region, for the regions of events
-	counter      *syscalls.Counter
-	sym          *elfsym.Table
-	sysReason    string // why syscalls were not counted
+	dir       string // the recorder's folder
+	events    []benchwin.Event
+	reports   *benchwin.Reports
+	counted   bool                       // syscalls were counted
+	sites     map[uint32][]syscalls.Site // by timed region, for the regions of events
+	counter   *syscalls.Counter
+	sym       *elfsym.Table
+	sysReason string // why syscalls were not counted
 	// offcpu is the traced run's off-CPU time, by result (in the order
 	// of events).
 	offcpu []benchWaits
+	// instructions are the benchmarks' instructions per op, by name
+	// (-instructions).
+	instructions map[string]*benchInstructions
 }
 
 // benchWaits is one result's off-CPU time in its timed region, of n ops

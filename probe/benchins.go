@@ -96,21 +96,36 @@ func insOpsFor(perOp float64) int {
 }
 
 // benchPattern is the -test.bench pattern that runs exactly the result
-// name (as testing prints it, with its -GOMAXPROCS suffix when it has
-// one): each level anchored.
-func benchPattern(name string) string {
-	parts := strings.Split(baseBenchName(name), "/")
+// bare (its name without the -P suffix): each level anchored.
+func benchPattern(bare string) string {
+	parts := strings.Split(bare, "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	return strings.Join(parts, "/")
 }
 
-// baseBenchName is a result's name without the -P suffix testing adds
-// when GOMAXPROCS is not 1 (the plain run's; the runs under callgrind
-// have one P).
-func baseBenchName(name string) string {
-	return strings.TrimSuffix(name, "-"+strconv.Itoa(runtime.GOMAXPROCS(0)))
+// sharedProcsSuffix is the -P suffix testing put on every result name of a run
+// whose GOMAXPROCS was P (not 1), "" when the names share none: the runs
+// under callgrind have one P, and name their results without it. Read
+// from the names, not from probe's own GOMAXPROCS, which -env GOMAXPROCS
+// or a cgroup's limit may make another.
+func sharedProcsSuffix(names []string) string {
+	suffix := ""
+	for i, n := range names {
+		j := strings.LastIndexByte(n, '-')
+		if j < 0 {
+			return ""
+		}
+		if _, err := strconv.Atoi(n[j+1:]); err != nil {
+			return ""
+		}
+		if i > 0 && n[j:] != suffix {
+			return ""
+		}
+		suffix = n[j:]
+	}
+	return suffix
 }
 
 // runBenchInstructions counts each benchmark's instructions per op.
@@ -124,10 +139,13 @@ func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchC
 		return nil, err
 	}
 	res := map[string]*benchInstructions{}
-	for i, name := range slices.Sorted(maps.Keys(plain)) {
+	names := slices.Sorted(maps.Keys(plain))
+	suffix := sharedProcsSuffix(names)
+	for i, name := range names {
+		bare := strings.TrimSuffix(name, suffix)
 		run := func(n, j int) (*callgrind.Part, error) {
 			file := filepath.Join(dir, fmt.Sprintf("%03d-%d-%d.out", i+1, n, j))
-			p, err := insRun{tools[0], tgt, cfg}.callgrindBench(ctx, name, n, file)
+			p, err := insRun{tools[0], tgt, cfg}.callgrindBench(ctx, bare, n, file)
 			if err != nil {
 				return nil, fmt.Errorf("%s: instructions per op: %w", name, err)
 			}
@@ -170,9 +188,9 @@ type insRun struct {
 	cfg      BenchConfig
 }
 
-// callgrindBench runs one benchmark n ops under callgrind and reads its
-// costs.
-func (r insRun) callgrindBench(ctx context.Context, name string, n int, file string) (*callgrind.Part, error) {
+// callgrindBench runs one benchmark, bare its name without a -P suffix,
+// n ops under callgrind and reads its costs.
+func (r insRun) callgrindBench(ctx context.Context, bare string, n int, file string) (*callgrind.Part, error) {
 	valgrind, tgt, cfg := r.valgrind, r.tgt, r.cfg
 	// The count is written at one width (testing reads 000000002x as 2):
 	// arguments of one length leave the heap laid out alike in both
@@ -187,14 +205,14 @@ func (r insRun) callgrindBench(ctx context.Context, name string, n int, file str
 	// A sub-benchmark runs on a goroutine of its own while its parent
 	// waits in b.Run, its thread running whatever else is runnable: the
 	// parent function is not counted then, only its closures.
-	top, _, sub := strings.Cut(baseBenchName(name), "/")
+	top, _, sub := strings.Cut(bare, "/")
 	toggles := []string{"--toggle-collect=*." + top + ".func*"}
 	if !sub {
 		toggles = []string{"--toggle-collect=*." + top, "--toggle-collect=*." + top + ".*"}
 	}
 	args := append([]string{"--tool=callgrind", "--dump-instr=no"}, toggles...)
 	cmd := exec.Command(valgrind, append(args, "--callgrind-out-file="+file, tgt.PlainBinary,
-		"-test.run=^$", "-test.bench="+benchPattern(name), "-test.benchtime="+fmt.Sprintf("%09dx", n), "-test.count=1")...)
+		"-test.run=^$", "-test.bench="+benchPattern(bare), "-test.benchtime="+fmt.Sprintf("%09dx", n), "-test.count=1")...)
 	cmd.Dir = tgt.PkgDir
 	cmd.Env = append(targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}), insGodebug...)
 	logPath := file + ".log"
@@ -206,8 +224,8 @@ func (r insRun) callgrindBench(ctx context.Context, name string, n int, file str
 	if err != nil {
 		return nil, err
 	}
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(baseBenchName(name)) + `\s+` + strconv.Itoa(n) + `\s`).Match(log) {
-		return nil, fmt.Errorf("the run under callgrind did not report %s at %d ops (%s)", name, n, logPath)
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(bare) + `\s+` + strconv.Itoa(n) + `\s`).Match(log) {
+		return nil, fmt.Errorf("the run under callgrind did not report %s at %d ops (%s)", bare, n, logPath)
 	}
 	f, err := os.Open(file)
 	if err != nil {

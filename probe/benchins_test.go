@@ -109,6 +109,15 @@ func TestBenchInstructionsRefused(t *testing.T) {
 	if got := benchPattern("BenchmarkA/sub.x"); got != `^BenchmarkA$/^sub\.x$` {
 		t.Errorf("pattern %q", got)
 	}
+	for names, want := range map[string]string{
+		"BenchmarkA-4 BenchmarkB/n-2-4": "-4",
+		"BenchmarkA BenchmarkB/n-2":     "", // GOMAXPROCS 1: no suffix, whatever a sub-benchmark's name ends with
+		"BenchmarkA-2":                  "-2",
+	} {
+		if got := sharedProcsSuffix(strings.Fields(names)); got != want {
+			t.Errorf("sharedProcsSuffix(%s) = %q, want %q", names, got, want)
+		}
+	}
 	if n := insOpsFor(1e9); n != insProbeOps {
 		t.Errorf("10^9 instructions an op: %d ops, want %d", n, insProbeOps)
 	}
