@@ -112,7 +112,7 @@ var runtimeEdits = []Edit{
 // (time.AfterFunc's) work for the request that set the timer.
 var handEdits = []Edit{
 	// The buffered values at a channel's head that carry no request
-	// (perfspyHandPutAt), in the two bytes of padding between elemsize
+	// (perfspyHandUnkept), in the two bytes of padding between elemsize
 	// and closed: no channel is made larger.
 	{"chan.go",
 		"\telemsize uint16\n\tclosed   uint32\n",
