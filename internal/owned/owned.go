@@ -25,22 +25,28 @@ func Claim(dir string) error {
 // Alive reports whether the run that owns dir is running. A folder whose
 // owner file cannot be read has no owner alive.
 func Alive(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, File))
-	if err != nil {
+	pid := owner(dir)
+	if pid <= 0 {
 		return false
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
+	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Mine reports whether the current process owns dir.
-func Mine(dir string) bool {
+func Mine(dir string) bool { return owner(dir) == os.Getpid() }
+
+// owner is the process id dir's owner file holds, 0 when it holds none.
+func owner(dir string) int {
 	b, err := os.ReadFile(filepath.Join(dir, File))
-	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
 }
 
 // unclaimedGrace is how long a folder without an owner file is left alone:

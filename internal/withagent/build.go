@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/perfspy/perfspy/internal/worktree"
 	"maps"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"github.com/perfspy/perfspy/internal/owned"
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/schema"
 )
 
