@@ -1321,13 +1321,31 @@ func TestBusyChildIsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Machine
-	if m == nil || m.TargetChildCores < 0.1 || m.OtherCores >= BusyOtherCores || m.Busy {
+	if m == nil || m.TargetChildCores < 0.1 {
+		t.Fatalf("machine %+v: want the child's cores on the target (target_child_cores)", m)
+	}
+	t.Logf("machine %+v; verdict %s %v", m, s.Verdict, s.Reasons)
+	// On a machine other processes keep busy the verdict is theirs to
+	// name; the child's share must still be the target's, which only an
+	// otherwise idle machine shows whole.
+	if others := otherProcessesCores(); others >= 0.3 {
+		t.Logf("other processes use %.2f cores now: the machine's verdict is not checked", others)
+		return
+	}
+	if m.OtherCores >= BusyOtherCores || m.Busy {
 		t.Errorf("machine %+v: want the child's core on the target, not other processes'", m)
 	}
 	if strings.Contains(o.String(), "the machine was busy") || strings.Contains(o.String(), "raise -conns") {
 		t.Errorf("the machine, or too few requests in flight, blamed for the target's own child:\n%s", o.String())
 	}
-	t.Logf("machine %+v; verdict %s %v", m, s.Verdict, s.Reasons)
+}
+
+// otherProcessesCores is the cores the machine's processes use over half a
+// second (/proc/stat), this test's own being idle.
+func otherProcessesCores() float64 {
+	m0 := proc.ReadMachine()
+	time.Sleep(500 * time.Millisecond)
+	return proc.ReadMachine().Since(m0, 0.5).BusyCores
 }
 
 // TestRateBusyMachine: under -rate, with CPU-bound processes on the

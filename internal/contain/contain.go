@@ -159,7 +159,7 @@ func (g *Group) targetRunning() bool {
 	return err == nil && ppid == os.Getpid() && Running(g.pgid)
 }
 
-// killOrphans kills and reaps the orphans (orphans).
+// killOrphans kills the group's orphans (orphans) and reaps them.
 func (g *Group) killOrphans() {
 	for _, pid := range g.orphans(true) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
