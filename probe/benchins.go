@@ -81,18 +81,37 @@ func instructionsRunnable(cfg BenchConfig) error {
 // small beside it.
 const insBudget = 2e7
 
-// insProbeOps is the ops of the first, short measure of an op, which
-// chooses K.
-const insProbeOps = 20
+// insNativeNS bounds the ops of a run under callgrind by the plain op's
+// time: callgrind runs a program some 50 times slower, so 200 ms of plain
+// ops are about ten seconds. An op of 0.67 s (encoding/json on a 2 MB
+// document) runs one op in the probe, not 20 (twelve minutes).
+const insNativeNS = 2e8
 
-// insOpsFor is K, the ops the difference holds, for an op of perOp
-// instructions (from a run of insProbeOps): insBudget of them, at least
-// insProbeOps ops, at most 10^7.
-func insOpsFor(perOp float64) int {
-	if perOp <= 0 || math.IsNaN(perOp) {
-		return insProbeOps
+// insMinPerNS is the fewest instructions per nanosecond of a plain op
+// that a count of the op's own work can hold: fewer, and the op ran
+// outside what callgrind counted (a sub-benchmark that a helper's b.Run
+// starts, not a closure of the benchmark function: fastjson's
+// BenchmarkParse/canada/stdjson-empty-struct counted 46 instructions an op
+// of 0.67 s), or it waits: refused.
+const insMinPerNS = 0.05
+
+// insOps are the ops of the probe run and K, the ops the difference holds,
+// for a benchmark whose plain op took ns and, after the probe, ran perOp
+// instructions: insBudget of them, at most insNativeNS of plain time and
+// 10^7 ops, at least one op; at most 20 in the probe.
+func insProbeOps(ns float64) int {
+	return int(min(max(math.Floor(insNativeNS/4/ns), 1), 20))
+}
+
+func insOpsFor(perOp, ns float64) int {
+	k := 1e7
+	if perOp > 0 {
+		k = min(math.Ceil(insBudget/perOp), k)
 	}
-	return int(min(max(math.Ceil(insBudget/perOp), insProbeOps), 1e7))
+	if ns > 0 {
+		k = min(k, math.Floor(insNativeNS/ns))
+	}
+	return int(max(k, 1))
 }
 
 // benchPattern is the -test.bench pattern that runs exactly the result
@@ -151,33 +170,63 @@ func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchC
 			}
 			return p, nil
 		}
-		var parts [3]*callgrind.Part
-		if parts[0], err = run(insShort, 0); err != nil {
-			return nil, err
+		ns := math.NaN()
+		if ps := plain[name]; len(ps) > 0 {
+			ns = ps[0].ns
 		}
-		first, err := run(insShort+insProbeOps, 1)
+		bi, err := measure(run, ns)
 		if err != nil {
-			return nil, err
-		}
-		bi := &benchInstructions{ops: insOpsFor(float64(first.Total-parts[0].Total) / insProbeOps)}
-		long := insShort + bi.ops
-		for j := 1; j <= 2; j++ {
-			if parts[j], err = run(long, j+1); err != nil {
+			if ctx.Err() != nil {
 				return nil, err
 			}
+			// One benchmark that cannot be counted is refused, named;
+			// the others are counted.
+			bi = &benchInstructions{unstable: err.Error()}
 		}
-		bi.diff = diffParts(parts[1], parts[0])
-		bi.perOp = float64(bi.diff.Total) / float64(bi.ops)
-		if bi.diff.Total > 0 {
-			bi.spread = math.Abs(float64(parts[2].Total-parts[1].Total)) / float64(bi.diff.Total)
+		if bi.unstable != "" {
+			logf("  %s: instructions/op refused: %s", name, bi.unstable)
+		} else {
+			logf("  %s: %.1f instructions/op (%d ops; repeats to %.4f%%)", name, bi.perOp, bi.ops, bi.spread*100)
 		}
-		if bi.diff.Total <= 0 || bi.spread > insSpread {
-			bi.unstable = fmt.Sprintf("two runs of %d ops differ by %d instructions, %.3f%% of the ops' own (%d): more than %.1f%%", long, parts[2].Total-parts[1].Total, bi.spread*100, bi.diff.Total, insSpread*100)
-		}
-		logf("  %s: %.1f instructions/op (%d ops; repeats to %.4f%%)", name, bi.perOp, bi.ops, bi.spread*100)
 		res[name] = bi
 	}
 	return res, nil
+}
+
+// measure counts one benchmark, whose plain op took ns, with run (a run
+// of n ops under callgrind, the j-th of the benchmark): the short run, the
+// probe that chooses K, the two long runs.
+func measure(run func(n, j int) (*callgrind.Part, error), ns float64) (*benchInstructions, error) {
+	short, err := run(insShort, 0)
+	if err != nil {
+		return nil, err
+	}
+	probeOps := insProbeOps(ns)
+	first, err := run(insShort+probeOps, 1)
+	if err != nil {
+		return nil, err
+	}
+	perOp := float64(first.Total-short.Total) / float64(probeOps)
+	if ns > 0 && perOp < insMinPerNS*ns {
+		return &benchInstructions{unstable: fmt.Sprintf("%.0f instructions counted an op that took %.0f ns: the op ran outside the benchmark's own functions (a sub-benchmark a helper's b.Run starts) or waits; not counted", perOp, ns)}, nil
+	}
+	bi := &benchInstructions{ops: insOpsFor(perOp, ns)}
+	long := insShort + bi.ops
+	var parts [2]*callgrind.Part
+	for j := range parts {
+		if parts[j], err = run(long, j+2); err != nil {
+			return nil, err
+		}
+	}
+	bi.diff = diffParts(parts[0], short)
+	bi.perOp = float64(bi.diff.Total) / float64(bi.ops)
+	if bi.diff.Total > 0 {
+		bi.spread = math.Abs(float64(parts[1].Total-parts[0].Total)) / float64(bi.diff.Total)
+	}
+	if bi.diff.Total <= 0 || bi.spread > insSpread {
+		bi.unstable = fmt.Sprintf("two runs of %d ops differ by %d instructions, %.3f%% of the ops' own (%d): more than %.1f%%", long, parts[1].Total-parts[0].Total, bi.spread*100, bi.diff.Total, insSpread*100)
+	}
+	return bi, nil
 }
 
 // insRun is what runs a benchmark under callgrind: valgrind, the test

@@ -118,13 +118,24 @@ func TestBenchInstructionsRefused(t *testing.T) {
 			t.Errorf("sharedProcsSuffix(%s) = %q, want %q", names, got, want)
 		}
 	}
-	if n := insOpsFor(1e9); n != insProbeOps {
-		t.Errorf("10^9 instructions an op: %d ops, want %d", n, insProbeOps)
+	for _, c := range []struct {
+		perOp, ns float64
+		want      int
+	}{
+		{1e9, 1e6, 1},         // 10^9 instructions an op: one
+		{5000, 1000, 4000},    // 2 x 10^7 instructions
+		{1, 1, 1e7},           // at most 10^7 ops
+		{5000, 1e6, 200},      // 200 ms of plain ops
+		{1e6, math.NaN(), 20}, // no plain time: the budget alone
+	} {
+		if n := insOpsFor(c.perOp, c.ns); n != c.want {
+			t.Errorf("insOpsFor(%v, %v) = %d, want %d", c.perOp, c.ns, n, c.want)
+		}
 	}
-	if n := insOpsFor(5000); n != 4000 {
-		t.Errorf("5,000 instructions an op: %d ops, want 4,000", n)
+	if n := insProbeOps(6.7e8); n != 1 {
+		t.Errorf("a probe of an op of 0.67 s: %d ops, want 1", n)
 	}
-	if n := insOpsFor(1); n != 1e7 {
-		t.Errorf("1 instruction an op: %d ops, want 10^7", n)
+	if n := insProbeOps(100); n != 20 {
+		t.Errorf("a probe of an op of 100 ns: %d ops, want 20", n)
 	}
 }
