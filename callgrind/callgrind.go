@@ -32,12 +32,27 @@ type Part struct {
 	// another file is at that file's line, under the function it was
 	// inlined into (callgrind names functions by symbol).
 	Lines map[Line]int64
+	// CallLines is the inclusive cost of the calls each line made, by
+	// callee: what Charges follows from a library's lines back to the
+	// caller's own line that led to them.
+	CallLines map[Call]int64
+	// Files is each function's own file (the fl= its fn= came under): the
+	// file that says whose code the function is.
+	Files map[string]string
 }
 
-// Line is a function's source line.
+// Call is the calls a source line made to one function.
+type Call struct {
+	From Line
+	To   string
+}
+
+// Line is a function's source line; with --dump-instr=yes, one
+// instruction's address of it (0 when the file has no addresses).
 type Line struct {
 	Func, File string
 	Line       int64
+	Addr       uint64
 }
 
 // ParseError is a line the parser cannot read.
@@ -55,7 +70,7 @@ func (e *ParseError) Error() string {
 func Parse(r io.Reader) ([]*Part, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	p := &parser{names: map[string]map[string]string{"fn": {}, "fl": {}, "ob": {}}}
+	p := &parser{names: map[string]map[string]string{"fn": {}, "fl": {}, "ob": {}}, lines: true}
 	line := 0
 	for sc.Scan() {
 		line++
@@ -89,12 +104,44 @@ type parser struct {
 	fl      string // the function's file (fl=)
 	file    string // the cost lines' file: fl, or an inlined one's (fi=, fe=)
 	inCall  bool   // the next cost line is a call's inclusive cost
-	lastPos int64
+	// The positions' kinds ("positions: instr line": an address, then a
+	// line) and each one's last value (relative positions follow it).
+	instr, lines bool
+	lastAddr     int64
+	lastPos      int64
 }
 
 func (p *parser) newPart(n int) {
-	p.cur = &Part{Number: n, Self: map[string]int64{}, Calls: map[[2]string]int64{}, Lines: map[Line]int64{}}
+	p.cur = NewPart()
+	p.cur.Number = n
 	p.parts = append(p.parts, p.cur)
+}
+
+// NewPart is an empty part, its maps made.
+func NewPart() *Part {
+	return &Part{Self: map[string]int64{}, Calls: map[[2]string]int64{}, Lines: map[Line]int64{}, CallLines: map[Call]int64{}, Files: map[string]string{}}
+}
+
+// Add adds q's costs to p's (sign 1) or takes them from it (sign -1).
+func (p *Part) Add(q *Part, sign int64) {
+	for k, v := range q.Self {
+		p.Self[k] += sign * v
+	}
+	for k, v := range q.Calls {
+		p.Calls[k] += sign * v
+	}
+	for k, v := range q.Lines {
+		p.Lines[k] += sign * v
+	}
+	for k, v := range q.CallLines {
+		p.CallLines[k] += sign * v
+	}
+	for k, v := range q.Files {
+		if _, ok := p.Files[k]; !ok {
+			p.Files[k] = v
+		}
+	}
+	p.Total += sign * q.Total
 }
 
 // line reads one line (trimmed, not empty, not a comment); it returns why
@@ -131,6 +178,9 @@ func (p *parser) spec(key, val string) string {
 		switch key {
 		case "fn":
 			p.fn, p.file = baseName(name), p.fl
+			if _, ok := p.cur.Files[p.fn]; !ok {
+				p.cur.Files[p.fn] = p.fl
+			}
 		case "cfn":
 			p.cfn = baseName(name)
 		case "fl":
@@ -156,6 +206,21 @@ func (p *parser) header(k, v string) string {
 			p.newPart(n)
 		}
 		p.fn, p.cfn, p.inCall = "", "", false
+	case "positions":
+		p.instr, p.lines = false, false
+		for _, f := range strings.Fields(v) {
+			switch f {
+			case "instr":
+				p.instr = true
+			case "line":
+				p.lines = true
+			default:
+				return "unknown position " + strconv.Quote(f)
+			}
+		}
+		if !p.instr && !p.lines {
+			return "no positions"
+		}
 	case "totals", "summary":
 		if f := strings.Fields(v); len(f) > 0 {
 			p.cur.Totals, _ = strconv.ParseInt(f[0], 10, 64)
@@ -171,16 +236,30 @@ func (p *parser) header(k, v string) string {
 // cost reads a cost line: a position, then events (the first is Ir).
 func (p *parser) cost(t string) string {
 	f := strings.Fields(t)
-	if len(f) < 1 {
-		return ""
+	var addr, pos int64
+	if p.instr {
+		if len(f) < 1 {
+			return "no address"
+		}
+		a, err := position(f[0], &p.lastAddr)
+		if err != nil {
+			return err.Error()
+		}
+		addr, f = a, f[1:]
 	}
-	pos, err := position(f[0], &p.lastPos)
-	if err != nil {
-		return err.Error()
+	if p.lines {
+		if len(f) < 1 {
+			return "no line"
+		}
+		l, err := position(f[0], &p.lastPos)
+		if err != nil {
+			return err.Error()
+		}
+		pos, f = l, f[1:]
 	}
 	var cost int64
-	if len(f) > 1 {
-		c, err := strconv.ParseInt(f[1], 10, 64)
+	if len(f) > 0 {
+		c, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
 			return "bad cost"
 		}
@@ -188,6 +267,7 @@ func (p *parser) cost(t string) string {
 	}
 	if p.inCall {
 		p.cur.Calls[[2]string{p.fn, p.cfn}] += cost
+		p.cur.CallLines[Call{Line{p.fn, p.file, pos, uint64(addr)}, p.cfn}] += cost
 		p.inCall = false
 		return ""
 	}
@@ -195,7 +275,7 @@ func (p *parser) cost(t string) string {
 		return "cost line before any fn="
 	}
 	p.cur.Self[p.fn] += cost
-	p.cur.Lines[Line{p.fn, p.file, pos}] += cost
+	p.cur.Lines[Line{p.fn, p.file, pos, uint64(addr)}] += cost
 	p.cur.Total += cost
 	return ""
 }

@@ -1,6 +1,7 @@
 package callgrind
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -148,10 +149,10 @@ calls=1 10
 	}
 	p := parts[0]
 	want := map[Line]int64{
-		{"main.f", "/src/a.go", 10}: 5 + 2, // -30 from 40 is line 10 again
-		{"main.f", "/src/a.go", 12}: 7,
-		{"main.f", "/src/b.go", 40}: 3 + 1,
-		{"main.g", "/src/a.go", 20}: 4,
+		{"main.f", "/src/a.go", 10, 0}: 5 + 2, // -30 from 40 is line 10 again
+		{"main.f", "/src/a.go", 12, 0}: 7,
+		{"main.f", "/src/b.go", 40, 0}: 3 + 1,
+		{"main.g", "/src/a.go", 20, 0}: 4,
 	}
 	if !maps.Equal(p.Lines, want) {
 		t.Errorf("lines %v, want %v", p.Lines, want)
@@ -162,5 +163,99 @@ calls=1 10
 	}
 	if sum != p.Total || p.Self["main.f"] != 18 {
 		t.Errorf("lines add up to %d, total %d; main.f %d, want 18", sum, p.Total, p.Self["main.f"])
+	}
+}
+
+// TestCharges: a library's cost is charged to the own lines that called
+// it, in proportion to their calls' inclusive costs, down a chain and
+// through a cycle; an own function's to the own lines that called it,
+// through a library's (a callback) too; each line's charges add up to
+// its cost.
+func TestCharges(t *testing.T) {
+	src := `version: 1
+positions: line
+events: Ir
+fl=(1) /app/main.go
+fn=(1) main.run
+10 2
+cfl=(2) /lib/x.go
+cfn=(2) lib.X
+calls=1 5
+10 100
+12 1
+cfn=(2)
+calls=3 5
+12 300
+cfn=(7) main.hash
+calls=2 40
+14 50
+fl=(2)
+fn=(2)
+5 40
+cfn=(3) lib.Y
+calls=4 20
+6 360
+cfl=(1)
+cfn=(4) main.less
+calls=4 20
+7 8
+fn=(3)
+20 300
+cfn=(5) lib.A
+calls=1 30
+21 60
+fl=(1)
+fn=(4)
+30 8
+fn=(7)
+40 50
+fl=(2)
+fn=(5)
+30 50
+cfn=(6) lib.B
+calls=1 40
+31 10
+fn=(6)
+40 10
+cfn=(5)
+calls=1 30
+41 5
+`
+	parts, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parts[0]
+	own := func(fn string) bool { return strings.HasPrefix(p.Files[fn], "/app/") }
+	got := map[[2]string]int64{}
+	byLeaf := map[Line]int64{}
+	for _, c := range p.Charges(own, nil) {
+		var callers []string
+		for _, l := range c.Callers {
+			callers = append(callers, fmt.Sprintf("%s:%d", l.Func, l.Line))
+		}
+		got[[2]string{fmt.Sprintf("%s:%d", c.Leaf.Func, c.Leaf.Line), strings.Join(callers, " < ")}] += c.Cost
+		byLeaf[c.Leaf] += c.Cost
+	}
+	if !maps.Equal(byLeaf, p.Lines) {
+		t.Errorf("charges add up to %v, lines %v", byLeaf, p.Lines)
+	}
+	want := map[[2]string]int64{
+		{"main.run:10", ""}:                       2,
+		{"main.run:12", ""}:                       1,
+		{"main.hash:40", "main.run:14"}:           50,
+		{"lib.X:5", "main.run:10"}:                10,
+		{"lib.X:5", "main.run:12"}:                30,
+		{"lib.Y:20", "lib.X:0 < main.run:10"}:     75,
+		{"lib.Y:20", "lib.X:0 < main.run:12"}:     225,
+		{"main.less:30", "lib.X:0 < main.run:10"}: 2,
+		{"main.less:30", "lib.X:0 < main.run:12"}: 6,
+		{"lib.A:30", "lib.X:0 < main.run:10"}:     13, // 50 x 1/4, rounded up by its remainder
+		{"lib.A:30", "lib.X:0 < main.run:12"}:     37,
+		{"lib.B:40", "lib.X:0 < main.run:10"}:     3, // 10 x 1/4: 2.5 rounds to 3 (equal remainders: frame order)
+		{"lib.B:40", "lib.X:0 < main.run:12"}:     7,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("charges\n%v\nwant\n%v", got, want)
 	}
 }

@@ -537,13 +537,13 @@ func (ab *abRun) judge() {
 	}
 	res.metrics = metrics
 	for _, m := range metrics {
-		res.Metrics[m.name] = compareMetric(ab.values["before"][m.name], ab.values["after"][m.name], m.judge, m.higherWorse)
+		res.Metrics[m.name] = compareMetric(ab.values["before"][m.name], ab.values["after"][m.name], m.judge, m.higherWorse, m.checked)
 	}
 	res.Tail = compareTails(ab.tails["before"], ab.tails["after"])
 	if cfg.Control != "" {
 		res.Control = map[string]*schema.ABMetric{}
 		for _, m := range metrics {
-			cm := compareMetric(ab.control["before"][m.name], ab.control["after"][m.name], m.judge, m.higherWorse)
+			cm := compareMetric(ab.control["before"][m.name], ab.control["after"][m.name], m.judge, m.higherWorse, m.checked)
 			res.Control[m.name] = cm
 			if cm.Verdict == "regression" || cm.Verdict == "improvement" {
 				res.Reasons = append(res.Reasons, fmt.Sprintf("machine moved: the control %s's %s changed %+.1f%%", cfg.Control, m.name, cm.DeltaPct))
@@ -555,7 +555,7 @@ func (ab *abRun) judge() {
 	}
 	if cfg.CountsOnly {
 		for _, m := range metrics {
-			if x := res.Metrics[m.name]; !m.judge.Counted() {
+			if x := res.Metrics[m.name]; !m.judge.Counted() && !m.checked {
 				x.Verdict, x.Why = "not judged", "counts only (timings are not compared)"
 			}
 		}

@@ -30,7 +30,7 @@ func benchABMetrics(before, after map[string][]float64) []abMetric {
 		if !ok {
 			continue
 		}
-		out = append(out, abMetric{name, m.Judged, m.HigherWorse})
+		out = append(out, abMetric{name: name, judge: m.Judged, higherWorse: m.HigherWorse, checked: m.Judged == metric.Instructions})
 	}
 	// Benchmark by benchmark, each in benchUnits' order.
 	unit := func(n string) int { return slices.Index(benchUnits, n[strings.LastIndex(n, " ")+1:]) }

@@ -23,6 +23,10 @@ type abMetric struct {
 	name        string
 	judge       metric.Judgement
 	higherWorse bool
+	// checked says that each value already repeats within insSpread of
+	// itself (a benchmark's instructions per op: two runs under
+	// callgrind agreed, or it was refused): one round an arm judges it.
+	checked bool
 }
 
 // abMetricsOf are the named metrics as the table judges them.
@@ -33,7 +37,7 @@ func abMetricsOf(names ...string) []abMetric {
 		if !ok {
 			panic("probe: metric " + n + " is not in the metric table")
 		}
-		out[i] = abMetric{n, m.Judged, m.HigherWorse}
+		out[i] = abMetric{name: n, judge: m.Judged, higherWorse: m.HigherWorse}
 	}
 	return out
 }
@@ -141,7 +145,7 @@ func endpointABMetrics(before, after map[string][]float64) []abMetric {
 	for _, e := range slices.Sorted(maps.Keys(names)) {
 		for _, u := range endpointUnits {
 			if len(before[e+" "+u.name]) > 0 && len(after[e+" "+u.name]) > 0 {
-				out = append(out, abMetric{e + " " + u.name, u.judge, u.higherWorse})
+				out = append(out, abMetric{name: e + " " + u.name, judge: u.judge, higherWorse: u.higherWorse})
 			}
 		}
 	}
@@ -235,7 +239,10 @@ func compareTails(before, after map[string][]float64) map[string]*schema.ABMetri
 // a percent but not exactly: a change is one when no run of one arm falls
 // within the other's range and the medians differ by more than 0.1% and
 // by more than twice the wider arm's spread.
-func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool) *schema.ABMetric {
+//
+// A checked figure (abMetric.checked) needs one round an arm: a change
+// is one past twice the spread each value was checked to (0.2%).
+func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool, checked ...bool) *schema.ABMetric {
 	m := &schema.ABMetric{Before: medianOf(b), After: medianOf(a), P: 1, JudgedAs: judge.String()}
 	m.Delta = m.After - m.Before
 	if m.Before != 0 {
@@ -256,6 +263,10 @@ func compareMetric(b, a []float64, judge metric.Judgement, higherWorse bool) *sc
 	case metric.Bytes:
 		changed = math.Abs(m.Delta) > math.Max(0.005*math.Abs(m.Before), 1)
 	case metric.Instructions:
+		if len(checked) > 0 && checked[0] && (len(b) < 2 || len(a) < 2) {
+			changed = math.Abs(m.Delta) > math.Max(2*insSpread*math.Abs(m.Before), 2)
+			break
+		}
 		if len(b) < 2 || len(a) < 2 {
 			m.Verdict, m.Why = "not judged", "too few rounds to see the runs' spread (need 2 per arm)"
 			return m

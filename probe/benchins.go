@@ -259,7 +259,7 @@ func (r insRun) callgrindBench(ctx context.Context, bare string, n int, file str
 	if !sub {
 		toggles = []string{"--toggle-collect=*." + top, "--toggle-collect=*." + top + ".*"}
 	}
-	args := append([]string{"--tool=callgrind", "--dump-instr=no"}, toggles...)
+	args := append([]string{"--tool=callgrind", "--dump-instr=yes"}, toggles...)
 	cmd := exec.Command(valgrind, append(args, "--callgrind-out-file="+file, tgt.PlainBinary,
 		"-test.run=^$", "-test.bench="+benchPattern(bare), "-test.benchtime="+fmt.Sprintf("%09dx", n), "-test.count=1")...)
 	cmd.Dir = tgt.PkgDir
@@ -285,38 +285,35 @@ func (r insRun) callgrindBench(ctx context.Context, bare string, n int, file str
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	sum := &callgrind.Part{Self: map[string]int64{}, Calls: map[[2]string]int64{}, Lines: map[callgrind.Line]int64{}}
+	sum := callgrind.NewPart()
 	for _, p := range parts {
-		for fn, v := range p.Self {
-			sum.Self[fn] += v
-		}
-		for l, v := range p.Lines {
-			sum.Lines[l] += v
-		}
-		sum.Total += p.Total
+		sum.Add(p, 1)
 	}
 	return sum, nil
 }
 
-// diffParts is a less b, by function: what the longer run's extra ops
-// ran.
+// diffParts is a less b, by function, line and call: what the longer
+// run's extra ops ran.
 func diffParts(a, b *callgrind.Part) *callgrind.Part {
-	d := &callgrind.Part{Self: map[string]int64{}, Calls: map[[2]string]int64{}, Lines: map[callgrind.Line]int64{}, Total: a.Total - b.Total}
-	for fn, v := range a.Self {
-		d.Self[fn] += v
-	}
-	for fn, v := range b.Self {
-		d.Self[fn] -= v
-	}
-	for l, v := range a.Lines {
-		d.Lines[l] += v
-	}
-	for l, v := range b.Lines {
-		d.Lines[l] -= v
-	}
+	d := callgrind.NewPart()
+	d.Add(a, 1)
+	d.Add(b, -1)
 	maps.DeleteFunc(d.Self, func(_ string, v int64) bool { return v == 0 })
 	maps.DeleteFunc(d.Lines, func(_ callgrind.Line, v int64) bool { return v == 0 })
+	maps.DeleteFunc(d.CallLines, func(_ callgrind.Call, v int64) bool { return v == 0 })
 	return d
+}
+
+// benchRoot says which functions are the benchmark's own (named as
+// callgrind's toggles count them: the function, its closures): the roots
+// of what was counted.
+func benchRoot(name string) func(string) bool {
+	top, _, _ := strings.Cut(name, "/")
+	top = top[:len(top)-len(sharedProcsSuffix([]string{top}))]
+	return func(fn string) bool {
+		_, f, ok := strings.Cut(fn[strings.LastIndex(fn, "/")+1:], ".")
+		return ok && (f == top || strings.HasPrefix(f, top+".func"))
+	}
 }
 
 // errInstructionsUnstable is a benchmark whose instructions per op do not
@@ -344,7 +341,7 @@ func (o *benchOutput) instructionFigures(f *schema.BenchFigures, folder string, 
 			cs[i] = profkey.RequestsComment + strconv.Itoa(bi.ops)
 		}
 	}
-	p := instructionsProfile(bi.diff)
+	p := instructionsProfile(bi.diff, o.tgt.ModDir, o.tgt.PlainBinary, benchRoot(f.Name))
 	if err := o.profile(f, folder, "instructions", p, cs); err != nil {
 		return err
 	}

@@ -2,13 +2,11 @@ package probe
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/perfspy/perfspy/callgrind"
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/load"
 	"github.com/perfspy/perfspy/report"
 
@@ -110,7 +109,7 @@ type callgrindRun struct {
 // cpu.rdtscp=off makes cputicks fence and read RDTSC instead.
 func (cr *callgrindRun) command(binary string, args []string) (string, []string, []string) {
 	cr.cgOut = filepath.Join(cr.s.out, "callgrind.out")
-	vargs := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=no", "--callgrind-out-file=" + cr.cgOut, binary}, args...)
+	vargs := append([]string{"--tool=callgrind", "--combine-dumps=yes", "--dump-instr=yes", "--callgrind-out-file=" + cr.cgOut, binary}, args...)
 	return cr.valgrind, vargs, []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0,cpu.rdtscp=off", "GOGC=off"}
 }
 
@@ -228,7 +227,7 @@ func (cr *callgrindRun) write(win *callgrind.Part, lr *load.Result) (*Result, er
 		Sources: map[string]string{"instructions": SourceInstructions, "allocs": SourceNone, "copies": SourceNone, "syscalls": SourceNone, "offcpu": SourceNone, "cpu": SourceNone},
 		Files:   map[string]string{"instructions": "instructions.pb.gz", "callgrind": "callgrind.out", "bench": "bench.txt", "report": "report.md", "target_log": "target.log"},
 	}
-	pp := instructionsProfile(win)
+	pp := instructionsProfile(win, tgt.ModDir, tgt.Binary, nil)
 	pp.Comments = windowComments(n, lr.Elapsed.Seconds(), cfg.Target, cr.s.commit)
 	var prof, js, bench, rep bytes.Buffer
 	if err := pp.Write(&prof); err != nil {
@@ -257,47 +256,97 @@ func instructionCosts(p *callgrind.Part) report.Costs {
 	return c
 }
 
-// instructionsProfile writes the window's exclusive costs by function.
-func instructionsProfile(p *callgrind.Part) *profile.Profile {
+// instructionsProfile writes the window's exclusive costs by source
+// line, each with the lines of the target module's own code (under
+// modDir) that led to it: a sample is the instruction that ran, then,
+// innermost first, each own line above it, with the function of another
+// module (or the standard library) it called on the way (callgrind.Charges
+// says how a function's cost is parted among the lines that called it).
+// A cost no own line leads to is a sample of one frame. Each address is
+// a location whose lines are the functions the compiler inlined there,
+// from binary's DWARF (callgrind names inlined code by the function it
+// was inlined into); without DWARF, the function callgrind names.
+//
+// root, when not nil, names the functions charged to nothing above them
+// (a benchmark's: callgrind.Charges).
+func instructionsProfile(p *callgrind.Part, modDir, binary string, root func(string) bool) *profile.Profile {
 	prof := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "instructions", Unit: "count"}},
 		PeriodType: &profile.ValueType{Type: "instructions", Unit: "count"},
 		Period:     1,
 	}
-	// A sample a function's source line (its exclusive cost there), in
-	// the order of the functions' costs, then of the lines; a function
-	// in another file (code inlined from it) is a function entry of its
-	// own, so that the line names its file.
+	inl, _ := elfsym.OpenInlines(binary) // nil: callgrind's names alone
 	funcs := map[[2]string]*profile.Function{}
-	byFunc := map[string][]callgrind.Line{}
-	for l, c := range p.Lines {
-		if c != 0 {
-			byFunc[l.Func] = append(byFunc[l.Func], l)
+	fn := func(name, file string) *profile.Function {
+		f := funcs[[2]string{name, file}]
+		if f == nil {
+			f = &profile.Function{ID: uint64(len(prof.Function) + 1), Name: name, SystemName: name, Filename: file}
+			funcs[[2]string{name, file}] = f
+			prof.Function = append(prof.Function, f)
+		}
+		return f
+	}
+	locs := map[callgrind.Line]*profile.Location{}
+	loc := func(l callgrind.Line) *profile.Location {
+		if x := locs[l]; x != nil {
+			return x
+		}
+		// A function in another file (code inlined from it, when the
+		// DWARF cannot say which) is a function entry of its own, so that
+		// the line names its file.
+		x := &profile.Location{ID: uint64(len(prof.Location) + 1), Address: l.Addr, Line: []profile.Line{{Function: fn(l.Func, l.File), Line: l.Line}}}
+		if frames := inlineFrames(inl, l.Addr); len(frames) > 0 {
+			x.Line = x.Line[:0]
+			for i, f := range frames {
+				file, line := f.File, f.Line
+				if i == 0 {
+					file, line = l.File, l.Line
+				}
+				x.Line = append(x.Line, profile.Line{Function: fn(f.Func, file), Line: line})
+			}
+		}
+		locs[l] = x
+		prof.Location = append(prof.Location, x)
+		return x
+	}
+	// A function is the module's own when a line of its is in the
+	// module's files: callgrind's fl= for a function is the file of its
+	// first instruction, which can be code inlined into it (a benchmark's
+	// b.Loop, from package testing).
+	prefix := strings.TrimSuffix(modDir, "/") + "/"
+	owned := map[string]bool{}
+	for l := range p.Lines {
+		if rel, ok := strings.CutPrefix(l.File, prefix); ok && modDir != "" && !strings.HasPrefix(rel, "vendor/") {
+			owned[l.Func] = true
 		}
 	}
+	own := func(fn string) bool { return owned[fn] }
+	byFunc := map[string][]callgrind.Charge{}
+	for _, c := range p.Charges(own, root) {
+		byFunc[c.Leaf.Func] = append(byFunc[c.Leaf.Func], c)
+	}
+	// In the order of the functions' costs, then of their lines.
 	for _, row := range p.Top() {
-		lines := byFunc[row.Func]
-		if len(lines) == 0 { // a part without positions: the function alone
-			lines = []callgrind.Line{{Func: row.Func}}
+		cs := byFunc[row.Func]
+		if len(cs) == 0 { // a part without positions: the function alone
+			cs = []callgrind.Charge{{Leaf: callgrind.Line{Func: row.Func}, Cost: row.Cost}}
 		}
-		slices.SortFunc(lines, func(a, b callgrind.Line) int {
-			return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
-		})
-		for _, l := range lines {
-			fn := funcs[[2]string{l.Func, l.File}]
-			if fn == nil {
-				fn = &profile.Function{ID: uint64(len(prof.Function) + 1), Name: l.Func, SystemName: l.Func, Filename: l.File}
-				funcs[[2]string{l.Func, l.File}] = fn
-				prof.Function = append(prof.Function, fn)
+		for _, c := range cs {
+			stack := []*profile.Location{loc(c.Leaf)}
+			for _, l := range c.Callers {
+				stack = append(stack, loc(l))
 			}
-			cost := p.Lines[l]
-			if l.File == "" && l.Line == 0 && len(byFunc[row.Func]) == 0 {
-				cost = row.Cost
-			}
-			loc := &profile.Location{ID: uint64(len(prof.Location) + 1), Line: []profile.Line{{Function: fn, Line: l.Line}}}
-			prof.Location = append(prof.Location, loc)
-			prof.Sample = append(prof.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{cost}})
+			prof.Sample = append(prof.Sample, &profile.Sample{Location: stack, Value: []int64{c.Cost}})
 		}
 	}
 	return prof
+}
+
+// inlineFrames are the functions at addr, innermost first; none when the
+// address or the DWARF is not known.
+func inlineFrames(inl *elfsym.Inlines, addr uint64) []elfsym.Frame {
+	if inl == nil || addr == 0 {
+		return nil
+	}
+	return inl.Frames(addr)
 }

@@ -42,6 +42,9 @@ type siteCounts struct {
 	// frame (the handler, the benchmark) down to the allocating frame.
 	path   map[siteKey][]string
 	weight map[siteKey]int64
+	// total is every sample's first value, own code's or not: the
+	// item's whole figure, that a line's change is a part of.
+	total float64
 }
 
 // addAnnotations annotates the lines behind each count of it that
@@ -59,7 +62,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 	routes := slices.ContainsFunc(it.Changes, func(c schema.ReviewChange) bool { return c.Subject != it.Route })
 	for _, c := range it.Changes {
 		changed := c.Verdict == "regression" || c.Verdict == "improvement"
-		if c.Profile == "" || !changed || !IsCount(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
+		if c.Profile == "" || !changed || !IsCount(c.Metric) && !isInstructions(c.Metric) || routes && it.Kind == "server" && c.Subject == it.Route {
 			continue
 		}
 		w := todo[c.Profile]
@@ -72,40 +75,81 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 	lines := &lineMaps{ctx: ctx, root: root, base: r.Base["commit"], head: r.Head["commit"], m: map[string][]hunk{}}
 	for _, prof := range sortedKeys(todo) {
 		w := todo[prof]
-		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies or retained
+		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies, retained or instructions
 		subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
 		if subject == "" {
 			subject = it.Route
 		}
-		before := readKind(ab.Profiles["before"][prof], ab.Worktrees["before"], kind)
-		after := readKind(ab.Profiles["after"][prof], ab.Worktrees["after"], kind)
+		// Instructions are read on the innermost changed line of a
+		// sample's own frames when it has one (what runs below a changed
+		// line is its cost, as the line's calls' inclusive cost), else on
+		// its innermost own line; the other kinds on the innermost.
+		var baseChanged, headChanged func(string, int) bool
+		if kind == "instructions" {
+			baseChanged = func(file string, line int) bool { return baseHunk(lines.hunks(file), line) >= 0 }
+			headChanged = func(file string, line int) bool { return headHunk(lines.hunks(file), line) >= 0 }
+		}
+		before := readKind(ab.Profiles["before"][prof], ab.Worktrees["before"], kind, baseChanged)
+		after := readKind(ab.Profiles["after"][prof], ab.Worktrees["after"], kind, headChanged)
 		if before.requests == 0 || after.requests == 0 {
 			continue
 		}
 		deps := map[schema.GoModChange]*depChange{}
-		for _, lc := range lines.causeLines(lines.netChanges(before, after)) {
+		whole := before.total / float64(before.requests)
+		// Instructions' stacks are whole (own code's callers are in
+		// them): a line the head left alone that runs more because a
+		// changed line calls it more is that line's change.
+		lcs := lines.causeLines(lines.netChanges(before, after))
+		// Instructions move on lines a change left alone when the
+		// compiler lays out their function anew around it (a changed
+		// function inlined there: registers, spills): with a changed line
+		// that moved, those are its remainder, said beside it, not lines
+		// of their own.
+		changedMoved := kind == "instructions" && slices.ContainsFunc(lcs, func(lc lineChange) bool {
+			return lc.changed && math.Abs(lc.v[0]) >= 0.5 && math.Abs(lc.v[0]) >= insLineShare*whole
+		})
+		// The remainder is the item's change less its changed lines' (and
+		// what go.mod's changes are given): lines left alone, and code
+		// that is no line of the repository's (inlined into its functions
+		// from the standard library, testing's loop).
+		rest := after.total/float64(after.requests) - whole
+		for _, lc := range lcs {
+			if lc.changed {
+				rest -= lc.v[0]
+			}
+		}
+		largest := -1 // the annotation of this profile with the largest change
+		for _, lc := range lcs {
+			lc.of = whole
 			// A line the head left alone, whose change is in a module
 			// (or the toolchain) go.mod moved: go.mod's line is the
 			// cause, and this line the path to it.
 			if c, frame, ok := moduleCause(lc, r.Modules, r.codeChanged); ok {
 				d := deps[c]
 				if d == nil {
-					d = &depChange{c: c, modCache: r.modCache}
+					d = &depChange{c: c, modCache: r.modCache, of: whole}
 					deps[c] = d
 				}
 				d.add(lc, frame)
+				rest -= lc.v[0]
 				continue
+			}
+			if changedMoved && !lc.changed {
+				continue // in the remainder
 			}
 			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
 				a.Item = it.Name
 				base := lc.base
-				verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it"}[kind]
+				verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it", "instructions": "runs more"}[kind]
 				switch {
 				case lc.alloc != 0 && !lc.own:
 					a.AllocLine, base = lc.alloc, lc.allocBase
 					a.Message += fmt.Sprintf("; at %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
 				case lc.alloc != 0:
 					a.Message += fmt.Sprintf("; with %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
+				}
+				if largest < 0 || math.Abs(a.Delta) > math.Abs(r.Annotations[largest].Delta) {
+					largest = len(r.Annotations)
 				}
 				r.Annotations = append(r.Annotations, a)
 				if r.baseLines == nil {
@@ -114,6 +158,30 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 				r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
 				if lc.alloc != 0 && lc.own {
 					r.causedLines[annKey(a)] = lc
+				}
+			}
+		}
+		if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
+			// The remainder is the change's too: the annotation says the
+			// net, as the benchmark's figure does, and both parts.
+			a := &r.Annotations[largest]
+			on := a.Delta
+			a.Delta += rest
+			_, tail, _ := strings.Cut(a.Message, " in ")
+			where, more, _ := strings.Cut(tail, "; ")
+			if more != "" {
+				more = "; " + more
+			}
+			pct := ""
+			if whole > 0 {
+				pct = fmt.Sprintf(" (%+.1f%%)", 100*a.Delta/whole)
+			}
+			a.Message = fmt.Sprintf("%s instructions/%s%s in %s, net of %s on this line and %s elsewhere (lines this change left alone and code inlined from other packages, which the compiler laid out anew around it or which runs less because of it)%s",
+				signedCount(a.Delta), per, pct, where, signedCount(on), signedCount(rest), more)
+			if (a.Delta > 0) != (on > 0) {
+				a.Title = strings.Replace(a.Title, verbOf(on > 0), verbOf(a.Delta > 0), 1)
+				if a.Delta <= 0 {
+					a.Level = "notice"
 				}
 			}
 		}
@@ -144,21 +212,24 @@ var levelOrder = map[string]int{"error": 0, "warning": 1, "notice": 2}
 // requested bytes (the bytes the code asked for: size-class bytes move
 // when the tiny allocator's 16-byte blocks are opened by another site),
 // copies by bytes, memory left live by objects and bytes.
-func readKind(files []string, worktree, kind string) siteCounts {
+func readKind(files []string, worktree, kind string, changed func(file string, line int) bool) siteCounts {
 	switch kind {
 	case "allocs":
 		// What follows the GC's cadence is judged apart (judge.go), not
 		// put on lines.
-		sc := readSites(files, worktree, []string{"alloc_objects", "requested_space"}, cadence)
+		sc := readSites(files, worktree, []string{"alloc_objects", "requested_space"}, cadence, nil)
 		if sc.requests == 0 { // the heap profile has no requested bytes
-			sc = readSites(files, worktree, []string{"alloc_objects", "alloc_space"}, cadence)
+			sc = readSites(files, worktree, []string{"alloc_objects", "alloc_space"}, cadence, nil)
 		}
 		return sc
 	case "copies":
 		// Bytes, not a count: a map's growth is the GC's cadence's.
-		return readSites(files, worktree, []string{"copied_bytes"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) })
+		return readSites(files, worktree, []string{"copied_bytes"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) }, nil)
 	case "retained":
-		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) })
+		return readSites(files, worktree, []string{"inuse_objects", "inuse_space"}, func(s *profile.Sample, _ float64) bool { return cadence(s, 0) }, nil)
+	case "instructions":
+		sc := readSites(files, worktree, []string{"instructions"}, nil, changed)
+		return sc
 	}
 	return siteCounts{}
 }
@@ -188,6 +259,14 @@ func annotation(lc lineChange, kind, per, subject string, failed bool) (schema.A
 		a.Metric = "copied-B/" + per
 		a.Message = fmt.Sprintf("%s copied B/%s in %s", signedNum(g[0]), per, where)
 		a.Title = "perfspy: bytes copied " + verb + " in " + shortFunc(k.fn)
+	case kind == "instructions" && math.Abs(g[0]) >= 0.5 && (lc.of <= 0 || math.Abs(g[0]) >= insLineShare*lc.of):
+		a.Metric = "instructions/" + per
+		pct := ""
+		if lc.of > 0 {
+			pct = fmt.Sprintf(" (%+.1f%%)", 100*g[0]/lc.of)
+		}
+		a.Message = fmt.Sprintf("%s instructions/%s%s in %s", signedCount(g[0]), per, pct, where)
+		a.Title = "perfspy: instructions " + verb + " in " + shortFunc(k.fn)
 	case kind == "allocs" && (math.Abs(g[0]) >= 0.005 || math.Abs(g[1]) >= 0.5):
 		a.Metric, a.Bytes = "allocs/"+per, g[1]
 		a.Message = fmt.Sprintf("%s allocs/%s (%s B asked for) in %s", signedFixed(g[0]), per, signedNum(g[1]), where)
@@ -204,6 +283,33 @@ func annotation(lc lineChange, kind, per, subject string, failed bool) (schema.A
 		a.Level = "warning"
 	}
 	return a, true
+}
+
+// insLineShare is the least part of an item's instructions a line's
+// change must be to be annotated: half the spread an instructions figure
+// is said to repeat to (probe's insSpread), so that no line is
+// annotated with what two runs of one build may differ by.
+const insLineShare = 0.0005
+
+// isInstructions says whether a metric is callgrind's instructions.
+func isInstructions(metric string) bool { return strings.HasPrefix(metric, "instructions/") }
+
+// signedCount is a count with its sign, rounded to a whole, its
+// thousands grouped: +1,840.
+func signedCount(v float64) string {
+	n := int64(math.Round(math.Abs(v)))
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if v < 0 {
+		return "-" + b.String()
+	}
+	return "+" + b.String()
 }
 
 func verbOf(grew bool) string {
@@ -242,6 +348,9 @@ type lineChange struct {
 	// own says that the changed line's own figures changed too: the
 	// change is its and alloc's.
 	own bool
+	// of is the item's whole figure per request (op) in the base, that
+	// the change is a part of (instructions' percentage).
+	of float64
 }
 
 // netChanges are the lines whose figures changed between before and
@@ -399,8 +508,9 @@ func shortFunc(fn string) string {
 // readSites sums the samples of files by the innermost frame in the
 // worktree (the repository's own code, vendored code left out), with the
 // requests the files carry, the samples skip says leaving out. An
-// unreadable file is left out.
-func readSites(files []string, worktree string, samples []string, skip func(s *profile.Sample, perReq float64) bool) siteCounts {
+// unreadable file is left out. With prefer, a sample is read on its
+// innermost own frame that prefer says, when it has one.
+func readSites(files []string, worktree string, samples []string, skip func(s *profile.Sample, perReq float64) bool, prefer func(file string, line int) bool) siteCounts {
 	sc := siteCounts{v: map[siteKey][2]float64{}, path: map[siteKey][]string{}, weight: map[siteKey]int64{}}
 	prefix := strings.TrimSuffix(worktree, "/") + "/"
 	for _, f := range files {
@@ -422,10 +532,11 @@ func readSites(files []string, worktree string, samples []string, skip func(s *p
 		}
 		sc.requests += n
 		for _, s := range p.Sample {
+			sc.total += float64(s.Value[idx[0]])
 			if skip != nil && skip(s, float64(s.Value[idx[0]])/float64(n)) {
 				continue
 			}
-			k, ok := ownFrame(s, prefix)
+			k, ok := ownFrame(s, prefix, prefer)
 			if !ok {
 				continue
 			}
@@ -469,19 +580,28 @@ func stackPath(s *profile.Sample, prefix string) []string {
 	return path
 }
 
-// ownFrame is the sample's innermost line in the repository's own code.
-func ownFrame(s *profile.Sample, prefix string) (siteKey, bool) {
+// ownFrame is the sample's innermost line in the repository's own code;
+// with prefer, its innermost own line prefer says, when it has one.
+func ownFrame(s *profile.Sample, prefix string, prefer func(file string, line int) bool) (siteKey, bool) {
+	var first siteKey
+	found := false
 	for _, loc := range s.Location {
 		for _, l := range loc.Line {
 			if l.Function == nil {
 				continue
 			}
 			if rel, ok := strings.CutPrefix(l.Function.Filename, prefix); ok && !strings.HasPrefix(rel, "vendor/") {
-				return siteKey{rel, int(l.Line), l.Function.Name}, true
+				k := siteKey{rel, int(l.Line), l.Function.Name}
+				if prefer == nil || prefer(rel, k.line) {
+					return k, true
+				}
+				if !found {
+					first, found = k, true
+				}
 			}
 		}
 	}
-	return siteKey{}, false
+	return first, found
 }
 
 // readProfile reads a profile probe ab's rounds wrote, within the limit

@@ -336,6 +336,7 @@ type depChange struct {
 	frames   map[string]float64
 	path     []string // the heaviest line's stack
 	most     float64
+	of       float64 // the item's whole figure per request (op), in the base
 }
 
 func (d *depChange) add(lc lineChange, frame string) {
@@ -360,7 +361,7 @@ func (d *depChange) annotation(kind, per, subject string, failed bool) (schema.A
 		return cmp.Or(cmp.Compare(math.Abs(d.frames[b]), math.Abs(d.frames[a])), strings.Compare(a, b))
 	})
 	top, _, _ := strings.Cut(frames[0], " (")
-	a, ok := annotation(lineChange{k: siteKey{d.c.File, d.c.Line, top}, v: d.v, path: d.path}, kind, per, subject, failed)
+	a, ok := annotation(lineChange{k: siteKey{d.c.File, d.c.Line, top}, v: d.v, path: d.path, of: d.of}, kind, per, subject, failed)
 	if !ok {
 		return a, false
 	}

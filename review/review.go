@@ -496,6 +496,8 @@ func changes(ab *probe.ABResult, cfg *Config, route, per string) []schema.Review
 			c.Profile = "copies"
 		case unit == "syscalls/"+per:
 			c.Profile = "syscalls"
+		case unit == "instructions/"+per:
+			c.Profile = "instructions"
 		}
 		if c.Profile != "" && subject != route {
 			c.Profile = subject + " " + c.Profile
