@@ -51,7 +51,11 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 	bc := ab.cfg.Bench
 	bc.Target, bc.Out, bc.Toolchain = rc.Target, rc.Out, rc.Toolchain
 	res, err := RunBench(ctx, bc, nil)
-	if err != nil && !errors.Is(err, ErrBenchmemMismatch) {
+	// A round whose figures were measured but not all given (a benchmark
+	// whose instructions were refused: ErrNotJudged) or that -benchmem
+	// disagrees with is judged with its reasons; one with no results is
+	// the round's error.
+	if err != nil && (res == nil || !errors.Is(err, ErrBenchmemMismatch) && !errors.Is(err, ErrNotJudged)) {
 		return fmt.Errorf("round %d, %s: %w", r+1, arm, err)
 	}
 	if err != nil {

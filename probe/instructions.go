@@ -276,6 +276,7 @@ func instructionsProfile(p *callgrind.Part, modDir, binary string, root func(str
 		Period:     1,
 	}
 	inl, _ := elfsym.OpenInlines(binary) // nil: callgrind's names alone
+	p = realCalls(p, inl)
 	funcs := map[[2]string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		f := funcs[[2]string{name, file}]
@@ -349,4 +350,25 @@ func inlineFrames(inl *elfsym.Inlines, addr uint64) []elfsym.Frame {
 		return nil
 	}
 	return inl.Frames(addr)
+}
+
+// realCalls is p without the calls whose call site is not in the caller:
+// when the scheduler switches goroutines, callgrind can take the jump
+// into the resumed goroutine's code for a call from the function that
+// ran before (runtime.bgsweep "calling" gjson.Get, at a line of
+// gjson.go), which would charge the callee's cost to the wrong callers.
+// The call site's function is read from the DWARF; without it, p is kept.
+func realCalls(p *callgrind.Part, inl *elfsym.Inlines) *callgrind.Part {
+	if inl == nil {
+		return p
+	}
+	q := *p
+	q.CallLines = make(map[callgrind.Call]int64, len(p.CallLines))
+	for c, v := range p.CallLines {
+		if fr := inlineFrames(inl, c.From.Addr); len(fr) > 0 && fr[len(fr)-1].Func != c.From.Func {
+			continue
+		}
+		q.CallLines[c] = v
+	}
+	return &q
 }

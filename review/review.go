@@ -396,7 +396,7 @@ func (m measurer) runAB(ctx context.Context, abc probe.ABConfig, item string, lo
 		}
 	}
 	ab, err := probe.AB(ctx, abc, logw)
-	if err != nil && !errors.Is(err, probe.ErrNotJudged) {
+	if err != nil && (ab == nil || !errors.Is(err, probe.ErrNotJudged)) {
 		return nil, err
 	}
 	if key != "" && len(abc.BeforeRuns) == 0 {
