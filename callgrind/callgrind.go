@@ -41,10 +41,13 @@ type Part struct {
 	Files map[string]string
 }
 
-// Call is the calls a source line made to one function.
+// Call is the calls a source line made to one function; with addresses,
+// Target is the address the calls went to (a true call enters the callee
+// at its first instruction).
 type Call struct {
-	From Line
-	To   string
+	From   Line
+	To     string
+	Target uint64
 }
 
 // Line is a function's source line; with --dump-instr=yes, one
@@ -104,6 +107,7 @@ type parser struct {
 	fl      string // the function's file (fl=)
 	file    string // the cost lines' file: fl, or an inlined one's (fi=, fe=)
 	inCall  bool   // the next cost line is a call's inclusive cost
+	target  uint64 // the address the call went to (calls=), 0 without addresses
 	// The positions' kinds ("positions: instr line": an address, then a
 	// line) and each one's last value (relative positions follow it).
 	instr, lines bool
@@ -189,7 +193,16 @@ func (p *parser) spec(key, val string) string {
 			p.file = name
 		}
 	case "calls":
-		p.inCall = true
+		p.inCall, p.target = true, 0
+		// calls=COUNT TARGET: with addresses, the target's first position
+		// is the address called, relative to the last address but not
+		// moving it.
+		if f := strings.Fields(val); p.instr && len(f) >= 2 {
+			last := p.lastAddr
+			if a, err := position(f[1], &last); err == nil {
+				p.target = uint64(a)
+			}
+		}
 	}
 	return "" // jump=, jcnd= and the rest carry no cost
 }
@@ -267,7 +280,7 @@ func (p *parser) cost(t string) string {
 	}
 	if p.inCall {
 		p.cur.Calls[[2]string{p.fn, p.cfn}] += cost
-		p.cur.CallLines[Call{Line{p.fn, p.file, pos, uint64(addr)}, p.cfn}] += cost
+		p.cur.CallLines[Call{Line{p.fn, p.file, pos, uint64(addr)}, p.cfn, p.target}] += cost
 		p.inCall = false
 		return ""
 	}

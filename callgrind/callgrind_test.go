@@ -259,3 +259,39 @@ calls=1 30
 		t.Errorf("charges\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestAddresses: with "positions: instr line" each cost line has an
+// address and a line, each relative to its own last value; a calls=
+// line's target address is relative to the last address without moving
+// it (the call's own position after it is the caller's).
+func TestAddresses(t *testing.T) {
+	src := `version: 1
+positions: instr line
+events: Ir
+fl=(1) /app/main.go
+fn=(1) main.run
+0x1000 7 1
++4 * 2
+cfn=(2) lib.X
+calls=1 -2048 +3
+* +1 100
++5 * 3
+`
+	parts, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parts[0]
+	want := map[Line]int64{
+		{"main.run", "/app/main.go", 7, 0x1000}: 1,
+		{"main.run", "/app/main.go", 7, 0x1004}: 2,
+		{"main.run", "/app/main.go", 8, 0x1009}: 3,
+	}
+	if !maps.Equal(p.Lines, want) {
+		t.Errorf("lines %v, want %v", p.Lines, want)
+	}
+	call := Call{From: Line{"main.run", "/app/main.go", 8, 0x1004}, To: "lib.X", Target: 0x804}
+	if p.CallLines[call] != 100 || len(p.CallLines) != 1 {
+		t.Errorf("calls %v, want %v: 100", p.CallLines, call)
+	}
+}

@@ -352,7 +352,8 @@ func inlineFrames(inl *elfsym.Inlines, addr uint64) []elfsym.Frame {
 	return inl.Frames(addr)
 }
 
-// realCalls is p without the calls whose call site is not in the caller:
+// realCalls is p without the calls whose call site is not in the caller,
+// or that did not enter the callee at its start:
 // when the scheduler switches goroutines, callgrind can take the jump
 // into the resumed goroutine's code for a call from the function that
 // ran before (runtime.bgsweep "calling" gjson.Get, at a line of
@@ -366,6 +367,12 @@ func realCalls(p *callgrind.Part, inl *elfsym.Inlines) *callgrind.Part {
 	q.CallLines = make(map[callgrind.Call]int64, len(p.CallLines))
 	for c, v := range p.CallLines {
 		if fr := inlineFrames(inl, c.From.Addr); len(fr) > 0 && fr[len(fr)-1].Func != c.From.Func {
+			continue
+		}
+		// A call that did not enter the callee at its first instruction
+		// is a goroutine resumed (encoding/json.Marshal "calling" the
+		// handler that called it).
+		if c.Target != 0 && !inl.Entry(c.Target) {
 			continue
 		}
 		q.CallLines[c] = v

@@ -185,3 +185,10 @@ func (t *Inlines) Frames(addr uint64) []Frame {
 func inRanges(rs [][2]uint64, a uint64) bool {
 	return slices.ContainsFunc(rs, func(r [2]uint64) bool { return a >= r[0] && a < r[1] })
 }
+
+// Entry reports whether addr is a function's first instruction: where a
+// call enters it.
+func (t *Inlines) Entry(addr uint64) bool {
+	i, ok := slices.BinarySearchFunc(t.subs, addr, func(s subprogram, a uint64) int { return cmp.Compare(s.lo, a) })
+	return ok && t.subs[i].ranges[0][0] == addr
+}
