@@ -249,26 +249,24 @@ func (p *parser) header(k, v string) string {
 // cost reads a cost line: a position, then events (the first is Ir).
 func (p *parser) cost(t string) string {
 	f := strings.Fields(t)
+	// The positions the header named, in its order, each relative to its
+	// own last value.
 	var addr, pos int64
-	if p.instr {
-		if len(f) < 1 {
-			return "no address"
+	for _, sub := range []struct {
+		on        bool
+		last, out *int64
+	}{{p.instr, &p.lastAddr, &addr}, {p.lines, &p.lastPos, &pos}} {
+		if !sub.on {
+			continue
 		}
-		a, err := position(f[0], &p.lastAddr)
+		if len(f) < 1 {
+			return "a position missing"
+		}
+		v, err := position(f[0], sub.last)
 		if err != nil {
 			return err.Error()
 		}
-		addr, f = a, f[1:]
-	}
-	if p.lines {
-		if len(f) < 1 {
-			return "no line"
-		}
-		l, err := position(f[0], &p.lastPos)
-		if err != nil {
-			return err.Error()
-		}
-		pos, f = l, f[1:]
+		*sub.out, f = v, f[1:]
 	}
 	var cost int64
 	if len(f) > 0 {

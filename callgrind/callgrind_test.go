@@ -64,8 +64,10 @@ func TestParseErrors(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	b, _ := os.ReadFile("testdata/pitfalls.out")
-	f.Add(b)
+	for _, name := range []string{"testdata/pitfalls.out", "testdata/addresses.out"} {
+		b, _ := os.ReadFile(name)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parts, err := Parse(strings.NewReader(string(b)))
 		if err != nil {
@@ -78,6 +80,16 @@ func FuzzParse(f *testing.F) {
 			}
 			if s != p.Total {
 				t.Fatalf("part %d: self sums to %d, total %d", p.Number, s, p.Total)
+			}
+			// Whatever it parsed, the charges keep each line's cost.
+			by := map[Line]int64{}
+			for _, c := range p.Charges(func(fn string) bool { return strings.HasPrefix(fn, "main.") }, nil) {
+				by[c.Leaf] += c.Cost
+			}
+			for l, c := range p.Lines {
+				if c != 0 && by[l] != c {
+					t.Fatalf("line %v: charges add up to %d, cost %d", l, by[l], c)
+				}
 			}
 		}
 	})
