@@ -36,6 +36,19 @@ import (
 // group's search for orphans never takes another's, nor a go build.
 var own sync.Map // pid -> *Group (nil for Keep's)
 
+// starting is held from a start of a process probe owns until its pid is
+// in own, and by the search for orphans: a process another goroutine had
+// just started (two benchmarks counted side by side under callgrind) was
+// otherwise an orphan of the group that looked then, and killed.
+var starting sync.Mutex
+
+// Starting holds off the search for orphans while the caller starts a
+// process and records it (Group.Started, Keep); it returns the release.
+func Starting() (done func()) {
+	starting.Lock()
+	return starting.Unlock
+}
+
 // Keep says that pid is a child probe started in a process group of its
 // own while a target may run (the go command): never an orphan of a
 // group. The returned function forgets it, once it was waited for.
@@ -177,6 +190,8 @@ func (g *Group) orphans(zombies bool) []int {
 	if g.pgid <= 0 {
 		return nil
 	}
+	starting.Lock()
+	defer starting.Unlock()
 	var out []int
 	for _, pid := range childrenOf(os.Getpid()) {
 		if pid == g.pgid || (g.wd != nil && g.wd.Process != nil && pid == g.wd.Process.Pid) || !zombies && !Running(pid) {
@@ -268,6 +283,8 @@ func (g *Group) startWatchdog(private string) error {
 	// A process group of its own: the terminal's Ctrl-C does not end it
 	// before probe has cleaned up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done := Starting()
+	defer done()
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()

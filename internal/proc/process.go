@@ -74,6 +74,8 @@ func StartRun(cmd *exec.Cmd, logPath string, cpus []int, private string) (*Proc,
 		}
 		defer restore()
 	}
+	// Recorded as the group's before another group looks for orphans.
+	started := contain.Starting()
 	err = cmd.Start()
 	if err != nil && group.Cgroup() != "" && cmd.Process == nil {
 		// A kernel without clone into a cgroup: the process group.
@@ -86,10 +88,12 @@ func StartRun(cmd *exec.Cmd, logPath string, cpus []int, private string) (*Proc,
 		err = cmd.Start()
 	}
 	if err != nil {
+		started()
 		group.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	group.Started(cmd.Process.Pid)
+	started()
 	p := &Proc{cmd: cmd, group: group, Pid: cmd.Process.Pid, done: make(chan struct{}), logPath: logPath}
 	go func() {
 		p.waitErr = cmd.Wait()

@@ -519,12 +519,15 @@ func RunGo(ctx context.Context, dir string, env []string, stdout, stderr io.Writ
 	contain.DieWithParent(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 10 * time.Second
+	started := contain.Starting()
 	if err := cmd.Start(); err != nil {
+		started()
 		return err
 	}
 	// Not an orphan of a target's group (contain), though it leads a
 	// process group of its own and may start while a target runs.
 	forget := contain.Keep(cmd.Process.Pid)
+	started()
 	defer forget()
 	err := cmd.Wait()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
