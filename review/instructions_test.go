@@ -299,6 +299,9 @@ func TestReviewInstructions(t *testing.T) {
 				}
 			}
 		}
+		if reviews > 1 {
+			t.Logf("no CPU change, review %d: exit %d, %d figures, moved %v", k+1, code, n, moved)
+		}
 		if code != cmdmain.OK || strings.Contains(stdout, "::") || n != 3 || moved {
 			alarms++
 			t.Errorf("no CPU change, review %d: exit %d, %d instructions/op figures (want 0 and 3, no annotation)\n%s%s", k+1, code, n, stdout, stderr)
