@@ -48,59 +48,7 @@ const (
 // switches (a goroutine's stack growing) can make callgrind see calls
 // that never were, such as a function the root called calling the root.
 func (p *Part) Charges(own, root func(fn string) bool) []Charge {
-	type key struct {
-		entry string // "" when the site called the function itself
-		site  Line
-	}
-	// Incoming calls by callee, from other functions.
-	in := map[string][]Call{}
-	for c, v := range p.CallLines {
-		if v > 0 && c.From.Func != c.To && (root == nil || !root(c.To)) {
-			in[c.To] = append(in[c.To], c)
-		}
-	}
-	for _, cs := range in {
-		slices.SortFunc(cs, func(a, b Call) int { return cmpLine(a.From, b.From) })
-	}
-	// shares[f] is the part of f's cost that each own line is charged
-	// (with the function of another module it called on the way), found
-	// by iterating to a fixed point: a chain of n functions takes n
-	// rounds, a cycle until its shares stop moving.
-	shares := map[string]map[key]float64{}
-	funcs := callersFirst(in, own)
-	for range 1000 {
-		moved := false
-		for _, f := range funcs {
-			var total float64
-			for _, c := range in[f] {
-				total += float64(p.CallLines[c])
-			}
-			s := map[key]float64{}
-			for _, c := range in[f] {
-				w := float64(p.CallLines[c]) / total
-				switch {
-				case own(c.From.Func) && own(f):
-					s[key{"", c.From}] += w
-				case own(c.From.Func):
-					s[key{f, c.From}] += w
-				default:
-					for k, v := range shares[c.From.Func] {
-						if k.entry == "" { // the caller is own-reached directly
-							k.entry = c.From.Func
-						}
-						s[k] += w * v
-					}
-				}
-			}
-			if !sharesEqual(s, shares[f]) {
-				moved = true
-			}
-			shares[f] = s // read by the functions after it this round
-		}
-		if !moved {
-			break
-		}
-	}
+	shares := p.shares(own, root)
 	// up[f] are the ways from own function f up its callers.
 	up := map[string][]way{}
 	busy := map[string]bool{}
@@ -154,46 +102,114 @@ func (p *Part) Charges(own, root func(fn string) bool) []Charge {
 		}
 		ws = slices.DeleteFunc(ws, func(w way) bool { return len(w.frames) == 0 })
 		slices.SortFunc(ws, func(a, b way) int { return slices.CompareFunc(a.frames, b.frames, cmpLine) })
-		// Whole instructions, the line's cost kept: each way's floor, the
-		// rest to the largest remainders.
-		sign := int64(1)
-		if c < 0 {
-			sign, c = -1, -c
+		out = append(out, splitCost(l, c, ws)...)
+	}
+	return out
+}
+
+// shareKey is an own line that a function's cost is charged to, with the
+// function of another module it called on the way.
+type shareKey struct {
+	entry string // "" when the site called the function itself
+	site  Line
+}
+
+// shares is, for each function, the part of its cost that each own line
+// is charged (Charges).
+func (p *Part) shares(own, root func(fn string) bool) map[string]map[shareKey]float64 {
+	// Incoming calls by callee, from other functions.
+	in := map[string][]Call{}
+	for c, v := range p.CallLines {
+		if v > 0 && c.From.Func != c.To && (root == nil || !root(c.To)) {
+			in[c.To] = append(in[c.To], c)
 		}
-		parts := make([]int64, len(ws))
-		rem := make([]float64, len(ws))
-		var given int64
-		var sum float64
-		for i, w := range ws {
-			x := float64(c) * w.w
-			parts[i] = int64(math.Floor(x))
-			rem[i] = x - float64(parts[i])
-			given += parts[i]
-			sum += w.w
-		}
-		order := make([]int, len(ws))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rem[b], rem[a]) })
-		// What the ways leave (a cycle's share, a caller no own line
-		// leads to) stays on the line alone.
-		want := min(c, int64(math.Round(float64(c)*min(sum, 1))))
-		for _, i := range order {
-			if given >= want {
-				break
+	}
+	for _, cs := range in {
+		slices.SortFunc(cs, func(a, b Call) int { return cmpLine(a.From, b.From) })
+	}
+	// shares[f] is the part of f's cost that each own line is charged
+	// (with the function of another module it called on the way), found
+	// by iterating to a fixed point: a chain of n functions takes n
+	// rounds, a cycle until its shares stop moving.
+	shares := map[string]map[shareKey]float64{}
+	funcs := callersFirst(in, own)
+	for range 1000 {
+		moved := false
+		for _, f := range funcs {
+			var total float64
+			for _, c := range in[f] {
+				total += float64(p.CallLines[c])
 			}
-			parts[i]++
-			given++
-		}
-		for i, w := range ws {
-			if parts[i] != 0 {
-				out = append(out, Charge{Leaf: l, Callers: w.frames, Cost: sign * parts[i]})
+			s := map[shareKey]float64{}
+			for _, c := range in[f] {
+				w := float64(p.CallLines[c]) / total
+				switch {
+				case own(c.From.Func) && own(f):
+					s[shareKey{"", c.From}] += w
+				case own(c.From.Func):
+					s[shareKey{f, c.From}] += w
+				default:
+					for k, v := range shares[c.From.Func] {
+						if k.entry == "" { // the caller is own-reached directly
+							k.entry = c.From.Func
+						}
+						s[k] += w * v
+					}
+				}
 			}
+			if !sharesEqual(s, shares[f]) {
+				moved = true
+			}
+			shares[f] = s // read by the functions after it this round
 		}
-		if c-given != 0 {
-			out = append(out, Charge{Leaf: l, Cost: sign * (c - given)})
+		if !moved {
+			break
 		}
+	}
+	return shares
+}
+
+// splitCost parts line l's cost c among its ways in whole instructions,
+// the line's cost kept: each way's floor, the rest to the largest
+// remainders; what the ways leave (a cycle's share, a caller no own line
+// leads to) stays on the line alone.
+func splitCost(l Line, c int64, ws []way) []Charge {
+	sign := int64(1)
+	if c < 0 {
+		sign, c = -1, -c
+	}
+	parts := make([]int64, len(ws))
+	rem := make([]float64, len(ws))
+	var given int64
+	var sum float64
+	for i, w := range ws {
+		x := float64(c) * w.w
+		parts[i] = int64(math.Floor(x))
+		rem[i] = x - float64(parts[i])
+		given += parts[i]
+		sum += w.w
+	}
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rem[b], rem[a]) })
+	want := min(c, int64(math.Round(float64(c)*min(sum, 1))))
+	for _, i := range order {
+		if given >= want {
+			break
+		}
+		parts[i]++
+		given++
+	}
+	var out []Charge
+	for i, w := range ws {
+		if parts[i] != 0 {
+			out = append(out, Charge{Leaf: l, Callers: w.frames, Cost: sign * parts[i]})
+		}
+	}
+	if c-given != 0 {
+		out = append(out, Charge{Leaf: l, Cost: sign * (c - given)})
 	}
 	return out
 }

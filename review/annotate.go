@@ -74,123 +74,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 	}
 	lines := &lineMaps{ctx: ctx, root: root, base: r.Base["commit"], head: r.Head["commit"], m: map[string][]hunk{}}
 	for _, prof := range sortedKeys(todo) {
-		w := todo[prof]
-		kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies, retained or instructions
-		subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
-		if subject == "" {
-			subject = it.Route
-		}
-		// Instructions are read on the innermost changed line of a
-		// sample's own frames when it has one (what runs below a changed
-		// line is its cost, as the line's calls' inclusive cost), else on
-		// its innermost own line; the other kinds on the innermost.
-		var baseChanged, headChanged func(string, int) bool
-		if kind == "instructions" {
-			baseChanged = func(file string, line int) bool { return baseHunk(lines.hunks(file), line) >= 0 }
-			headChanged = func(file string, line int) bool { return headHunk(lines.hunks(file), line) >= 0 }
-		}
-		before := readKind(ab.Profiles["before"][prof], ab.Worktrees["before"], kind, baseChanged)
-		after := readKind(ab.Profiles["after"][prof], ab.Worktrees["after"], kind, headChanged)
-		if before.requests == 0 || after.requests == 0 {
-			continue
-		}
-		deps := map[schema.GoModChange]*depChange{}
-		whole := before.total / float64(before.requests)
-		// Instructions' stacks are whole (own code's callers are in
-		// them): a line the head left alone that runs more because a
-		// changed line calls it more is that line's change.
-		lcs := lines.causeLines(lines.netChanges(before, after))
-		// Instructions move on lines a change left alone when the
-		// compiler lays out their function anew around it (a changed
-		// function inlined there: registers, spills): with a changed line
-		// that moved, those are its remainder, said beside it, not lines
-		// of their own.
-		changedMoved := kind == "instructions" && slices.ContainsFunc(lcs, func(lc lineChange) bool {
-			return lc.changed && math.Abs(lc.v[0]) >= 0.5 && math.Abs(lc.v[0]) >= insLineShare*whole
-		})
-		// The remainder is the item's change less its changed lines' (and
-		// what go.mod's changes are given): lines left alone, and code
-		// that is no line of the repository's (inlined into its functions
-		// from the standard library, testing's loop).
-		rest := after.total/float64(after.requests) - whole
-		for _, lc := range lcs {
-			if lc.changed {
-				rest -= lc.v[0]
-			}
-		}
-		largest := -1 // the annotation of this profile with the largest change
-		for _, lc := range lcs {
-			lc.of = whole
-			// A line the head left alone, whose change is in a module
-			// (or the toolchain) go.mod moved: go.mod's line is the
-			// cause, and this line the path to it.
-			if c, frame, ok := moduleCause(lc, r.Modules, r.codeChanged); ok {
-				d := deps[c]
-				if d == nil {
-					d = &depChange{c: c, modCache: r.modCache, of: whole}
-					deps[c] = d
-				}
-				d.add(lc, frame)
-				rest -= lc.v[0]
-				continue
-			}
-			if changedMoved && !lc.changed {
-				continue // in the remainder
-			}
-			if a, ok := annotation(lc, kind, per, subject, w.failed); ok {
-				a.Item = it.Name
-				base := lc.base
-				verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it", "instructions": "runs more"}[kind]
-				switch {
-				case lc.alloc != 0 && !lc.own:
-					a.AllocLine, base = lc.alloc, lc.allocBase
-					a.Message += fmt.Sprintf("; at %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
-				case lc.alloc != 0:
-					a.Message += fmt.Sprintf("; with %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
-				}
-				if largest < 0 || math.Abs(a.Delta) > math.Abs(r.Annotations[largest].Delta) {
-					largest = len(r.Annotations)
-				}
-				r.Annotations = append(r.Annotations, a)
-				if r.baseLines == nil {
-					r.baseLines, r.changedLines, r.causedLines = map[string][]int{}, map[string]bool{}, map[string]lineChange{}
-				}
-				r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
-				if lc.alloc != 0 && lc.own {
-					r.causedLines[annKey(a)] = lc
-				}
-			}
-		}
-		if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
-			// The remainder is the change's too: the annotation says the
-			// net, as the benchmark's figure does, and both parts.
-			a := &r.Annotations[largest]
-			on := a.Delta
-			a.Delta += rest
-			_, tail, _ := strings.Cut(a.Message, " in ")
-			where, more, _ := strings.Cut(tail, "; ")
-			if more != "" {
-				more = "; " + more
-			}
-			pct := ""
-			if whole > 0 {
-				pct = fmt.Sprintf(" (%+.1f%%)", 100*a.Delta/whole)
-			}
-			a.Message = fmt.Sprintf("%s instructions/%s%s in %s, net of %s on this line and %s elsewhere (lines this change left alone and code inlined from other packages, which the compiler laid out anew around it or which runs less because of it)%s",
-				signedCount(a.Delta), per, pct, where, signedCount(on), signedCount(rest), more)
-			if (a.Delta > 0) != (on > 0) {
-				a.Title = strings.Replace(a.Title, verbOf(on > 0), verbOf(a.Delta > 0), 1)
-				if a.Delta <= 0 {
-					a.Level = "notice"
-				}
-			}
-		}
-		for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b schema.GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
-			if a, ok := deps[c].annotation(kind, per, subject, w.failed); ok {
-				a.Item = it.Name
-				r.Annotations = append(r.Annotations, a)
-			}
-		}
+		r.annotateProfile(lines, it, ab, prof, per, todo[prof].failed)
 	}
 	slices.SortFunc(r.Annotations, func(a, b schema.Annotation) int {
 		if a.Level != b.Level {
@@ -204,6 +88,106 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 		}
 		return strings.Compare(a.Subject+a.Metric, b.Subject+b.Metric)
 	})
+}
+
+// annotateProfile annotates the lines behind profile prof of item it:
+// failed says that a metric of it failed its gate.
+func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *probe.ABResult, prof, per string, failed bool) {
+	kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies, retained or instructions
+	subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
+	if subject == "" {
+		subject = it.Route
+	}
+	// Instructions are read on the innermost changed line of a
+	// sample's own frames when it has one (what runs below a changed
+	// line is its cost, as the line's calls' inclusive cost), else on
+	// its innermost own line; the other kinds on the innermost.
+	var baseChanged, headChanged func(string, int) bool
+	if kind == "instructions" {
+		baseChanged = func(file string, line int) bool { return baseHunk(lines.hunks(file), line) >= 0 }
+		headChanged = func(file string, line int) bool { return headHunk(lines.hunks(file), line) >= 0 }
+	}
+	before := readKind(ab.Profiles["before"][prof], ab.Worktrees["before"], kind, baseChanged)
+	after := readKind(ab.Profiles["after"][prof], ab.Worktrees["after"], kind, headChanged)
+	if before.requests == 0 || after.requests == 0 {
+		return
+	}
+	deps := map[schema.GoModChange]*depChange{}
+	whole := before.total / float64(before.requests)
+	// Instructions' stacks are whole (own code's callers are in
+	// them): a line the head left alone that runs more because a
+	// changed line calls it more is that line's change.
+	lcs := lines.causeLines(lines.netChanges(before, after))
+	// Instructions move on lines a change left alone when the
+	// compiler lays out their function anew around it (a changed
+	// function inlined there: registers, spills): with a changed line
+	// that moved, those are its remainder, said beside it, not lines
+	// of their own.
+	changedMoved := kind == "instructions" && slices.ContainsFunc(lcs, func(lc lineChange) bool {
+		return lc.changed && math.Abs(lc.v[0]) >= 0.5 && math.Abs(lc.v[0]) >= insLineShare*whole
+	})
+	// The remainder is the item's change less its changed lines' (and
+	// what go.mod's changes are given): lines left alone, and code
+	// that is no line of the repository's (inlined into its functions
+	// from the standard library, testing's loop).
+	rest := after.total/float64(after.requests) - whole
+	for _, lc := range lcs {
+		if lc.changed {
+			rest -= lc.v[0]
+		}
+	}
+	largest := -1 // the annotation of this profile with the largest change
+	for _, lc := range lcs {
+		lc.of = whole
+		// A line the head left alone, whose change is in a module
+		// (or the toolchain) go.mod moved: go.mod's line is the
+		// cause, and this line the path to it.
+		if c, frame, ok := moduleCause(lc, r.Modules, r.codeChanged); ok {
+			d := deps[c]
+			if d == nil {
+				d = &depChange{c: c, modCache: r.modCache, of: whole}
+				deps[c] = d
+			}
+			d.add(lc, frame)
+			rest -= lc.v[0]
+			continue
+		}
+		if changedMoved && !lc.changed {
+			continue // in the remainder
+		}
+		if a, ok := annotation(lc, kind, per, subject, failed); ok {
+			a.Item = it.Name
+			base := lc.base
+			verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it", "instructions": "runs more"}[kind]
+			switch {
+			case lc.alloc != 0 && !lc.own:
+				a.AllocLine, base = lc.alloc, lc.allocBase
+				a.Message += fmt.Sprintf("; at %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
+			case lc.alloc != 0:
+				a.Message += fmt.Sprintf("; with %s:%d, a line this change left alone, which %s because of this one", lc.k.file, lc.alloc, verb)
+			}
+			if largest < 0 || math.Abs(a.Delta) > math.Abs(r.Annotations[largest].Delta) {
+				largest = len(r.Annotations)
+			}
+			r.Annotations = append(r.Annotations, a)
+			if r.baseLines == nil {
+				r.baseLines, r.changedLines, r.causedLines = map[string][]int{}, map[string]bool{}, map[string]lineChange{}
+			}
+			r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
+			if lc.alloc != 0 && lc.own {
+				r.causedLines[annKey(a)] = lc
+			}
+		}
+	}
+	if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
+		foldRemainder(&r.Annotations[largest], rest, whole, per)
+	}
+	for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b schema.GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
+		if a, ok := deps[c].annotation(kind, per, subject, failed); ok {
+			a.Item = it.Name
+			r.Annotations = append(r.Annotations, a)
+		}
+	}
 }
 
 var levelOrder = map[string]int{"error": 0, "warning": 1, "notice": 2}
@@ -283,6 +267,34 @@ func annotation(lc lineChange, kind, per, subject string, failed bool) (schema.A
 		a.Level = "warning"
 	}
 	return a, true
+}
+
+// foldRemainder gives a, the largest changed line's annotation of an
+// item, the rest of the item's change (rest per request or op; whole is
+// the item's figure in the base): the annotation says the net, as the
+// item's figure does, and both parts.
+func foldRemainder(a *schema.Annotation, rest, whole float64, per string) {
+	// The remainder is the change's too: the annotation says the
+	// net, as the benchmark's figure does, and both parts.
+	on := a.Delta
+	a.Delta += rest
+	_, tail, _ := strings.Cut(a.Message, " in ")
+	where, more, _ := strings.Cut(tail, "; ")
+	if more != "" {
+		more = "; " + more
+	}
+	pct := ""
+	if whole > 0 {
+		pct = fmt.Sprintf(" (%+.1f%%)", 100*a.Delta/whole)
+	}
+	a.Message = fmt.Sprintf("%s instructions/%s%s in %s, net of %s on this line and %s elsewhere (lines this change left alone and code inlined from other packages, which the compiler laid out anew around it or which runs less because of it)%s",
+		signedCount(a.Delta), per, pct, where, signedCount(on), signedCount(rest), more)
+	if (a.Delta > 0) != (on > 0) {
+		a.Title = strings.Replace(a.Title, verbOf(on > 0), verbOf(a.Delta > 0), 1)
+		if a.Delta <= 0 {
+			a.Level = "notice"
+		}
+	}
 }
 
 // insLineShare is the least part of an item's instructions a line's
