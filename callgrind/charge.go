@@ -224,15 +224,19 @@ type way struct {
 // lightest merges ways of the same frames and keeps the maxPaths
 // heaviest, in frame order; those it drops end at their first frame.
 func lightest(ws []way) []way {
+	// Ways come in map order: sorted by frames and weight first, so that
+	// the sums, and so the rounding of Charges, are the same every run.
 	merge := func(ws []way) []way {
+		slices.SortFunc(ws, func(a, b way) int {
+			return cmp.Or(slices.CompareFunc(a.frames, b.frames, cmpLine), cmp.Compare(a.w, b.w))
+		})
 		var out []way
 		for _, w := range ws {
-			i := slices.IndexFunc(out, func(o way) bool { return slices.Equal(o.frames, w.frames) })
-			if i < 0 {
-				out = append(out, w)
+			if n := len(out); n > 0 && slices.Equal(out[n-1].frames, w.frames) {
+				out[n-1].w += w.w
 				continue
 			}
-			out[i].w += w.w
+			out = append(out, w)
 		}
 		return out
 	}
@@ -246,8 +250,7 @@ func lightest(ws []way) []way {
 		}
 		ws = merge(ws)
 	}
-	slices.SortStableFunc(ws, func(a, b way) int { return slices.CompareFunc(a.frames, b.frames, cmpLine) })
-	return ws
+	return ws // in frame order: merge sorted it
 }
 
 // callersFirst orders the functions in's calls reach (not own) from those

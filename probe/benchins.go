@@ -55,6 +55,7 @@ var insGodebug = []string{"GODEBUG=asyncpreemptoff=1,memprofilerate=0,cpu.rdtscp
 
 // benchInstructions is one benchmark's instructions per op.
 type benchInstructions struct {
+	bare  string          // the benchmark's name without its -P suffix
 	ops   int             // the ops the difference holds
 	diff  *callgrind.Part // the longer run less the shorter, by function
 	perOp float64
@@ -209,6 +210,7 @@ func runBenchInstructions(ctx context.Context, tgt *withagent.Binary, cfg BenchC
 			// the others are counted.
 			bi = &benchInstructions{unstable: errs[i].Error()}
 		}
+		bi.bare = strings.TrimSuffix(name, suffix)
 		if bi.unstable != "" {
 			logf("  %s: instructions/op refused: %s", name, bi.unstable)
 		} else {
@@ -351,11 +353,10 @@ func diffParts(a, b *callgrind.Part) *callgrind.Part {
 }
 
 // benchRoot says which functions are the benchmark's own (named as
-// callgrind's toggles count them: the function, its closures): the roots
-// of what was counted.
-func benchRoot(name string) func(string) bool {
-	top, _, _ := strings.Cut(name, "/")
-	top = top[:len(top)-len(sharedProcsSuffix([]string{top}))]
+// callgrind's toggles count them: the function, its closures), bare its
+// name without the -P suffix: the roots of what was counted.
+func benchRoot(bare string) func(string) bool {
+	top, _, _ := strings.Cut(bare, "/")
 	return func(fn string) bool {
 		_, f, ok := strings.Cut(fn[strings.LastIndex(fn, "/")+1:], ".")
 		return ok && (f == top || strings.HasPrefix(f, top+".func"))
@@ -399,7 +400,7 @@ func (o *benchOutput) instructionFigures(f *schema.BenchFigures, folder string, 
 			cs[i] = profkey.RequestsComment + strconv.Itoa(bi.ops)
 		}
 	}
-	p := instructionsProfile(bi.diff, o.tgt.ModDir, o.tgt.PlainBinary, benchRoot(f.Name))
+	p := instructionsProfile(bi.diff, o.tgt.ModDir, o.tgt.PlainBinary, benchRoot(bi.bare))
 	if err := o.profile(f, folder, "instructions", p, cs); err != nil {
 		return err
 	}

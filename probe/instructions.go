@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -275,7 +276,7 @@ func instructionsProfile(p *callgrind.Part, modDir, binary string, root func(str
 		PeriodType: &profile.ValueType{Type: "instructions", Unit: "count"},
 		Period:     1,
 	}
-	inl, _ := elfsym.OpenInlines(binary) // nil: callgrind's names alone
+	inl := inlinesOf(binary) // nil: callgrind's names alone
 	p = realCalls(p, inl)
 	funcs := map[[2]string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
@@ -378,4 +379,28 @@ func realCalls(p *callgrind.Part, inl *elfsym.Inlines) *callgrind.Part {
 		q.CallLines[c] = v
 	}
 	return &q
+}
+
+// inlines holds the last binary's DWARF: each benchmark of a run writes
+// its profile from the same test binary, whose DWARF is read once.
+var inlines struct {
+	sync.Mutex
+	key string // the path, size and time of the binary read
+	t   *elfsym.Inlines
+}
+
+// inlinesOf is binary's DWARF inline table, nil when it cannot be read.
+func inlinesOf(binary string) *elfsym.Inlines {
+	inlines.Lock()
+	defer inlines.Unlock()
+	st, err := os.Stat(binary)
+	if err != nil {
+		return nil
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", binary, st.Size(), st.ModTime().UnixNano())
+	if inlines.key != key {
+		inlines.t, _ = elfsym.OpenInlines(binary)
+		inlines.key = key
+	}
+	return inlines.t
 }
