@@ -211,6 +211,12 @@ func compilerReasons(head, base *diagnostics, at reasonAt) []string {
 	return out
 }
 
+// unexplained says whether a reason is the one given when no diagnostic
+// of the compiler's changed.
+func unexplained(why string) bool {
+	return strings.HasPrefix(why, "no diagnostic of the compiler's") || strings.HasPrefix(why, "no change in escape analysis")
+}
+
 // capturing is -m=2's note of a variable a closure captures by reference.
 var capturing = regexp.MustCompile(`capturing by ref: (\S+)`)
 
@@ -300,6 +306,7 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 	if err != nil {
 		return time.Since(start), fmt.Errorf("the base's diagnostics: %w", err)
 	}
+	pools := poolReasons(r.Annotations)
 	for i := range r.Annotations {
 		a := &r.Annotations[i]
 		if !strings.HasPrefix(a.Metric, "allocs/") && !strings.HasPrefix(a.Metric, "retained-B/") || onGoMod(*a) {
@@ -314,6 +321,19 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 			for _, why := range compilerReasons(head, base, reasonAt{a.File, lc.alloc, lc.allocBase, false, true}) {
 				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))
 			}
+		}
+		if why, ok := pools[i]; ok {
+			// The runtime's reason: the compiler's "nothing changed here"
+			// says nothing beside it.
+			a.Compiler = slices.DeleteFunc(a.Compiler, unexplained)
+			a.Message += "; " + why
+			if len(a.Compiler) == 0 {
+				a.Compiler = []string{why}
+				continue
+			}
+			a.Compiler = append([]string{why}, a.Compiler...)
+			a.Message += "; compiler: " + strings.Join(a.Compiler[1:], "; ")
+			continue
 		}
 		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
 	}

@@ -146,6 +146,9 @@ func makeAlarmRepo(t *testing.T) (r *repo, base string, heads map[string]string,
 		r.git("checkout", "-q", "-b", name, base)
 		heads[name] = r.commit(map[string]string{"server/main.go": src[name]}, name)
 	}
+	src["noput"] = strings.Replace(alarmPool, "\tbufs.Put(b)\n", "", 1)
+	r.git("checkout", "-q", "-b", "noput", base)
+	heads["noput"] = r.commit(map[string]string{"pool/pool.go": src["noput"]}, "noput")
 	return r, base, heads, src
 }
 
@@ -205,5 +208,19 @@ func TestNoFalseAlarm(t *testing.T) {
 	}
 	if strings.Count(stdout, "::error") != 1 {
 		t.Errorf("other lines annotated as errors:\n%s", stdout)
+	}
+
+	// A pool's Put deleted: its New runs at every op, exactly, and the
+	// buffer it makes grows anew; both fail with the pool named.
+	code, stdout, md = review(heads["noput"])
+	for _, want := range []string{
+		"::error file=pool/pool.go,line=8,title=perfspy%3A allocations grew in pool.init.func1::+1.00 allocs/op (+40 B asked for) in BenchmarkRender",
+		"the pool's New runs at pool.Render's Get (pool/pool.go:12) at every op now",
+		fmt.Sprintf("::error file=pool/pool.go,line=%d,title=perfspy%%3A allocations grew in pool.Render::+1.00 allocs/op (+64 B asked for)", lineOf(t, src["noput"], "b.WriteString(s)")),
+		"the object the pool hands out at pool/pool.go:12 is a new one at every op now",
+	} {
+		if code != cmdmain.Failed || !strings.Contains(stdout, want) {
+			t.Errorf("a pool's Put deleted: exit %d, want 1 and %q\n%s\n%s", code, want, stdout, md)
+		}
 	}
 }

@@ -35,25 +35,31 @@ import (
 // rather than the requests. perReq is its allocations per request (op):
 // a map that grows at half the requests or more is made per request (its
 // groups come at every request's inserts), not one that lives on and
-// grows now and then.
+// grows now and then; a pool's New that runs at half the requests or
+// more is the code's own (its objects do not come back: a Put deleted,
+// a Put of another object), not the refills after a GC empties it,
+// which come a few per cycle. A figure with no count per request (bytes
+// copied, bytes left live) is the cadence's under either.
 func cadence(s *profile.Sample, perReq float64) bool {
 	if e := s.Label[profkey.EntryLabel]; len(e) == 1 && strings.HasPrefix(e[0], "runtime.mapassign") {
-		return perReq < perRequestMap
+		return perReq < perRequest
 	}
 	for _, loc := range s.Location {
 		for _, l := range loc.Line {
 			if l.Function != nil && l.Function.Name == "sync.(*Pool).Get" {
-				return true
+				return perReq < perRequest
 			}
 		}
 	}
 	return false
 }
 
-// perRequestMap is the growth per request (op) from which a map's growth
-// is the request's own: a map made per call grows at each (its first
-// group at least), one that lives on grows once per doubling.
-const perRequestMap = 0.5
+// perRequest is the count per request (op) from which a map's growth or
+// a pool's New is the request's own: a map made per call grows at each
+// (its first group at least), one that lives on grows once per doubling;
+// a pool whose objects never come back makes one at each Get, one that
+// gets them back makes a few after each GC.
+const perRequest = 0.5
 
 // split is one round's allocations per request (op), objects and
 // requested bytes: the code's own, and those that follow the GC's
