@@ -36,6 +36,30 @@ type diag struct{ msg, from string }
 type diagnostics struct {
 	at       map[string]map[int][]diag
 	noInline map[string]string
+	// inlined are the functions inlined somewhere in the packages built;
+	// stays what the compiler said somewhere does not escape.
+	inlined, stays map[string]bool
+	// src is the revision's source of the annotated files, by line.
+	src map[string][]string
+}
+
+// source is a line of a file's source, trimmed; "" when not read.
+func (d *diagnostics) source(file string, line int) string {
+	if l := d.src[file]; line >= 1 && line <= len(l) {
+		return strings.TrimSpace(l[line-1])
+	}
+	return ""
+}
+
+// sourceLines are lines of a file's source, trimmed, those read.
+func (d *diagnostics) sourceLines(file string, lines []int) []string {
+	var out []string
+	for _, n := range lines {
+		if l := d.source(file, n); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 var (
@@ -47,7 +71,7 @@ var (
 // relative folder the paths are relative to).
 func parseDiagnostics(out, dir string, d *diagnostics) {
 	if d.at == nil {
-		d.at, d.noInline = map[string]map[int][]diag{}, map[string]string{}
+		d.at, d.noInline, d.inlined, d.stays = map[string]map[int][]diag{}, map[string]string{}, map[string]bool{}, map[string]bool{}
 	}
 	type block struct{ file, subject string }
 	var cur *block
@@ -84,6 +108,12 @@ func parseDiagnostics(out, dir string, d *diagnostics) {
 		}
 		// A header of a flow's explanation ("parameter p leaks to {heap}
 		// for f with derefs=0:") says what the summary lines say.
+		if fn, ok := strings.CutPrefix(msg, "inlining call to "); ok {
+			d.inlined[fn] = true
+		}
+		if s, ok := strings.CutSuffix(msg, " does not escape"); ok {
+			d.stays[s] = true
+		}
 		if strings.HasPrefix(msg, "can inline ") || strings.HasPrefix(msg, "leaking param") || strings.HasSuffix(msg, ":") {
 			continue
 		}
@@ -132,125 +162,6 @@ func shortPos(p string) string {
 	return strings.ReplaceAll(filepath.Base(m[1]), nlMark, "\n") + ":" + m[2]
 }
 
-// compilerReasons compares the head's diagnostics at a line with the
-// base's at the lines it came from. changed says whether the head changed
-// the line, caused that a changed line made this one allocate. A
-// diagnostic about a constant (a string literal converted to
-// an interface) is no allocation's reason; one that differs only in its
-// numbers (make([]byte, 64) became make([]byte, 128)) holds at both
-// revisions and is said so. "X does not escape" explains no allocation
-// (what escapes now is said as such).
-func compilerReasons(head, base *diagnostics, at reasonAt) []string {
-	file, line, baseLines, changed, caused := at.file, at.line, at.baseLines, at.changed, at.caused
-	var h, b []diag
-	for _, d := range head.at[file][line] {
-		if reason(d.msg) {
-			h = append(h, d)
-		}
-	}
-	for _, l := range baseLines {
-		for _, d := range base.at[file][l] {
-			if reason(d.msg) {
-				b = append(b, d)
-			}
-		}
-	}
-	has := func(ds []diag, msg string) bool {
-		return slices.ContainsFunc(ds, func(d diag) bool { return numbers.ReplaceAllString(d.msg, "N") == numbers.ReplaceAllString(msg, "N") })
-	}
-	var out, both []string
-	for _, d := range h {
-		if has(b, d.msg) {
-			if strings.HasSuffix(d.msg, "escapes to heap") || strings.HasPrefix(d.msg, "moved to heap") {
-				both = append(both, d.msg)
-			}
-			continue
-		}
-		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
-			out = append(out, fn+" is now inlined")
-			continue
-		}
-		msg := d.msg
-		if m := capturing.FindStringSubmatch(msg); m != nil {
-			msg = "a closure captures " + m[1] + " by reference"
-		}
-		r := "now " + msg
-		if len(baseLines) == 0 {
-			r = msg
-		}
-		if d.from != "" {
-			r += " (from " + d.from + ")"
-		}
-		out = append(out, r)
-	}
-	for _, d := range b {
-		if has(h, d.msg) {
-			continue
-		}
-		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
-			r := fn + " is no longer inlined"
-			if why, ok := head.noInline[fn]; ok {
-				r += " (" + why + ")"
-			}
-			out = append(out, r)
-			continue
-		}
-		out = append(out, "no longer "+d.msg)
-	}
-	switch {
-	case len(out) > 0:
-	case len(both) > 0 && changed:
-		out = append(out, "it escapes at both revisions ("+strings.Join(both, "; ")+"): the code asks for another allocation (a size, a count)")
-	case changed:
-		out = append(out, "no change in escape analysis or inlining at this line: the code asks for the allocation (a new make, new, conversion or call)")
-	case caused:
-		out = append(out, "no change in escape analysis or inlining at this line: it allocates because of what the changed line gives it (a value, a slice's capacity, a map made anew)")
-	default:
-		out = append(out, "no diagnostic of the compiler's explains it at this line, which the change left alone: the allocations moved in what it calls (the function table names them)")
-	}
-	return out
-}
-
-// unexplained says whether a reason is the one given when no diagnostic
-// of the compiler's changed.
-func unexplained(why string) bool {
-	return strings.HasPrefix(why, "no diagnostic of the compiler's") || strings.HasPrefix(why, "no change in escape analysis")
-}
-
-// capturing is -m=2's note of a variable a closure captures by reference.
-var capturing = regexp.MustCompile(`capturing by ref: (\S+)`)
-
-// reasonAt is the line whose reasons are read: its file and line in the
-// head, the base lines it came from, whether the head changed it, and
-// whether a changed line made it allocate.
-type reasonAt struct {
-	file            string
-	line            int
-	baseLines       []int
-	changed, caused bool
-}
-
-// numbers are a diagnostic's numbers, which a size change moves.
-var numbers = regexp.MustCompile(`\d+`)
-
-// reason says whether a diagnostic can explain an allocation: not one
-// about a constant, not "does not escape", not b.Loop's "will be kept
-// alive".
-func reason(msg string) bool {
-	return !aboutConstant(msg) && !strings.HasSuffix(msg, "does not escape") && !strings.HasSuffix(msg, "will be kept alive")
-}
-
-// aboutConstant says whether a diagnostic is about a constant: a literal
-// converted to an interface is static data, never an allocation.
-func aboutConstant(msg string) bool {
-	subject, _, ok := strings.Cut(msg, " escapes to heap")
-	if !ok || subject == "" {
-		return false
-	}
-	c := subject[0]
-	return c == '"' || c == '`' || c == '\'' || c >= '0' && c <= '9'
-}
-
 // diagnose builds each folder of dirs at commit, in a worktree of its own,
 // with -gcflags=-m=2 (with its tests when tests says so), and reads the
 // diagnostics. A folder that does not build gives none.
@@ -276,8 +187,28 @@ func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*
 		cmd.Dir = filepath.Join(wt, dir)
 		out, _ := cmd.CombinedOutput() // the diagnostics are on standard error either way
 		parseDiagnostics(joinNewlineNames(string(out), cmd.Dir), dir, d)
+		readSources(cmd.Dir, dir, d)
 	}
 	return d, nil
+}
+
+// readSources keeps the Go files of a folder (dir, root-relative, at
+// path) by line, for the reasons that read the source.
+func readSources(path, dir string, d *diagnostics) {
+	if d.src == nil {
+		d.src = map[string][]string{}
+	}
+	ents, _ := os.ReadDir(path)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(path, e.Name()))
+		if err != nil {
+			continue
+		}
+		d.src[filepath.ToSlash(filepath.Join(dir, e.Name()))] = strings.Split(string(b), "\n")
+	}
 }
 
 // explain gives each allocation annotation the compiler's reason: the
@@ -316,9 +247,11 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 		if a.AllocLine != 0 {
 			line = a.AllocLine
 		}
-		a.Compiler = compilerReasons(head, base, reasonAt{a.File, line, r.baseLines[annKey(*a)], r.changedLines[annKey(*a)] && a.AllocLine == 0, a.AllocLine != 0})
+		fell := a.Delta < 0 || a.Delta == 0 && a.Bytes < 0
+		a.Compiler = compilerReasons(head, base, reasonAt{file: a.File, line: line, baseLines: r.baseLines[annKey(*a)],
+			changed: r.changedLines[annKey(*a)] && a.AllocLine == 0, caused: a.AllocLine != 0, fell: fell, fn: a.Func, stack: a.Stack})
 		if lc, ok := r.causedLines[annKey(*a)]; ok {
-			for _, why := range compilerReasons(head, base, reasonAt{a.File, lc.alloc, lc.allocBase, false, true}) {
+			for _, why := range compilerReasons(head, base, reasonAt{file: a.File, line: lc.alloc, baseLines: lc.allocBase, caused: true, fell: fell, stack: a.Stack}) {
 				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))
 			}
 		}

@@ -43,21 +43,21 @@ func TestCompilerReasons(t *testing.T) {
 	head := r.commit(map[string]string{"main.go": headSrc}, "head")
 	hd, bd := diagnoseBoth(t, r, head, base)
 	pLine := lineOf(t, headSrc, "p := point{n, n}")
-	got := strings.Join(compilerReasons(hd, bd, reasonAt{"main.go", pLine, []int{lineOf(t, escBase, "p := point{n, n}")}, false, false}), "; ")
+	got := strings.Join(compilerReasons(hd, bd, reasonAt{file: "main.go", line: pLine, baseLines: []int{lineOf(t, escBase, "p := point{n, n}")}}), "; ")
 	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at main.go:") {
 		t.Errorf("the escaping struct's line: %q", got)
 	}
 	call := lineOf(t, headSrc, "return s + keep(&p)")
-	got = strings.Join(compilerReasons(hd, bd, reasonAt{"main.go", call, []int{lineOf(t, escBase, "return s + keep(&p)")}, false, false}), "; ")
+	got = strings.Join(compilerReasons(hd, bd, reasonAt{file: "main.go", line: call, baseLines: []int{lineOf(t, escBase, "return s + keep(&p)")}}), "; ")
 	if !strings.Contains(got, "keep is no longer inlined (function too complex: cost") {
 		t.Errorf("the call no longer inlined: %q", got)
 	}
 	use := lineOf(t, headSrc, "s := use(&p)")
-	got = strings.Join(compilerReasons(hd, bd, reasonAt{"main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}, true, false}), "; ")
+	got = strings.Join(compilerReasons(hd, bd, reasonAt{file: "main.go", line: use, baseLines: []int{lineOf(t, escBase, "s := use(&p)")}, changed: true}), "; ")
 	if !strings.HasPrefix(got, "no change in escape analysis or inlining") {
 		t.Errorf("a changed line with no new diagnostic: %q", got)
 	}
-	got = strings.Join(compilerReasons(hd, bd, reasonAt{"main.go", use, []int{lineOf(t, escBase, "s := use(&p)")}, false, false}), "; ")
+	got = strings.Join(compilerReasons(hd, bd, reasonAt{file: "main.go", line: use, baseLines: []int{lineOf(t, escBase, "s := use(&p)")}}), "; ")
 	if !strings.HasPrefix(got, "no diagnostic of the compiler's explains it") || strings.Contains(got, "asks for") {
 		t.Errorf("a line the change left alone: %q", got)
 	}
@@ -93,7 +93,7 @@ func TestReasonsNewlineName(t *testing.T) {
 	headSrc := strings.Replace(src, "\ts := use(&p)\n", "\ts := use(&p)\n\tlast = &p\n", 1)
 	head := r.commit(map[string]string{name: headSrc}, "head")
 	hd, bd := diagnoseBoth(t, r, head, base)
-	got := strings.Join(compilerReasons(hd, bd, reasonAt{name, lineOf(t, headSrc, "p := point{n, n}"), []int{lineOf(t, src, "p := point{n, n}")}, false, false}), "; ")
+	got := strings.Join(compilerReasons(hd, bd, reasonAt{file: name, line: lineOf(t, headSrc, "p := point{n, n}"), baseLines: []int{lineOf(t, src, "p := point{n, n}")}}), "; ")
 	if !strings.Contains(got, "now moved to heap: p (from last = &p (assign) at "+name+":") {
 		t.Errorf("the escaping struct's line in %q: %q", name, got)
 	}
@@ -108,11 +108,11 @@ func TestReasonsNotConstants(t *testing.T) {
 		7: {{msg: `"/users" escapes to heap`}, {msg: "42 escapes to heap"}},
 	}}}
 	base := &diagnostics{at: map[string]map[int][]diag{"a.go": {3: {{msg: "make([]byte, 64) escapes to heap"}}}}}
-	got := strings.Join(compilerReasons(head, base, reasonAt{"a.go", 3, []int{3}, true, false}), "; ")
+	got := strings.Join(compilerReasons(head, base, reasonAt{file: "a.go", line: 3, baseLines: []int{3}, changed: true}), "; ")
 	if !strings.HasPrefix(got, "it escapes at both revisions (make([]byte, 128) escapes to heap)") || strings.Contains(got, "users") {
 		t.Errorf("a bigger buffer: %q", got)
 	}
-	got = strings.Join(compilerReasons(head, base, reasonAt{"a.go", 7, []int{7}, true, false}), "; ")
+	got = strings.Join(compilerReasons(head, base, reasonAt{file: "a.go", line: 7, baseLines: []int{7}, changed: true}), "; ")
 	if strings.Contains(got, "users") || strings.Contains(got, "42") {
 		t.Errorf("constants given as a reason: %q", got)
 	}
