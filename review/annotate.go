@@ -171,9 +171,9 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 			}
 			r.Annotations = append(r.Annotations, a)
 			if r.baseLines == nil {
-				r.baseLines, r.changedLines, r.causedLines = map[string][]int{}, map[string]bool{}, map[string]lineChange{}
+				r.baseLines, r.headLines, r.changedLines, r.causedLines = map[string][]int{}, map[string][]int{}, map[string]bool{}, map[string]lineChange{}
 			}
-			r.baseLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.changed
+			r.baseLines[annKey(a)], r.headLines[annKey(a)], r.changedLines[annKey(a)] = base, lc.heads, lc.changed
 			if lc.alloc != 0 && lc.own {
 				r.causedLines[annKey(a)] = lc
 			}
@@ -350,8 +350,9 @@ type lineChange struct {
 	path []string // the head's heaviest stack to it (else the base's)
 	// changed says that the head changed the line (its hunk's lines are
 	// netted as one): a line the head left alone moved because of what
-	// it calls.
+	// it calls. heads are its hunk's lines in the head.
 	changed bool
+	heads   []int
 	// alloc is the line that allocates, when the change is on the
 	// changed line that caused it (causeLines), and allocBase the base
 	// lines it came from.
@@ -456,7 +457,11 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 			base, bk = append(base, l), append(bk, siteKey{k.file, l, k.fn})
 		}
 		hk := siteKey{k.file, max(line, 1), k.fn}
-		out = append(out, lineChange{k: hk, v: net, from: from, base: base, path: pathOf(hk, bk), changed: true})
+		var heads []int
+		for l := g.hunk.c; l < g.hunk.c+g.hunk.d; l++ {
+			heads = append(heads, l)
+		}
+		out = append(out, lineChange{k: hk, v: net, from: from, base: base, path: pathOf(hk, bk), changed: true, heads: heads})
 	}
 	slices.SortFunc(out, func(a, b lineChange) int {
 		if c := strings.Compare(a.k.file, b.k.file); c != 0 {

@@ -249,7 +249,8 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 		}
 		fell := a.Delta < 0 || a.Delta == 0 && a.Bytes < 0
 		a.Compiler = compilerReasons(head, base, reasonAt{file: a.File, line: line, baseLines: r.baseLines[annKey(*a)],
-			changed: r.changedLines[annKey(*a)] && a.AllocLine == 0, caused: a.AllocLine != 0, fell: fell, fn: a.Func, stack: a.Stack})
+			changed: r.changedLines[annKey(*a)] && a.AllocLine == 0, caused: a.AllocLine != 0, fell: fell, fn: a.Func, stack: a.Stack,
+			hunk: r.headLines[annKey(*a)]})
 		if lc, ok := r.causedLines[annKey(*a)]; ok {
 			for _, why := range compilerReasons(head, base, reasonAt{file: a.File, line: lc.alloc, baseLines: lc.allocBase, caused: true, fell: fell, stack: a.Stack}) {
 				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))

@@ -31,6 +31,21 @@ type reasonAt struct {
 	fell            bool
 	fn              string
 	stack           []string
+	// hunk are the head's lines of the changed line's hunk, whose
+	// source is compared with the base lines' (the line alone when
+	// none is given).
+	hunk []int
+}
+
+// headSource is the source of the changed line's hunk in the head.
+func (at reasonAt) headSource(head *diagnostics) []string {
+	if len(at.hunk) > 0 {
+		return head.sourceLines(at.file, at.hunk)
+	}
+	if l := head.source(at.file, at.line); l != "" {
+		return []string{l}
+	}
+	return nil
 }
 
 // compilerReasons compares the head's diagnostics at a line with the
@@ -49,6 +64,10 @@ func compilerReasons(head, base *diagnostics, at reasonAt) []string {
 	}
 	var out, both []string
 	var inl []inlining
+	var calls []string // calls the line makes that its base lines did not
+	if at.changed {
+		calls = newCalls(at.headSource(head), base.sourceLines(at.file, at.baseLines), at.stack)
+	}
 	for _, d := range h {
 		if has(b, d.msg) {
 			if strings.HasSuffix(d.msg, "escapes to heap") || strings.HasPrefix(d.msg, "moved to heap") {
@@ -57,6 +76,9 @@ func compilerReasons(head, base *diagnostics, at reasonAt) []string {
 			continue
 		}
 		if fn, ok := strings.CutPrefix(d.msg, "inlining call to "); ok {
+			if slices.ContainsFunc(calls, func(c string) bool { return lastName(c) == lastName(fn) }) {
+				continue // a new call, inlined: said as a new call
+			}
 			inl = append(inl, inlining{fn, fn + " is now inlined"})
 			continue
 		}
@@ -77,11 +99,14 @@ func compilerReasons(head, base *diagnostics, at reasonAt) []string {
 		out = append(out, "no longer "+d.msg)
 	}
 	out = append(lostInlining(head, base, at), out...)
-	out = append(out, onStack(inl, at.stack)...)
-	if len(out) > 0 {
-		return out
+	on, off := onStack(inl, at.stack)
+	out = append(out, on...)
+	if len(out) == 0 {
+		// Inlining off the allocation's stack explains nothing when the
+		// source does: a new call, another argument.
+		out = append(out, unchanged(head, base, at, both, calls))
 	}
-	return []string{unchanged(head, base, at, both)}
+	return append(out, off...)
 }
 
 // escapeReason words a diagnostic the base did not have, at a line of
@@ -109,15 +134,15 @@ func escapeReason(d diag, hadBase bool, src string) string {
 // unchanged is the reason when no diagnostic changed at the line: what
 // the source says moved (a new call, another argument), or that the code
 // asks for it. both are the escapes the line has at both revisions.
-func unchanged(head, base *diagnostics, at reasonAt, both []string) string {
+func unchanged(head, base *diagnostics, at reasonAt, both, calls []string) string {
 	if at.caused {
 		return "no change in escape analysis or inlining at this line: it allocates because of what the changed line gives it (a value, a slice's capacity, a map made anew)"
 	}
 	if !at.changed {
 		return "no diagnostic of the compiler's explains it at this line, which the change left alone: the allocations moved in what it calls (the function table names them)"
 	}
-	hl, bl := head.source(at.file, at.line), base.sourceLines(at.file, at.baseLines)
-	if calls := newCalls(hl, bl, at.stack); len(calls) > 0 {
+	hl, bl := strings.Join(at.headSource(head), " "), base.sourceLines(at.file, at.baseLines)
+	if len(calls) > 0 {
 		if at.fell {
 			return "a call taken out of this line (" + strings.Join(calls, ", ") + "): what it allocated is gone"
 		}
@@ -128,12 +153,10 @@ func unchanged(head, base *diagnostics, at reasonAt, both []string) string {
 		was = fmt.Sprintf(": `%s` was `%s`", clip(hl), clip(bl[0]))
 	}
 	switch {
-	case len(both) > 0 && was != "":
-		return "it escapes at both revisions (" + strings.Join(both, "; ") + "): what the line passes or asks for changed (an argument, a size, a count)" + was
 	case len(both) > 0 && at.fell:
-		return "it escapes at both revisions (" + strings.Join(both, "; ") + "): the code asks for less (a size, a count)"
+		return "it escapes at both revisions (" + strings.Join(both, "; ") + "): the code asks for less (a size, a count)" + was
 	case len(both) > 0:
-		return "it escapes at both revisions (" + strings.Join(both, "; ") + "): the code asks for another allocation (a size, a count)"
+		return "it escapes at both revisions (" + strings.Join(both, "; ") + "): the code asks for another allocation (a size, a count)" + was
 	case was != "":
 		return "no change in escape analysis or inlining at this line: what it passes changed (an argument, a buffer no longer passed)" + was
 	case at.fell:
@@ -154,28 +177,23 @@ func clip(s string) string {
 // (as the compiler names it) and the reason's words.
 type inlining struct{ fn, why string }
 
-// onStack keeps the inlining changes of functions on the allocation's
-// stack when there are some; otherwise the first two, and a count of the
-// rest: a change of helpers inlined that touches no frame of the
-// allocation's is layout, not its reason.
-func onStack(inl []inlining, stack []string) []string {
-	var on, off []string
+// onStack parts the inlining changes: those of functions on the
+// allocation's stack, named (with no stack known, the first two), and
+// the others, counted: a change of helpers inlined that touches no frame
+// of the allocation's is layout, not its reason.
+func onStack(inl []inlining, stack []string) (on, off []string) {
+	var rest []string
 	for _, c := range inl {
-		if slices.ContainsFunc(stack, func(f string) bool { return sameFunc(f, c.fn) }) {
+		if len(stack) == 0 && len(on) < 2 || slices.ContainsFunc(stack, func(f string) bool { return sameFunc(f, c.fn) }) {
 			on = append(on, c.why)
 		} else {
-			off = append(off, c.why)
+			rest = append(rest, c.why)
 		}
 	}
-	out := on
-	if len(on) == 0 {
-		out = off[:min(2, len(off))]
-		off = off[len(out):]
+	if len(rest) > 0 {
+		off = []string{fmt.Sprintf("%d other functions' inlining changed at this line, none on the allocation's stack", len(rest))}
 	}
-	if len(off) > 0 {
-		out = append(out, fmt.Sprintf("%d other functions' inlining changed at this line, none on the allocation's stack", len(off)))
-	}
-	return out
+	return on, off
 }
 
 // sameFunc says whether a stack's frame ("example.com/m/pkg.(*T).F
@@ -223,20 +241,22 @@ func lostInlining(head, base *diagnostics, at reasonAt) []string {
 // newCalls are the calls on the head's line that its base lines did not
 // make as often: the callee the allocation's stack goes through when it
 // is one of them, all of them otherwise.
-func newCalls(head string, base []string, stack []string) []string {
-	if head == "" {
+func newCalls(head, base []string, stack []string) []string {
+	if len(head) == 0 {
 		return nil
 	}
+	// Counted by the called name alone: x.F(...).F(...) calls F twice,
+	// the second time with no receiver's name before it.
 	had := map[string]int{}
 	for _, l := range base {
 		for _, c := range callsIn(l) {
-			had[c]++
+			had[lastName(c)]++
 		}
 	}
 	var out []string
-	for _, c := range callsIn(head) {
-		if had[c] > 0 {
-			had[c]--
+	for _, c := range callsIn(strings.Join(head, "\n")) {
+		if had[lastName(c)] > 0 {
+			had[lastName(c)]--
 			continue
 		}
 		if !slices.Contains(out, c) {
@@ -265,16 +285,18 @@ var callPattern = regexp.MustCompile(`([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)\s*\(
 // notCalls are the keywords a "(" follows.
 var notCalls = map[string]bool{"if": true, "for": true, "switch": true, "return": true, "range": true, "case": true, "select": true, "go": true, "defer": true, "interface": true, "struct": true, "map": true, "chan": true}
 
-// callsIn are the names called on a line of source, in order, a name
-// once per call; "func" for a function literal.
-func callsIn(line string) []string {
-	if i := strings.Index(line, "//"); i >= 0 {
-		line = line[:i]
-	}
+// callsIn are the names called in lines of source, in order, a name
+// once per call; "func" for a function literal. Comments are left out.
+func callsIn(src string) []string {
 	var out []string
-	for _, m := range callPattern.FindAllStringSubmatch(line, -1) {
-		if !notCalls[m[1]] {
-			out = append(out, m[1])
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		for _, m := range callPattern.FindAllStringSubmatch(line, -1) {
+			if !notCalls[m[1]] {
+				out = append(out, m[1])
+			}
 		}
 	}
 	return out

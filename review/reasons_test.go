@@ -158,3 +158,23 @@ func TestReasonsWording(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCalls: a call is new when the head's hunk makes it more often
+// than the base lines did; the callee on the allocation's stack is named
+// alone; comments and keywords are no calls.
+func TestNewCalls(t *testing.T) {
+	for _, tc := range []struct {
+		head, base []string
+		stack      []string
+		want       string
+	}{
+		{[]string{`m.Match(r, &a) // once`, `var b M`, `return m.Match(r, &b)`}, []string{`return m.Match(r, &a)`}, nil, "m.Match"},
+		{[]string{`l.WithField("a", 1).WithField("b", 2).Info("x")`}, []string{`l.WithField("a", 1).Info("x")`}, nil, "WithField"},
+		{[]string{`x := f(g(1), h(2)) // f(3)`}, []string{`x := f(1)`}, []string{"example.com/m.F (a.go:1)", "example.com/m.h (a.go:9)"}, "h"},
+		{[]string{`if x := f(1); x > 0 {`}, []string{`if f(1) > 0 {`}, nil, ""},
+	} {
+		if got := strings.Join(newCalls(tc.head, tc.base, tc.stack), ", "); got != tc.want {
+			t.Errorf("%q over %q: %q, want %q", tc.head, tc.base, got, tc.want)
+		}
+	}
+}

@@ -58,6 +58,9 @@ type Result struct {
 	// baseLines are the base's lines each annotation's line is compared
 	// with (annKey), for the compiler's reasons.
 	baseLines map[string][]int
+	// headLines are, by annKey, the head's lines of the hunk an
+	// annotation's changed line is in (where the source is read).
+	headLines map[string][]int
 	// codeChanged says that the head changed a Go file: else only go.mod
 	// (go.sum) did, and every figure that moved is theirs.
 	codeChanged bool
@@ -615,8 +618,12 @@ func makeOut(out, base, head string) (string, error) {
 	if _, err := os.Lstat(out); err == nil {
 		return "", fmt.Errorf("-out %s: already exists; probe never overwrites a results folder", out)
 	}
+	// The folders above it are made as needed, as the default's is.
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", fmt.Errorf("-out %s: %w", out, err)
+	}
 	if err := os.Mkdir(out, 0o755); err != nil {
-		return "", err
+		return "", fmt.Errorf("-out %s: %w", out, err)
 	}
 	for _, d := range []string{"servers", "benchmarks"} {
 		if err := os.Mkdir(filepath.Join(out, d), 0o755); err != nil {
