@@ -52,6 +52,20 @@ func fileIdents(src string) []funcIdents {
 				mark(fi.defs, id)
 			}
 		}
+		// Parameters and named results are defined on the signature's
+		// line: a closure below that captures one moves it to the heap
+		// there.
+		for _, fl := range []*ast.FieldList{fd.Type.Params, fd.Type.Results} {
+			if fl == nil {
+				continue
+			}
+			for _, f := range fl.List {
+				for _, id := range f.Names {
+					mark(fi.defs, id)
+					mark(fi.uses, id)
+				}
+			}
+		}
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
 			switch x := n.(type) {
 			case *ast.Ident:

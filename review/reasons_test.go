@@ -178,3 +178,13 @@ func TestNewCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureDefines: a named result or a parameter is defined on the
+// signature's line, so a changed line below whose closure captures it is
+// the cause of its move to the heap there.
+func TestSignatureDefines(t *testing.T) {
+	fis := fileIdents("package p\n\nfunc sum(xs []int) (s int) {\n\tfor _, x := range xs {\n\t\tdefer func() { s += x }()\n\t}\n\treturn s\n}\n")
+	if len(fis) != 1 || !fis[0].defs[3]["s"] || !fis[0].defs[3]["xs"] || !fis[0].uses[5]["s"] {
+		t.Errorf("the signature's names: %+v", fis)
+	}
+}
