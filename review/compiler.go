@@ -13,6 +13,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"go/ast"
+	goparser "go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,8 +42,11 @@ type diagnostics struct {
 	// inlined are the functions inlined somewhere in the packages built;
 	// stays what the compiler said somewhere does not escape.
 	inlined, stays map[string]bool
-	// src is the revision's source of the annotated files, by line.
-	src map[string][]string
+	// src is the revision's source of the annotated files, by line, and
+	// values the struct and array types they declare (whose empty
+	// literal is a zero value, not an allocation).
+	src    map[string][]string
+	values map[string]bool
 }
 
 // source is a line of a file's source, trimmed; "" when not read.
@@ -196,7 +202,7 @@ func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*
 // path) by line, for the reasons that read the source.
 func readSources(path, dir string, d *diagnostics) {
 	if d.src == nil {
-		d.src = map[string][]string{}
+		d.src, d.values = map[string][]string{}, map[string]bool{}
 	}
 	ents, _ := os.ReadDir(path)
 	for _, e := range ents {
@@ -208,6 +214,19 @@ func readSources(path, dir string, d *diagnostics) {
 			continue
 		}
 		d.src[filepath.ToSlash(filepath.Join(dir, e.Name()))] = strings.Split(string(b), "\n")
+		f, err := goparser.ParseFile(token.NewFileSet(), e.Name(), b, goparser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				switch ts.Type.(type) {
+				case *ast.StructType, *ast.ArrayType:
+					d.values[ts.Name.Name] = true
+				}
+			}
+			return true
+		})
 	}
 }
 

@@ -54,10 +54,10 @@ func (at reasonAt) headSource(head *diagnostics) []string {
 // revisions and is said so; "X does not escape" explains no allocation
 // (what escapes now is said as such).
 func compilerReasons(head, base *diagnostics, at reasonAt) []string {
-	h := explaining(head.at[at.file][at.line])
+	h := explaining(head.at[at.file][at.line], head.values)
 	var b []diag
 	for _, l := range at.baseLines {
-		b = append(b, explaining(base.at[at.file][l])...)
+		b = append(b, explaining(base.at[at.file][l], base.values)...)
 	}
 	has := func(ds []diag, msg string) bool {
 		return slices.ContainsFunc(ds, func(d diag) bool { return numbers.ReplaceAllString(d.msg, "N") == numbers.ReplaceAllString(msg, "N") })
@@ -304,11 +304,12 @@ func callsIn(src string) []string {
 
 // explaining keeps the diagnostics that can explain an allocation: not
 // one about a constant or a zero value, not "does not escape", not
-// b.Loop's "will be kept alive".
-func explaining(ds []diag) []diag {
+// b.Loop's "will be kept alive". values are the package's struct and
+// array types.
+func explaining(ds []diag, values map[string]bool) []diag {
 	var out []diag
 	for _, d := range ds {
-		if !noAllocation(d.msg) && !strings.HasSuffix(d.msg, "does not escape") && !strings.HasSuffix(d.msg, "will be kept alive") {
+		if !noAllocation(d.msg, values) && !strings.HasSuffix(d.msg, "does not escape") && !strings.HasSuffix(d.msg, "will be kept alive") {
 			out = append(out, d)
 		}
 	}
@@ -319,7 +320,7 @@ func explaining(ds []diag) []diag {
 // allocates: a constant (a literal, or literals joined: static data) or a
 // zero value (T{}: the runtime's zero value stands for it). "&T{}" can
 // allocate, and a string joined from a literal and a variable does.
-func noAllocation(msg string) bool {
+func noAllocation(msg string, values map[string]bool) bool {
 	subject, _, ok := strings.Cut(msg, " escapes to heap")
 	if !ok || subject == "" {
 		return false
@@ -328,22 +329,41 @@ func noAllocation(msg string) bool {
 	if err != nil {
 		return false
 	}
-	return constant(e)
+	return constant(e, values)
 }
 
-// constant says whether an expression is static data or a zero value.
-func constant(e ast.Expr) bool {
+// constant says whether an expression is static data or a zero value;
+// values are the package's struct and array types.
+func constant(e ast.Expr, values map[string]bool) bool {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		return true
 	case *ast.ParenExpr:
-		return constant(e.X)
+		return constant(e.X, values)
 	case *ast.BinaryExpr:
-		return constant(e.X) && constant(e.Y)
+		return constant(e.X, values) && constant(e.Y, values)
 	case *ast.UnaryExpr:
-		return e.Op != token.AND && constant(e.X)
+		return e.Op != token.AND && constant(e.X, values)
 	case *ast.CompositeLit:
-		return len(e.Elts) == 0
+		return len(e.Elts) == 0 && zeroSized(e.Type, values)
+	}
+	return false
+}
+
+// zeroSized says whether an empty composite literal of a type is a zero
+// value the runtime stands for (a struct, an array) rather than a map,
+// which an empty literal still makes. A named type's kind is not in the
+// diagnostic: one of this package's is read from its declaration
+// (typeKinds), one of another package's is a zero value only when
+// unexported (it can only be there inlined: context's backgroundCtx{}).
+func zeroSized(t ast.Expr, values map[string]bool) bool {
+	switch t := t.(type) {
+	case *ast.StructType, *ast.ArrayType:
+		return true
+	case *ast.Ident:
+		return values[t.Name]
+	case *ast.SelectorExpr:
+		return !ast.IsExported(t.Sel.Name)
 	}
 	return false
 }

@@ -188,3 +188,32 @@ func TestSignatureDefines(t *testing.T) {
 		t.Errorf("the signature's names: %+v", fis)
 	}
 }
+
+// TestNoAllocation: constants and zero values never allocate; an empty
+// map literal, a named map type's, and a string joined from a variable
+// do.
+func TestNoAllocation(t *testing.T) {
+	values := map[string]bool{"ctxKey": true, "row": true}
+	for msg, want := range map[string]bool{
+		`"/users" escapes to heap`:                true,
+		`"a" + "b" escapes to heap`:               true,
+		`"gte=" + x + ",lte=130" escapes to heap`: false,
+		`42 escapes to heap`:                      true,
+		`ctxKey{} escapes to heap`:                true,
+		`context.backgroundCtx{} escapes to heap`: true,
+		`struct{}{} escapes to heap`:              true,
+		`map[string]int{} escapes to heap`:        false,
+		`http.Header{} escapes to heap`:           false,
+		`Labels{} escapes to heap`:                false,
+		`row{...} escapes to heap`:                false,
+		`&ctxKey{} escapes to heap`:               false,
+		`func literal escapes to heap`:            false,
+		`... argument escapes to heap`:            false,
+		`make([]byte, 64) escapes to heap`:        false,
+		`moved to heap: p`:                        false,
+	} {
+		if got := noAllocation(msg, values); got != want {
+			t.Errorf("%s: no allocation %v, want %v", msg, got, want)
+		}
+	}
+}
