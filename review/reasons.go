@@ -264,11 +264,22 @@ func newCalls(head, base []string, stack []string) []string {
 		}
 	}
 	for _, c := range out {
-		if slices.ContainsFunc(stack, func(f string) bool { return sameFunc(f, c) || sameFunc(f, lastName(c)) }) {
+		if slices.ContainsFunc(stack, func(f string) bool {
+			return sameFunc(f, c) || sameFunc(f, lastName(c)) || slices.ContainsFunc(builtinFrames[c], func(rt string) bool { return sameFunc(f, rt) })
+		}) {
 			return []string{c}
 		}
 	}
 	return out
+}
+
+// builtinFrames are the runtime's functions a builtin's allocation is
+// made in, as the stack shows them.
+var builtinFrames = map[string][]string{
+	"append": {"runtime.growslice"},
+	"make":   {"runtime.makeslice", "runtime.makemap", "runtime.makemap_small", "runtime.makechan"},
+	"new":    {"runtime.newobject"},
+	"string": {"runtime.slicebytetostring", "runtime.intstring"},
 }
 
 // lastName is a selector's last name: "log.WithField" → "WithField".

@@ -171,6 +171,7 @@ func TestNewCalls(t *testing.T) {
 		{[]string{`m.Match(r, &a) // once`, `var b M`, `return m.Match(r, &b)`}, []string{`return m.Match(r, &a)`}, nil, "m.Match"},
 		{[]string{`l.WithField("a", 1).WithField("b", 2).Info("x")`}, []string{`l.WithField("a", 1).Info("x")`}, nil, "WithField"},
 		{[]string{`x := f(g(1), h(2)) // f(3)`}, []string{`x := f(1)`}, []string{"example.com/m.F (a.go:1)", "example.com/m.h (a.go:9)"}, "h"},
+		{[]string{`cp := append(Params(nil), ps...)`}, []string{`return ps.ByName("id")`}, []string{"example.com/m.F (a.go:1)", "runtime.growslice (slice.go:1)"}, "append"},
 		{[]string{`if x := f(1); x > 0 {`}, []string{`if f(1) > 0 {`}, nil, ""},
 	} {
 		if got := strings.Join(newCalls(tc.head, tc.base, tc.stack), ", "); got != tc.want {
