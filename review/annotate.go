@@ -366,6 +366,18 @@ type lineChange struct {
 	of float64
 }
 
+// netted says what a hunk's figure nets, when the base's lines had a
+// count.
+func netted(h hunk, counted bool) string {
+	switch {
+	case !counted:
+		return ""
+	case h.d == 0:
+		return fmt.Sprintf("base lines %s, removed", span(h.a, h.b))
+	}
+	return fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(h.c, h.d), span(h.a, h.b))
+}
+
 // netChanges are the lines whose figures changed between before and
 // after, per request (op). A line the head left alone is compared with
 // itself, moved by the lines added or removed above it. Lines the head
@@ -442,15 +454,7 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 				line, most = l, v[0]
 			}
 		}
-		// Say what was netted when the base's lines had a count.
-		from := ""
-		switch {
-		case g.base == [2]float64{}:
-		case g.hunk.d == 0:
-			from = fmt.Sprintf("base lines %s, removed", span(g.hunk.a, g.hunk.b))
-		default:
-			from = fmt.Sprintf("net of head lines %s, which replaced base lines %s", span(g.hunk.c, g.hunk.d), span(g.hunk.a, g.hunk.b))
-		}
+		from := netted(g.hunk, g.base != [2]float64{})
 		var base []int
 		var bk []siteKey
 		for l := g.hunk.a; l < g.hunk.a+g.hunk.b; l++ {
