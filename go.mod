@@ -12,6 +12,7 @@ require (
 	github.com/grafana/pyroscope/api v1.1.0
 	github.com/quic-go/quic-go v0.65.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/arch v0.33.0
 	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	golang.org/x/mod v0.42.0
 	golang.org/x/net v0.61.0

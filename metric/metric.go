@@ -216,6 +216,9 @@ var Table = []Metric{
 	{Name: "instructions", Per: []string{"req", "op"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
 		Summary: "per_request.instructions", BenchSummary: "per_op.instructions", Profile: "instructions.pb.gz", Sample: "instructions",
 		Source: "valgrind's callgrind (probe run -instructions; with -bench, the plain test binary at two op counts, the difference per op)", Digits: 2, Bench: true},
+	{Name: "compiler-copied-B", Per: []string{"op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
+		BenchSummary: "per_op.compiler_copied_bytes", Profile: "compiler_copies.pb.gz", Sample: "copied_bytes",
+		Source: "the compiler's own copies (vector stores, REP; MOVSQ; amd64), which never reach memmove: the instructions' executions under callgrind (-instructions) times the bytes each moves", Digits: 0, Bench: true},
 }
 
 // Names are the metric's written names: one per divisor, or its name.

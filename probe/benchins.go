@@ -405,6 +405,16 @@ func (o *benchOutput) instructionFigures(f *schema.BenchFigures, folder string, 
 		return err
 	}
 	o.addTop(folder, "instructions", "", p, 0, bi.ops)
+	cp, total, err := compilerCopies(p, o.tgt.PlainBinary)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
+	}
+	cv := round(float64(total)/float64(bi.ops), 2)
+	f.PerOp.CompilerCopiedBytes = &cv
+	if err := o.profile(f, folder, "compiler_copies", cp, cs); err != nil {
+		return err
+	}
+	o.addTop(folder, "bytes the compiler copies", "B", cp, 0, bi.ops)
 	return nil
 }
 

@@ -84,13 +84,15 @@ func (o *benchOutput) write() error {
 	if o.cfg.Instructions {
 		o.s.Sources["instructions"] = "callgrind: the plain test binary, its runtime's random choices taken out, at -benchtime 2x and (2+K)x, the difference per op (K in instructions_ops)"
 		o.s.Blind = append(o.s.Blind, "instructions/op: the ops of the difference, at GOGC=off (a GC's instructions are not in it) and without asynchronous preemption; what a benchmark function pays once per call cancels; ns/op was timed by the same repeatable build (map seeds fixed, sysmon not woken by a system call)")
+		o.s.Sources["compiler_copies"] = "the compiled code's own copies (16- and 32-byte vector stores, REP; MOVS), by their executions in the instructions' difference"
+		o.s.Blind = append(o.s.Blind, "compiler-copied-B/op: the compiler's own copies of 16 bytes or more (a struct or array assigned by value); smaller moves (a pointer, an int, a string header) are not counted, and clears (stores of X15, always zero) are no copies")
 		for _, name := range slices.Sorted(maps.Keys(o.win.instructions)) {
 			if why := o.win.instructions[name].unstable; why != "" {
 				o.s.Blind = append(o.s.Blind, "instructions/op of "+name+" refused: "+why)
 			}
 		}
 	}
-	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler inlines (16 B or less, array assignment) never reach memmove")
+	o.s.Blind = append(o.s.Blind, "allocations, copies: every goroutine's in the timed region, as -benchmem counts them; copies the compiler emits itself (a struct or array assigned by value) never reach memmove: with -instructions they are compiler-copied-B/op")
 	if len(o.cfg.Exec) > 0 {
 		o.s.Sources["ns"] = "plain test binary under " + o.cfg.Exec[0]
 		o.s.Blind = append(o.s.Blind, "ns/op: the binary ran under -exec "+o.cfg.Exec[0]+" (an emulator's time, not the machine's); counts are the program's own")

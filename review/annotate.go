@@ -93,7 +93,7 @@ func (r *Result) addAnnotations(ctx context.Context, root string, it *schema.Rev
 // annotateProfile annotates the lines behind profile prof of item it:
 // failed says that a metric of it failed its gate.
 func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *probe.ABResult, prof, per string, failed bool) {
-	kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies, retained or instructions
+	kind := prof[strings.LastIndex(prof, " ")+1:] // allocs, copies, retained, instructions or compiler_copies
 	subject := strings.TrimSpace(strings.TrimSuffix(prof, kind))
 	if subject == "" {
 		subject = it.Route
@@ -158,7 +158,7 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 		if a, ok := annotation(lc, kind, per, subject, failed); ok {
 			a.Item = it.Name
 			base := lc.base
-			verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it", "instructions": "runs more"}[kind]
+			verb := map[string]string{"allocs": "allocates", "copies": "copies", "retained": "keeps it", "instructions": "runs more", "compiler_copies": "copies"}[kind]
 			switch {
 			case lc.alloc != 0 && !lc.own:
 				a.AllocLine, base = lc.alloc, lc.allocBase
@@ -214,6 +214,10 @@ func readKind(files []string, worktree, kind string, changed func(file string, l
 	case "instructions":
 		sc := readSites(files, worktree, []string{"instructions"}, nil, changed)
 		return sc
+	case "compiler_copies":
+		// On the innermost own line, as memmove's copies: the line that
+		// assigns the struct is the compiler's copy.
+		return readSites(files, worktree, []string{"copied_bytes"}, nil, nil)
 	}
 	return siteCounts{}
 }
@@ -239,6 +243,10 @@ func annotation(lc lineChange, kind, per, subject string, failed bool) (schema.A
 		a.Metric, a.Bytes = "retained-B/"+per, g[1]
 		a.Message = fmt.Sprintf("%s B/%s (%+.2f objects) left live in %s", signedNum(g[1]), per, g[0], where)
 		a.Title = "perfspy: memory left live " + verbOf(grew) + " in " + shortFunc(k.fn)
+	case kind == "compiler_copies" && math.Abs(g[0]) >= 0.5:
+		a.Metric = "compiler-copied-B/" + per
+		a.Message = fmt.Sprintf("%s B/%s copied by the compiler's own moves (a struct or array assigned by value, which memmove never sees) in %s", signedNum(g[0]), per, where)
+		a.Title = "perfspy: bytes the compiler copies " + verb + " in " + shortFunc(k.fn)
 	case kind == "copies" && math.Abs(g[0]) >= 0.5:
 		a.Metric = "copied-B/" + per
 		a.Message = fmt.Sprintf("%s copied B/%s in %s", signedNum(g[0]), per, where)

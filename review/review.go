@@ -490,6 +490,8 @@ func changes(ab *probe.ABResult, cfg *Config, route, per string) []schema.Review
 		switch {
 		case unit == "retained-B/"+per:
 			c.Profile = "retained"
+		case unit == "compiler-copied-B/"+per:
+			c.Profile = "compiler_copies"
 		case unit == "goroutines-left/"+per:
 			// Judged and gated; its profile's stacks are the goroutines'
 			// own, not lines of the change to annotate.

@@ -113,6 +113,12 @@ type BenchPerOp struct {
 	// (-instructions): the plain test binary at two op counts, the
 	// difference per op; null when not counted.
 	Instructions *float64 `json:"instructions"`
+	// CompilerCopiedBytes are the bytes an op copies by the compiler's
+	// own moves (a struct or array assigned by value: vector stores,
+	// REP; MOVSQ), which never reach memmove and so are not in
+	// CopiedBytes: read from the instructions' executions, null when
+	// they were not counted (-instructions) or the binary is not amd64.
+	CompilerCopiedBytes *float64 `json:"compiler_copied_bytes,omitempty"`
 	// OffCPUNS is the time goroutines waited in the timed region, by
 	// reason, in ns per op (a run of its own, under the tracer, of
 	// BenchFigures.OffCPUN ops).
