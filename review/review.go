@@ -235,6 +235,9 @@ func (m measurer) server(ctx context.Context, s Server) (*schema.ReviewItem, *pr
 	}
 	abc.Before, abc.After, abc.Repo, abc.Out = m.base, m.head, m.root, filepath.Join(m.out, "servers", safeName(s.Name))
 	m.window(&abc, s.Rounds, s.Warmup, s.Duration)
+	if !m.opt.Timings {
+		m.countsOnly(&abc, s)
+	}
 	for _, f := range []struct{ to, v *string }{{&abc.Run.Path, &s.Path}, {&abc.Run.Proto, &s.Proto}, {&abc.Run.Method, &s.Method}} {
 		if *f.v != "" {
 			*f.to = *f.v
@@ -425,6 +428,29 @@ func (m measurer) window(abc *probe.ABConfig, rounds int, warmup, duration time.
 		abc.Run.Duration = d
 	}
 }
+
+// countsOnly leaves out of a counts-only review's server runs what only
+// timings need: the off-CPU and wall-clock windows, the slowest
+// requests' bills (their figures are timings), and, unless the review's
+// options, the item or the file set them, the long timing window (a
+// short one warms the server up and paces the counting windows, whose
+// exact figures need requests, not time).
+func (m measurer) countsOnly(abc *probe.ABConfig, s Server) {
+	abc.Run.OffCPU, abc.Run.Wallclock, abc.Run.NoBills = false, false, true
+	if first(m.opt.Warmup, s.Warmup, m.cfg.Warmup) == 0 {
+		abc.Run.Warmup = countsWarmup
+	}
+	if first(m.opt.Duration, s.Duration, m.cfg.Duration) == 0 {
+		abc.Run.Duration = countsDuration
+	}
+}
+
+// countsWarmup and countsDuration are a counts-only review's timing
+// window when nothing sets it.
+const (
+	countsWarmup   = 300 * time.Millisecond
+	countsDuration = time.Second
+)
 
 func first[T int | time.Duration](v ...T) T {
 	for _, x := range v {
