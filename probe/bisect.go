@@ -112,6 +112,18 @@ type BisectResult struct {
 // Bisect finds the first commit from cfg.Good to cfg.Bad whose metric is
 // nearer Bad's figure than Good's, measuring one run per step.
 func Bisect(ctx context.Context, cfg BisectConfig, logw io.Writer) (*BisectResult, error) {
+	// Each commit is built by the toolchain its go.mod asks for, as the
+	// go command does under GOTOOLCHAIN=auto and as probe review does: a
+	// range that moves the go line builds on both sides of the move. A
+	// GOTOOLCHAIN in the environment is the user's choice, and kept.
+	if os.Getenv("GOTOOLCHAIN") == "" {
+		if cfg.Run.Toolchain == "" {
+			cfg.Run.Toolchain = "auto"
+		}
+		if cfg.Bench.Toolchain == "" {
+			cfg.Bench.Toolchain = "auto"
+		}
+	}
 	b := &bisector{cfg: cfg, measured: map[string]*BisectStep{}, logf: func(format string, a ...any) {
 		if logw != nil {
 			fmt.Fprintf(logw, "probe bisect: "+format+"\n", a...)

@@ -316,3 +316,59 @@ func TestBisectMerges(t *testing.T) {
 		t.Errorf("report.md:\n%s", md)
 	}
 }
+
+// TestBisectGoBump: a range whose middle commit moves go.mod's go line
+// to a release the machine's go (GOTOOLCHAIN=local in its go.env) is not
+// is bisected with no setting: each commit is built by the toolchain it
+// asks for, and the commit that adds an allocation an op is named.
+func TestBisectGoBump(t *testing.T) {
+	skipShort(t)
+	if os.Getenv("GOTOOLCHAIN") != "" {
+		t.Skip("GOTOOLCHAIN is set: the user's choice is kept, so this test's premise does not hold")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=perfspy test", "-c", "user.email=test@perfspy.invalid"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write := func(name, src string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	write("go.mod", "module example.com/bump\n\ngo 1.26\n")
+	write("b.go", "package bump\n\nvar Sink []byte\n\nfunc Work() { Sink = make([]byte, 8) }\n")
+	write("b_test.go", "package bump\n\nimport \"testing\"\n\nfunc BenchmarkWork(b *testing.B) {\n\tfor b.Loop() {\n\t\tWork()\n\t}\n}\n")
+	run("add", "-A")
+	run("commit", "-q", "-m", "one allocation an op")
+	commits := []string{run("rev-parse", "HEAD")}
+	for i, step := range []struct{ file, src, msg string }{
+		{"go.mod", "module example.com/bump\n\ngo 1.27.3\n", "go 1.27.3"},
+		{"note.go", "package bump\n\n// A note.\n", "a comment"},
+		{"b.go", "package bump\n\nvar Sink, Kept []byte\n\nfunc Work() { Sink, Kept = make([]byte, 8), make([]byte, 16) }\n", "two allocations an op"},
+		{"note.go", "package bump\n\n// A note, again.\n", "another comment"},
+	} {
+		write(step.file, step.src)
+		run("add", "-A")
+		run("commit", "-q", "-m", fmt.Sprintf("commit %d: %s", i+1, step.msg))
+		commits = append(commits, run("rev-parse", "HEAD"))
+	}
+	res, err := Bisect(context.Background(), BisectConfig{Good: commits[0], Bad: commits[4], Metric: "allocs/op",
+		Bench: BenchConfig{Bench: "BenchmarkWork$", BenchTime: "200x", Target: dir, Copies: "off", Syscalls: "off"}, Out: filepath.Join(t.TempDir(), "out")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.First == nil || res.First.Commit != commits[3] {
+		t.Fatalf("first %+v, want commit 3 %s", res.First, commits[3])
+	}
+	for _, s := range res.Steps {
+		if s.Value == nil {
+			t.Errorf("commit %s skipped: %s", s.Commit[:12], s.Skipped)
+		}
+	}
+}
