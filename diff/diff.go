@@ -66,6 +66,10 @@ type LoadOptions struct {
 	// Route keeps one route's samples and its requests
 	// (profkey.SelectRoute); "" keeps all.
 	Route string
+	// Callers makes each sample's leaf the innermost frame outside the
+	// standard library (profkey.TrimStd): the module's function that
+	// asked the library for the work, not internal/bytealg.MakeNoZero.
+	Callers bool
 }
 
 // Load reads pprof files (gzipped or not) as one side, on as many cores
@@ -129,7 +133,7 @@ func loadOne(path string, opt LoadOptions) (*profwire.Profile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if opt.Route == "" {
+		if opt.Route == "" && !opt.Callers {
 			d, err := decode(b)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -144,6 +148,9 @@ func loadOne(path string, opt LoadOptions) (*profwire.Profile, error) {
 		if err := profkey.SelectRoute(p, opt.Route); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+	}
+	if opt.Callers {
+		profkey.TrimStd(p)
 	}
 	return profwire.FromProfile(p), nil
 }

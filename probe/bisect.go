@@ -507,11 +507,13 @@ func (b *bisector) functions() error {
 	if len(bf) == 0 || len(af) == 0 {
 		return nil
 	}
-	before, err := diff.Load(bf, diff.LoadOptions{})
+	// What moved is named at the code that asked for it: a module's
+	// function, not the standard library's leaf under it.
+	before, err := diff.Load(bf, diff.LoadOptions{Callers: true})
 	if err != nil {
 		return err
 	}
-	after, err := diff.Load(af, diff.LoadOptions{})
+	after, err := diff.Load(af, diff.LoadOptions{Callers: true})
 	if err != nil {
 		return err
 	}

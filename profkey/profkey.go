@@ -228,3 +228,43 @@ func foldBrackets(name string) string {
 	}
 	return b.String()
 }
+
+// StdFunc says whether a function is the standard library's: its
+// package path's first element has no dot, and it is not package main's.
+// A function with no package path (a symbol the profile could not name)
+// is not.
+func StdFunc(name string) bool {
+	end := pkgPathEnd(name)
+	if end == 0 {
+		return false
+	}
+	pkg := name[:end]
+	first, _, _ := strings.Cut(pkg, "/")
+	return !strings.Contains(first, ".") && pkg != "main"
+}
+
+// TrimStd makes each sample's leaf its innermost frame outside the
+// standard library, the code that asked the library for the work
+// (strings.(*Builder).grow under a module's function is the module's
+// function's); a sample whose every frame is the library's is kept as it
+// is. A location holds inlined frames: it is the library's when its
+// every line is.
+func TrimStd(p *profile.Profile) {
+	std := func(l *profile.Location) bool {
+		for _, ln := range l.Line {
+			if ln.Function == nil || !StdFunc(ln.Function.Name) {
+				return false
+			}
+		}
+		return len(l.Line) > 0
+	}
+	for _, s := range p.Sample {
+		i := 0
+		for i < len(s.Location) && std(s.Location[i]) {
+			i++
+		}
+		if i < len(s.Location) {
+			s.Location = s.Location[i:]
+		}
+	}
+}

@@ -90,3 +90,31 @@ func TestSelectRoute(t *testing.T) {
 		t.Errorf("no labels: %v", err)
 	}
 }
+
+// TestTrimStd: a sample's standard-library leaves give way to the
+// module's function that called them; one of the library's alone stays.
+func TestTrimStd(t *testing.T) {
+	loc := func(names ...string) *profile.Location {
+		l := &profile.Location{}
+		for _, n := range names {
+			l.Line = append(l.Line, profile.Line{Function: &profile.Function{Name: n}})
+		}
+		return l
+	}
+	mod := &profile.Sample{Location: []*profile.Location{loc("internal/bytealg.MakeNoZero"), loc("strings.(*Builder).grow", "strings.(*Builder).WriteString"), loc("github.com/a/b.Render"), loc("main.main")}}
+	inl := &profile.Sample{Location: []*profile.Location{loc("strconv.Itoa", "github.com/a/b.label"), loc("main.main")}}
+	std := &profile.Sample{Location: []*profile.Location{loc("fmt.Sprintf"), loc("net/http.(*conn).serve")}}
+	p := &profile.Profile{Sample: []*profile.Sample{mod, inl, std}}
+	TrimStd(p)
+	if got := mod.Location[0].Line[0].Function.Name; got != "github.com/a/b.Render" {
+		t.Errorf("leaf %s, want the module's function", got)
+	}
+	if len(inl.Location) != 2 || len(std.Location) != 2 {
+		t.Errorf("a location with the module's inlined frame, or the library alone: trimmed to %d and %d", len(inl.Location), len(std.Location))
+	}
+	for name, want := range map[string]bool{"strings.Repeat": true, "net/http.Get": true, "main.main": false, "github.com/a/b.F": false, "example.com/x.(*T).M": false, "unknown": false} {
+		if StdFunc(name) != want {
+			t.Errorf("StdFunc(%s) = %v", name, !want)
+		}
+	}
+}
