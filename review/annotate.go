@@ -42,6 +42,16 @@ type siteCounts struct {
 	// frame (the handler, the benchmark) down to the allocating frame.
 	path   map[siteKey][]string
 	weight map[siteKey]int64
+	// below are each site's counts by what runs below it (the functions
+	// of the frames under the site's, folded: their lines move between
+	// versions of a module), each with its heaviest stack: the stack whose
+	// count changed is found there, not only the heaviest.
+	below map[siteKey]map[string]*chainStack
+	// unowned are the samples with no frame of the repository's own code
+	// (a dependency's work that a request runs before or after the
+	// handler: a router's matching, a middleware), by chain of
+	// functions: a go.mod change that moved them is named on go.mod.
+	unowned map[string]*chainStack
 	// total is every sample's first value, own code's or not: the
 	// item's whole figure, that a line's change is a part of.
 	total float64
@@ -179,6 +189,7 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 			}
 		}
 	}
+	rest -= r.unownedDeps(deps, before, after, whole, kind)
 	if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
 		foldRemainder(&r.Annotations[largest], rest, whole, per)
 	}
@@ -361,6 +372,11 @@ type lineChange struct {
 	// it calls. heads are its hunk's lines in the head.
 	changed bool
 	heads   []int
+	// moved is, for a line the head left alone, the stack below it whose
+	// count changed most (in the head, else the base's), and movedBase
+	// the base's stack of the same functions: where a module's change
+	// is named, at its line in each version.
+	moved, movedBase []string
 	// alloc is the line that allocates, when the change is on the
 	// changed line that caused it (causeLines), and allocBase the base
 	// lines it came from.
@@ -451,7 +467,10 @@ func (lm *lineMaps) netChanges(before, after siteCounts) []lineChange {
 	}
 	for k, v := range plain {
 		bl := baseLine(lm.hunks(k.file), k.line)
-		out = append(out, lineChange{k: k, v: v, base: []int{bl}, path: pathOf(k, []siteKey{{k.file, bl, k.fn}})})
+		bk := siteKey{k.file, bl, k.fn}
+		lc := lineChange{k: k, v: v, base: []int{bl}, path: pathOf(k, []siteKey{bk})}
+		lc.moved, lc.movedBase = movedStack(before, after, bk, k)
+		out = append(out, lc)
 	}
 	for k, g := range groups {
 		net := add([2]float64{}, g.base, -1)
@@ -540,7 +559,8 @@ func shortFunc(fn string) string {
 // unreadable file is left out. With prefer, a sample is read on its
 // innermost own frame that prefer says, when it has one.
 func readSites(files []string, worktree string, samples []string, skip func(s *profile.Sample, perReq float64) bool, prefer func(file string, line int) bool) siteCounts {
-	sc := siteCounts{v: map[siteKey][2]float64{}, path: map[siteKey][]string{}, weight: map[siteKey]int64{}}
+	sc := siteCounts{v: map[siteKey][2]float64{}, path: map[siteKey][]string{}, weight: map[siteKey]int64{}, below: map[siteKey]map[string]*chainStack{},
+		unowned: map[string]*chainStack{}}
 	prefix := strings.TrimSuffix(worktree, "/") + "/"
 	for _, f := range files {
 		p, err := readProfile(f)
@@ -565,8 +585,13 @@ func readSites(files []string, worktree string, samples []string, skip func(s *p
 			if skip != nil && skip(s, float64(s.Value[idx[0]])/float64(n)) {
 				continue
 			}
+			var two [2]float64
+			for j, i := range idx[:min(2, len(idx))] {
+				two[j] = float64(s.Value[i])
+			}
 			k, ok := ownFrame(s, prefix, prefer)
 			if !ok {
+				sc.addUnowned(s, two)
 				continue
 			}
 			v := sc.v[k]
@@ -574,9 +599,11 @@ func readSites(files []string, worktree string, samples []string, skip func(s *p
 				v[j] += float64(s.Value[i])
 			}
 			sc.v[k] = v
+			path := stackPath(s, prefix)
 			if w := s.Value[idx[0]]; w > sc.weight[k] || sc.path[k] == nil {
-				sc.weight[k], sc.path[k] = w, stackPath(s, prefix)
+				sc.weight[k], sc.path[k] = w, path
 			}
+			sc.addBelow(k, path, two)
 		}
 	}
 	return sc

@@ -20,6 +20,7 @@ import (
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/internal/shellwords"
 	"github.com/perfspy/perfspy/probe"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -228,36 +229,66 @@ func moduleCause(lc lineChange, changes []schema.GoModChange, codeChanged bool) 
 		return schema.GoModChange{}, "", false
 	}
 	own := fmt.Sprintf("%s (%s:%d)", lc.k.fn, lc.k.file, lc.k.line)
-	if c, ok := soleChange(changes); ok && !codeChanged && (len(lc.path) == 0 || lc.path[len(lc.path)-1] == own) {
+	// The stack whose count changed, when it is known: the heaviest
+	// stack through the line can be one that did not move.
+	path := lc.path
+	if lc.moved != nil {
+		path = lc.moved
+	}
+	if c, ok := soleChange(changes); ok && !codeChanged && (len(path) == 0 || path[len(path)-1] == own) {
 		return c, own, true
 	}
-	i := slices.Index(lc.path, own)
+	i := slices.Index(path, own)
 	if i < 0 {
 		return schema.GoModChange{}, "", false
 	}
+	return causeBelow(path, i, changes, lc.movedBase)
+}
+
+// causeBelow is the change of go.mod whose code runs below frame i of a
+// stack (outermost first; -1: the whole stack), and its frame: the
+// innermost frame of a changed module, else of the standard library
+// when the toolchain changed.
+func causeBelow(path []string, i int, changes []schema.GoModChange, movedBase []string) (schema.GoModChange, string, bool) {
 	var std *schema.GoModChange
 	var stdFrame string
-	for j := len(lc.path) - 1; j > i; j-- {
-		fn, _, _ := strings.Cut(lc.path[j], " (")
+	for j := len(path) - 1; j > i; j-- {
+		fn, _, _ := strings.Cut(path[j], " (")
 		c, ok := moduleOf(fn, changes)
 		if !ok {
 			continue
 		}
 		if c.Kind == "require" || c.Kind == "replace" {
-			return c, lc.path[j], true
+			return c, withBaseLine(path[j], movedBase), true
 		}
 		// The runtime's, reflect's and internal packages' frames are the
 		// allocation's mechanics: the innermost package a program
 		// imports names it (encoding/json, net/http).
 		stdFn, _, _ := strings.Cut(stdFrame, " (")
 		if std == nil || mechanics(funcPackage(stdFn)) && !mechanics(funcPackage(fn)) {
-			std, stdFrame = &c, lc.path[j]
+			std, stdFrame = &c, path[j]
 		}
 	}
 	if std != nil {
-		return *std, stdFrame, true
+		return *std, withBaseLine(stdFrame, movedBase), true
 	}
 	return schema.GoModChange{}, "", false
+}
+
+// withBaseLine adds to a head frame ("pkg.F (mux.go:475)") the line of
+// the same function in the base's stack of the same chain, when it
+// moved: "pkg.F (mux.go:475; mux.go:470 in the base)".
+func withBaseLine(frame string, base []string) string {
+	fn, pos, _ := strings.Cut(frame, " (")
+	pos = strings.TrimSuffix(pos, ")")
+	key := profkey.FuncKey(fn, profkey.DefaultFolds)
+	for _, b := range base {
+		bfn, bpos, _ := strings.Cut(b, " (")
+		if bpos = strings.TrimSuffix(bpos, ")"); profkey.FuncKey(bfn, profkey.DefaultFolds) == key && bpos != pos {
+			return fmt.Sprintf("%s (%s; %s in the base)", fn, pos, bpos)
+		}
+	}
+	return frame
 }
 
 // soleChange is the one change of go.mod a pull request that changed no
@@ -347,6 +378,9 @@ func (d *depChange) add(lc lineChange, frame string) {
 	d.frames[frame] += lc.v[0]
 	if w := math.Abs(lc.v[0]) + math.Abs(lc.v[1])/1e6; w >= d.most {
 		d.most, d.path = w, lc.path
+		if lc.moved != nil {
+			d.path = lc.moved
+		}
 	}
 }
 
