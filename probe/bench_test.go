@@ -21,6 +21,7 @@ import (
 
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/schema"
 
@@ -375,11 +376,18 @@ func checkBenchText(t *testing.T, path string, want int) {
 			t.Error(x)
 		}
 	}
-	// The exact counts of the metric table: allocs, B, copied-B,
-	// cleared-B, retained-B and goroutines-left per op (ns/op and
-	// syscalls/op are timings).
-	if results != want || exact != 6 {
-		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want 6)", results, want, exact)
+	// The exact counts of the metric table written per op (allocs, B,
+	// copied-B, cleared-B, retained-B, goroutines-left,
+	// compiler-copied-B; ns/op and syscalls/op are timings): a Unit
+	// line each, whether or not this run measured it.
+	wantExact := 0
+	for _, m := range metric.Table {
+		if _, ok := m.Written("op"); ok && m.Bench && m.Judged.Counted() {
+			wantExact++
+		}
+	}
+	if results != want || exact != wantExact || wantExact < 6 {
+		t.Errorf("bench.txt: %d results (want %d), %d unit lines (want %d)", results, want, exact, wantExact)
 	}
 }
 
