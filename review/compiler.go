@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/internal/worktree"
 	"github.com/perfspy/perfspy/schema"
 )
@@ -198,6 +199,10 @@ func diagnose(ctx context.Context, root, commit string, dirs map[string]bool) (*
 	return d, nil
 }
 
+// maxSource is the most of a Go file the reasons read; past it the file
+// gives no source reasons.
+const maxSource = 16 << 20
+
 // readSources keeps the Go files of a folder (dir, root-relative, at
 // path) by line, for the reasons that read the source.
 func readSources(path, dir string, d *diagnostics) {
@@ -209,7 +214,9 @@ func readSources(path, dir string, d *diagnostics) {
 		if !strings.HasSuffix(e.Name(), ".go") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(path, e.Name()))
+		// Regular files only, bounded: a .go name can be a symbolic link
+		// to a device (/dev/zero never ends) or a FIFO.
+		b, err := limits.ReadFile(filepath.Join(path, e.Name()), maxSource, "")
 		if err != nil {
 			continue
 		}

@@ -1,8 +1,12 @@
 package review
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // kindsBase is a package whose head (kindsHead) changes each function in
@@ -216,5 +220,32 @@ func TestNoAllocation(t *testing.T) {
 		if got := noAllocation(msg, values); got != want {
 			t.Errorf("%s: no allocation %v, want %v", msg, got, want)
 		}
+	}
+}
+
+// TestReadSourcesRegular: a .go name that is a link to a device, or a
+// FIFO, is not read (it would never end, or wait for a writer); the
+// regular files beside it are.
+func TestReadSourcesRegular(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\ntype key struct{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.go"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &diagnostics{}
+	done := make(chan struct{})
+	go func() { readSources(dir, "p", d); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("readSources hung on a device or a FIFO")
+	}
+	if d.source("p/a.go", 3) != "type key struct{}" || !d.values["key"] || len(d.src) != 1 {
+		t.Errorf("sources %v, values %v: want a.go alone", d.src, d.values)
 	}
 }
