@@ -90,6 +90,9 @@ type Metric struct {
 	Label, SourceKey, Window string
 	Digits                   int
 	Bench                    bool
+	// Callgrind says that it is measured under callgrind only
+	// (-instructions): a report gives it no column when no result has it.
+	Callgrind bool
 }
 
 // Table is every figure, in the order reports list them.
@@ -215,10 +218,10 @@ var Table = []Metric{
 		Source:   "allocspy route labels: a request's own route's bytes in its window alone, per request of the route"},
 	{Name: "instructions", Per: []string{"req", "op"}, Unit: "instructions", Judged: Instructions, HigherWorse: true, Compared: true,
 		Summary: "per_request.instructions", BenchSummary: "per_op.instructions", Profile: "instructions.pb.gz", Sample: "instructions",
-		Source: "valgrind's callgrind (probe run -instructions; with -bench, the plain test binary at two op counts, the difference per op)", Digits: 2, Bench: true},
+		Source: "valgrind's callgrind (probe run -instructions; with -bench, the plain test binary at two op counts, the difference per op)", Digits: 2, Bench: true, Callgrind: true},
 	{Name: "compiler-copied-B", Per: []string{"op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
 		BenchSummary: "per_op.compiler_copied_bytes", Profile: "compiler_copies.pb.gz", Sample: "copied_bytes",
-		Source: "the compiler's own copies (vector stores, REP; MOVSQ; amd64), which never reach memmove: the instructions' executions under callgrind (-instructions) times the bytes each moves", Digits: 0, Bench: true},
+		Source: "the compiler's own copies (vector stores, REP; MOVSQ; amd64), which never reach memmove: the instructions' executions under callgrind (-instructions) times the bytes each moves", Digits: 0, Bench: true, Callgrind: true},
 }
 
 // Names are the metric's written names: one per divisor, or its name.

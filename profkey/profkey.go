@@ -235,10 +235,12 @@ func foldBrackets(name string) string {
 // is not.
 func StdFunc(name string) bool {
 	end := pkgPathEnd(name)
-	if end == 0 {
-		return false
-	}
-	pkg := name[:end]
+	return end > 0 && StdPackage(name[:end])
+}
+
+// StdPackage says whether a package path is the standard library's: its
+// first element has no dot, and it is not package main.
+func StdPackage(pkg string) bool {
 	first, _, _ := strings.Cut(pkg, "/")
 	return !strings.Contains(first, ".") && pkg != "main"
 }

@@ -196,7 +196,7 @@ func writeBenchTable(w io.Writer, s *schema.BenchSummary) {
 	fmt.Fprint(w, "\n| benchmark | N |")
 	for _, m := range metric.Table {
 		if name, ok := m.Written("op"); ok && m.Bench && m.BenchSummary != "" {
-			if (m.Judged == metric.Instructions || m.Profile == "compiler_copies.pb.gz") && !slices.ContainsFunc(s.Benchmarks, func(b schema.BenchFigures) bool {
+			if m.Callgrind && !slices.ContainsFunc(s.Benchmarks, func(b schema.BenchFigures) bool {
 				_, ok := metric.At(metric.Doc(b), m.BenchSummary)
 				return ok
 			}) {

@@ -176,13 +176,6 @@ func funcPackage(fn string) string {
 	return fn
 }
 
-// isStd says whether a package is the standard library's (its first
-// element has no dot, and it is not a main package's).
-func isStd(pkg string) bool {
-	first, _, _ := strings.Cut(pkg, "/")
-	return !strings.Contains(first, ".") && pkg != "main"
-}
-
 // moduleOf is the change a function's code comes with: the changed
 // required (or replaced) module whose path is the longest prefix of the
 // function's package, or, for the standard library's, a changed go or
@@ -207,7 +200,7 @@ func moduleOf(fn string, changes []schema.GoModChange) (schema.GoModChange, bool
 			// The toolchain's line first, then go's, then a godebug
 			// setting's (one the standard library reads).
 			rank := map[string]int{"toolchain": 3, "go": 2, "godebug": 1}
-			if isStd(pkg) && (!found || rank[c.Kind] > rank[best.Kind]) {
+			if profkey.StdPackage(pkg) && (!found || rank[c.Kind] > rank[best.Kind]) {
 				best, found = c, true
 			}
 		}

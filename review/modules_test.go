@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -106,8 +107,8 @@ func TestFuncPackage(t *testing.T) {
 			t.Errorf("funcPackage(%q) = %q, want %q", fn, got, want)
 		}
 	}
-	if isStd("main") || !isStd("encoding/json") || isStd("example.com/x") {
-		t.Error("isStd")
+	if profkey.StdPackage("main") || !profkey.StdPackage("encoding/json") || profkey.StdPackage("example.com/x") {
+		t.Error("profkey.StdPackage")
 	}
 }
 
