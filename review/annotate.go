@@ -599,11 +599,10 @@ func readSites(files []string, worktree string, samples []string, skip func(s *p
 				v[j] += float64(s.Value[i])
 			}
 			sc.v[k] = v
-			path := stackPath(s, prefix)
 			if w := s.Value[idx[0]]; w > sc.weight[k] || sc.path[k] == nil {
-				sc.weight[k], sc.path[k] = w, path
+				sc.weight[k], sc.path[k] = w, stackPath(s, prefix)
 			}
-			sc.addBelow(k, path, two)
+			sc.addBelow(k, s, prefix, two)
 		}
 	}
 	return sc

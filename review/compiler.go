@@ -282,20 +282,17 @@ func (r *Result) explain(ctx context.Context, root string) (time.Duration, error
 				a.Compiler = append(a.Compiler, fmt.Sprintf("at line %d: %s", lc.alloc, why))
 			}
 		}
+		compiler := a.Compiler
 		if why, ok := pools[i]; ok {
-			// The runtime's reason: the compiler's "nothing changed here"
-			// says nothing beside it.
-			a.Compiler = slices.DeleteFunc(a.Compiler, unexplained)
+			// The runtime's reason first: the compiler's "nothing changed
+			// here" says nothing beside it.
+			compiler = slices.DeleteFunc(compiler, unexplained)
+			a.Compiler = append([]string{why}, compiler...)
 			a.Message += "; " + why
-			if len(a.Compiler) == 0 {
-				a.Compiler = []string{why}
-				continue
-			}
-			a.Compiler = append([]string{why}, a.Compiler...)
-			a.Message += "; compiler: " + strings.Join(a.Compiler[1:], "; ")
-			continue
 		}
-		a.Message += "; compiler: " + strings.Join(a.Compiler, "; ")
+		if len(compiler) > 0 {
+			a.Message += "; compiler: " + strings.Join(compiler, "; ")
+		}
 	}
 	return time.Since(start), nil
 }

@@ -18,7 +18,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -37,8 +36,9 @@ type chainStack struct {
 	w    int64
 }
 
-// addChain adds a sample's counts to chain m[signature of fns].
-func addChain(m map[string]*chainStack, path, fns []string, v [2]float64) {
+// addChain adds a sample's counts to chain m[signature of fns]; path
+// gives its stack, formatted only when it is the chain's heaviest yet.
+func addChain(m map[string]*chainStack, fns []string, v [2]float64, path func() []string) {
 	sig := strings.Join(fns, ";")
 	c := m[sig]
 	if c == nil {
@@ -47,51 +47,59 @@ func addChain(m map[string]*chainStack, path, fns []string, v [2]float64) {
 	}
 	c.v = add(c.v, v, 1)
 	if w := int64(v[0]); w > c.w || c.path == nil {
-		c.w, c.path = w, path
+		c.w, c.path = w, path()
 	}
 }
 
 // addBelow adds a sample's counts to its site's chain of functions below
-// it (path from stackPath: the site's frame is the innermost own one).
-func (sc *siteCounts) addBelow(k siteKey, path []string, v [2]float64) {
+// it: the frames from the leaf up to the innermost frame of the site's
+// function and line, outermost first.
+func (sc *siteCounts) addBelow(k siteKey, s *profile.Sample, prefix string, v [2]float64) {
 	var fns []string
-	for _, f := range path[siteIndex(k, path)+1:] {
-		fn, _, _ := strings.Cut(f, " (")
-		fns = append(fns, profkey.FuncKey(fn, profkey.DefaultFolds))
+	stop := false
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			if l.Function == nil {
+				continue
+			}
+			if l.Function.Name == k.fn && int(l.Line) == k.line {
+				stop = true
+				break
+			}
+			fns = append(fns, profkey.FuncKey(l.Function.Name, profkey.DefaultFolds))
+		}
+		if stop {
+			break
+		}
 	}
+	slices.Reverse(fns)
 	if sc.below[k] == nil {
 		sc.below[k] = map[string]*chainStack{}
 	}
-	addChain(sc.below[k], path, fns, v)
+	addChain(sc.below[k], fns, v, func() []string { return stackPath(s, prefix) })
 }
 
 // addUnowned adds a sample with no own frame, by its chain of functions.
 func (sc *siteCounts) addUnowned(s *profile.Sample, v [2]float64) {
-	var path, fns []string
-	for i := len(s.Location) - 1; i >= 0; i-- {
-		ls := s.Location[i].Line
-		for j := len(ls) - 1; j >= 0; j-- {
-			if ls[j].Function == nil {
-				continue
+	var fns []string
+	for _, loc := range slices.Backward(s.Location) {
+		for _, l := range slices.Backward(loc.Line) {
+			if l.Function != nil {
+				fns = append(fns, profkey.FuncKey(l.Function.Name, profkey.DefaultFolds))
 			}
-			path = append(path, fmt.Sprintf("%s (%s:%d)", ls[j].Function.Name, filepath.Base(ls[j].Function.Filename), ls[j].Line))
-			fns = append(fns, profkey.FuncKey(ls[j].Function.Name, profkey.DefaultFolds))
 		}
 	}
-	addChain(sc.unowned, path, fns, v)
-}
-
-// siteIndex is the index of a site's frame in a stack path: its
-// innermost frame of the site's function and line (-1 when none:
-// everything is below).
-func siteIndex(k siteKey, path []string) int {
-	for i := len(path) - 1; i >= 0; i-- {
-		fn, pos, _ := strings.Cut(path[i], " (")
-		if fn == k.fn && strings.HasSuffix(strings.TrimSuffix(pos, ")"), ":"+strconv.Itoa(k.line)) {
-			return i
+	addChain(sc.unowned, fns, v, func() []string {
+		var path []string
+		for _, loc := range slices.Backward(s.Location) {
+			for _, l := range slices.Backward(loc.Line) {
+				if l.Function != nil {
+					path = append(path, fmt.Sprintf("%s (%s:%d)", l.Function.Name, filepath.Base(l.Function.Filename), l.Line))
+				}
+			}
 		}
-	}
-	return -1
+		return path
+	})
 }
 
 // chainKey is what a chain is compared by between two versions: the

@@ -7,12 +7,34 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/schema"
 )
+
+// sampleOf is a sample of a stack path ("fn (file:line)", outermost
+// first): main's frames in the repository /repo, the others' files in
+// the module cache.
+func sampleOf(path []string) *profile.Sample {
+	s := &profile.Sample{}
+	for _, f := range slices.Backward(path) {
+		fn, pos, _ := strings.Cut(strings.TrimSuffix(f, ")"), " (")
+		file, line, _ := strings.Cut(pos, ":")
+		n, _ := strconv.Atoi(line)
+		dir := "/mod/"
+		if strings.HasPrefix(fn, "main.") {
+			dir = "/repo/"
+		}
+		s.Location = append(s.Location, &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: fn, Filename: dir + file}, Line: int64(n)}}})
+	}
+	return s
+}
 
 // TestMovedStack: a line the head left alone calls into a module along
 // two chains: the heavier did not move (5 a request at both versions),
@@ -27,9 +49,9 @@ func TestMovedStack(t *testing.T) {
 	moved := []string{own, "github.com/go-chi/chi/v5.(*Mux).ServeHTTP (mux.go:91)", "github.com/go-chi/chi/v5.(*Mux).routeHTTP (mux.go:475)", "github.com/go-chi/chi/v5.(*Context).RoutePattern (context.go:120)", "strings.Join (strings.go:40)"}
 	before := siteCounts{requests: 100, below: map[siteKey]map[string]*chainStack{}}
 	after := siteCounts{requests: 100, below: map[siteKey]map[string]*chainStack{}}
-	before.addBelow(k, heavyB, [2]float64{500})
-	after.addBelow(k, heavyA, [2]float64{500})
-	after.addBelow(k, moved, [2]float64{200})
+	before.addBelow(k, sampleOf(heavyB), "/repo/", [2]float64{500})
+	after.addBelow(k, sampleOf(heavyA), "/repo/", [2]float64{500})
+	after.addBelow(k, sampleOf(moved), "/repo/", [2]float64{200})
 	head, base := movedStack(before, after, k, k)
 	if strings.Join(head, "|") != strings.Join(moved, "|") || base != nil {
 		t.Fatalf("moved stack %v (base %v), want the RoutePattern chain", head, base)
@@ -41,8 +63,8 @@ func TestMovedStack(t *testing.T) {
 		t.Errorf("module cause %+v at %q, want chi's RoutePattern", c, frame)
 	}
 	// A chain at both versions whose line moved says both lines.
-	before.addBelow(k, []string{own, "github.com/go-chi/chi/v5.(*Mux).routeHTTP (mux.go:470)", "github.com/go-chi/chi/v5.(*Context).URLParam (context.go:60)"}, [2]float64{100})
-	after.addBelow(k, []string{own, "github.com/go-chi/chi/v5.(*Mux).routeHTTP (mux.go:476)", "github.com/go-chi/chi/v5.(*Context).URLParam (context.go:66)"}, [2]float64{700})
+	before.addBelow(k, sampleOf([]string{own, "github.com/go-chi/chi/v5.(*Mux).routeHTTP (mux.go:470)", "github.com/go-chi/chi/v5.(*Context).URLParam (context.go:60)"}), "/repo/", [2]float64{100})
+	after.addBelow(k, sampleOf([]string{own, "github.com/go-chi/chi/v5.(*Mux).routeHTTP (mux.go:476)", "github.com/go-chi/chi/v5.(*Context).URLParam (context.go:66)"}), "/repo/", [2]float64{700})
 	head, base = movedStack(before, after, k, k)
 	lc = lineChange{k: k, v: [2]float64{6, 0}, path: heavyA, moved: head, movedBase: base}
 	if _, frame, _ = moduleCause(lc, changes, true); frame != "github.com/go-chi/chi/v5.(*Context).URLParam (context.go:66; context.go:60 in the base)" {

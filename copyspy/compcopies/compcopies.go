@@ -36,15 +36,13 @@ type Move struct {
 }
 
 // Bytes are the bytes a move copied, given how many times the
-// instructions at its address and at its CountAt ran (callgrind's Ir).
+// instructions at its address and at its CountAt ran (callgrind's Ir). A
+// REP whose count is not known (or whose count's instruction was not
+// counted) gives its width per execution: valgrind counts each iteration,
+// and one more each time it ends, so that is a bound from above.
 func (m Move) Bytes(ran, countRan int64) int64 {
-	if m.Rep && m.Count > 0 {
+	if m.Rep && m.Count > 0 && countRan > 0 {
 		return int64(m.Width*m.Count) * countRan
-	}
-	if m.Rep {
-		// Unknown count: each iteration is counted, and one more each
-		// time it ends; this is the bound from above.
-		return int64(m.Width) * ran
 	}
 	return int64(m.Width) * ran
 }

@@ -42,6 +42,9 @@ func TestFind(t *testing.T) {
 	if got := bs[0].Bytes(602, 2); got != 4800 {
 		t.Errorf("two runs of the block's copy: %d bytes, want 4800", got)
 	}
+	if got := bs[0].Bytes(602, 0); got != 8*602 {
+		t.Errorf("the count's instruction not counted: %d bytes, want the bound 8 × 602", got)
+	}
 }
 
 // addrsOf decodes a function of bin from its first instruction to its
