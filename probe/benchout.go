@@ -85,7 +85,7 @@ func (o *benchOutput) write() error {
 		o.s.Sources["instructions"] = "callgrind: the plain test binary, its runtime's random choices taken out, at -benchtime 2x and (2+K)x, the difference per op (K in instructions_ops)"
 		o.s.Blind = append(o.s.Blind, "instructions/op: the ops of the difference, at GOGC=off (a GC's instructions are not in it) and without asynchronous preemption; what a benchmark function pays once per call cancels; ns/op was timed by the same repeatable build (map seeds fixed, sysmon not woken by a system call)")
 		o.s.Sources["compiler_copies"] = "the compiled code's own copies (16- and 32-byte vector stores, REP; MOVS), by their executions in the instructions' difference"
-		o.s.Blind = append(o.s.Blind, "compiler-copied-B/op: the compiler's own copies of 16 bytes or more (a struct or array assigned by value); smaller moves (a pointer, an int, a string header) are not counted, and clears (stores of X15, always zero) are no copies")
+		o.s.Blind = append(o.s.Blind, "compiler-copied-B/op: the compiler's own copies of 16 bytes or more in code compiled from Go (a struct or array assigned by value, a 16-byte header moved through a vector register); smaller moves (a pointer, an int) and assembly (memmove's own, copied-B/op's) are not counted, and clears (stores of X15, always zero) are no copies")
 		for _, name := range slices.Sorted(maps.Keys(o.win.instructions)) {
 			if why := o.win.instructions[name].unstable; why != "" {
 				o.s.Blind = append(o.s.Blind, "instructions/op of "+name+" refused: "+why)

@@ -10,6 +10,7 @@ package probe
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -29,6 +30,9 @@ func compilerCopies(ins *profile.Profile, binary string) (*profile.Profile, int6
 			continue
 		}
 		a := s.Location[0].Address
+		if !compiledGo(s.Location[0]) {
+			continue // assembly: memmove's own stores are copyspy's
+		}
 		if _, ok := ran[a]; !ok {
 			addrs = append(addrs, a)
 		}
@@ -76,4 +80,11 @@ func compilerCopies(ins *profile.Profile, binary string) (*profile.Profile, int6
 		return nil, 0, fmt.Errorf("compiler copies: %w", err)
 	}
 	return out, total, nil
+}
+
+// compiledGo says whether a location's instruction is the compiler's: its
+// innermost line is in a .go file. Assembly (runtime.memmove's vector
+// loop, memmove_amd64.s) copies for a call copyspy counts already.
+func compiledGo(l *profile.Location) bool {
+	return len(l.Line) > 0 && l.Line[0].Function != nil && strings.HasSuffix(l.Line[0].Function.Filename, ".go")
 }

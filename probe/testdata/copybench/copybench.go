@@ -1,6 +1,7 @@
 // Package copybench copies structs by value, which the compiler does
 // itself (memmove never sees it): a 176-byte row sixteen times an op
-// (16-byte vector moves), a 2400-byte block twice (REP; MOVSQ).
+// (16-byte vector moves), a 2400-byte block twice (REP; MOVSQ); and a
+// slice's copy, which memmove makes (copyspy's, not the compiler's).
 package copybench
 
 type row struct{ a [22]int64 }
@@ -13,7 +14,14 @@ var (
 	blocks = make([]block, 2)
 	outs   = make([]block, 2)
 	n      int
+	src    = make([]byte, 256)
+	dst    = make([]byte, 256)
 )
+
+//go:noinline
+func copySlice() {
+	copy(dst, src)
+}
 
 //go:noinline
 func copyRows() {

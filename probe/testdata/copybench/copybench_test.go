@@ -19,3 +19,9 @@ func BenchmarkNone(b *testing.B) {
 		count()
 	}
 }
+
+func BenchmarkMemmove(b *testing.B) {
+	for b.Loop() {
+		copySlice()
+	}
+}
