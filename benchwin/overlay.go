@@ -77,6 +77,17 @@ var edits = []struct {
 		"\tb.parallelism = 1; perfspyRunStart(b)\n\tb.ResetTimer()\n", 1},
 	{"\tb.benchFunc(b)\n\tb.StopTimer()\n\tb.previousN = n\n",
 		"\tb.benchFunc(b)\n\tb.StopTimer(); perfspyRunEnd(b)\n\tb.previousN = n\n", 1},
+	// The runs testing may report (run1's, launch's) are followed, at
+	// their own call, by the warm runs of the steady state
+	// (perfspyAgain): an op whose cost depends on its callers (a stack
+	// trace, a logger's caller, a source line read) costs in them what
+	// it costs in the counted run.
+	{"\t\tb.runN(1)\n\t}()\n",
+		"\t\tfor k := 1; k > 0; k = perfspyAgain(b, b.loop.n != 0 || b.benchTime.n == 1) { b.runN(k) }\n\t}()\n", 1},
+	{"\t\t\t\tb.runN(b.benchTime.n)\n",
+		"\t\t\t\tfor k := b.benchTime.n; k > 0; k = perfspyAgain(b, true) { b.runN(k) }\n", 1},
+	{"\t\t\t\tb.runN(int(n))\n",
+		"\t\t\t\tfor k := int(n); k > 0; k = perfspyAgain(b, b.failed || b.duration >= d || n >= 1e9) { b.runN(k) }\n", 1},
 	// processBench: the result printed comes from b's last run.
 	{"\t\t\tresults := r.String()\n",
 		"\t\t\tperfspyResult(b, benchName); results := r.String()\n", 1},

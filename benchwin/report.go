@@ -33,6 +33,27 @@ type Event struct {
 	// Steady is the two warm runs made after the reported one when
 	// SteadyEnv is set.
 	Steady *Steady `json:"steady,omitempty"`
+	// StartupAllocs and StartupBytes are what the process allocated
+	// before its first run (MemStats Mallocs and TotalAlloc): package
+	// init, TestMain, testing's own setup. The same in every event of a
+	// process.
+	StartupAllocs uint64 `json:"startup_allocs"`
+	StartupBytes  uint64 `json:"startup_bytes"`
+	// First is the benchmark's first run, of 1 op, when it is not the
+	// reported run (testing's run1 before launch's run; with b.Loop the
+	// first run is the reported one): what its first op paid.
+	First *First `json:"first,omitempty"`
+}
+
+// First is a benchmark's first run: its ops, testing's -benchmem counts
+// and its reports.
+type First struct {
+	N              int    `json:"n"`
+	BenchmemAllocs uint64 `json:"benchmem_allocs"`
+	BenchmemBytes  uint64 `json:"benchmem_bytes"`
+	Allocs         string `json:"allocs,omitempty"`
+	Copies         string `json:"copies,omitempty"`
+	Retained       string `json:"retained,omitempty"`
 }
 
 // SteadyEnv makes the recorder run each benchmark twice more after the

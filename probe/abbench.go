@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ func (ab *abRun) benchRound(ctx context.Context, r int, arm string, rc Config) e
 // figures and profiles.
 func (ab *abRun) ingestBench(arm, dir string, s *schema.BenchSummary) error {
 	for _, b := range s.Benchmarks {
+		ab.ingestOnce(arm, b)
 		for unit, x := range metric.Values(metric.Doc(b), "op") {
 			ab.values[arm][b.Name+" "+unit] = append(ab.values[arm][b.Name+" "+unit], x)
 		}
@@ -92,4 +94,49 @@ func (ab *abRun) ingestBench(arm, dir string, s *schema.BenchSummary) error {
 	}
 	fmt.Fprintf(&ab.bench, "arm: %s\ncommit: %s\n", arm, report.ShortCommit(ab.shas[arm]))
 	return report.BenchText(&ab.bench, s)
+}
+
+// ingestOnce keeps what a benchmark paid once in arm's first round that
+// measured it.
+func (ab *abRun) ingestOnce(arm string, b schema.BenchFigures) {
+	st := b.Steady
+	if st == nil {
+		return
+	}
+	if ab.res.Once == nil {
+		ab.res.Once = map[string]*schema.ABOnce{}
+	}
+	o := ab.res.Once[b.Name]
+	if o == nil {
+		o = &schema.ABOnce{}
+		ab.res.Once[b.Name] = o
+	}
+	at := &o.Before
+	if arm == "after" {
+		at = &o.After
+	}
+	if *at != nil {
+		return
+	}
+	x := &schema.BenchOnce{RunAllocs: st.OnceAllocs, RunBytes: st.OnceBytes}
+	if b.Startup != nil {
+		x.StartupAllocs, x.StartupBytes = int64(b.Startup.Allocs), int64(b.Startup.Bytes)
+	}
+	sites := map[string]schema.OnceSite{}
+	add := func(ss []schema.OnceSite) {
+		for _, s := range ss {
+			t := sites[s.Func]
+			t.Func, t.Allocs, t.Bytes = s.Func, t.Allocs+s.Allocs, t.Bytes+s.Bytes
+			sites[s.Func] = t
+		}
+	}
+	add(st.OnceSites)
+	if st.First != nil {
+		x.FirstAllocs, x.FirstBytes = st.First.Allocs, st.First.Bytes
+		add(st.First.Sites)
+	}
+	x.Sites = slices.SortedFunc(maps.Values(sites), func(a, b schema.OnceSite) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Func, b.Func))
+	})
+	*at = x
 }

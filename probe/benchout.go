@@ -233,6 +233,9 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 	n := float64(e.N)
 	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
 	f.Benchmem = schema.BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
+	if e.StartupAllocs > 0 {
+		f.Startup = &schema.BenchStartup{Allocs: e.StartupAllocs, Bytes: e.StartupBytes}
+	}
 	if err := o.allocFigures(&f, e, folder, comments); err != nil {
 		return f, err
 	}
@@ -504,6 +507,15 @@ func countsDifferWhy(f *schema.BenchFigures, goTestN, n int, beside besideOps) s
 	case st != nil && goTestN != n && (st.OnceAllocs != 0 || st.OnceBytes != 0):
 		return fmt.Sprintf("what the run paid once, %d allocs and %d B, is spread over each run's b.N; once warm an op costs %s allocs, %s B", st.OnceAllocs, st.OnceBytes,
 			strconv.FormatFloat(f.PerOp.Allocs, 'f', -1, 64), strconv.FormatFloat(f.PerOp.AllocBytes, 'f', -1, 64))
+	case st != nil && goTestN == n && len(st.OnceSites) > 0:
+		// The same b.N: the ops' whole counts are the same in both runs;
+		// what is not a whole count per op moved.
+		why := fmt.Sprintf("the same b.N: what a run pays beside its ops' steady cost, %d allocs and %d B in the counted run, most at %s (paid once, or at the GC's cadence: a pool refilled after each collection), comes in another amount in another run",
+			st.OnceAllocs, st.OnceBytes, st.OnceSites[0].Func)
+		if beside.allocs > 0 {
+			why += fmt.Sprintf("; %d allocs, %d B of the counted run's were beside its ops (not under %s)", beside.allocs, beside.bytes, runN)
+		}
+		return why
 	case beside.allocs > 0:
 		why := fmt.Sprintf("the counted run's timed region held %d allocs, %d B beside its ops (not under %s: other goroutines' and the runtime's, most in %s), %s B an op, which another run has in another amount",
 			beside.allocs, beside.bytes, runN, beside.top, strconv.FormatFloat(round(float64(beside.bytes)/float64(n), 2), 'f', -1, 64))

@@ -43,6 +43,12 @@ func TestCountsDifferBeside(t *testing.T) {
 	if why := countsDifferWhy(f, 2000, 2000, besideOps{}); strings.Contains(why, "depends on b.N") || !strings.Contains(why, "go test's run did work beside its ops") {
 		t.Errorf("same b.N, nothing beside: %q", why)
 	}
+	// With a steady state, the same b.N names what the run paid beside
+	// its ops' steady cost, by its largest site.
+	st := &schema.BenchFigures{Steady: &schema.BenchSteady{OnceAllocs: 295, OnceBytes: 60504, OnceSites: []schema.OnceSite{{Func: "regexp.(*bitState).reset", Allocs: 2, Bytes: 36864}}}}
+	if why := countsDifferWhy(st, 2000, 2000, besideOps{}); !strings.Contains(why, "295 allocs and 60504 B") || !strings.Contains(why, "most at regexp.(*bitState).reset") || strings.Contains(why, "go test's run did work beside its ops") {
+		t.Errorf("same b.N, paid once: %q", why)
+	}
 	if why := countsDifferWhy(f, 5000, 2000, besideOps{}); !strings.Contains(why, "depends on b.N") {
 		t.Errorf("another b.N, nothing beside: %q", why)
 	}

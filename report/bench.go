@@ -296,6 +296,9 @@ func writeBenchFigures(w io.Writer, s *schema.BenchSummary, b schema.BenchFigure
 		if line := OnceLine(b); line != "" {
 			fmt.Fprintf(w, "    paid once   %s\n", line)
 		}
+		if line := FirstLine(b); line != "" {
+			fmt.Fprintf(w, "    first op    %s\n", line)
+		}
 		if b.CountsDiffer != "" {
 			fmt.Fprintf(w, "    go test     %s\n", b.CountsDiffer)
 		}
@@ -369,9 +372,30 @@ func OnceLine(b schema.BenchFigures) string {
 	return line + fmt.Sprintf("; go test -benchmem spreads it over b.N=%d: %s allocs/op, %s B/op", b.N, fmtFloat(b.Benchmem.Allocs, 4), fmtFloat(b.Benchmem.Bytes, 2))
 }
 
+// FirstLine is what a result's first run (1 op, before the reported run)
+// paid beyond a steady op, with its largest site, and what the process
+// allocated before it; "" when neither is known.
+func FirstLine(b schema.BenchFigures) string {
+	var parts []string
+	if st := b.Steady; st != nil && st.First != nil && (st.First.Allocs != 0 || st.First.Bytes != 0) {
+		line := fmt.Sprintf("%d allocs, %d B beyond a steady op in the first run (testing's 1-op run1, not counted)", st.First.Allocs, st.First.Bytes)
+		if len(st.First.Sites) > 0 && st.First.Sites[0].Func != "(other sites)" {
+			line += fmt.Sprintf(" (%d B at %s)", st.First.Sites[0].Bytes, st.First.Sites[0].Func)
+		}
+		parts = append(parts, line)
+	}
+	if b.Startup != nil {
+		parts = append(parts, fmt.Sprintf("the process allocated %d objects, %d B before its first run (package init, TestMain)", b.Startup.Allocs, b.Startup.Bytes))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // writeOnce writes report.md's table of what a result paid once, when it
 // paid anything once.
 func writeOnce(w io.Writer, b schema.BenchFigures) {
+	if line := FirstLine(b); line != "" {
+		fmt.Fprintf(w, "\nBefore the reported run: %s.\n", line)
+	}
 	if OnceLine(b) == "" {
 		return
 	}

@@ -193,6 +193,16 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 	if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
 		foldRemainder(&r.Annotations[largest], rest, whole, per)
 	}
+	if kind == "allocs" {
+		if r.depMoved == nil {
+			r.depMoved = map[string]map[schema.GoModChange]float64{}
+		}
+		moved := map[schema.GoModChange]float64{}
+		for c, d := range deps {
+			moved[c] = d.v[0]
+		}
+		r.depMoved[depKey(it.Name, prof)] = moved
+	}
 	for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b schema.GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
 		if a, ok := deps[c].annotation(kind, per, subject, failed); ok {
 			a.Item = it.Name

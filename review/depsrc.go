@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -23,10 +25,17 @@ import (
 // new, its body changed, or neither (the path to it moved: a caller
 // changed). It reads both versions' source from the module cache, where
 // the two builds put them; "" when either cannot be read.
-func whatChanged(modCache string, c schema.GoModChange, fn string) string {
+//
+// frame is the function's name, with its position in the head's version
+// after it when known ("pkg.F (file.go:12)"): a closure in a package-level
+// variable (pkg.init.func7) is found by that line, as the variable it
+// initializes, and compared with the same variable in the base's version,
+// not with a func init.
+func whatChanged(modCache string, c schema.GoModChange, frame string) string {
 	if modCache == "" || c.Kind != "require" || c.Before == "" || c.After == "" {
 		return ""
 	}
+	fn, pos, _ := strings.Cut(frame, " (")
 	pkg := funcPackage(fn)
 	if pkg != c.Path && !strings.HasPrefix(pkg, c.Path+"/") {
 		return ""
@@ -35,9 +44,17 @@ func whatChanged(modCache string, c schema.GoModChange, fn string) string {
 	if name == "" {
 		return ""
 	}
+	varClosure := packageVarClosure.MatchString(strings.TrimPrefix(fn, pkg+"."))
+	file, line := framePos(pos)
+	if varClosure && line == 0 {
+		return "" // no line to find its variable by
+	}
 	var src [2]string
 	var found [2]bool
-	for i, v := range []string{c.Before, c.After} {
+	var varName string
+	// The head's version first: a variable's closure is found there.
+	for _, i := range []int{1, 0} {
+		v := []string{c.Before, c.After}[i]
 		// The path and versions are the head's go.mod's: nothing outside
 		// the module cache is read ("../" in either).
 		dir, err := limits.Inside(modCache, filepath.Join(escapeModPath(c.Path)+"@"+v, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, c.Path), "/"))))
@@ -47,13 +64,28 @@ func whatChanged(modCache string, c schema.GoModChange, fn string) string {
 		if err != nil {
 			return ""
 		}
-		s, ok, err := funcSource(dir, recv, name)
+		var s string
+		var ok bool
+		switch {
+		case !varClosure:
+			s, ok, err = funcSource(dir, recv, name)
+		case i == 1:
+			varName, s, ok, err = varAt(dir, file, line)
+			if err == nil && !ok {
+				return "" // no variable there: nothing said
+			}
+		default:
+			s, ok, err = varSource(dir, varName)
+		}
 		if err != nil {
 			return ""
 		}
 		src[i], found[i] = s, ok
 	}
 	short := shortFunc(fn)
+	if varClosure {
+		short += " (the closure in var " + varName + ")"
+	}
 	switch {
 	case !found[1]:
 		return ""
@@ -63,6 +95,106 @@ func whatChanged(modCache string, c schema.GoModChange, fn string) string {
 		return short + "'s body changed between " + c.Before + " and " + c.After
 	}
 	return short + " is the same in both versions: the path to it moved"
+}
+
+// packageVarClosure matches a closure in a package-level variable's
+// initializer, as the compiler names it (init.func7; glob..func7 before
+// Go 1.22): no declaration carries its name.
+var packageVarClosure = regexp.MustCompile(`^(init|glob\.)\.func\d+`)
+
+// framePos is a frame's file and line in the head's version, from its
+// position ("file.go:12)" or "file.go:12; file.go:9 in the base)").
+func framePos(pos string) (string, int) {
+	pos, _, _ = strings.Cut(strings.TrimSuffix(pos, ")"), ";")
+	file, l, ok := strings.Cut(pos, ":")
+	n, err := strconv.Atoi(l)
+	if !ok || err != nil {
+		return "", 0
+	}
+	return filepath.Base(file), n
+}
+
+// varAt is the package-level variable whose declaration spans line of
+// file in the package in dir: its name and declaration, printed without
+// comments.
+func varAt(dir, file string, line int) (string, string, bool, error) {
+	fset := token.NewFileSet()
+	f, err := parseGo(fset, filepath.Join(dir, file))
+	if err != nil || f == nil {
+		return "", "", false, err
+	}
+	for _, spec := range varSpecs(f) {
+		if fset.Position(spec.Pos()).Line <= line && line <= fset.Position(spec.End()).Line && len(spec.Names) > 0 {
+			s, err := printSpec(fset, spec)
+			return spec.Names[0].Name, s, err == nil, err
+		}
+	}
+	return "", "", false, nil
+}
+
+// varSource is the declaration of the package-level variable name in the
+// package in dir, and whether it is there.
+func varSource(dir, name string) (string, bool, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parseGo(fset, filepath.Join(dir, e.Name()))
+		if err != nil || f == nil {
+			continue
+		}
+		for _, spec := range varSpecs(f) {
+			if slices.ContainsFunc(spec.Names, func(id *ast.Ident) bool { return id.Name == name }) {
+				s, err := printSpec(fset, spec)
+				return s, err == nil, err
+			}
+		}
+	}
+	return "", false, nil
+}
+
+// parseGo parses a regular Go file of a module's (nil when it is not
+// one: a link to elsewhere, a FIFO).
+func parseGo(fset *token.FileSet, path string) (*ast.File, error) {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	f, err := goparser.ParseFile(fset, path, nil, goparser.SkipObjectResolution)
+	if err != nil {
+		return nil, nil
+	}
+	return f, nil
+}
+
+// varSpecs are a file's package-level variable declarations.
+func varSpecs(f *ast.File) []*ast.ValueSpec {
+	var out []*ast.ValueSpec
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
+			for _, s := range g.Specs {
+				if v, ok := s.(*ast.ValueSpec); ok {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// printSpec prints a variable's declaration without its comments.
+func printSpec(fset *token.FileSet, spec *ast.ValueSpec) (string, error) {
+	spec.Doc, spec.Comment = nil, nil
+	var b bytes.Buffer
+	err := printer.Fprint(&b, fset, spec)
+	return b.String(), err
 }
 
 // closureSuffix is a closure's or an instantiation's part of a function's

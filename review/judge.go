@@ -225,11 +225,22 @@ func judgeSplit(c *schema.ReviewChange, before, after []split, vi int, cfg *Conf
 		why = append(why, fmt.Sprintf("under sync.Pool and map growth, which follow the GC's cadence, %s → %s, %s", num(gb), num(ga), note))
 	}
 	delta := 0.0
-	switch {
+	switch { // the exact part first: an own growth fails, whatever the cadence did
 	case ownMoved:
 		delta = oa - ob
 	case gcMoved:
 		delta = ga - gb
+	}
+	// The change judged is the part that moved: when the rest (the
+	// cadence's part within its spread) turns the figure's total the
+	// other way, the change shown is the judged one, so that a growth
+	// is never called an improvement, nor a fall a regression.
+	if delta != 0 && c.Delta != 0 && (delta > 0) != (c.Delta > 0) {
+		why = append(why, fmt.Sprintf("the figure's total moved %s, the GC's cadence within its spread: the change shown is the code's own", signedNum(c.Delta)))
+		c.Delta = delta
+		if c.Before != 0 {
+			c.DeltaPct = 100 * delta / c.Before
+		}
 	}
 	old := c.Verdict
 	switch {

@@ -60,6 +60,35 @@ func TestJudgeSplit(t *testing.T) {
 	}
 }
 
+// TestJudgeSplitSign: a request mix whose code asks for 12 B fewer while
+// its pools' refills, within their spread, grow 56 B reads +44 B/req in
+// total: the change shown is the code's own -12, an improvement, never a
+// growth called one; the other way round, a regression shown as a growth.
+func TestJudgeSplitSign(t *testing.T) {
+	cfg := &Config{}
+	round := func(own, gc float64) split { return split{own: [2]float64{1, own}, gc: [2]float64{0.1, gc}} }
+	for _, tc := range []struct {
+		name          string
+		before, after []split
+		total         float64
+		verdict       string
+		delta         float64
+	}{
+		{"own fell, the cadence grew", []split{round(2300, 300), round(2300, 380)}, []split{round(2288, 320), round(2288, 420)}, 44, "improvement", -12},
+		{"own grew, the cadence fell", []split{round(2300, 320), round(2300, 420)}, []split{round(2312, 300), round(2312, 380)}, -44, "regression", 12},
+		{"both the same way", []split{round(2300, 300), round(2300, 380)}, []split{round(2312, 300), round(2312, 380)}, 12, "regression", 12},
+	} {
+		c := schema.ReviewChange{Metric: "B/req", Verdict: "no change", Before: 2700, After: 2700 + tc.total, Delta: tc.total, DeltaPct: 100 * tc.total / 2700}
+		judgeSplit(&c, tc.before, tc.after, 1, cfg)
+		if c.Verdict != tc.verdict || c.Delta != tc.delta || (c.Delta > 0) != (c.DeltaPct > 0) {
+			t.Errorf("%s: %s, change %v (%v%%), why %q; want %s, %v", tc.name, c.Verdict, c.Delta, c.DeltaPct, c.Why, tc.verdict, tc.delta)
+		}
+		if tc.total != tc.delta && !strings.Contains(c.Why, "the change shown is the code's own") {
+			t.Errorf("%s: why %q does not say the change shown is the code's own", tc.name, c.Why)
+		}
+	}
+}
+
 // TestCadence: a sample under sync.(*Pool).Get a few times in a hundred
 // requests (refills after a GC) or from the growth of a map that lives
 // on follows the GC's cadence; a pool's New at every request (its objects

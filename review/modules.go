@@ -401,7 +401,7 @@ func (d *depChange) annotation(kind, per, subject string, failed bool) (schema.A
 		via = ", called from " + d.path[0]
 	}
 	a.Message = fmt.Sprintf("%s: %s, at %s%s", moduleLabel(d.c), a.Message, at, via)
-	if w := whatChanged(d.modCache, d.c, top); w != "" {
+	if w := whatChanged(d.modCache, d.c, frames[0]); w != "" {
 		a.Message += "; " + w
 	}
 	what := d.c.Path + " " + d.c.After
@@ -418,8 +418,10 @@ func (d *depChange) annotation(kind, per, subject string, failed bool) (schema.A
 }
 
 // moduleSection is review.md's list of what go.mod changed, each change
-// with the allocations its code's functions moved in each item (the
-// functions tables' rows, grouped by the module whose code they are).
+// with the allocations its code moved in each item: read by stack where
+// the item's lines were annotated (depMoved: the innermost frame of a
+// changed module under the allocation, direct or indirect), else by the
+// functions tables' rows, grouped by the module whose code they are.
 func (r *Result) moduleSection() string {
 	if len(r.Modules) == 0 {
 		return ""
@@ -438,7 +440,14 @@ func (r *Result) moduleSection() string {
 				}
 			}
 			for _, p := range sortedKeys(byProfile) {
-				if v, ok := moduleSums(byProfile[p], r.Modules)[i]; ok && math.Abs(v) >= 0.005 {
+				v, ok := moduleSums(byProfile[p], r.Modules)[i]
+				if m, read := r.depMoved[depKey(it.Name, p)]; read {
+					// Read by stack: a function's own package is not
+					// its allocation's module when the standard library
+					// allocates for it.
+					v, ok = m[c]
+				}
+				if ok && math.Abs(v) >= 0.005 {
 					subject := strings.TrimSpace(strings.TrimSuffix(p, "allocs"))
 					if subject == "" {
 						subject = it.Name

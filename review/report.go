@@ -103,6 +103,7 @@ func (r *Result) Markdown(limit int) string {
 		head.WriteString("\n")
 	}
 	head.WriteString(r.moduleSection())
+	head.WriteString(r.onceSection())
 	head.WriteString(r.bisectHints())
 	for _, why := range r.Reasons {
 		if strings.Contains(why, " could not be measured: ") {

@@ -71,7 +71,16 @@ type Result struct {
 	// causedLines are, by annKey, the changes on changed lines that also
 	// made a line the head left alone allocate (its line: alloc).
 	causedLines map[string]lineChange
+	// depMoved is, by item and profile (depKey), what each go.mod change
+	// moved per request (op) in the allocations it was read for: the
+	// stacks walked up from the allocating frame to the changed module's
+	// innermost frame, so that a standard-library leaf (net/mail under a
+	// validator) is its caller's module's.
+	depMoved map[string]map[schema.GoModChange]float64
 }
+
+// depKey names an item's profile in depMoved.
+func depKey(item, profile string) string { return item + "\x00" + profile }
 
 // ErrGate is returned when a gate failed; ErrItems when no gate failed
 // but an item could not be measured (the others are reported);
@@ -296,7 +305,7 @@ func (m measurer) benchmarks(ctx context.Context, b Benchmark) (*schema.ReviewIt
 	if err != nil {
 		return nil, nil, err
 	}
-	it := &schema.ReviewItem{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions}
+	it := &schema.ReviewItem{Kind: "benchmarks", Name: b.Package + " " + b.Bench, Dir: rel(m.out, ab.Dir), Judged: ab.Judged, Reasons: ab.Reasons, Functions: ab.Functions, Once: ab.Once}
 	it.Changes = changes(ab, m.cfg, "", "op")
 	if err := ab.CheckPins(); err != nil {
 		return nil, nil, err

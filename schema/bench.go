@@ -53,6 +53,12 @@ type BenchFigures struct {
 	// Steady is the cost per op once warm, and what the counted run paid
 	// once besides (docs/bench.md, "Steady state").
 	Steady *BenchSteady `json:"steady,omitempty"`
+	// Startup is what the benchmark's process allocated before its first
+	// run (runtime.MemStats Mallocs and TotalAlloc): package init,
+	// TestMain, testing's own setup; the same for every benchmark of one
+	// process. A dependency that moves a cache from init to its first
+	// call moves it from here to steady.first.
+	Startup *BenchStartup `json:"startup,omitempty"`
 	// SteadyNote says why per_op's allocations are the reported run's,
 	// divided by N, when the steady state was not measured.
 	SteadyNote string `json:"steady_note,omitempty"`
@@ -91,6 +97,27 @@ type BenchSteady struct {
 	// run's reported run left live beyond N ops at the steady cost.
 	OnceRetainedObjects *int64 `json:"once_retained_objects,omitempty"`
 	OnceRetainedBytes   *int64 `json:"once_retained_bytes,omitempty"`
+	// First is what the benchmark's first run paid beyond one op once
+	// warm, when that run is not the reported one.
+	First *BenchFirst `json:"first,omitempty"`
+}
+
+// BenchStartup is what a benchmark process allocated before its first
+// run.
+type BenchStartup struct {
+	Allocs uint64 `json:"allocs"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// BenchFirst is what a benchmark's first run, of 1 op (testing's run1,
+// before the reported run), paid beyond one op once warm: its first
+// call's caches and lazy setup. With b.Loop the first op is in the
+// reported run, and in what it paid once.
+type BenchFirst struct {
+	Allocs int64 `json:"allocs"`
+	Bytes  int64 `json:"bytes"`
+	// Sites are its sites, most bytes first, as once_sites.
+	Sites []OnceSite `json:"sites,omitempty"`
 }
 
 // OnceSite is a function's part of what a run paid once.

@@ -48,10 +48,33 @@ type ABResult struct {
 	// its own goroutine waited ("wait PART FUNC SITE"), µs per request,
 	// judged as timings. It says where a tail that moved spent its time;
 	// it adds no verdict of its own and no gate reads it.
-	Tail    map[string]*ABMetric `json:"tail,omitempty"`
-	Judged  bool                 `json:"judged"`
-	Reasons []string             `json:"reasons,omitempty"`
-	Gate    []string             `json:"gate_failed,omitempty"`
+	Tail map[string]*ABMetric `json:"tail,omitempty"`
+	// Once is, by benchmark, what each arm's first round paid once: not
+	// per op, not judged (docs/bench.md, steady.first and startup).
+	Once    map[string]*ABOnce `json:"once,omitempty"`
+	Judged  bool               `json:"judged"`
+	Reasons []string           `json:"reasons,omitempty"`
+	Gate    []string           `json:"gate_failed,omitempty"`
+}
+
+// ABOnce is a benchmark's paid-once figures in each arm.
+type ABOnce struct {
+	Before *BenchOnce `json:"before,omitempty"`
+	After  *BenchOnce `json:"after,omitempty"`
+}
+
+// BenchOnce is what one benchmark result paid besides its ops: its
+// process before its first run (init), its first run beyond a steady op
+// (the first call), its reported run beyond N steady ops; and the sites
+// of the last two, by function, most bytes first.
+type BenchOnce struct {
+	StartupAllocs int64      `json:"startup_allocs"`
+	StartupBytes  int64      `json:"startup_bytes"`
+	FirstAllocs   int64      `json:"first_allocs"`
+	FirstBytes    int64      `json:"first_bytes"`
+	RunAllocs     int64      `json:"run_allocs"`
+	RunBytes      int64      `json:"run_bytes"`
+	Sites         []OnceSite `json:"sites,omitempty"`
 }
 
 // Sources of the figures, as Summary.Sources names them; a source may

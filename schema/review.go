@@ -58,6 +58,10 @@ type ReviewItem struct {
 	// Tail is probe ab's comparison of the slowest 1%'s own bills
 	// (ABResult.Tail).
 	Tail map[string]*ABMetric `json:"tail,omitempty"`
+	// Once is, for benchmarks, what each benchmark paid once in each
+	// revision (ABResult.Once): its process's init, its first op beyond
+	// a steady one, its reported run beyond N steady ops. Not gated.
+	Once map[string]*ABOnce `json:"once,omitempty"`
 }
 
 // ReviewChange is one metric of a route (or of the whole mix) or of a benchmark.

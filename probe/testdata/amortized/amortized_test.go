@@ -3,7 +3,11 @@
 // names the first's difference from go test -benchmem, not the second's.
 package amortized
 
-import "testing"
+import (
+	"os"
+	"runtime"
+	"testing"
+)
 
 var (
 	sink  any
@@ -56,5 +60,42 @@ func BenchmarkCache(b *testing.B) {
 			cache = make([]byte, 1<<20)
 		}
 		sink = new([6]int64)
+	}
+}
+
+// onDisk allocates a 64-byte buffer for each frame of its caller's stack
+// whose source file is on disk, as a recovery handler that prints each
+// frame's source line does: an op's cost depends on who calls it.
+//
+//go:noinline
+func onDisk() {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if fi, err := os.Lstat(f.File); err == nil && fi.Mode().IsRegular() {
+			sink = make([]byte, 64)
+		}
+		if !more {
+			break
+		}
+	}
+}
+
+// BenchmarkCallers: testing's frames above the benchmark are files of
+// GOROOT, on disk; a warm run reached through other frames costs another
+// amount.
+func BenchmarkCallers(b *testing.B) {
+	for range b.N {
+		onDisk()
+	}
+}
+
+// BenchmarkCallersLoop is BenchmarkCallers with b.Loop: testing runs it
+// from run1, not launch.
+func BenchmarkCallersLoop(b *testing.B) {
+	for b.Loop() {
+		onDisk()
 	}
 }
