@@ -236,6 +236,29 @@ func (m Metric) Names() []string {
 	return out
 }
 
+// Named is the written name of the table's metric name per divisor
+// ("allocs", "op": "allocs/op"). A name or divisor the table does not
+// hold panics: Named is for the package's own variables below, checked
+// when the package loads, so that no other package spells a metric.
+func Named(name, per string) string {
+	for _, m := range Table {
+		if m.Name == name {
+			if w, ok := m.Written(per); ok {
+				return w
+			}
+		}
+	}
+	panic("metric: no metric " + name + " per " + per)
+}
+
+// The written names other packages use by themselves (a default, a unit
+// read back from go test's output).
+var (
+	AllocsReq = Named("allocs", "req")
+	AllocsOp  = Named("allocs", "op")
+	BytesOp   = Named("B", "op")
+)
+
 // Lookup finds the metric of a written name: "allocs/req", "ns/op",
 // "req/s", or one prefixed with its subject ("GET /x allocs/req",
 // "BenchmarkX-2 B/op").

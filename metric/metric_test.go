@@ -144,3 +144,21 @@ func TestValues(t *testing.T) {
 		t.Errorf("values of %q, probe ab compares %q per op", got, want)
 	}
 }
+
+// TestNamed: the table's names per divisor, and a panic for a name or a
+// divisor it does not hold.
+func TestNamed(t *testing.T) {
+	if AllocsOp != "allocs/op" || BytesOp != "B/op" || AllocsReq != "allocs/req" || Named("req/s", "req") != "req/s" {
+		t.Errorf("%q %q %q", AllocsOp, BytesOp, AllocsReq)
+	}
+	for _, c := range [][2]string{{"allocz", "op"}, {"cpu-us", "op"}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Named(%q, %q) did not panic", c[0], c[1])
+				}
+			}()
+			Named(c[0], c[1])
+		}()
+	}
+}

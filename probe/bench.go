@@ -21,6 +21,7 @@ import (
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
 	"github.com/perfspy/perfspy/internal/elfsym"
+	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/offcpu"
 	"github.com/perfspy/perfspy/syscalls"
 
@@ -413,8 +414,8 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 			if v, ok := res.Value("sec/op"); ok {
 				name := "Benchmark" + string(res.Name.Full())
 				pr := plainResult{ns: v * 1e9, n: res.Iters}
-				a, okA := res.Value("allocs/op")
-				b, okB := res.Value("B/op")
+				a, okA := res.Value(metric.AllocsOp)
+				b, okB := res.Value(metric.BytesOp)
 				pr.allocs, pr.bytes, pr.mem = a, b, okA && okB
 				ns[name] = append(ns[name], pr)
 			}

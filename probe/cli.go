@@ -918,9 +918,9 @@ func parseBisectFlags(args []string, stderr io.Writer) (bc BisectConfig, opt cli
 		cfg.NoBills = true
 	}
 	if bc.Metric == "" {
-		bc.Metric = "allocs/req"
+		bc.Metric = metric.AllocsReq
 		if opt.bench.Bench != "" {
-			bc.Metric = "allocs/op"
+			bc.Metric = metric.AllocsOp
 		}
 	}
 	if bc.Good == "" || bc.Bad == "" {

@@ -118,6 +118,24 @@ func SelectRoute(p *profile.Profile, route string) error {
 	return nil
 }
 
+// RouteRequests are each route's requests in the window, by route, from
+// a profile's RouteRequestsComment comments (nil when it has none).
+func RouteRequests(p *profile.Profile) map[string]int64 {
+	var out map[string]int64
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, RouteRequestsComment); ok {
+			n, name, _ := strings.Cut(v, " ")
+			if k, err := strconv.ParseInt(n, 10, 64); err == nil && k > 0 {
+				if out == nil {
+					out = map[string]int64{}
+				}
+				out[name] = k
+			}
+		}
+	}
+	return out
+}
+
 // Requests returns the requests a profile's comment carries, 0 when it has
 // none (or a value that is not a positive count).
 func Requests(p *profile.Profile) int64 { return RequestsIn(p.Comments) }

@@ -193,6 +193,14 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 	if changedMoved && largest >= 0 && math.Abs(rest) >= 0.5 {
 		foldRemainder(&r.Annotations[largest], rest, whole, per)
 	}
+	r.addDeps(deps, it.Name, prof, per, subject, failed)
+}
+
+// addDeps annotates go.mod's lines with what each change moved in item's
+// profile prof, and keeps, for the allocations, what each moved
+// (depMoved: review.md's go.mod table).
+func (r *Result) addDeps(deps map[schema.GoModChange]*depChange, item, prof, per, subject string, failed bool) {
+	kind := prof[strings.LastIndex(prof, " ")+1:]
 	if kind == "allocs" {
 		if r.depMoved == nil {
 			r.depMoved = map[string]map[schema.GoModChange]float64{}
@@ -201,11 +209,11 @@ func (r *Result) annotateProfile(lines *lineMaps, it *schema.ReviewItem, ab *pro
 		for c, d := range deps {
 			moved[c] = d.v[0]
 		}
-		r.depMoved[depKey(it.Name, prof)] = moved
+		r.depMoved[depKey(item, prof)] = moved
 	}
 	for _, c := range slices.SortedFunc(maps.Keys(deps), func(a, b schema.GoModChange) int { return strings.Compare(a.File+a.Path, b.File+b.Path) }) {
 		if a, ok := deps[c].annotation(kind, per, subject, failed); ok {
-			a.Item = it.Name
+			a.Item = item
 			r.Annotations = append(r.Annotations, a)
 		}
 	}
@@ -590,9 +598,10 @@ func readSites(files []string, worktree string, samples []string, skip func(s *p
 			continue
 		}
 		sc.requests += n
+		routes := profkey.RouteRequests(p)
 		for _, s := range p.Sample {
 			sc.total += float64(s.Value[idx[0]])
-			if skip != nil && skip(s, float64(s.Value[idx[0]])/float64(n)) {
+			if skip != nil && skip(s, perItsRequest(s, s.Value[idx[0]], n, routes)) {
 				continue
 			}
 			var two [2]float64

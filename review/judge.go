@@ -81,14 +81,20 @@ func readSplit(path string, types [2]string) (split, bool) {
 		return split{}, false
 	}
 	var sp split
+	routes := profkey.RouteRequests(p)
 	for _, s := range p.Sample {
 		part := &sp.own
 		// A map made per call is told by its allocations per request;
 		// a copy count or what is left live is not (one growth of a map
-		// that lives on moves many entries, keeps many groups).
+		// that lives on moves many entries, keeps many groups). In a
+		// request mix, per request of the route that made it: a map
+		// made at every request of one route of two is 0.5 per request
+		// of the mix, on the threshold, and fell on either side of it
+		// from window to window (gin's Header.Clone: 27,834 of 55,668
+		// requests, then 27,268 of 54,535).
 		perReq := 0.0
 		if types[0] == "alloc_objects" {
-			perReq = float64(s.Value[oi]) / float64(n)
+			perReq = perItsRequest(s, s.Value[oi], n, routes)
 		}
 		if cadence(s, perReq) {
 			part = &sp.gc
@@ -97,6 +103,16 @@ func readSplit(path string, types [2]string) (split, bool) {
 		part[1] += float64(s.Value[bi]) / float64(n)
 	}
 	return sp, true
+}
+
+// perItsRequest is a sample's count v per request of the route that
+// made it (its route label, among the window's routes), else per request
+// of the window's n.
+func perItsRequest(s *profile.Sample, v, n int64, routes map[string]int64) float64 {
+	if r := s.Label[profkey.RouteLabel]; len(r) == 1 && routes[r[0]] > 0 {
+		n = routes[r[0]]
+	}
+	return float64(v) / float64(n)
 }
 
 // readSplits reads every round of an arm; nil when any cannot be read.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/srcroot"
+	"github.com/perfspy/perfspy/schema"
 )
 
 // Driver sets the load drivers' own CPU per request side by side on
@@ -39,7 +40,7 @@ var Driver = Bench{Name: "driver", Run: func(ctx context.Context, env Env) error
 				proto, driver = p, map[bool]string{true: d, false: "lean"}[ok]
 			}
 			return run{"targets/floor", []string{"-proto", proto, "-http-driver", driver, "-offcpu=false", "-copies", "off", "-allocs", "heapprofile", "-syscalls", "proc-io", "-cpus", "0:1"}}
-		}, func(m string, s *summary) error {
+		}, func(m string, s *schema.Summary) error {
 			if s.Driver == nil || s.PerRequest.CPUUS == nil {
 				return fmt.Errorf("%s: no driver figures in summary.json", m)
 			}
@@ -89,7 +90,7 @@ func otherDrivers(ctx context.Context, env Env) error {
 	targets := map[string]string{"framed": "targets/rpcecho", "udp": "targets/udpfloor", "grpc": "targets/grpcecho", "grpcgo": "targets/grpcecho", "grpc-health": "targets/grpcecho"}
 	type figures struct{ driverUS, serverUS, serverCores []float64 }
 	got := map[string]*figures{"framed": {}, "udp": {}, "grpc": {}, "grpcgo": {}, "grpc-health": {}}
-	record := func(m string, s *summary) error {
+	record := func(m string, s *schema.Summary) error {
 		if s.Driver == nil || s.PerRequest.CPUUS == nil {
 			return fmt.Errorf("%s: no driver figures in summary.json", m)
 		}

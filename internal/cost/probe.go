@@ -18,11 +18,6 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// summary is probe's summary.json (perfspy.summary/v1), decoded with
-// package schema: the benchmarks run the probe command, as a user would,
-// and read what it wrote.
-type summary = schema.Summary
-
 // run is one probe run: the target (relative to perfspy's tree), and the
 // flags of probe run.
 type run struct {
@@ -34,7 +29,7 @@ type run struct {
 // (AB, BA, ...) over modes: cfg(mode) says what to run, and each summary
 // goes to collect(mode, summary). Exit code 3 (not judged) still counts:
 // the benchmarks read their own figures.
-func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg func(mode string) run, collect func(mode string, s *summary) error) error {
+func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg func(mode string) run, collect func(mode string, s *schema.Summary) error) error {
 	root, tmp, bin, err := probeWorkdir(ctx)
 	if tmp != "" {
 		defer os.RemoveAll(tmp)
@@ -66,7 +61,7 @@ func probeRounds(ctx context.Context, env Env, what string, modes []string, cfg 
 			if err != nil {
 				return err
 			}
-			var s summary
+			var s schema.Summary
 			if err := json.Unmarshal(b, &s); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(out, "summary.json"), err)
 			}
@@ -120,7 +115,7 @@ var HTTPJSONCopies = Bench{Name: "httpjson", Run: func(ctx context.Context, env 
 	var plain, idle, on []float64
 	err := probeRounds(ctx, env, "httpjson, copies", []string{"off", "overlay"}, func(m string) run {
 		return run{"targets/httpjson", []string{"-path", "/json", "-copies", m, "-allocs", "heapprofile"}}
-	}, func(m string, s *summary) error {
+	}, func(m string, s *schema.Summary) error {
 		if m == "off" {
 			plain = append(plain, s.Window.RPS)
 			return nil
@@ -147,7 +142,7 @@ var HTTPJSONAllocs = Bench{Name: "httpjson-allocs", Run: func(ctx context.Contex
 	var plain, spy, rate1 []float64
 	err := probeRounds(ctx, env, "httpjson, allocs", []string{"heapprofile", "allocspy"}, func(m string) run {
 		return run{"targets/httpjson", []string{"-path", "/json", "-copies", "off", "-allocs", m}}
-	}, func(m string, s *summary) error {
+	}, func(m string, s *schema.Summary) error {
 		if m == "heapprofile" {
 			plain = append(plain, s.Window.RPS)
 			rate1 = append(rate1, s.AttributionWindow.RPS)
@@ -179,7 +174,7 @@ var OffCPU = Bench{Name: "offcpu", Run: func(ctx context.Context, env Env) error
 			flags = append(flags, "-fgprof-only")
 		}
 		return run{"probe/testdata/probetarget", flags}
-	}, func(m string, s *summary) error {
+	}, func(m string, s *schema.Summary) error {
 		// The trace has the off-CPU window, fgprof the wall-clock window.
 		win := s.OffCPUWindow
 		if m == "fgprof" {
@@ -212,7 +207,7 @@ var Attribution = Bench{Name: "attribution", Run: func(ctx context.Context, env 
 			return run{"probe/testdata/probetarget", []string{"-path", "/alloc10?spin=20"}}
 		}
 		return run{"targets/httpjson", []string{"-path", "/json"}}
-	}, func(m string, s *summary) error {
+	}, func(m string, s *schema.Summary) error {
 		if s.Window.RPS > 0 {
 			ratios[m] = append(ratios[m], s.AttributionWindow.RPS/s.Window.RPS)
 		}
@@ -259,7 +254,7 @@ var Live = Bench{Name: "live", Run: func(ctx context.Context, env Env) error {
 				return run{t.dir, append(flags, "-env", wire.MarksEnv+"=off")}
 			}
 			return run{t.dir, append(flags, "-sample", m)}
-		}, func(m string, s *summary) error {
+		}, func(m string, s *schema.Summary) error {
 			if s.PerRequest.CPUUS == nil {
 				return fmt.Errorf("%s: no CPU per request", m)
 			}
@@ -308,7 +303,7 @@ var LiveInstructions = Bench{Name: "live-instructions", Run: func(ctx context.Co
 				flags = append(append(flags, live...), "-env", "PERFSPY_SAMPLE="+m)
 			}
 			return run{t.dir, flags}
-		}, func(m string, s *summary) error {
+		}, func(m string, s *schema.Summary) error {
 			if s.PerRequest.Instructions == nil {
 				return fmt.Errorf("%s: no instructions per request", m)
 			}
