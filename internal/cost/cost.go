@@ -64,7 +64,7 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	what := fs.String("what", defaults, "benchmarks to run: "+strings.Join(names, ", "))
 	fs.DurationVar(&env.Duration, "duration", 3*time.Second, "load per window, for the benchmarks that run probe")
 	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
-	shapes := fs.String("shape", "", "flame, allocdiff: the `shapes` of input, comma-separated: deep, shallow-1M, locations-1M, folded (flame only); default all")
+	shapes := fs.String("shape", "", "flame, allocdiff: the `shapes` of input, comma-separated: deep, random-walk, shallow-1M, locations-1M, folded (flame only); default all")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cmdmain.OK
@@ -79,7 +79,7 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 		env.Shapes = strings.Split(*shapes, ",")
 		for _, sh := range env.Shapes {
 			if _, ok := synthprof.ShapeNamed(sh); !ok {
-				fmt.Fprintf(stderr, "%s cost: -shape %q: want deep, shallow-1M, locations-1M or folded\n", name, sh)
+				fmt.Fprintf(stderr, "%s cost: -shape %q: want deep, random-walk, shallow-1M, locations-1M or folded\n", name, sh)
 				return cmdmain.Usage
 			}
 		}

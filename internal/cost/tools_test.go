@@ -46,7 +46,7 @@ func TestShapeFlag(t *testing.T) {
 	if code := Main(context.Background(), c, []string{"-shape", "wide"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("-shape wide: exit %d, want 2", code)
 	}
-	if got := strings.Join(ReaderShapes("allocdiff"), ","); got != "deep,shallow-1M,locations-1M" {
+	if got := strings.Join(ReaderShapes("allocdiff"), ","); got != "deep,random-walk,shallow-1M,locations-1M" {
 		t.Errorf("allocdiff's shapes: %s", got)
 	}
 	var errb strings.Builder

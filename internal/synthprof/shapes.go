@@ -22,6 +22,10 @@ type Shape struct {
 	MinDepth, MaxDepth int
 	Funcs              int
 	FreshLeaves        bool
+	// Uniform walks take every callee alike, from any of the graph's
+	// roots: few samples share a stack past their first frames (a
+	// random walk, not a server's hot paths).
+	Uniform bool
 	// FoldedLines, for the folded shape: lines of folded stacks.
 	FoldedLines int
 }
@@ -29,6 +33,7 @@ type Shape struct {
 // Shapes are the shapes 'probe cost -what flame|allocdiff -shape' runs.
 var Shapes = []Shape{
 	{Name: "deep", Samples: 100000, MinDepth: 10, MaxDepth: 60, Funcs: 10000},
+	{Name: "random-walk", Samples: 100000, MinDepth: 10, MaxDepth: 60, Funcs: 10000, Uniform: true},
 	{Name: "shallow-1M", Samples: 1000000, MinDepth: 3, MaxDepth: 8, Funcs: 200000},
 	{Name: "locations-1M", Samples: 1000000, MinDepth: 3, MaxDepth: 8, Funcs: 200000, FreshLeaves: true},
 	{Name: "folded", FoldedLines: 100000, MinDepth: 10, MaxDepth: 60, Funcs: 10000},
@@ -112,10 +117,14 @@ type frame struct{ fn, site int32 }
 func (g *Graph) walk(rng *rand.Rand, sh Shape, st []frame) []frame {
 	st = st[:0]
 	depth := sh.MinDepth + rng.Intn(sh.MaxDepth-sh.MinDepth+1)
-	f := int32(skewed(rng, g.roots))
+	pick := skewed
+	if sh.Uniform {
+		pick = func(rng *rand.Rand, n int) int { return rng.Intn(n) }
+	}
+	f := int32(pick(rng, g.roots))
 	for d := 0; d < depth; d++ {
 		cs := g.callees[f]
-		site := skewed(rng, len(cs))
+		site := pick(rng, len(cs))
 		if d == depth-1 {
 			site = len(cs) + rng.Intn(4) // a leaf line of its own
 		}
