@@ -135,22 +135,11 @@ func varAt(dir, file string, line int) (string, string, bool, error) {
 // varSource is the declaration of the package-level variable name in the
 // package in dir, and whether it is there.
 func varSource(dir, name string) (string, bool, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return "", false, nil
-	}
+	fset, files, err := packageFiles(dir)
 	if err != nil {
 		return "", false, err
 	}
-	fset := token.NewFileSet()
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parseGo(fset, filepath.Join(dir, e.Name()))
-		if err != nil || f == nil {
-			continue
-		}
+	for _, f := range files {
 		for _, spec := range varSpecs(f) {
 			if slices.ContainsFunc(spec.Names, func(id *ast.Ident) bool { return id.Name == name }) {
 				s, err := printSpec(fset, spec)
@@ -159,6 +148,30 @@ func varSource(dir, name string) (string, bool, error) {
 		}
 	}
 	return "", false, nil
+}
+
+// packageFiles parses the package's regular Go files in dir, tests
+// aside (none when the folder does not exist; a file that does not parse
+// is left out).
+func packageFiles(dir string) (*token.FileSet, []*ast.File, error) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return fset, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*ast.File
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		if f, _ := parseGo(fset, filepath.Join(dir, e.Name())); f != nil {
+			out = append(out, f)
+		}
+	}
+	return fset, out, nil
 }
 
 // parseGo parses a regular Go file of a module's (nil when it is not
@@ -222,22 +235,11 @@ func funcDeclName(s string) (recv, name string) {
 // the package in dir, printed without its comments, and whether it is
 // there. A folder that does not exist has no declaration.
 func funcSource(dir, recv, name string) (string, bool, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return "", false, nil
-	}
+	fset, files, err := packageFiles(dir)
 	if err != nil {
 		return "", false, err
 	}
-	fset := token.NewFileSet()
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := goparser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, goparser.SkipObjectResolution)
-		if err != nil {
-			continue
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Name.Name != name || receiverName(fd) != recv {
