@@ -43,32 +43,32 @@ func Same(n int) []int { return make([]int, n) }
 func Fresh() func() *int { return func() *int { return new(int) } }
 `)
 	c := schema.GoModChange{File: "go.mod", Line: 5, Kind: "require", Path: "example.com/Big/dep", Before: "v1.0.0", After: "v1.1.0"}
-	for fn, want := range map[string]string{
+	check := func(wants map[string]string) {
+		t.Helper()
+		for frame, want := range wants {
+			if got := whatChanged(cache, c, frame); got != want {
+				t.Errorf("%s: %q, want %q", frame, got, want)
+			}
+		}
+	}
+	check(map[string]string{
 		"example.com/Big/dep/codec.(*dec).Decode": "codec.(*dec).Decode's body changed between v1.0.0 and v1.1.0",
 		"example.com/Big/dep/codec.Same":          "codec.Same is the same in both versions: the path to it moved",
 		"example.com/Big/dep/codec.Fresh.func1":   "codec.Fresh.func1 is new in v1.1.0",
 		"example.com/other.F":                     "",
-	} {
-		if got := whatChanged(cache, c, fn); got != want {
-			t.Errorf("%s: %q, want %q", fn, got, want)
-		}
-	}
+	})
 	// A closure in a package-level variable is compared with the same
 	// variable, found by its line, not with a func init: hook changed,
 	// keep did not, and fresh is new.
 	write("v1.0.0", "package codec\n\nfunc init() { _ = 1 }\n\nvar keep = func() []byte { return nil }\n\nvar hook = func() []byte {\n\treturn make([]byte, 8)\n}\n")
 	write("v1.1.0", "package codec\n\nfunc init() { _ = 1 }\n\nvar keep = func() []byte { return nil }\n\nvar hook = func() []byte {\n\treturn make([]byte, 16)\n}\n\nvar fresh = func() []byte { return nil }\n")
-	for frame, want := range map[string]string{
+	check(map[string]string{
 		"example.com/Big/dep/codec.init.func2 (codec.go:8)":                            "codec.init.func2 (the closure in var hook)'s body changed between v1.0.0 and v1.1.0",
 		"example.com/Big/dep/codec.init.func1 (/m/codec.go:5; codec.go:5 in the base)": "codec.init.func1 (the closure in var keep) is the same in both versions: the path to it moved",
 		"example.com/Big/dep/codec.init.func3 (codec.go:11)":                           "codec.init.func3 (the closure in var fresh) is new in v1.1.0",
 		"example.com/Big/dep/codec.init.func3":                                         "",
 		"example.com/Big/dep/codec.init.func3 (codec.go:3)":                            "",
-	} {
-		if got := whatChanged(cache, c, frame); got != want {
-			t.Errorf("%s: %q, want %q", frame, got, want)
-		}
-	}
+	})
 	// A go.mod whose path or version climbs out of the cache reads nothing.
 	out := filepath.Join(filepath.Dir(cache), "x@v1", "codec")
 	os.MkdirAll(out, 0o755)

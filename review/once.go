@@ -17,11 +17,17 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// onceMoved says whether a paid-once amount moved enough to be shown:
-// a kilobyte and a tenth of the base, or ten allocations and a tenth.
-func onceMoved(allocs, bytes [2]int64) bool {
-	db, da := math.Abs(float64(bytes[1]-bytes[0])), math.Abs(float64(allocs[1]-allocs[0]))
-	return db >= 1024 && db >= 0.1*float64(bytes[0]) || da >= 10 && da >= 0.1*float64(allocs[0])
+// onceRow is one paid-once amount of a benchmark in both revisions.
+type onceRow struct {
+	what          string
+	allocs, bytes [2]int64
+}
+
+// moved says whether the amount moved enough to be shown: a kilobyte and
+// a tenth of the base, or ten allocations and a tenth.
+func (x onceRow) moved() bool {
+	db, da := math.Abs(float64(x.bytes[1]-x.bytes[0])), math.Abs(float64(x.allocs[1]-x.allocs[0]))
+	return db >= 1024 && db >= 0.1*float64(x.bytes[0]) || da >= 10 && da >= 0.1*float64(x.allocs[0])
 }
 
 // onceSection is review.md's table of what each benchmark paid once,
@@ -35,20 +41,12 @@ func (r *Result) onceSection() string {
 				continue
 			}
 			bf, af := o.Before, o.After
-			rows := []struct {
-				what          string
-				allocs, bytes [2]int64
-			}{
+			rows := []onceRow{
 				{"its process before its first run (package init, TestMain)", [2]int64{bf.StartupAllocs, af.StartupAllocs}, [2]int64{bf.StartupBytes, af.StartupBytes}},
 				{"its first op, beyond a steady one (testing's 1-op run, uncounted)", [2]int64{bf.FirstAllocs, af.FirstAllocs}, [2]int64{bf.FirstBytes, af.FirstBytes}},
 				{"the reported run, beyond N steady ops", [2]int64{bf.RunAllocs, af.RunAllocs}, [2]int64{bf.RunBytes, af.RunBytes}},
 			}
-			if !slices.ContainsFunc(rows, func(x struct {
-				what          string
-				allocs, bytes [2]int64
-			}) bool {
-				return onceMoved(x.allocs, x.bytes)
-			}) {
+			if !slices.ContainsFunc(rows, onceRow.moved) {
 				continue
 			}
 			if b.Len() == 0 {
