@@ -437,12 +437,17 @@ func (b *builder) compile(ctx context.Context) error {
 		return b.compileTest(ctx)
 	}
 	anySpy := t.Copies || t.Allocs || t.Requests
+	full := mergeOverlays(b.replace, b.spies)
+	key := b.stdKey(full)
 	if anySpy {
-		b.logf("building %s with the runtime overlays (the first such build rebuilds the standard library)", t.Spec)
+		b.logf("building %s with the runtime overlays%s", t.Spec, b.firstBuildNote(key))
 	} else {
 		b.logf("building %s", t.Spec)
 	}
-	out, err := b.build(ctx, mergeOverlays(b.replace, b.spies))
+	out, err := b.build(ctx, full)
+	if err == nil && anySpy {
+		b.markStdBuilt(key)
+	}
 	if err != nil && anySpy && ctx.Err() == nil {
 		if out2, err2 := b.build(ctx, b.replace); err2 == nil {
 			why := "the runtime overlay did not build with this Go release: " + firstLines(out, 5)
@@ -485,7 +490,8 @@ func (b *builder) compileTest(ctx context.Context) error {
 			return nil
 		}
 	}
-	b.logf("building the tests of %s with the benchmark window (the first such build rebuilds the standard library)", t.Spec)
+	stdKey := b.stdKey(b.replace)
+	b.logf("building the tests of %s with the benchmark window%s", t.Spec, b.firstBuildNote(stdKey))
 	// The two builds share the package's compiled code through the build
 	// cache and differ in the standard library and the link: side by side
 	// their links overlap.
@@ -520,6 +526,7 @@ func (b *builder) compileTest(ctx context.Context) error {
 	if err := <-plain; err != nil {
 		return err
 	}
+	b.markStdBuilt(stdKey)
 	if key != "" {
 		keep(t, key)
 	}
