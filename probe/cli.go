@@ -195,6 +195,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	fs.DurationVar(&cfg.Warmup, "warmup", d.Warmup, "warm-up load before each window")
 	fs.DurationVar(&cfg.Duration, "duration", d.Duration, "load in the timing window (rates, latency, CPU per request)")
 	fs.DurationVar(&cfg.ExactDuration, "exact-duration", d.ExactDuration, "at most this much load in the windows that count or sample (attribution, copies, off-CPU, wall clock); 0: -duration")
+	fs.StringVar(&cfg.Judge, "judge", "all", "what the exit code judges: all (exit 3 unless the window supports every figure) or counts (exit 0 when the counts are exact, though the timings are not judged: a CI gate on a shared or 2-core runner)")
 	fs.StringVar(&cfg.CPUs, "cpus", d.CPUs, "pin `SERVER:LOAD` cpus (e.g. 0:1), auto (split the machine in halves) or none")
 	fs.StringVar(&cfg.Out, "out", "", "results `dir` (default results/<UTC>_<commit>_<target>); never overwritten")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", d.ReadyTimeout, "how long to wait for the target to listen")

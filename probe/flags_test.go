@@ -90,6 +90,7 @@ func runLandings(t *testing.T) map[string]landing {
 		"warmup":             {[]string{"-warmup", "2s"}, func(c Config, o cliOptions) bool { return c.Warmup == 2*time.Second }},
 		"duration":           {[]string{"-duration", "3s"}, func(c Config, o cliOptions) bool { return c.Duration == 3*time.Second }},
 		"exact-duration":     {[]string{"-exact-duration", "1s"}, func(c Config, o cliOptions) bool { return c.ExactDuration == time.Second }},
+		"judge":              {[]string{"-judge", "counts"}, func(c Config, o cliOptions) bool { return c.Judge == "counts" }},
 		"cpus":               {[]string{"-cpus", "none"}, func(c Config, o cliOptions) bool { return c.CPUs == "none" }},
 		"out":                {[]string{"-out", filepath.Join(dir, "new")}, func(c Config, o cliOptions) bool { return c.Out == filepath.Join(dir, "new") }},
 		"ready-timeout":      {[]string{"-ready-timeout", "9s"}, func(c Config, o cliOptions) bool { return c.ReadyTimeout == 9*time.Second }},

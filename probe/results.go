@@ -72,7 +72,8 @@ type runOutput struct {
 	ses     *session // what measured: the target, its agent, the driver
 	win     windows
 	raw     rawFiles
-	reasons []string // the session's, and what the steps add (addReason)
+	reasons []string // what makes the counts not judged: the windows', and what the steps add (addReason)
+	timing  []string // what makes only the timings not judged: the session's (pinning), the pace, the machine
 	judged  bool     // the verdict is given: a reason now would be lost
 	floor   *schema.Summary
 
@@ -91,7 +92,8 @@ type runOutput struct {
 func writeResults(o *runOutput) (*Result, error) {
 	o.files = map[string][]byte{}
 	o.summarize()
-	o.reasons = append(o.reasons, o.timingReasons()...)
+	o.reasons = append(o.reasons, windowReasons(o.named(), o.minRequests())...)
+	o.timing = append(o.timing, o.timingReasons()...)
 	// The steps before judge may add reasons; those after it may not
 	// (addReason fails the run rather than lose one).
 	steps := []func() error{o.allocations, o.copies, o.retained, o.routes, o.judge, o.offCPU, o.bills, o.syscallsAndCPU, o.endpoints, o.mixCheck, o.flames, o.render}
@@ -216,12 +218,12 @@ func (o *runOutput) minRequests() int64 {
 	return 100
 }
 
-// timingReasons are what makes the windows unfit for a verdict: too few
-// or failed requests, a server that did not use its cores.
+// timingReasons are what makes the timings alone unfit for a verdict: an
+// open-loop driver that did not hold its rate, a busy machine, a server
+// that did not use its cores.
 func (o *runOutput) timingReasons() []string {
-	min := o.minRequests()
-	named := []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
-	reasons := windowReasons(named, min)
+	named := o.named()
+	var reasons []string
 	if a := o.ses.cfg.Arrivals; a.Open() {
 		// Open-loop load is judged by whether the driver held its rate,
 		// not by the server's cores: a rate below the server's capacity
@@ -532,9 +534,17 @@ func (o *runOutput) addReason(r string) error {
 	return nil
 }
 
-// judge gives the verdict: server-bound, or not judged with the reasons.
+// named are the run's windows, named as the reasons name them.
+func (o *runOutput) named() []namedWindow {
+	return []namedWindow{{"timing window", o.win.clean}, {"attribution window", o.win.attr}, {"copy window", o.win.copies}, {"off-CPU window", o.win.off}, {"wall-clock window", o.win.wall}}
+}
+
+// judge gives the verdict: server-bound, or not judged with the reasons,
+// the counts' first, then the timings'.
 func (o *runOutput) judge() error {
 	o.judged = true
+	o.s.Judged = &schema.Judged{Counts: len(o.reasons) == 0, Timing: len(o.timing) == 0, TimingReasons: o.timing}
+	o.reasons = append(o.reasons, o.timing...)
 	o.s.Reasons = o.reasons
 	o.s.Verdict = VerdictServerBound
 	if o.ses != nil && o.ses.cfg.Arrivals.Open() {

@@ -141,6 +141,11 @@ type OutputConfig struct {
 	Flags       []string // every flag as given, for meta (secrets redacted)
 	// Push sends the run's profiles to a profile store (-push).
 	Push PushConfig
+	// Judge is what the exit code judges (-judge): "all" (default: exit 3
+	// unless the window supports every figure) or "counts" (exit 0 when
+	// the counts are judged, whatever the timings: a CI gate on a shared
+	// or 2-core runner).
+	Judge string
 }
 
 // DefaultConfig is probe run's configuration as its flags' defaults make
@@ -155,7 +160,7 @@ func DefaultConfig() Config {
 		WindowConfig: WindowConfig{Warmup: time.Second, Duration: 3 * time.Second, ExactDuration: time.Second, MinRequests: 100,
 			OffCPU: true, Wallclock: true, Retained: true, Requests: 2000},
 		CountConfig:  CountConfig{Copies: "overlay", Allocs: "allocspy", Syscalls: "bpf"},
-		OutputConfig: OutputConfig{Push: PushConfig{Access: storeaccess.Access{Timeout: storeaccess.DefaultTimeout, MaxResponse: storeaccess.DefaultMaxResponse}}},
+		OutputConfig: OutputConfig{Judge: "all", Push: PushConfig{Access: storeaccess.Access{Timeout: storeaccess.DefaultTimeout, MaxResponse: storeaccess.DefaultMaxResponse}}},
 	}
 }
 
@@ -181,6 +186,7 @@ func (cfg *Config) choices() []struct {
 		valid []string
 	}{
 		{"copies", &cfg.Copies, []string{"overlay", "off"}},
+		{"judge", &cfg.Judge, []string{"all", "counts"}},
 		{"allocs", &cfg.Allocs, []string{"allocspy", "heapprofile"}},
 		{"syscalls", &cfg.Syscalls, []string{"bpf", "proc-io", "off"}},
 		{"proto", &cfg.Proto, load.Protos},
@@ -429,17 +435,38 @@ func run(ctx context.Context, cfg Config, in internals, logw io.Writer) (*Result
 		return nil, err
 	}
 	logf("writing %s", s.out)
-	res, err := writeResults(&runOutput{ses: s, win: win, raw: raw, reasons: s.reasons, floor: floor})
+	res, err := writeResults(&runOutput{ses: s, win: win, raw: raw, timing: s.reasons, floor: floor})
 	if errors.Is(err, ErrIncomplete) {
 		return res, err // the verdict, with what was not written
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !judgedVerdict(res.Summary.Verdict) {
-		return res, fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(res.Summary.Reasons, "; "))
+	if err := cfg.judgeExit(res.Summary); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// judgeExit is a run's ErrNotJudged, or nil when what -judge asks for is
+// judged. The reasons are printed with the verdict: the error says only
+// which figures they concern, in one line.
+func (cfg *Config) judgeExit(s *schema.Summary) error {
+	if judgedVerdict(s.Verdict) {
+		return nil
+	}
+	j := s.Judged
+	if j == nil {
+		return fmt.Errorf("%w: %s", ErrNotJudged, strings.Join(s.Reasons, "; "))
+	}
+	if j.Counts && cfg.Judge == "counts" {
+		return nil
+	}
+	if j.Counts {
+		return fmt.Errorf("%w: the timings (%d reason%s above); the counts are judged: -judge counts exits 0 on them", ErrNotJudged, len(j.TimingReasons), plural(len(j.TimingReasons)))
+	}
+	n := len(s.Reasons) - len(j.TimingReasons)
+	return fmt.Errorf("%w: the counts (%d reason%s above), so nothing can be gated on", ErrNotJudged, n, plural(n))
 }
 
 // idleOverlays is tgt as a run that leaves copyspy (noCopies) or
@@ -623,4 +650,12 @@ func profileFromFile(path string) (*profile.Profile, error) {
 		return nil, fmt.Errorf("agent profile: %w", err)
 	}
 	return p, nil
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -46,7 +46,7 @@ func (r *Run) Markdown(w io.Writer) {
 // total, the rest shown as one row.
 func writeReport(w io.Writer, s *schema.Summary, sites []Site, requests int64, tot []int64) {
 	fmt.Fprintf(w, "# perfspy: %s\n\n", safetext.Markdown(s.Target))
-	fmt.Fprintf(w, "commit %s, %s, verdict **%s**", safetext.Code(s.Commit), s.Go, s.Verdict)
+	fmt.Fprintf(w, "commit %s, %s, verdict **%s**%s", safetext.Code(s.Commit), s.Go, s.Verdict, judgedPart(s))
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(s.Reasons, "; "))
 	}
@@ -245,9 +245,13 @@ const LowCPUProfileCoverage = 0.5
 // Terminal prints the short table at the end of a run.
 func (r *Run) Terminal(w io.Writer) {
 	s := r.Summary
-	fmt.Fprintf(w, "%s  %s  verdict: %s\n", s.Target, s.Commit, s.Verdict)
+	fmt.Fprintf(w, "%s  %s  verdict: %s%s\n", s.Target, s.Commit, s.Verdict, judgedPart(s))
 	for _, why := range s.Reasons {
-		fmt.Fprintf(w, "  not judged: %s\n", why)
+		what := "not judged"
+		if s.Judged != nil && slices.Contains(s.Judged.TimingReasons, why) {
+			what = "timing not judged"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", what, why)
 	}
 	if b := s.Build; b != nil {
 		fmt.Fprintf(w, "  build         %s\n", BuildLine(b))
@@ -694,4 +698,13 @@ type Site struct {
 	// library (up to three, nearest first) on the site's heaviest stack:
 	// where the reviewer's own code called it from.
 	Callers []string
+}
+
+// judgedPart says, for a run not judged on its timings alone, that its
+// counts are: "" otherwise.
+func judgedPart(s *schema.Summary) string {
+	if s.Verdict != schema.VerdictNotJudged || s.Judged == nil || !s.Judged.Counts {
+		return ""
+	}
+	return " (the counts are judged, the timings are not)"
 }

@@ -54,14 +54,19 @@ type Summary struct {
 	// Machine is what the machine did in the timing window.
 	Machine *MachineSummary `json:"machine,omitempty"`
 	// Driver is the load driver's own cost in the timing window.
-	Driver         *DriverSummary     `json:"driver,omitempty"`
-	CoresAvailable float64            `json:"cores_available"`
-	Verdict        string             `json:"verdict"`
-	Reasons        []string           `json:"reasons,omitempty"`
-	PerRequest     PerRequest         `json:"per_request"`
-	Sources        map[string]string  `json:"sources"`
-	Files          map[string]string  `json:"files"`
-	Checks         map[string]float64 `json:"checks,omitempty"`
+	Driver         *DriverSummary `json:"driver,omitempty"`
+	CoresAvailable float64        `json:"cores_available"`
+	Verdict        string         `json:"verdict"`
+	Reasons        []string       `json:"reasons,omitempty"`
+	// Judged says which figures the window supports, apart: a run not
+	// judged on its timings alone (a busy or 2-core machine, a driver that
+	// set the pace) still has exact counts a script can gate on
+	// (probe run -judge counts). Absent from an instructions run.
+	Judged     *Judged            `json:"judged,omitempty"`
+	PerRequest PerRequest         `json:"per_request"`
+	Sources    map[string]string  `json:"sources"`
+	Files      map[string]string  `json:"files"`
+	Checks     map[string]float64 `json:"checks,omitempty"`
 	// Closure is each exact count checked against the runtime's own count
 	// of the same window; a miss is a reason (not judged) that names it.
 	Closure *Closure `json:"closure,omitempty"`
@@ -458,4 +463,19 @@ type MixSummary struct {
 	Requests []string `json:"requests"`
 	Weights  []int    `json:"weights"`
 	Order    []int    `json:"order"`
+}
+
+// Judged is which figures of a run its window supports.
+type Judged struct {
+	// Counts: allocations, copies, syscalls and goroutines per request.
+	// False when the window had too few or failed requests, a table was
+	// full, or a count did not close on the runtime's own.
+	Counts bool `json:"counts"`
+	// Timing: latency, CPU and off-CPU time per request. False when the
+	// server did not set the pace (the driver did, or a busy machine),
+	// an open-loop driver did not hold its rate, or pinning failed.
+	Timing bool `json:"timing"`
+	// TimingReasons are the reasons (of Reasons) that concern the timings
+	// only.
+	TimingReasons []string `json:"timing_reasons,omitempty"`
 }
