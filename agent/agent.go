@@ -179,7 +179,7 @@ func (w *window) do(req wire.Request) wire.Response {
 	case "hello":
 		return wire.Response{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), Counters: counterNames()}
 	case "listeners":
-		return wire.Response{Listeners: listeners()}
+		return wire.Response{Listeners: listeners(), AddrFlags: addrFlags()}
 	case "prepare":
 		// The warm-up then replaces what the requests before it keep
 		// (a connection's last request) with objects the profile sees

@@ -35,9 +35,10 @@ const RouteCategory = routes.TraceCategory
 var requestEdits = []routes.Edit{
 	edit("server.go",
 		"\t\tserverHandler{c.server}.ServeHTTP(w, w.req)\n",
-		"\t\tvar perfspyRegion perfspyRequest; perfspyRegion.Begin(ctx, w.req); perfspyRegion.Peer(c.remoteAddr, &c.perfspyN); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
+		"\t\tvar perfspyRegion perfspyRequest; perfspyRegion.self = perfspyConnSelf(&c.perfspyN, c.remoteAddr, c.rwc.LocalAddr()); perfspyRegion.Begin(ctx, w.req); perfspyRegion.Peer(c.remoteAddr, &c.perfspyN); serverHandler{c.server}.ServeHTTP(w, w.req)\n"),
 	// Each connection numbers its requests, so that a bill names the
-	// request as the load driver does (its port, its number on it).
+	// request as the load driver does (its port, its number on it); its
+	// top bits tell, once asked, whether its client is the process itself.
 	edit("server.go", "type conn struct {\n", "type conn struct { perfspyN uint64 // perfspy: the requests begun on it\n"),
 	edit("server.go",
 		"\t\tif c.hijacked() {\n\t\t\tc.r.releaseConn()\n\t\t\treturn\n\t\t}\n\t\tw.finishRequest()\n",
@@ -93,6 +94,9 @@ func Overlay(goroot, dir string) (map[string]string, error) {
 		return nil, err
 	}
 	files[filepath.Join(src, routes.HTTPFileName)] = routes.HTTPFile(RegionType)
+	for name, text := range routes.SelfFiles {
+		files[filepath.Join(src, name)] = text
+	}
 	for name, text := range h2Files[rel] {
 		files[filepath.Join(src, "internal", "http2", name)] = text
 	}

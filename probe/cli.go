@@ -168,7 +168,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, opt *cliOptions) *runFlags {
 	d := DefaultConfig()
 	f := &runFlags{q: fs.Bool("q", false, "quiet: no progress lines")}
 	fs.StringVar(&f.targetArgs, "args", "", "arguments for the target, split as a shell would")
-	fs.StringVar(&cfg.Addr, "addr", "", "address the target listens on (default: found from its sockets)")
+	fs.StringVar(&cfg.Addr, "addr", "", "the target's address to load, when it listens on several: HOST:PORT, :PORT or PORT (a fixed port), or flag:NAME (the target's own flag that takes a listen address: probe gives it a free loopback port on every run) (default: found from its sockets)")
 	fs.StringVar(&cfg.Path, "path", "", "request path (default /json for the default target, / otherwise)")
 	fs.StringVar(&cfg.Method, "method", d.Method, "request method; with -proto grpc, the RPC as package.Service/Method")
 	f.readData = protoFlags(fs, cfg)

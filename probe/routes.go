@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -153,7 +154,11 @@ func newRouteSplit(rep *wire.RouteReport) *routeSplit {
 			rs.Note = "requests begun under this route ended under several routes: its work before the mux matched their pattern stays here"
 		}
 		out.Routes = append(out.Routes, *rs)
-		out.Closure.RouteRequests += r.Requests
+		if strings.HasPrefix(r.Name, profkey.SelfPrefix) {
+			out.Closure.SelfRequests += r.Requests
+		} else {
+			out.Closure.RouteRequests += r.Requests
+		}
 	}
 	for i := range out.Routes {
 		sp.byName[out.Routes[i].Route] = &out.Routes[i]
@@ -336,7 +341,7 @@ func (o *runOutput) routes() error {
 		o.sampledOnly()
 		return nil
 	}
-	c := &schema.RequestsClosure{Marked: int64(r.Closure.RouteRequests), Driver: r.Closure.DriverRequests}
+	c := &schema.RequestsClosure{Marked: int64(r.Closure.RouteRequests), Driver: r.Closure.DriverRequests, Self: int64(r.Closure.SelfRequests)}
 	c.Missed = c.Driver - c.Marked
 	c.Closed = c.Missed == 0
 	if o.s.Closure == nil {
@@ -350,7 +355,7 @@ func (o *runOutput) routes() error {
 		// (abandoned at the window's end, failed): not its boundaries.
 		return o.addReason(fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d, beside %d requests abandoned and %d failed there", c.Driver, c.Marked, l.Abandoned, l.Errors+l.Non2xx))
 	default:
-		return o.addReason(fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d (%d missed): the request boundaries of %s's net/http miss a path", c.Driver, c.Marked, c.Missed, o.ses.tgt.GoVersion))
+		return o.addReason(o.unclosedRequests(c))
 	}
 	return nil
 }
@@ -375,4 +380,20 @@ func (o *runOutput) sampledOnly() {
 // readiness check), no request, no work.
 func idle(r schema.RouteSummary) bool {
 	return r.Requests == 0 && r.Allocs == 0 && r.CopiedBytes == 0
+}
+
+// unclosedRequests says why the request marks do not close on the
+// driver's successes with no request failed or abandoned: fewer marks are
+// a path net/http's boundaries miss; more are requests that did not come
+// from the driver (another client beside it, or the process's own
+// requests on a platform where they are not told: SelfPrefix).
+func (o *runOutput) unclosedRequests(c *schema.RequestsClosure) string {
+	head := fmt.Sprintf("requests do not close: the driver counted %d successes in the attribution window, the request marks %d", c.Driver, c.Marked)
+	if c.Self > 0 {
+		head += fmt.Sprintf(" beside %d the process sent itself", c.Self)
+	}
+	if c.Missed < 0 {
+		return fmt.Sprintf("%s (%d more): the target served requests the driver did not send (another client of its port, or its own requests where they are not told apart: docs/routes.md, \"The process's requests to itself\")", head, -c.Missed)
+	}
+	return fmt.Sprintf("%s (%d missed): the request boundaries of %s's net/http miss a path", head, c.Missed, o.ses.tgt.GoVersion)
 }

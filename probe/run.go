@@ -244,6 +244,9 @@ func (cfg Config) validate() (proc.CPUPlan, error) {
 	if err := cfg.validatePaths(); err != nil {
 		return proc.CPUPlan{}, err
 	}
+	if err := checkAddr(cfg.Addr); err != nil {
+		return proc.CPUPlan{}, err
+	}
 	if cfg.Arrivals.Open() && cfg.Instructions {
 		return proc.CPUPlan{}, errors.New("-rate: not with -instructions, whose load is paced one request at a time")
 	}

@@ -118,10 +118,14 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.undo = append(s.undo, unpin)
-	bin, args, env := tgt.Binary, cfg.Args, []string{wire.SocketEnv + "=" + sock}
+	addr, targetArgs, err := listenAddr(cfg.Addr, cfg.Args)
+	if err != nil {
+		return err
+	}
+	bin, args, env := tgt.Binary, targetArgs, []string{wire.SocketEnv + "=" + sock}
 	if s.wrap != nil {
 		var more []string
-		bin, args, more = s.wrap(tgt.Binary, cfg.Args)
+		bin, args, more = s.wrap(tgt.Binary, targetArgs)
 		env = append(env, more...)
 	}
 	if !proc.CanPin && cfg.CPUs == "auto" {
@@ -137,8 +141,8 @@ func (s *session) start(ctx context.Context) error {
 		s.p.Grace = s.grace
 	}
 	s.undo = append(s.undo, s.p.Stop)
-	if s.addr, err = proc.WaitReady(ctx, s.p, cfg.Addr, sock, cfg.ReadyTimeout, askListeners(ctx, sock)); err != nil {
-		return err
+	if s.addr, err = proc.WaitReady(ctx, s.p, addr, sock, cfg.ReadyTimeout, askListeners(ctx, sock)); err != nil {
+		return listenersAdvice(ctx, sock, err)
 	}
 	logf("target pid %d listens on %s", s.p.Pid, s.addr.Addr)
 	if s.ac, err = dialAgent(ctx, sock); err != nil {

@@ -31,6 +31,12 @@ const (
 	RouteLabel    = "route"
 	Background    = "background"
 	BeforeRouting = "(before routing)"
+	// SelfPrefix prefixes the route of requests a process sends to
+	// itself (an upstream, a sidecar or a health check in the same
+	// process, its client a socket of its own): "(self) GET /up". Their
+	// work is shown on those routes, and they are never counted as the
+	// load's requests (the request closure subtracts them).
+	SelfPrefix = "(self) "
 	// Unfollowed is the route label of work done under the mark of a
 	// request that no longer had it: the request had ended (a goroutine
 	// it started that outlived it, a worker handed it), or the goroutine

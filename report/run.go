@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfspy/perfspy/internal/safetext"
 	"github.com/perfspy/perfspy/metric"
+	"github.com/perfspy/perfspy/profkey"
 	"github.com/perfspy/perfspy/schema"
 )
 
@@ -295,12 +296,7 @@ func (r *Run) Terminal(w io.Writer) {
 			state, a.RuntimeObjects, a.Objects, a.AgentObjects, a.DroppedObjects)
 	}
 	if c := s.Closure; c != nil && c.Requests != nil {
-		r := c.Requests
-		state := "close"
-		if !r.Closed {
-			state = fmt.Sprintf("MISS %d", r.Missed)
-		}
-		fmt.Fprintf(w, "  closure       requests %s: %d ended by the request marks, %d the driver's successes  [request marks]\n", state, r.Marked, r.Driver)
+		writeRequestsClosure(w, c.Requests)
 	}
 	writeRetainedLines(w, s)
 	if len(s.Routes) > 1 {
@@ -707,4 +703,19 @@ func judgedPart(s *schema.Summary) string {
 		return ""
 	}
 	return " (the counts are judged, the timings are not)"
+}
+
+// writeRequestsClosure is the terminal's line of the request marks'
+// closure on the driver's successes, the process's requests to itself
+// apart.
+func writeRequestsClosure(w io.Writer, r *schema.RequestsClosure) {
+	state := "close"
+	if !r.Closed {
+		state = fmt.Sprintf("MISS %d", r.Missed)
+	}
+	self := ""
+	if r.Self > 0 {
+		self = fmt.Sprintf(", beside %d the process sent itself (routes \"%s...\")", r.Self, profkey.SelfPrefix)
+	}
+	fmt.Fprintf(w, "  closure       requests %s: %d ended by the request marks, %d the driver's successes%s  [request marks]\n", state, r.Marked, r.Driver, self)
 }

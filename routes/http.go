@@ -15,6 +15,16 @@ var httpGo string
 //go:embed fold.go
 var foldGo string
 
+// SelfFiles are the files added to net/http beside HTTPFile that tell a
+// connection from the process itself (perfspyOwnPeer), by name.
+var SelfFiles = map[string]string{"zz_perfspy_self_linux.go": selfLinux, "zz_perfspy_self_other.go": selfOther}
+
+//go:embed nethttp/zz_perfspy_self_linux.go.txt
+var selfLinux string
+
+//go:embed nethttp/zz_perfspy_self_other.go.txt
+var selfOther string
+
 // TraceCategory is the category of the execution trace's log event that
 // names a request's route, inside its region (the off-CPU window).
 const TraceCategory = "perfspy.route"
@@ -29,7 +39,7 @@ const HTTPFileName = "zz_perfspy_request.go"
 // paths (fold.go, as it is).
 func HTTPFile(regionType string) string {
 	_, fold, _ := strings.Cut(foldGo, "package routes\n")
-	text := strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "ROUTELOG", TraceCategory).Replace(httpGo)
+	text := strings.NewReplacer("REGIONTYPE", regionType, "BEFOREROUTING", profkey.BeforeRouting, "SELFPREFIX", profkey.SelfPrefix, "ROUTELOG", TraceCategory).Replace(httpGo)
 	return envReplacer().Replace(text) + fold
 }
 

@@ -297,6 +297,9 @@ type RequestsClosure struct {
 	Driver int64 `json:"driver"`
 	Missed int64 `json:"missed"` // driver - marked: 0 when it closes
 	Closed bool  `json:"closed"`
+	// Self is the requests the process sent to itself and served (routes
+	// "(self) ..."): not in Marked, never the load's.
+	Self int64 `json:"self,omitempty"`
 }
 
 // AllocsClosure adds allocspy's table, the allocations it kept out (the
@@ -393,7 +396,8 @@ type RoutesClosure struct {
 	AllocsRemainder int64   `json:"allocs_remainder"`
 	CopiedBytes     int64   `json:"copied_bytes"`
 	CopiedRemainder int64   `json:"copied_bytes_remainder"`
-	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count)
+	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count), the self routes' apart
+	SelfRequests    uint64  `json:"self_requests,omitempty"` // Σ "(self) " routes' requests: the process's to itself
 	DriverRequests  int64   `json:"driver_requests"` // the driver's successes in the window
 	Seconds         float64 `json:"seconds"`
 	// HandoffsLost is the values handed over buffered channels (and

@@ -91,6 +91,10 @@ type Response struct {
 	// Listeners answers "listeners": the process's listening sockets,
 	// "tcp HOST:PORT" or "udp HOST:PORT".
 	Listeners []string `json:"listeners,omitempty"`
+	// AddrFlags answers "listeners" too: the target's command-line flags
+	// (package flag's) whose value is an address ("NAME=VALUE"), which a
+	// refusal of several listeners offers as -addr flag:NAME.
+	AddrFlags []string `json:"addr_flags,omitempty"`
 }
 
 // CopyReport is the JSON file a CopySource writes at the end of a window.

@@ -347,7 +347,7 @@ func readyAddr(pgid int, addr string, wantPort int, sock string) (Endpoint, erro
 			}
 			list = append(list, a)
 		}
-		return Endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+		return Endpoint{}, &ListenersError{Addrs: sortedStrings(list)}
 	}
 	var l Listener
 	for _, v := range ports {
@@ -396,9 +396,25 @@ func readyAsked(ask AskListeners, addr string, wantPort int, sock string) (Endpo
 		for _, l := range one {
 			list = append(list, l.Addr())
 		}
-		return Endpoint{}, fmt.Errorf("target listens on %d addresses (%s); choose one with -addr", len(list), strings.Join(sortedStrings(list), ", "))
+		return Endpoint{}, &ListenersError{Addrs: sortedStrings(list)}
 	}
 	return Endpoint{Addr: one[0].Addr(), UDP: one[0].UDP}, nil
+}
+
+// ListenersError is a target that listens on several addresses when no
+// -addr chose one. Advice, when set, says what will hold on the next run
+// (the ports a server chose at its start change every run).
+type ListenersError struct {
+	Addrs  []string
+	Advice string
+}
+
+func (e *ListenersError) Error() string {
+	advice := e.Advice
+	if advice == "" {
+		advice = "choose one with -addr"
+	}
+	return fmt.Sprintf("target listens on %d addresses (%s); %s", len(e.Addrs), strings.Join(e.Addrs, ", "), advice)
 }
 
 // ParseListener reads an agent's "tcp HOST:PORT" or "udp HOST:PORT".

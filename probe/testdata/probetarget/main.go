@@ -406,6 +406,7 @@ func main() {
 	}
 	var served atomic.Int64
 	mux := newMux()
+	startUpstream(mux)
 	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		userAlloc()
 		w.Write([]byte("ok"))

@@ -1,0 +1,82 @@
+package probe
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perfspy/perfspy/profkey"
+)
+
+// TestCheckAddr: -addr takes HOST:PORT, :PORT, PORT and flag:NAME; a bad
+// one is refused naming the flag; flag:NAME gives the target's flag a free
+// loopback port, before its own arguments, and loads that port.
+func TestCheckAddr(t *testing.T) {
+	for _, ok := range []string{"", "127.0.0.1:8080", ":8080", "8080", "[::1]:80", "flag:admin", "flag:--metrics-addr"} {
+		if err := checkAddr(ok); err != nil {
+			t.Errorf("-addr %q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"x", "0", "70000", "flag:", "flag:--", "flag:a b", "host:port"} {
+		if err := checkAddr(bad); err == nil || !strings.Contains(err.Error(), "-addr") {
+			t.Errorf("-addr %q: %v, want an error naming -addr", bad, err)
+		}
+	}
+	if addr, args, _ := listenAddr("8080", []string{"-v"}); addr != "127.0.0.1:8080" || !slices.Equal(args, []string{"-v"}) {
+		t.Errorf("-addr 8080: %s %q", addr, args)
+	}
+	addr, args, err := listenAddr("flag:admin", []string{"-v"})
+	if err != nil || len(args) != 2 || args[0] != "-admin="+addr || args[1] != "-v" || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("-addr flag:admin: %s %q %v", addr, args, err)
+	}
+	if _, args, _ := listenAddr("flag:--admin", nil); !strings.HasPrefix(args[0], "--admin=127.0.0.1:") {
+		t.Errorf("-addr flag:--admin: %q, want the dashes as given", args)
+	}
+	if a := addrAdvice([]string{"addr=127.0.0.1:0", "upstream=127.0.0.1:0"}); !strings.Contains(a, "-addr flag:addr (its -addr, now 127.0.0.1:0)") || !strings.Contains(a, "-addr flag:upstream") {
+		t.Errorf("advice: %s", a)
+	}
+}
+
+// TestTwoListeners: a server with an upstream in the same process listens
+// twice on ports it chooses. The refusal names the target's own flags
+// that will hold on the next run; -addr flag:addr runs it. The upstream's
+// requests, which the process sends itself, are shown on "(self) GET /up"
+// with their work (main.upWork's 3 objects each), apart from the load's:
+// the request marks close on the driver's successes, never "a path
+// missed", and GET /proxy's rows hold none of the upstream's work.
+func TestTwoListeners(t *testing.T) {
+	skipShort(t)
+	code, stdout, stderr := probeRun(t, "-path", "/proxy", "-args", "-upstream 127.0.0.1:0", "./testdata/probetarget")
+	if code != ExitFailed || !strings.Contains(stderr, "listens on 2 addresses") || !strings.Contains(stderr, "-addr flag:addr") || !strings.Contains(stderr, "-addr flag:upstream") {
+		t.Fatalf("two listeners, no -addr: exit %d, want %d naming -addr flag:addr and flag:upstream\n%s%s", code, ExitFailed, stdout, stderr)
+	}
+	m := runTarget(t, "/proxy", "-addr", "flag:addr", "-args", "-upstream 127.0.0.1:0", "-offcpu=false", "-retained=false")
+	s, _ := summaryAndCopies(t, m)
+	c := s.Closure.Requests
+	if c == nil || !c.Closed || c.Self != c.Marked || c.Marked == 0 {
+		t.Fatalf("requests closure %+v: want closed, one self request per marked one", c)
+	}
+	for _, r := range s.Reasons {
+		if strings.Contains(r, "miss a path") {
+			t.Errorf("reason %q: the process's own requests are no miss", r)
+		}
+	}
+	self := profkey.SelfPrefix + "GET /up"
+	reqs := map[string]uint64{}
+	for _, r := range s.Routes {
+		reqs[r.Route] = r.Requests
+	}
+	if reqs[self] != uint64(c.Self) || reqs["GET /proxy"] != uint64(c.Marked) {
+		t.Errorf("routes %v: want %s with the %d self requests and GET /proxy with the %d marked", reqs, self, c.Self, c.Marked)
+	}
+	if n := routeCount(m.allocs, self, "main.upWork", 0); n != 3*int64(reqs[self]) {
+		t.Errorf("main.upWork under %s: %d objects, want 3 a request (%d)", self, n, 3*reqs[self])
+	}
+	if n := routeCount(m.allocs, "GET /proxy", "main.upWork", 0); n != 0 {
+		t.Errorf("main.upWork under GET /proxy: %d objects, want 0 (the upstream's own route has them)", n)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(m.dir, "report.md")), self) {
+		t.Errorf("report.md does not show %s", self)
+	}
+}
