@@ -396,9 +396,9 @@ type RoutesClosure struct {
 	AllocsRemainder int64   `json:"allocs_remainder"`
 	CopiedBytes     int64   `json:"copied_bytes"`
 	CopiedRemainder int64   `json:"copied_bytes_remainder"`
-	RouteRequests   uint64  `json:"route_requests"`  // Σ routes' requests (the server's count), the self routes' apart
+	RouteRequests   uint64  `json:"route_requests"`          // Σ routes' requests (the server's count), the self routes' apart
 	SelfRequests    uint64  `json:"self_requests,omitempty"` // Σ "(self) " routes' requests: the process's to itself
-	DriverRequests  int64   `json:"driver_requests"` // the driver's successes in the window
+	DriverRequests  int64   `json:"driver_requests"`         // the driver's successes in the window
 	Seconds         float64 `json:"seconds"`
 	// HandoffsLost is the values handed over buffered channels (and
 	// time.AfterFunc functions) in the window whose request the runtime's
