@@ -80,3 +80,24 @@ func TestTwoListeners(t *testing.T) {
 		t.Errorf("report.md does not show %s", self)
 	}
 }
+
+// TestSentencesAgreeWithDocs: what a run prints of the request boundaries
+// says what docs/routes.md says: gRPC calls are marked by route, and have
+// no off-CPU region; the process's own requests are told apart.
+func TestSentencesAgreeWithDocs(t *testing.T) {
+	routes := readFile(t, "../docs/routes.md")
+	for _, claim := range []struct{ printed, doc string }{
+		{"gRPC calls served by grpc-go are marked by route", "is marked through grpc-go's own\n  goroutine labels"},
+		{"so they have no off-CPU region", "a call has no off-CPU region"},
+	} {
+		if !strings.Contains(NoRequestRegions, claim.printed) {
+			t.Errorf("the off-CPU source's reason no longer says %q", claim.printed)
+		}
+		if !strings.Contains(routes, claim.doc) {
+			t.Errorf("docs/routes.md no longer says %q, which the off-CPU source's reason prints", claim.doc)
+		}
+	}
+	if !strings.Contains(routes, "## The process's requests to itself") || !strings.Contains(routes, profkey.SelfPrefix+"GET /up") {
+		t.Error("docs/routes.md does not describe the self routes a run prints")
+	}
+}

@@ -24,6 +24,12 @@ const SourceOffCPU = schema.SourceOffCPU
 // topWaits is how many wait rows the tail groups and the background list.
 const topWaits = 5
 
+// NoRequestRegions is the off-CPU source's reason when the trace holds no
+// request: only net/http's servers open a region per request; gRPC calls
+// served by grpc-go are marked by route (allocations, copies) from their
+// goroutine label, but their end is not, so they have none.
+const NoRequestRegions = "no request boundaries in the trace (a region per request is opened by net/http's HTTP/1 and HTTP/2 servers; gRPC calls served by grpc-go are marked by route for allocations and copies, but their end is not, so they have no off-CPU region: docs/routes.md, Blind spots); background waits are in background_offcpu_us"
+
 // setOffCPU puts the trace's figures into s: the mean request's split, the
 // background per second, the median and slowest 1%, and the checks that
 // the split closes on the requests' duration and sits below the driver's
@@ -40,7 +46,7 @@ func setOffCPU(s *schema.Summary, res *offcpu.Result, l *load.Result) {
 		}
 	}
 	if len(res.Requests) == 0 {
-		s.Sources["offcpu"] = SourceNone + ": no request boundaries in the trace (they are marked in net/http's HTTP/1 and HTTP/2 servers only); background waits are in background_offcpu_us"
+		s.Sources["offcpu"] = SourceNone + ": " + NoRequestRegions
 		return
 	}
 	s.Sources["offcpu"] = SourceOffCPU

@@ -560,7 +560,7 @@ func handingOff(es []schema.EndpointSummary) []schema.EndpointSummary {
 }
 
 func handOffLine(e schema.EndpointSummary, name string) string {
-	return fmt.Sprintf("%s: %.0f%% of its window's bytes (%s B/req) were allocated outside its requests, by goroutines that already existed (workers, pools): its row counts them, the mix's split by route puts them in the background", name, *e.BackgroundShare*100, fmtPtr(e.BackgroundBytes, 0))
+	return fmt.Sprintf("%s: %.0f%% of its window's bytes (%s B/req) were allocated outside its requests, by goroutines that already existed (workers, pools): its row counts them; the mix's split puts what the runtime saw handed (a channel, a sync.Cond) on the request's route, what it could not (a queue polled under a mutex) in the background, and what ran after the request ended in unfollowed (docs/routes.md, Handoffs)", name, *e.BackgroundShare*100, fmtPtr(e.BackgroundBytes, 0))
 }
 
 // writeRoutesTable writes the per-route table (markdown when md) with the

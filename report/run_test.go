@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,3 +254,21 @@ func TestNoZeroSiteRows(t *testing.T) {
 }
 
 func f64(v float64) *float64 { return &v }
+
+// TestHandOffLineAgrees: the terminal's "handed off" line says where the
+// mix's split puts handed-off work as docs/probe.md does (the request's
+// route when the runtime saw it handed), never "the background" alone.
+func TestHandOffLineAgrees(t *testing.T) {
+	share, bytes := 0.4, 4096.0
+	line := handOffLine(schema.EndpointSummary{BackgroundShare: &share, BackgroundBytes: &bytes}, "GET /pollq")
+	doc, err := os.ReadFile("../docs/probe.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(line, "on the request's route") || strings.Contains(line, "puts them in the background") {
+		t.Errorf("handed off line: %s", line)
+	}
+	if !strings.Contains(string(doc), "over a channel or a `sync.Cond` is its request's route in the mix's split") {
+		t.Error("docs/probe.md no longer says handed-off work is its request's route in the mix's split, which the handed off line prints")
+	}
+}
