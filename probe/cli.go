@@ -50,6 +50,8 @@ commands:
          docs/live.md)
   bulk   QUIC push and echo against the UDP floor, one row per transfer
          size (-sizes 1K,64K,1M,2M, -rounds 3, the first dropped)
+  pprof  a run's profile per request, of one route with -route R, for go
+         tool pprof -top and -diff_base (docs/probe.md)
   cost   what perfspy's instruments cost, against the references
          (-what offcpu,allocdiff,flame,attribution,live,live-instructions,handoff)
 
@@ -79,6 +81,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return mainBuild(ctx, args[1:], stdout, stderr)
 	case "bisect":
 		return mainBisect(ctx, args[1:], stdout, stderr)
+	case "pprof":
+		return mainPprof(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

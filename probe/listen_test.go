@@ -1,7 +1,11 @@
 package probe
 
 import (
+	"bytes"
+	"context"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -78,6 +82,20 @@ func TestTwoListeners(t *testing.T) {
 	}
 	if !strings.Contains(readFile(t, filepath.Join(m.dir, "report.md")), self) {
 		t.Errorf("report.md does not show %s", self)
+	}
+	// The self route's profile per request, read by go tool pprof as
+	// it is: main.upWork's 3 objects a request.
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"pprof", "-route", self, m.dir}, &o, &e); code != ExitOK {
+		t.Fatalf("probe pprof: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	file := strings.Fields(o.String())[0]
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=alloc_objects", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, top)
+	}
+	if !regexp.MustCompile(`(?m)^\s+3\s.*main\.upWork$`).Match(top) {
+		t.Errorf("go tool pprof -top of %s: no main.upWork at 3 a request\n%s", file, top)
 	}
 }
 

@@ -8,7 +8,9 @@ package profkey
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -292,5 +294,75 @@ func TrimStd(p *profile.Profile) {
 		if i < len(s.Location) {
 			s.Location = s.Location[i:]
 		}
+	}
+}
+
+// ScaledComment prefixes the comment of a profile whose values were
+// divided by its requests (ScalePerRequest): "perfspy.scaled=per N
+// requests".
+const ScaledComment = "perfspy.scaled="
+
+// ScalePerRequest divides p's values by the requests its comment carries
+// (RequestsComment: the window's, or a route's after SelectRoute) and
+// multiplies them by per, so that go tool pprof -top reads values per
+// request (per 1) or per per requests, and -diff_base compares two runs
+// of different request counts. Values are integers: each value index is
+// rounded by largest remainder, so that its total is the exact total per
+// request rounded, and a sample whose every value rounds to 0 is left out
+// (its part is in the others' rounding). The requests comment becomes
+// per, so that a reader that divides by it (allocdiff, flame) reads the
+// same figures. It fails when p carries no request count or is scaled.
+func ScalePerRequest(p *profile.Profile, per int64) error {
+	n := Requests(p)
+	if n <= 0 {
+		return fmt.Errorf("the profile carries no request count (a %q comment): only probe's profiles of a window can be divided per request", RequestsComment)
+	}
+	if per <= 0 {
+		return fmt.Errorf("per %d: want 1 or more requests", per)
+	}
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, ScaledComment) {
+			return fmt.Errorf("the profile is scaled already (%s)", c)
+		}
+	}
+	for i := range p.SampleType {
+		scaleIndex(p.Sample, i, per, n)
+	}
+	p.Sample = slices.DeleteFunc(p.Sample, func(s *profile.Sample) bool {
+		return !slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 })
+	})
+	var comments []string
+	for _, c := range p.Comments {
+		if !strings.HasPrefix(c, RequestsComment) && !strings.HasPrefix(c, RouteRequestsComment) {
+			comments = append(comments, c)
+		}
+	}
+	p.Comments = append(comments, RequestsComment+strconv.FormatInt(per, 10),
+		fmt.Sprintf("%sper %d requests of %d (values rounded by largest remainder: each total is exact, rounded)", ScaledComment, per, n))
+	return nil
+}
+
+// scaleIndex sets value i of each sample to v*per/n, rounded so that
+// the total is round(Σv*per/n): the floors first, then one more to the
+// samples of the largest remainders (the first of equal ones).
+func scaleIndex(samples []*profile.Sample, i int, per, n int64) {
+	type rem struct {
+		s    *profile.Sample
+		frac float64
+	}
+	var total float64
+	var floors int64
+	rems := make([]rem, 0, len(samples))
+	for _, s := range samples {
+		q := float64(s.Value[i]) * float64(per) / float64(n)
+		total += q
+		f := int64(math.Floor(q))
+		s.Value[i] = f
+		floors += f
+		rems = append(rems, rem{s, q - float64(f)})
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].frac > rems[b].frac })
+	for k := int64(0); k < int64(math.Round(total))-floors && int(k) < len(rems); k++ {
+		rems[k].s.Value[i]++
 	}
 }

@@ -1,6 +1,8 @@
 package profkey
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +118,53 @@ func TestTrimStd(t *testing.T) {
 		if StdFunc(name) != want {
 			t.Errorf("StdFunc(%s) = %v", name, !want)
 		}
+	}
+}
+
+// TestScalePerRequest: values divided by the requests, rounded by largest
+// remainder (each total the exact one, rounded), samples that round to 0
+// left out, the requests comment made per; refused without a count or
+// twice.
+func TestScalePerRequest(t *testing.T) {
+	mk := func() *profile.Profile {
+		return &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}},
+			Sample: []*profile.Sample{
+				{Value: []int64{3000, 192000}}, // 3 a request, 192 B
+				{Value: []int64{500, 8000}},    // 0.5, 8 B
+				{Value: []int64{499, 7984}},    // 0.499, 7.984 B
+				{Value: []int64{1, 16}},        // 0.001: rounds to 0
+			},
+			Comments: []string{RequestsComment + "1000", RouteRequestsComment + "1000 GET /a", "other"},
+		}
+	}
+	p := mk()
+	if err := ScalePerRequest(p, 1); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int64
+	for _, s := range p.Sample {
+		got = append(got, s.Value)
+	}
+	// 4.0 allocs a request in all: 3 + (0.5 and 0.499 give one more
+	// between them, the larger remainder first); 208 B exactly.
+	want := [][]int64{{3, 192}, {1, 8}, {0, 8}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("values %v, want %v", got, want)
+	}
+	if Requests(p) != 1 || RouteRequests(p) != nil || !slices.Contains(p.Comments, "other") {
+		t.Errorf("comments %q: want requests=1, no route counts, the others kept", p.Comments)
+	}
+	if err := ScalePerRequest(p, 1); err == nil {
+		t.Error("scaled twice")
+	}
+	p = mk()
+	if err := ScalePerRequest(p, 1000); err != nil || p.Sample[3].Value[0] != 1 || Requests(p) != 1000 {
+		t.Errorf("per 1000: %v, %v", err, p.Sample)
+	}
+	p = mk()
+	p.Comments = nil
+	if err := ScalePerRequest(p, 1); err == nil || !strings.Contains(err.Error(), RequestsComment) {
+		t.Errorf("no count: %v", err)
 	}
 }
