@@ -303,6 +303,18 @@ func TestNotJudged(t *testing.T) {
 	if p50 := s.Window.LatencyUS["p50"]; p50 < 5000 || p50 > 100000 {
 		t.Errorf("p50 = %d µs for a 5 ms sleep", p50)
 	}
+	// The sleep leaves the server's cores idle: its timings are not
+	// judged, its counts are, and the exit's line says so once.
+	if s.Judged == nil || !s.Judged.Counts || s.Judged.Timing {
+		t.Errorf("judged %+v: want the counts judged, the timings not", s.Judged)
+	}
+	if strings.Count(stderr, "the target used") != 0 || !strings.Contains(stderr, "-judge counts exits 0") {
+		t.Errorf("stderr repeats the reason or does not name -judge counts:\n%s", stderr)
+	}
+	code, stdout, stderr = probeRun(t, "-judge", "counts", "-path", "/sleep?ms=5", "./testdata/probetarget")
+	if code != ExitOK || !strings.Contains(stdout, "the counts are judged, the timings are not") || !strings.Contains(stdout, "timing not judged: the target used") {
+		t.Errorf("-judge counts: exit %d, want %d with the timings said not judged\n%s%s", code, ExitOK, stdout, stderr)
+	}
 }
 
 func TestOtherModule(t *testing.T) {
