@@ -17,8 +17,9 @@ import (
 // build succeeds, tells which case a build is, so that the run says "the
 // first build rebuilds the standard library" only when it does. The stamp
 // can outlive the build cache's entry (go clean -cache, or entries unused
-// for days); the line is then missing from a slow build, never wrong on a
-// fast one.
+// for days): the line is then missing from a slow build. A build cache
+// filled without the stamp (by an earlier probe) says the line once on a
+// fast build.
 
 // stdKey names a build of the standard library: the toolchain, the
 // environment that changes its compiled code, and the content of each
