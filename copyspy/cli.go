@@ -2,7 +2,6 @@ package copyspy
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,11 +41,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 10*time.Second, "how long to count (Ctrl-C stops early)")
 	out := fs.String("o", "", "output `file` (pprof, gzipped)")
 	requests := fs.Int64("requests", 0, "requests served in the window, if known: written as perfspy.requests")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdmain.OK
-		}
-		return cmdmain.Usage
+	if code, ok := cmdmain.Parse(fs, args[1:]); !ok {
+		return code
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -58,11 +58,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	access.AddFlags(fs)
 	route := fs.String("route", "", "compare one `route` of probe run profiles (their label route=, e.g. \"GET /users/{id}\"), per request of that route")
 	perFlag := fs.String("per", "", "divide each profile by `N` ops (or BEFORE,AFTER): plain go test -memprofile profiles carry no count (profiles of probe run -bench do)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdmain.OK
-		}
-		return cmdmain.Usage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	switch *inline {
 	case "keep":

@@ -3,7 +3,6 @@ package flame
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,11 +51,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	maxDepth := fs.Int("max-depth", limits.Depth, fmt.Sprintf("refuse a stack of more than this many `frames` (at most %d)", limits.MaxDepth))
 	var access storeaccess.Access
 	access.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdmain.OK
-		}
-		return cmdmain.Usage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	want := 1
 	if *isDiff {

@@ -2,13 +2,13 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/internal/outfile"
 	"github.com/perfspy/perfspy/internal/withagent"
 	"github.com/perfspy/perfspy/report"
@@ -65,11 +65,8 @@ func mainBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stderr, "usage: probe build [-o FILE] [-q] TARGET\n\nBuilds TARGET (a main package: folder, module/path@version) with perfspy's agent and runtime\noverlays, its build list unchanged, into a binary that runs on its own (docs/live.md).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "probe build: want one target, got %d\n", fs.NArg())

@@ -104,20 +104,14 @@ func parseRunFlags(name string, args []string, stderr io.Writer, extra func(*fla
 		fmt.Fprintf(stderr, "usage: %s [flags] [target]\n\nflags:\n", name)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, opt, ExitOK, false
-		}
-		return cfg, opt, ExitUsage, false
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return cfg, opt, code, false
 	}
 	// Flags may also follow the target.
 	if fs.NArg() > 0 {
 		cfg.Target = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return cfg, opt, ExitOK, false
-			}
-			return cfg, opt, ExitUsage, false
+		if code, ok := cmdmain.Parse(fs, fs.Args()[1:]); !ok {
+			return cfg, opt, code, false
 		}
 		if fs.NArg() > 0 {
 			fmt.Fprintf(stderr, "%s: one target only, got %q and %q\n", name, cfg.Target, fs.Arg(0))

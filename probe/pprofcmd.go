@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfspy/perfspy/internal/cmdmain"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -29,11 +29,8 @@ func mainPprof(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			"request counts. A folder means its allocs.pb.gz.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "probe pprof: want one results folder or profile")

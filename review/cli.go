@@ -41,11 +41,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opt.Rounds, "rounds", 0, "runs per revision, interleaved (default: the configuration's, else probe ab's 4)")
 	fs.DurationVar(&opt.Warmup, "warmup", 0, "each run's warm-up (default: the configuration's, else probe run's)")
 	fs.DurationVar(&opt.Duration, "duration", 0, "each run's timing window (default: the configuration's, else probe run's)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdmain.OK
-		}
-		return cmdmain.Usage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "probe review: unexpected argument %q: the servers and benchmarks are in the configuration\n", fs.Arg(0))

@@ -4,6 +4,8 @@
 package cmdmain
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -82,4 +84,17 @@ func Version() string {
 		return "devel"
 	}
 	return "devel-" + rev + dirty
+}
+
+// Parse parses a command's flags: ok is false when the command must exit
+// with code, OK after -h (the usage is printed), Usage on a bad flag (the
+// flag package said which).
+func Parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return OK, false
+		}
+		return Usage, false
+	}
+	return OK, true
 }

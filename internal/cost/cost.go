@@ -13,7 +13,6 @@ package cost
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,11 +64,8 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	fs.DurationVar(&env.Duration, "duration", 3*time.Second, "load per window, for the benchmarks that run probe")
 	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
 	shapes := fs.String("shape", "", "flame, allocdiff: the `shapes` of input, comma-separated: deep, random-walk, shallow-1M, locations-1M, folded (flame only); default all")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdmain.OK
-		}
-		return cmdmain.Usage
+	if code, ok := cmdmain.Parse(fs, args); !ok {
+		return code
 	}
 	if env.Rounds < 1 || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, and no arguments\n", name)
