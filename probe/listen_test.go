@@ -3,12 +3,17 @@ package probe
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfspy/perfspy/profkey"
 )
@@ -117,5 +122,55 @@ func TestSentencesAgreeWithDocs(t *testing.T) {
 	}
 	if !strings.Contains(routes, "## The process's requests to itself") || !strings.Contains(routes, profkey.SelfPrefix+"GET /up") {
 		t.Error("docs/routes.md does not describe the self routes a run prints")
+	}
+}
+
+// TestPprofInputs: probe pprof refuses what is not a regular file before
+// opening it (a FIFO's open would wait for a writer, deaf to Ctrl-C), a
+// file that is not a profile, the background and an existing -o, naming
+// the file or the flag; it writes nothing then.
+func TestPprofInputs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.pb.gz")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	junk := filepath.Join(dir, "junk.pb.gz")
+	os.WriteFile(junk, []byte("not a profile"), 0o600)
+	exists := filepath.Join(dir, "exists.pb.gz")
+	os.WriteFile(exists, nil, 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{fifo}, "not a regular file"},
+		{[]string{junk}, "parsing " + junk},
+		{[]string{"-route", profkey.Background, junk}, "per second"},
+		{[]string{"-per", "0", junk}, "-per 0"},
+	} {
+		var o, e bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- Main(context.Background(), append([]string{"pprof"}, tc.args...), &o, &e) }()
+		select {
+		case code := <-done:
+			if code == ExitOK || !strings.Contains(e.String(), tc.want) {
+				t.Errorf("probe pprof %q: exit %d, %q; want a failure saying %q", tc.args, code, e.String(), tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("probe pprof %q: still running after 10 s", tc.args)
+		}
+	}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}}, Sample: []*profile.Sample{{Value: []int64{20}}},
+		Comments: []string{profkey.RequestsComment + "10"}}
+	good := filepath.Join(dir, "good.pb.gz")
+	f, _ := os.Create(good)
+	p.Write(f)
+	f.Close()
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"pprof", "-o", exists, good}, &o, &e); code == ExitOK || !strings.Contains(e.String(), "already exists") {
+		t.Errorf("-o over a file: exit %d, %q", code, e.String())
+	}
+	if b, _ := os.ReadFile(exists); len(b) != 0 {
+		t.Error("the existing -o file was written")
 	}
 }

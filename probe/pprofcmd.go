@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfspy/perfspy/internal/cmdmain"
+	"github.com/perfspy/perfspy/internal/limits"
 	"github.com/perfspy/perfspy/profkey"
 )
 
@@ -54,19 +58,29 @@ func mainPprof(_ context.Context, args []string, stdout, stderr io.Writer) int {
 // route's samples only when route is given, divided per per requests, to
 // out (default: beside in); it returns the path written.
 func perRequestProfile(in, route string, per int64, out string) (string, error) {
+	if route == profkey.Background {
+		return "", fmt.Errorf("-route %s: the background's figures are totals of the window, per second, not per request", route)
+	}
 	if st, err := os.Stat(in); err == nil && st.IsDir() {
 		in = filepath.Join(in, "allocs.pb.gz")
 	}
-	p, err := readProfile(in)
+	// A FIFO or a device is refused before it is opened (an open that
+	// waits for a writer hears no signal), and a profile is bounded.
+	raw, err := limits.ReadFile(in, limits.Profile, "")
 	if err != nil {
 		return "", err
+	}
+	b, err := limits.Inflate(raw, limits.Profile, "")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", in, err)
+	}
+	p, err := profile.ParseData(b)
+	if err != nil {
+		return "", fmt.Errorf("parsing %s: %w", in, err)
 	}
 	if route != "" {
 		if err := profkey.SelectRoute(p, route); err != nil {
 			return "", fmt.Errorf("%s: %w", in, err)
-		}
-		if route == profkey.Background {
-			return "", fmt.Errorf("-route %s: the background's figures are totals of the window, per second, not per request", route)
 		}
 	}
 	if err := profkey.ScalePerRequest(p, per); err != nil {
@@ -75,10 +89,10 @@ func perRequestProfile(in, route string, per int64, out string) (string, error) 
 	if out == "" {
 		out = perRequestName(in, route, per)
 	}
-	if _, err := os.Lstat(out); err == nil {
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("-o %s: already exists; probe pprof never overwrites a file", out)
 	}
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("-o: %w", err)
 	}
