@@ -22,12 +22,25 @@ func addrFlags() []string {
 	return out
 }
 
-// isListenAddr says whether s is HOST:PORT or :PORT with a numeric port.
+// isListenAddr says whether s is HOST:PORT or :PORT with a numeric port
+// and a host that is empty, an IP or a plain host name: a flag holding a
+// URL or a DSN ("user:secret@db:5432") is not one, and its value, which
+// probe prints, is never offered.
 func isListenAddr(s string) bool {
-	_, port, err := net.SplitHostPort(s)
+	host, port, err := net.SplitHostPort(s)
 	if err != nil {
 		return false
 	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 0 && n <= 65535
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return false
+	}
+	if host == "" || net.ParseIP(host) != nil {
+		return true
+	}
+	for _, c := range host {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfspy/perfspy/agent/wire"
 	"github.com/perfspy/perfspy/internal/proc"
+	"github.com/perfspy/perfspy/internal/safetext"
 )
 
 // addrFlagPrefix is -addr's form that names the target's own flag:
@@ -95,7 +96,10 @@ func addrAdvice(flags []string) string {
 	}
 	var names []string
 	for _, f := range flags {
+		// The target's words, as the terminal shows them: no escape
+		// sequence of a flag's value reaches it.
 		name, value, _ := strings.Cut(f, "=")
+		name, value = safetext.Text(name), safetext.Text(value)
 		names = append(names, fmt.Sprintf("-addr flag:%s (its -%s, now %s)", name, name, value))
 	}
 	return "ports a server chooses at its start change every run; the target's flags that take an address hold on every run, probe giving the one named a free port: " +

@@ -45,6 +45,9 @@ func TestCheckAddr(t *testing.T) {
 	if a := addrAdvice([]string{"addr=127.0.0.1:0", "upstream=127.0.0.1:0"}); !strings.Contains(a, "-addr flag:addr (its -addr, now 127.0.0.1:0)") || !strings.Contains(a, "-addr flag:upstream") {
 		t.Errorf("advice: %s", a)
 	}
+	if a := addrAdvice([]string{"x\x1b]0;owned\x07=127.0.0.1:0"}); strings.ContainsAny(a, "\x1b\x07") {
+		t.Errorf("advice carries the target's escape sequence: %q", a)
+	}
 }
 
 // TestTwoListeners: a server with an upstream in the same process listens
