@@ -54,7 +54,7 @@ func listenAddr(addr string, args []string) (string, []string, error) {
 		}
 		return addr, args, nil
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return "", nil, fmt.Errorf("-addr %s: no free port on 127.0.0.1: %w", addr, err)
 	}
@@ -63,16 +63,6 @@ func listenAddr(addr string, args []string) (string, []string, error) {
 	}
 	at := "127.0.0.1:" + strconv.Itoa(port)
 	return at, append([]string{name + "=" + at}, args...), nil
-}
-
-// freePort is a TCP port of 127.0.0.1 nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // listenersAdvice gives a refusal of several listeners (proc's

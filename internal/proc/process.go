@@ -506,3 +506,14 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // WaitErr is how the process ended, once Done is closed.
 func (p *Proc) WaitErr() error { return p.waitErr }
+
+// FreePort is a TCP port of 127.0.0.1 nothing listens on as it returns
+// (another process may take it after: the caller uses it at once).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

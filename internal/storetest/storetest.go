@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/perfspy/perfspy/internal/cache"
+	"github.com/perfspy/perfspy/internal/proc"
 )
 
 // Version is the server built: the newest the module proxy serves here.
@@ -81,16 +82,6 @@ func lastLines(b []byte, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
-// freePort is a loopback port free as it returns.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start runs the server on loopback, every ring and instance address set
 // to 127.0.0.1 (left alone it dials the machine's other addresses), and
 // returns its base URL, http://127.0.0.1:PORT, once it is ready.
@@ -147,7 +138,7 @@ var shared struct {
 func start(bin, data string) (base string, stop func(), err error) {
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = proc.FreePort(); err != nil {
 			return "", nil, err
 		}
 	}
