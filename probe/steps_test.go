@@ -59,7 +59,11 @@ func TestRateSteps(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "steps")
 	code, stdout, stderr := probeRun(t, "-q", "-out", out, "-path", "/spin?us=100", "-rate-steps", "1000,3000,30000",
 		"-duration", "1s", "-exact-duration", "500ms", "-warmup", "500ms", "-retained=false", "-wallclock=false", "./testdata/probetarget")
-	if code != ExitOK {
+	// On a busy machine (CI runs other packages' tests beside this one)
+	// every step's latencies may be the machine's: not judged, said so,
+	// exit 3; the counts are still checked below.
+	busy := code == ExitNotJudged && strings.Contains(stdout, "the machine was busy")
+	if code != ExitOK && !busy {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "steps.json"))
@@ -74,7 +78,7 @@ func TestRateSteps(t *testing.T) {
 	// The step past capacity is the knee on an idle machine; on a busy
 	// one a held step's p99 may double first and be the knee: either way
 	// there is one, and the last step is the one not held.
-	if len(r.Steps) != 3 || r.Knee == 0 || r.Steps[2].Verdict == VerdictRateHeld {
+	if len(r.Steps) != 3 || r.Knee == 0 && !busy || r.Steps[2].Verdict == VerdictRateHeld {
 		t.Fatalf("steps %d, knee %v (%s), last step %s", len(r.Steps), r.Knee, r.KneeWhy, r.Steps[2].Verdict)
 	}
 	a, c := r.Steps[0], r.Steps[1]
@@ -82,7 +86,7 @@ func TestRateSteps(t *testing.T) {
 	// the background's share (under 0.02, as probe ab judges counts).
 	// (Counts do not depend on the machine; on a busy one the middle step
 	// may not be held, its allocations still are the same.)
-	if a.Verdict != VerdictRateHeld || a.Allocs == nil || c.Allocs == nil || math.Abs(*a.Allocs-*c.Allocs) > 0.02 {
+	if a.Verdict != VerdictRateHeld && !busy || a.Allocs == nil || c.Allocs == nil || math.Abs(*a.Allocs-*c.Allocs) > 0.02 {
 		t.Errorf("held steps: %s %v, %s %v", a.Verdict, a.Allocs, c.Verdict, c.Allocs)
 	}
 	if r.Steps[2].DroppedSends == 0 {
