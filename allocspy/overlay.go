@@ -19,7 +19,7 @@
 //
 // For probe run -bench, the recorder can also track, by address, each heap
 // block a benchmark's timed region makes (allocspyLiveStart,
-// allocspyLiveRead): after two GCs, the blocks whose heap slots are still
+// allocspyLiveRead): after the GCs, the blocks whose heap slots are still
 // allocated are what the ops left live, by site, without the heap profile
 // (benchwin.LiveEnv).
 package allocspy

@@ -152,7 +152,7 @@ var Table = []Metric{
 		Summary: "window.latency_us.p999", Source: "the driver's latency histogram of the timing window (under -rate, from each request's intended send time)", Bench: true},
 	{Name: "retained-B", Per: []string{"req", "op"}, Unit: "bytes", Judged: Bytes, HigherWorse: true, Compared: true,
 		Summary: "per_request.retained_bytes", BenchSummary: "per_op.retained_bytes", Profile: "retained.pb.gz", Sample: "inuse_space",
-		Source: "the heap profile at MemProfileRate=1 after two GCs: what the retained window's requests left live; per op, allocspy's tracking of each block the counted run's timed region made, still in use after two GCs",
+		Source: "the heap profile at MemProfileRate=1 after two GCs: what the retained window's requests left live; per op, allocspy's tracking of each block the counted run's timed region made, still in use after what two GCs free",
 		Label:  "retained bytes (live after the window)", SourceKey: "retained", Window: "retained_window", Digits: 0, Bench: true},
 	{Name: "retained-objects", Per: []string{"req", "op"}, Unit: "objects", Judged: Exact, HigherWorse: true,
 		Summary: "per_request.retained_objects", BenchSummary: "per_op.retained_objects", Profile: "retained.pb.gz", Sample: "inuse_objects",

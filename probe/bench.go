@@ -47,7 +47,7 @@ type BenchConfig struct {
 	// by reason, in the timed regions.
 	OffCPU bool
 	// Retained measures, in the counted run, what each benchmark's ops
-	// leave: the blocks they made still live after two GCs, goroutines
+	// leave: the blocks they made still live after what two GCs free, goroutines
 	// still running.
 	Retained bool
 	// Exec runs the test binaries as go test -exec does: Exec[0] with

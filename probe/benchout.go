@@ -77,7 +77,7 @@ func (o *benchOutput) write() error {
 		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
 	}
 	if o.cfg.Retained {
-		o.s.Sources["retained"] = "allocspy-live+benchwin (the counted run: the heap blocks its timed region made, each tracked by address from its allocation, still in use after two GCs at the run's end)"
+		o.s.Sources["retained"] = "allocspy-live+benchwin (the counted run: the heap blocks its timed region made, each tracked by address from its allocation, still in use at the run's end after what two GCs free: the pools emptied, one GC, a second when blocks are left)"
 		o.s.Sources["goroutines_left"] = "goroutine-dump+benchwin (the counted run: goroutines alive at its end that were not at its start)"
 		o.s.Blind = append(o.s.Blind, "retained: the blocks made in the timed region (StopTimer's pauses left out, as the counts leave them); a value a global keeps from the last op shows as 1/N; an object packed into a tiny block is the block's first object's; goroutines left: from the start or the last ResetTimer to the benchmark function's return")
 	}
