@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -139,14 +140,18 @@ func profileDelta(before, after *profile.Profile) (*profile.Profile, error) {
 
 // subtract is a minus b, sample by sample (the same stack and labels are
 // one sample), without the samples that cancel and those drop says are
-// not the program's (nil: none). Neither argument changes.
+// not the program's (nil: none). Neither argument changes: profile.Merge
+// reads its inputs and returns a profile of its own, so only b's values
+// are copied, to be negated.
 func subtract(a, b *profile.Profile, drop func(*profile.Sample) bool) (*profile.Profile, error) {
-	neg := b.Copy()
+	neg := sampleCopy(b)
 	neg.Scale(-1)
-	d, err := profile.Merge([]*profile.Profile{a.Copy(), neg})
+	d, err := profile.Merge([]*profile.Profile{a, neg})
 	if err != nil {
 		return nil, fmt.Errorf("subtracting profiles: %w", err)
 	}
+	// Merge leaves out the samples that cancelled; what drop removes
+	// leaves locations no sample names, which Compact takes out.
 	kept := d.Sample[:0]
 	for _, s := range d.Sample {
 		zero := true
@@ -157,8 +162,30 @@ func subtract(a, b *profile.Profile, drop func(*profile.Sample) bool) (*profile.
 			kept = append(kept, s)
 		}
 	}
+	if len(kept) == len(d.Sample) {
+		return d, nil
+	}
 	d.Sample = kept
 	return d.Compact(), nil
+}
+
+// sampleCopy is p with samples of its own: each sample's fields and
+// values copied, its locations and labels shared. What changes a
+// sample's values or cuts its stack (Scale, endAtRunN) then leaves p as
+// it was, where p.Copy encoded and decoded the whole profile.
+func sampleCopy(p *profile.Profile) *profile.Profile {
+	c := &profile.Profile{
+		SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType, Mapping: p.Mapping, Location: p.Location, Function: p.Function,
+		Comments: p.Comments, DocURL: p.DocURL, DropFrames: p.DropFrames, KeepFrames: p.KeepFrames,
+		TimeNanos: p.TimeNanos, DurationNanos: p.DurationNanos, PeriodType: p.PeriodType, Period: p.Period,
+		Sample: make([]*profile.Sample, len(p.Sample)),
+	}
+	for i, s := range p.Sample {
+		cs := *s
+		cs.Value = slices.Clone(s.Value)
+		c.Sample[i] = &cs
+	}
+	return c
 }
 
 func sampleTypeNames(p *profile.Profile) []string {

@@ -106,7 +106,7 @@ func (o *benchOutput) firstOp(f *schema.BenchFigures, e benchwin.Event, steady *
 		o.mismatch = append(o.mismatch, fmt.Sprintf("%s: the first run: allocspy counted %d allocations, %d B (%d dropped); -benchmem counted %d, %d B",
 			e.Name, objects, allocBytes, rep.Dropped, e.First.BenchmemAllocs, e.First.BenchmemBytes))
 	}
-	op := steady.Copy()
+	op := sampleCopy(steady)
 	op.Scale(1 / float64(e.N))
 	first, err := diffProfiles(allocspy.Profile(rep), op)
 	if err != nil {
@@ -194,7 +194,7 @@ func onceSites(p *profile.Profile) []schema.OnceSite {
 // testing's runN: the warm runs are started by the recorder, the reported
 // one by testing, and the frames beyond runN are not the op's.
 func diffProfiles(a, b *profile.Profile) (*profile.Profile, error) {
-	a, b = a.Copy(), b.Copy()
+	a, b = sampleCopy(a), sampleCopy(b)
 	endAtRunN(a)
 	endAtRunN(b)
 	d, err := subtract(a, b, nil)
