@@ -229,3 +229,58 @@ func isShape(err error) bool {
 	var se *capability.ShapeError
 	return errors.As(err, &se) && errors.Is(err, capability.ErrNotSupported)
 }
+
+// TestFollowReports: Update reads the records the recorder appended since
+// the last read, a record cut short once it is whole, while a reader of
+// the records read so far runs beside it (go test -race); an error names
+// the record's offset in the whole file.
+func TestFollowReports(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ReportsFile)
+	r := FollowReports(dir)
+	if err := r.Update(); err != nil {
+		t.Fatalf("no file yet: %v", err)
+	}
+	frames := record("frames", `[{"pc":1,"frames":[{"func":"p.f","file":"f.go","line":3}]}]`)
+	allocs := func(n int) string {
+		return record(strconv.Itoa(n)+".allocs.json", `{"dropped":0,"sites":[{"pcs":[1],"words":[0,0,0,0,0,0,0,0,0],"delta":[`+strconv.Itoa(n)+`,1,8,8,0,0,0,0,0]}]}`)
+	}
+	whole := frames + allocs(1) + allocs(2) + allocs(3)
+	cut := len(frames) + len(allocs(1)) + 10 // inside 2.allocs.json
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			if a, err := r.Allocs("1.allocs.json"); err == nil && a.Sites[0].Objects != 1 {
+				t.Errorf("1.allocs.json read %d objects", a.Sites[0].Objects)
+			}
+		}
+	}()
+	for i, part := range []string{whole[:cut], whole[cut : len(whole)-1], whole[len(whole)-1:]} {
+		if _, err := f.WriteString(part); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Update(); err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+		for n := 1; n <= 3; n++ {
+			a, err := r.Allocs(strconv.Itoa(n) + ".allocs.json")
+			wantRead := n == 1 || n == 2 && i >= 1 || n == 3 && i == 2
+			if (err == nil) != wantRead || err == nil && a.Sites[0].Objects != uint64(n) {
+				t.Errorf("after part %d: %d.allocs.json: %+v, %v; want it read: %v", i, n, a, err, wantRead)
+			}
+		}
+	}
+	<-done
+	if _, err := f.WriteString("4.allocs.json x\n{}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Update(); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "offset "+strconv.Itoa(len(whole))) {
+		t.Errorf("a bad head after %d bytes: err = %v, want the file and the offset named", len(whole), err)
+	}
+}

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/perfspy/perfspy/agent/wire"
 )
@@ -132,11 +135,16 @@ func ReadFinished(dir string) ([]Event, error) {
 // run's to one file, ReportsFile in its folder, as records (a line with
 // the record's name and length, its bytes, a newline). A report's stacks
 // name PCs; the "frames" records symbolize each PC once, before the
-// first report that names it.
+// first report that names it. Update reads what the recorder appended
+// since, so that a result's reports can be read while the run goes on;
+// its reads and Update may run at once.
 type Reports struct {
 	path    string
+	update  sync.Mutex // one Update at a time: each reads from off on
+	mu      sync.RWMutex
 	records map[string][]byte
 	frames  map[uint64][]wire.Frame
+	off     int64 // the file's bytes read into records and frames
 }
 
 // ReportsFile is the name of the recorder's reports file in its folder.
@@ -146,39 +154,81 @@ const ReportsFile = "reports"
 // record cut short (a run stopped while it wrote) is left out, as the
 // event that would have named it is.
 func OpenReports(dir string) (*Reports, error) {
-	path := filepath.Join(dir, ReportsFile)
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	r := FollowReports(dir)
+	if err := r.Update(); err != nil {
 		return nil, err
 	}
-	return parseReports(path, b)
+	return r, nil
+}
+
+// FollowReports is the reports of a run that has not written any yet,
+// read by Update as the recorder writes them.
+func FollowReports(dir string) *Reports {
+	return &Reports{path: filepath.Join(dir, ReportsFile), records: map[string][]byte{}, frames: map[uint64][]wire.Frame{}}
+}
+
+// Update reads the records the recorder appended since the last read: a
+// result's records are all in the file before its event is (the recorder
+// writes them first), and a record cut short is read once complete.
+func (r *Reports) Update() error {
+	f, err := os.Open(r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no report yet
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r.update.Lock()
+	defer r.update.Unlock()
+	r.mu.RLock()
+	off := r.off
+	r.mu.RUnlock()
+	b, err := io.ReadAll(io.NewSectionReader(f, off, math.MaxInt64-off))
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	return r.parse(b)
 }
 
 // parseReports splits b, the reports file at path, into its records.
 func parseReports(path string, b []byte) (*Reports, error) {
 	r := &Reports{path: path, records: map[string][]byte{}, frames: map[uint64][]wire.Frame{}}
-	for off := 0; off < len(b); {
+	if err := r.parse(b); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parse adds the complete records of b, the file's bytes from r.off on.
+func (r *Reports) parse(b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	base, off := r.off, 0
+	defer func() { r.off = base + int64(off) }()
+	for off < len(b) {
 		head, _, ok := bytes.Cut(b[off:], []byte("\n"))
 		if !ok {
 			break // cut short
 		}
+		at := base + int64(off)
 		name, size, ok := bytes.Cut(head, []byte(" "))
 		n, err := strconv.Atoi(string(size))
 		if !ok || err != nil || n < 0 || len(name) == 0 {
-			return nil, fmt.Errorf("%s: offset %d: a record's head %q: want its name and length", path, off, truncate(head))
+			return fmt.Errorf("%s: offset %d: a record's head %q: want its name and length", r.path, at, truncate(head))
 		}
 		start := off + len(head) + 1
 		if n > len(b)-start-1 {
 			break // cut short
 		}
 		if b[start+n] != '\n' {
-			return nil, fmt.Errorf("%s: record %s at offset %d: no newline after its %d bytes", path, name, off, n)
+			return fmt.Errorf("%s: record %s at offset %d: no newline after its %d bytes", r.path, name, at, n)
 		}
 		payload := b[start : start+n : start+n]
 		if string(name) == "frames" {
 			var fs []wire.PCFrames
 			if err := json.Unmarshal(payload, &fs); err != nil {
-				return nil, fmt.Errorf("%s: frames record at offset %d: %w", path, off, err)
+				return fmt.Errorf("%s: frames record at offset %d: %w", r.path, at, err)
 			}
 			for _, f := range fs {
 				r.frames[f.PC] = f.Frames
@@ -188,7 +238,7 @@ func parseReports(path string, b []byte) (*Reports, error) {
 		}
 		off = start + n + 1
 	}
-	return r, nil
+	return nil
 }
 
 func truncate(b []byte) []byte {
@@ -208,6 +258,8 @@ type stackRef struct {
 // stack symbolizes s from the frames records.
 func (r *Reports) stack(name string, s stackRef) ([]wire.PCFrames, error) {
 	out := make([]wire.PCFrames, 0, len(s.PCs)+1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, pc := range s.PCs {
 		fr, ok := r.frames[pc]
 		if !ok {
@@ -218,9 +270,17 @@ func (r *Reports) stack(name string, s stackRef) ([]wire.PCFrames, error) {
 	return wire.MarkTruncated(out, s.Truncated), nil
 }
 
+// payload is the record name's bytes.
+func (r *Reports) payload(name string) ([]byte, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	b, ok := r.records[name]
+	return b, ok
+}
+
 // record unmarshals the record name into v.
 func (r *Reports) record(name string, v any) error {
-	b, ok := r.records[name]
+	b, ok := r.payload(name)
 	if !ok {
 		return fmt.Errorf("%s: no record %s", r.path, name)
 	}
@@ -310,8 +370,8 @@ func (r *Reports) Retained(base string) (*wire.RetainedReport, error) {
 // Goroutines are the goroutine dumps at the start and the end of the run
 // whose retained report is base.
 func (r *Reports) Goroutines(base string) (begin, end []byte, err error) {
-	begin, ok := r.records[base+".goroutines"]
-	end, ok2 := r.records[base+".goroutines.end"]
+	begin, ok := r.payload(base + ".goroutines")
+	end, ok2 := r.payload(base + ".goroutines.end")
 	if !ok || !ok2 {
 		return nil, nil, fmt.Errorf("%s: no goroutine dumps %s.goroutines and %s.goroutines.end", r.path, base, base)
 	}

@@ -215,35 +215,16 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	}
 	logf("counting the benchmarks' timed regions")
 	start := time.Now()
-	win, err := runBenchWindow(ctx, tgt, counted, priv, out)
+	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, files: map[string][]byte{}}
+	stream := newFigureStream(bo)
+	win, err := runBenchWindow(ctx, tgt, counted, priv, out, stream)
 	if err != nil {
 		return nil, err
 	}
-	// The traced run is bounded, and what it finished is kept when it is
-	// cut or interrupted: its figures are extras beside the counts.
-	bound := extraRunBound(time.Since(start))
-	var cuts []string
-	extra := func(what string, run func(ctx context.Context) error) {
-		if ctx.Err() != nil {
-			cuts = append(cuts, what+": not run (interrupted)")
-			return
-		}
-		rctx, cancel := context.WithTimeout(ctx, bound)
-		defer cancel()
-		err := run(rctx)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			cuts = append(cuts, what+": interrupted; the results it finished are kept")
-		case rctx.Err() != nil:
-			cuts = append(cuts, fmt.Sprintf("%s: cut at its bound of %v (4 times the counted run's time, plus %v); the results it finished are kept", what, bound.Round(time.Second), extraRunFloor))
-		default:
-			cuts = append(cuts, fmt.Sprintf("%s: %v", what, err))
-		}
-	}
+	bo.win, bo.streamed = win, stream.halt()
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
-		extra("the traced run", func(ctx context.Context) (err error) {
+		bo.cuts = boundedExtra(ctx, "the traced run", extraRunBound(time.Since(start)), func(ctx context.Context) (err error) {
 			win.offcpu, err = runBenchTrace(ctx, tgt, traced(counted), priv, out)
 			return err
 		})
@@ -254,7 +235,6 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 			return nil, err
 		}
 	}
-	bo := &benchOutput{cfg: cfg, tgt: tgt, commit: commit, dir: out, plain: plain, win: win, files: map[string][]byte{}, cuts: cuts}
 	logf("writing %s", out)
 	if err := bo.write(); err != nil {
 		return nil, err
@@ -270,6 +250,28 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 		return res, fmt.Errorf("%w: %s of %s (blind_spots says how far two runs differed)", ErrNotJudged, errInstructionsUnstable, names)
 	}
 	return res, nil
+}
+
+// boundedExtra runs an extra run (the traced one) within bound: what it
+// finished is kept when it is cut or interrupted, its figures being
+// extras beside the counts. It returns what cut it short, if anything.
+func boundedExtra(ctx context.Context, what string, bound time.Duration, run func(ctx context.Context) error) []string {
+	if ctx.Err() != nil {
+		return []string{what + ": not run (interrupted)"}
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err := run(rctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return []string{what + ": interrupted; the results it finished are kept"}
+	case rctx.Err() != nil:
+		return []string{fmt.Sprintf("%s: cut at its bound of %v (4 times the counted run's time, plus %v); the results it finished are kept", what, bound.Round(time.Second), extraRunFloor)}
+	default:
+		return []string{fmt.Sprintf("%s: %v", what, err)}
+	}
 }
 
 // traced is the traced run's configuration: the counted run's, but for a
@@ -499,10 +501,18 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 // runBenchWindow runs the instrumented test binary. As root, the syscall
 // counter is attached before the first benchmark starts: the recorder
 // waits for a byte on its file descriptor 3.
-func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) (*benchWindow, error) {
+//
+// stream, when set, makes the results' counted figures while the run
+// goes on; it is halted when the run ends.
+func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string, stream *figureStream) (*benchWindow, error) {
 	w := &benchWindow{dir: filepath.Join(priv, "bench")}
 	if err := os.Mkdir(w.dir, 0o700); err != nil {
 		return nil, err
+	}
+	w.reports = benchwin.FollowReports(w.dir)
+	if stream != nil {
+		stream.start(w)
+		defer stream.halt()
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
@@ -549,14 +559,15 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 			w.counter.Close()
 		}
 	}()
-	if err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), cfg.timeout(), started); err != nil {
+	err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), cfg.timeout(), started)
+	stream.halt()
+	if err != nil {
 		return nil, fmt.Errorf("the counted benchmark run: %w", err)
 	}
-	var err error
 	if w.events, err = benchwin.ReadEvents(w.dir); err != nil {
 		return nil, fmt.Errorf("the benchmark window's results: %w", err)
 	}
-	if w.reports, err = benchwin.OpenReports(w.dir); err != nil {
+	if err = w.reports.Update(); err != nil {
 		return nil, fmt.Errorf("the benchmark window's reports: %w", err)
 	}
 	if w.counter != nil {

@@ -42,6 +42,9 @@ type benchOutput struct {
 	beside map[string]besideOps
 	// traced are the traced run's results by name (occurrences).
 	traced map[string][]int
+	// streamed are the results' counted figures made while the counted
+	// run went on, by event index (figureStream).
+	streamed []streamed
 }
 
 // countedNote says how long the counted run's benchmarks ran when it
@@ -115,14 +118,16 @@ func (o *benchOutput) write() error {
 
 // allFigures makes every result's figures, profiles and flame graphs, a
 // result on each core at once (hundreds of profiles to encode and draw),
-// each into a fork of o that is merged back in the results' order: the
-// output is what one at a time makes. The first error in that order is
+// each into forks of o that are merged back in the results' order: the
+// output is what one at a time makes. A result's counted figures come
+// from the stream when it made them. The first error in that order is
 // returned.
 func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 	type result struct {
-		f   schema.BenchFigures
-		c   *benchOutput
-		err error
+		f      schema.BenchFigures
+		counts *benchOutput // countedFigures' outputs
+		rest   *benchOutput // restFigures'
+		err    error
 	}
 	events := o.win.events
 	res := make([]result, len(events))
@@ -139,9 +144,19 @@ func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(events); i = int(next.Add(1) - 1) {
-				c := o.fork()
-				f, err := c.figures(events[i], ks[i])
-				res[i] = result{f, c, err}
+				r := &res[i]
+				if i < len(o.streamed) && o.streamed[i].ok && o.streamed[i].k == ks[i] && sameEvent(o.streamed[i].e, events[i]) {
+					r.f, r.counts, r.err = o.streamed[i].f, o.streamed[i].c, o.streamed[i].err
+				} else {
+					r.counts = o.fork()
+					r.f, r.err = r.counts.countedFigures(events[i], ks[i])
+				}
+				if r.err != nil {
+					continue
+				}
+				r.rest = o.fork()
+				r.rest.beside = r.counts.beside
+				r.err = r.rest.restFigures(&r.f, events[i], ks[i])
 			}
 		}()
 	}
@@ -151,15 +166,24 @@ func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		maps.Copy(o.files, r.c.files)
-		for folder, tops := range r.c.top {
-			o.top[folder] = append(o.top[folder], tops...)
+		for _, c := range []*benchOutput{r.counts, r.rest} {
+			maps.Copy(o.files, c.files)
+			for folder, tops := range c.top {
+				o.top[folder] = append(o.top[folder], tops...)
+			}
+			o.mismatch = append(o.mismatch, c.mismatch...)
+			o.s.Blind = append(o.s.Blind, c.s.Blind...)
 		}
-		o.mismatch = append(o.mismatch, r.c.mismatch...)
-		o.s.Blind = append(o.s.Blind, r.c.s.Blind...)
 		figs = append(figs, r.f)
 	}
 	return figs, nil
+}
+
+// sameEvent reports whether two reads of the events file gave the same
+// result at one place (the stream's, while the run went on, and the
+// whole file's after it).
+func sameEvent(a, b benchwin.Event) bool {
+	return a.Name == b.Name && a.Seq == b.Seq && a.N == b.N && a.Allocs == b.Allocs && a.Copies == b.Copies
 }
 
 // fork is o with the outputs a result's figures add (files, top tables,
@@ -219,9 +243,11 @@ func (o *benchOutput) finish() error {
 	return writeFiles(o.dir, o.files)
 }
 
-// figures reads one result's reports, writes its profiles and flame
-// graphs, and checks allocspy against -benchmem.
-func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, error) {
+// countedFigures are the figures of a result that its counted run's
+// reports alone give (allocations, copies), checked against -benchmem:
+// figureStream makes them while the run goes on. restFigures adds the
+// others.
+func (o *benchOutput) countedFigures(e benchwin.Event, k int) (schema.BenchFigures, error) {
 	f := schema.BenchFigures{Name: e.Name, N: e.N, Files: map[string]string{}}
 	if e.Error != "" {
 		return f, fmt.Errorf("%s: the benchmark window: %s", e.Name, e.Error)
@@ -229,9 +255,8 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 	if e.N <= 0 {
 		return f, fmt.Errorf("%s: testing reported %d ops", e.Name, e.N)
 	}
-	folder := report.BenchFolder(e.Name, k)
+	folder, comments := o.resultFolder(e, k)
 	n := float64(e.N)
-	comments := []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
 	f.Benchmem = schema.BenchMem{Allocs: round(float64(e.BenchmemAllocs)/n, 4), Bytes: round(float64(e.BenchmemBytes)/n, 4), AllocsTotal: e.BenchmemAllocs, BytesTotal: e.BenchmemBytes}
 	if e.StartupAllocs > 0 {
 		f.Startup = &schema.BenchStartup{Allocs: e.StartupAllocs, Bytes: e.StartupBytes}
@@ -244,26 +269,40 @@ func (o *benchOutput) figures(e benchwin.Event, k int) (schema.BenchFigures, err
 			return f, err
 		}
 	}
+	return f, nil
+}
+
+// resultFolder is the k-th result of e's name's folder, and the comments
+// its profiles carry.
+func (o *benchOutput) resultFolder(e benchwin.Event, k int) (string, []string) {
+	return report.BenchFolder(e.Name, k), []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
+}
+
+// restFigures adds what the runs after the counted one (the syscall
+// counter's reading at its end, the traced run, callgrind's) and the plain
+// run give to f, the result's counted figures.
+func (o *benchOutput) restFigures(f *schema.BenchFigures, e benchwin.Event, k int) error {
+	folder, comments := o.resultFolder(e, k)
 	if o.win.counted {
-		if err := o.syscallFigures(&f, e, folder, comments); err != nil {
-			return f, err
+		if err := o.syscallFigures(f, e, folder, comments); err != nil {
+			return err
 		}
 	}
-	if err := o.offCPUFigures(&f, e, k, folder, comments); err != nil {
-		return f, err
+	if err := o.offCPUFigures(f, e, k, folder, comments); err != nil {
+		return err
 	}
-	if err := o.retainedFigures(&f, e, folder, comments); err != nil {
-		return f, err
+	if err := o.retainedFigures(f, e, folder, comments); err != nil {
+		return err
 	}
-	if err := o.instructionFigures(&f, folder, comments); err != nil {
-		return f, err
+	if err := o.instructionFigures(f, folder, comments); err != nil {
+		return err
 	}
 	if ps := o.plain[e.Name]; k < len(ps) {
 		v := round(ps[k].ns, 2)
 		f.PerOp.NS = &v
-		o.goTest(&f, e, ps[k], o.beside[folder])
+		o.goTest(f, e, ps[k], o.beside[folder])
 	}
-	return f, nil
+	return nil
 }
 
 func (o *benchOutput) allocFigures(f *schema.BenchFigures, e benchwin.Event, folder string, comments []string) error {

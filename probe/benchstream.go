@@ -1,0 +1,148 @@
+package probe
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/perfspy/perfspy/benchwin"
+	"github.com/perfspy/perfspy/schema"
+)
+
+// figureStream makes each result's counted figures (countedFigures:
+// allocations and copies, their profiles and flame graphs) while the
+// counted run goes on, so that writing the results folder after the runs
+// is mostly done by then. The recorder writes a result's reports before
+// its event, and those figures need nothing a later run gives. Counts do
+// not depend on time: the run may share the machine with the stream (one
+// worker, where the run itself keeps a core and a bit busy). The stream
+// stops with the counted run, before the traced run, whose times would
+// not bear it; what it did not make, allFigures makes.
+type figureStream struct {
+	o       *benchOutput
+	pollGap time.Duration
+
+	mu     sync.Mutex
+	events []benchwin.Event // the events read so far, in order
+	ks     []int            // each event's occurrence of its name
+	seen   map[string]int   // results read so far by name
+	done   []streamed       // by event index
+
+	jobs     chan int
+	halted   atomic.Bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopped  sync.WaitGroup
+}
+
+// streamed is one result's counted figures, made on a fork of the output.
+type streamed struct {
+	e   benchwin.Event
+	k   int
+	f   schema.BenchFigures
+	c   *benchOutput
+	err error
+	ok  bool
+}
+
+// streamQueue bounds the results waiting for the worker; a result that
+// finds it full is left to allFigures.
+const streamQueue = 1 << 12
+
+func newFigureStream(o *benchOutput) *figureStream {
+	return &figureStream{o: o, pollGap: 20 * time.Millisecond, seen: map[string]int{}, jobs: make(chan int, streamQueue), stop: make(chan struct{})}
+}
+
+// start follows w's folder until halt: each new event's counted figures
+// are made by the worker.
+func (s *figureStream) start(w *benchWindow) {
+	s.o.win = w
+	s.stopped.Add(2)
+	go func() {
+		defer s.stopped.Done()
+		defer close(s.jobs)
+		t := time.NewTicker(s.pollGap)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				if !s.poll(w) {
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		defer s.stopped.Done()
+		// Left locked at its end: its thread exits (idleThread).
+		if err := idleThread(); err != nil {
+			// Not idle: the stream would take a core from the run
+			// (its GCs wait for both of a 2-core machine's).
+			return
+		}
+		for i := range s.jobs {
+			if s.halted.Load() {
+				return
+			}
+			s.mu.Lock()
+			e, k := s.events[i], s.ks[i]
+			s.mu.Unlock()
+			c := s.o.fork()
+			f, err := c.countedFigures(e, k)
+			s.mu.Lock()
+			s.done[i] = streamed{e: e, k: k, f: f, c: c, err: err, ok: true}
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// poll reads the events the recorder added and queues them, after the
+// reports they name. It returns false when the folder cannot be read as
+// it is being written: the stream ends, and allFigures reads it whole
+// (and names what is wrong) after the run.
+func (s *figureStream) poll(w *benchWindow) bool {
+	events, err := benchwin.ReadFinished(w.dir)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	have := len(s.events)
+	s.mu.Unlock()
+	if len(events) <= have {
+		return true
+	}
+	if err := w.reports.Update(); err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := have; i < len(events); i++ {
+		s.events = append(s.events, events[i])
+		s.ks = append(s.ks, s.seen[events[i].Name])
+		s.seen[events[i].Name]++
+		s.done = append(s.done, streamed{})
+		select {
+		case s.jobs <- i:
+		default:
+		}
+	}
+	return true
+}
+
+// halt ends the stream: the worker finishes the result it is on, and
+// what was made is returned, by event index. It may be called again.
+func (s *figureStream) halt() []streamed {
+	if s == nil {
+		return nil
+	}
+	s.stopOnce.Do(func() {
+		s.halted.Store(true)
+		close(s.stop)
+	})
+	s.stopped.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}

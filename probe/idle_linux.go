@@ -1,0 +1,18 @@
+package probe
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// idleThread locks the calling goroutine to its thread and makes the
+// thread run only when a CPU would otherwise be idle (SCHED_IDLE): the
+// figure stream's worker then takes no time a measured process wants,
+// even the moments its threads wake for a GC. The goroutine must end
+// locked: its thread then exits with it, its policy never reaching
+// another goroutine.
+func idleThread() error {
+	runtime.LockOSThread()
+	return unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package probe
+
+import "runtime"
+
+// idleThread locks the calling goroutine to its thread; only Linux has a
+// policy for threads that run when a CPU is idle.
+func idleThread() error {
+	runtime.LockOSThread()
+	return nil
+}
