@@ -33,6 +33,11 @@ type Env struct {
 	// Shapes are the inputs of the readers' benchmarks (flame,
 	// allocdiff); none is every shape.
 	Shapes []string
+	// Packages are bench's cases, by any part of their package path;
+	// none is every case.
+	Packages []string
+	// Busy is how many CPU-bound processes run beside bench's rounds.
+	Busy int
 }
 
 // Bench is one benchmark of a command.
@@ -63,12 +68,17 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	what := fs.String("what", defaults, "benchmarks to run: "+strings.Join(names, ", "))
 	fs.DurationVar(&env.Duration, "duration", 3*time.Second, "load per window, for the benchmarks that run probe")
 	fs.IntVar(&env.Idle, "idle", 10000, "offcpu: idle goroutines in the target")
+	pkgs := fs.String("pkg", "", "bench: the `cases` to run, comma-separated, each by any part of its package path (logrus, gin); default all")
+	fs.IntVar(&env.Busy, "busy", 0, "bench: CPU-bound processes to run beside every round (a busy machine; the fixed-benchtime goals are then 2.5x, not 2.0x)")
 	shapes := fs.String("shape", "", "flame, allocdiff: the `shapes` of input, comma-separated: deep, random-walk, shallow-1M, locations-1M, folded (flame only); default all")
 	if code, ok := cmdmain.Parse(fs, args); !ok {
 		return code
 	}
-	if env.Rounds < 1 || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, and no arguments\n", name)
+	if *pkgs != "" {
+		env.Packages = strings.Split(*pkgs, ",")
+	}
+	if env.Rounds < 1 || env.Busy < 0 || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s cost: -rounds must be at least 1, -busy at least 0, and no arguments\n", name)
 		return cmdmain.Usage
 	}
 	if *shapes != "" {
