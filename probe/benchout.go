@@ -43,8 +43,10 @@ type benchOutput struct {
 	// traced are the traced run's results by name (occurrences).
 	traced map[string][]int
 	// streamed are the results' counted figures made while the counted
-	// run went on, by event index (figureStream).
+	// run went on, by event index (figureStream); written are the files
+	// the stream wrote then, which finish does not write again.
 	streamed []streamed
+	written  map[string]bool
 }
 
 // countedNote says how long the counted run's benchmarks ran when it
@@ -119,18 +121,12 @@ func (o *benchOutput) write() error {
 // allFigures makes every result's figures, profiles and flame graphs, a
 // result on each core at once (hundreds of profiles to encode and draw),
 // each into forks of o that are merged back in the results' order: the
-// output is what one at a time makes. A result's counted figures come
-// from the stream when it made them. The first error in that order is
-// returned.
+// output is what one at a time makes. A result's counted and retained
+// figures come from the stream when it made them. The first error in
+// that order is returned.
 func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
-	type result struct {
-		f      schema.BenchFigures
-		counts *benchOutput // countedFigures' outputs
-		rest   *benchOutput // restFigures'
-		err    error
-	}
 	events := o.win.events
-	res := make([]result, len(events))
+	res := make([]streamed, len(events))
 	ks := make([]int, len(events))
 	seen := map[string]int{}
 	for i, e := range events {
@@ -144,19 +140,21 @@ func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(events); i = int(next.Add(1) - 1) {
-				r := &res[i]
 				if i < len(o.streamed) && o.streamed[i].ok && o.streamed[i].k == ks[i] && sameEvent(o.streamed[i].e, events[i]) {
-					r.f, r.counts, r.err = o.streamed[i].f, o.streamed[i].c, o.streamed[i].err
+					res[i] = o.streamed[i]
 				} else {
-					r.counts = o.fork()
-					r.f, r.err = r.counts.countedFigures(events[i], ks[i])
+					res[i] = o.runFigures(events[i], ks[i])
 				}
+				r := &res[i]
 				if r.err != nil {
 					continue
 				}
-				r.rest = o.fork()
-				r.rest.beside = r.counts.beside
-				r.err = r.rest.restFigures(&r.f, events[i], ks[i])
+				r.later, r.last = o.fork(), o.fork()
+				r.later.beside, r.last.beside = r.counts.beside, r.counts.beside
+				r.err = r.later.laterFigures(&r.f, events[i], ks[i])
+				if r.err == nil {
+					r.err = r.last.lastFigures(&r.f, events[i], ks[i])
+				}
 			}
 		}()
 	}
@@ -166,7 +164,9 @@ func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		for _, c := range []*benchOutput{r.counts, r.rest} {
+		// The order figures (one at a time) makes them in: counted,
+		// syscalls and off-CPU, retained, instructions and go test's.
+		for _, c := range []*benchOutput{r.counts, r.later, r.retained, r.last} {
 			maps.Copy(o.files, c.files)
 			for folder, tops := range c.top {
 				o.top[folder] = append(o.top[folder], tops...)
@@ -174,9 +174,27 @@ func (o *benchOutput) allFigures() ([]schema.BenchFigures, error) {
 			o.mismatch = append(o.mismatch, c.mismatch...)
 			o.s.Blind = append(o.s.Blind, c.s.Blind...)
 		}
+		for name := range r.written {
+			if o.written == nil {
+				o.written = map[string]bool{}
+			}
+			o.written[name] = true
+		}
 		figs = append(figs, r.f)
 	}
 	return figs, nil
+}
+
+// runFigures makes a result's figures that the counted run alone gives:
+// its counted figures and what its ops left, each on a fork of o.
+func (o *benchOutput) runFigures(e benchwin.Event, k int) streamed {
+	r := streamed{e: e, k: k, ok: true, counts: o.fork(), retained: o.fork()}
+	r.f, r.err = r.counts.countedFigures(e, k)
+	if r.err == nil {
+		folder, comments := o.resultFolder(e, k)
+		r.err = r.retained.retainedFigures(&r.f, e, folder, comments)
+	}
+	return r
 }
 
 // sameEvent reports whether two reads of the events file gave the same
@@ -240,13 +258,19 @@ func (o *benchOutput) finish() error {
 	o.files["bench.txt"] = bb.Bytes()
 	(&report.Bench{Summary: o.s, Dir: o.dir, Top: o.top}).Markdown(&rb)
 	o.files["report.md"] = rb.Bytes()
-	return writeFiles(o.dir, o.files)
+	left := map[string][]byte{}
+	for name, b := range o.files {
+		if !o.written[name] {
+			left[name] = b
+		}
+	}
+	return writeFiles(o.dir, left)
 }
 
 // countedFigures are the figures of a result that its counted run's
 // reports alone give (allocations, copies), checked against -benchmem:
-// figureStream makes them while the run goes on. restFigures adds the
-// others.
+// figureStream makes them while the run goes on. laterFigures and
+// lastFigures add the others.
 func (o *benchOutput) countedFigures(e benchwin.Event, k int) (schema.BenchFigures, error) {
 	f := schema.BenchFigures{Name: e.Name, N: e.N, Files: map[string]string{}}
 	if e.Error != "" {
@@ -278,22 +302,22 @@ func (o *benchOutput) resultFolder(e benchwin.Event, k int) (string, []string) {
 	return report.BenchFolder(e.Name, k), []string{profkey.RequestsComment + strconv.Itoa(e.N), CommentTarget + o.cfg.Target, CommentCommit + o.commit, "perfspy.benchmark=" + e.Name}
 }
 
-// restFigures adds what the runs after the counted one (the syscall
-// counter's reading at its end, the traced run, callgrind's) and the plain
-// run give to f, the result's counted figures.
-func (o *benchOutput) restFigures(f *schema.BenchFigures, e benchwin.Event, k int) error {
+// laterFigures adds to f, the result's counted figures, what the runs
+// after the counted one give: the syscall counter's reading at its end,
+// the traced run's waits.
+func (o *benchOutput) laterFigures(f *schema.BenchFigures, e benchwin.Event, k int) error {
 	folder, comments := o.resultFolder(e, k)
 	if o.win.counted {
 		if err := o.syscallFigures(f, e, folder, comments); err != nil {
 			return err
 		}
 	}
-	if err := o.offCPUFigures(f, e, k, folder, comments); err != nil {
-		return err
-	}
-	if err := o.retainedFigures(f, e, folder, comments); err != nil {
-		return err
-	}
+	return o.offCPUFigures(f, e, k, folder, comments)
+}
+
+// lastFigures adds callgrind's instructions and the plain run's figures.
+func (o *benchOutput) lastFigures(f *schema.BenchFigures, e benchwin.Event, k int) error {
+	folder, comments := o.resultFolder(e, k)
 	if err := o.instructionFigures(f, folder, comments); err != nil {
 		return err
 	}

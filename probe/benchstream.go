@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,10 +11,11 @@ import (
 	"github.com/perfspy/perfspy/schema"
 )
 
-// figureStream makes each result's counted figures (countedFigures:
-// allocations and copies, their profiles and flame graphs) while the
-// counted run goes on, so that writing the results folder after the runs
-// is mostly done by then. The recorder writes a result's reports before
+// figureStream makes each result's figures that the counted run alone
+// gives (runFigures: allocations, copies, what the ops left; their
+// profiles and flame graphs) while the counted run goes on, and writes
+// their files, so that writing the results folder after the runs is
+// mostly done by then. The recorder writes a result's reports before
 // its event, and those figures need nothing a later run gives. Counts do
 // not depend on time: the run may share the machine with the stream (one
 // worker, where the run itself keeps a core and a bit busy). The stream
@@ -35,14 +38,18 @@ type figureStream struct {
 	stopped  sync.WaitGroup
 }
 
-// streamed is one result's counted figures, made on a fork of the output.
+// streamed is one result's figures, each kind made on a fork of the
+// output: counts and retained by runFigures (the stream's), later and
+// last after the runs (allFigures). written are the files of counts and
+// retained the stream wrote.
 type streamed struct {
-	e   benchwin.Event
-	k   int
-	f   schema.BenchFigures
-	c   *benchOutput
-	err error
-	ok  bool
+	e                             benchwin.Event
+	k                             int
+	f                             schema.BenchFigures
+	counts, later, retained, last *benchOutput
+	written                       map[string]bool
+	err                           error
+	ok                            bool
 }
 
 // streamQueue bounds the results waiting for the worker; a result that
@@ -89,10 +96,12 @@ func (s *figureStream) start(w *benchWindow) {
 			s.mu.Lock()
 			e, k := s.events[i], s.ks[i]
 			s.mu.Unlock()
-			c := s.o.fork()
-			f, err := c.countedFigures(e, k)
+			r := s.o.runFigures(e, k)
+			if r.err == nil {
+				r.written = writeEarly(s.o.dir, r.counts.files, r.retained.files)
+			}
 			s.mu.Lock()
-			s.done[i] = streamed{e: e, k: k, f: f, c: c, err: err, ok: true}
+			s.done[i] = r
 			s.mu.Unlock()
 		}
 	}()
@@ -145,4 +154,28 @@ func (s *figureStream) halt() []streamed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done
+}
+
+// writeEarly writes a result's files into dir while the run goes on (on
+// the stream's idle thread: a file's creation costs a tenth of a
+// millisecond of the kernel's time, more where files were deleted in the
+// last minutes). It returns the names written whole; a file it could not
+// write is removed and left to finish, which names the error.
+func writeEarly(dir string, files ...map[string][]byte) map[string]bool {
+	written := map[string]bool{}
+	for _, fs := range files {
+		for name, b := range fs {
+			p := filepath.Join(dir, name)
+			err := os.MkdirAll(filepath.Dir(p), 0o700)
+			if err == nil {
+				err = os.WriteFile(p, b, 0o600)
+			}
+			if err != nil {
+				os.Remove(p)
+				continue
+			}
+			written[name] = true
+		}
+	}
+	return written
 }

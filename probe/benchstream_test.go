@@ -40,7 +40,7 @@ func TestFigureStream(t *testing.T) {
 		events = append(events, benchwin.Event{Name: name, N: n, Seq: uint32(i), BenchmemAllocs: uint64(allocs), BenchmemBytes: uint64(48 * allocs), Allocs: an, Copies: cn})
 	}
 	newOutput := func() *benchOutput {
-		return &benchOutput{cfg: BenchConfig{Target: "x", Bench: ".", Count: 1}, tgt: &withagent.Binary{GoVersion: "go1.26"}, commit: "c", dir: filepath.Join(t.TempDir(), "out"), files: map[string][]byte{}}
+		return &benchOutput{cfg: BenchConfig{Target: "x", Bench: ".", Count: 1}, tgt: &withagent.Binary{GoVersion: "go1.26"}, commit: "c", dir: t.TempDir(), files: map[string][]byte{}}
 	}
 
 	// The stream, fed as a run writes.
@@ -122,6 +122,16 @@ func TestFigureStream(t *testing.T) {
 		if !bytes.Equal(so.files[name], b) {
 			t.Errorf("%s differs with the stream", name)
 		}
+		// On disk too: the stream wrote its results' files early, finish
+		// the rest.
+		for _, dir := range []string{so.dir, po.dir} {
+			if disk, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(disk, b) {
+				t.Errorf("%s in %s: %d bytes, %v; want %d", name, dir, len(disk), err, len(b))
+			}
+		}
+	}
+	if len(so.written) == 0 {
+		t.Error("the stream wrote no file early")
 	}
 	if len(so.mismatch)+len(po.mismatch) != 0 {
 		t.Errorf("mismatches %q, %q", so.mismatch, po.mismatch)
