@@ -284,3 +284,39 @@ func TestFollowReports(t *testing.T) {
 		t.Errorf("a bad head after %d bytes: err = %v, want the file and the offset named", len(whole), err)
 	}
 }
+
+// TestFollowEvents: Next returns the events written whole since the last
+// call, a line cut short once it is whole, and names the file and line
+// of a bad one.
+func TestFollowEvents(t *testing.T) {
+	dir := t.TempDir()
+	tail := FollowEvents(dir)
+	if ev, err := tail.Next(); err != nil || len(ev) != 0 {
+		t.Fatalf("no file yet: %v, %v", ev, err)
+	}
+	f, err := os.Create(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := `{"name":"BenchmarkA-2","n":1,"seq":1}` + "\n" + `{"name":"BenchmarkB-2","n":2,"seq":2}` + "\n" + `{"name":"BenchmarkC-2","n":3,"seq":3}` + "\n"
+	cut1, cut2 := 10, strings.Index(lines, "BenchmarkC")
+	for i, c := range []struct {
+		part string
+		want []string
+	}{{lines[:cut1], nil}, {lines[cut1:cut2], []string{"BenchmarkA-2", "BenchmarkB-2"}}, {lines[cut2:], []string{"BenchmarkC-2"}}, {"", nil}} {
+		f.WriteString(c.part)
+		ev, err := tail.Next()
+		var got []string
+		for _, e := range ev {
+			got = append(got, e.Name)
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("after part %d: %q, %v; want %q", i, got, err, c.want)
+		}
+	}
+	f.WriteString("{\"name\":1}\n")
+	if _, err := tail.Next(); err == nil || !strings.Contains(err.Error(), "events.jsonl:4") {
+		t.Errorf("a bad fourth line: %v, want the file and line named", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -129,6 +130,53 @@ func ReadFinished(dir string) ([]Event, error) {
 		out = append(out, e)
 		b = rest
 	}
+}
+
+// EventTail reads a run's events as the recorder appends them.
+type EventTail struct {
+	path string
+	off  int64  // the file's bytes read
+	part []byte // a last line not finished when read
+	line int
+}
+
+// FollowEvents is the events of the run whose recorder writes into dir.
+func FollowEvents(dir string) *EventTail {
+	return &EventTail{path: filepath.Join(dir, "events.jsonl")}
+}
+
+// Next returns the events written whole since the last call, in order.
+func (t *EventTail) Next() ([]Event, error) {
+	f, err := os.Open(t.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no result yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, t.off, math.MaxInt64-t.off))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.path, err)
+	}
+	t.off += int64(len(b))
+	b = append(t.part, b...)
+	var out []Event
+	for {
+		l, rest, ok := bytes.Cut(b, []byte("\n"))
+		if !ok {
+			break
+		}
+		t.line++
+		var e Event
+		if err := json.Unmarshal(l, &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", t.path, t.line, err)
+		}
+		out = append(out, e)
+		b = rest
+	}
+	t.part = slices.Clone(b)
+	return out, nil
 }
 
 // Reports are the reports of a counted run: the recorder appends every

@@ -25,6 +25,7 @@ type figureStream struct {
 	o       *benchOutput
 	pollGap time.Duration
 
+	tail   *benchwin.EventTail // read by the poller alone
 	mu     sync.Mutex
 	events []benchwin.Event // the events read so far, in order
 	ks     []int            // each event's occurrence of its name
@@ -64,6 +65,7 @@ func newFigureStream(o *benchOutput) *figureStream {
 // are made by the worker.
 func (s *figureStream) start(w *benchWindow) {
 	s.o.win = w
+	s.tail = benchwin.FollowEvents(w.dir)
 	s.stopped.Add(2)
 	go func() {
 		defer s.stopped.Done()
@@ -112,14 +114,11 @@ func (s *figureStream) start(w *benchWindow) {
 // it is being written: the stream ends, and allFigures reads it whole
 // (and names what is wrong) after the run.
 func (s *figureStream) poll(w *benchWindow) bool {
-	events, err := benchwin.ReadFinished(w.dir)
+	events, err := s.tail.Next()
 	if err != nil {
 		return false
 	}
-	s.mu.Lock()
-	have := len(s.events)
-	s.mu.Unlock()
-	if len(events) <= have {
+	if len(events) == 0 {
 		return true
 	}
 	if err := w.reports.Update(); err != nil {
@@ -127,10 +126,11 @@ func (s *figureStream) poll(w *benchWindow) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := have; i < len(events); i++ {
-		s.events = append(s.events, events[i])
-		s.ks = append(s.ks, s.seen[events[i].Name])
-		s.seen[events[i].Name]++
+	for _, e := range events {
+		i := len(s.events)
+		s.events = append(s.events, e)
+		s.ks = append(s.ks, s.seen[e.Name])
+		s.seen[e.Name]++
 		s.done = append(s.done, streamed{})
 		select {
 		case s.jobs <- i:
