@@ -498,33 +498,6 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	return ws, runErr
 }
 
-// countedGodebug makes the counted run's GCs stop the world for their
-// mark and their sweep. The run forces one at each run's end (a hundred
-// or more a package); a forced GC returns only once no sweeper is at
-// work, and waits in a Gosched loop for the runtime's background sweeper
-// where it was at work. On a 2-core machine with a CPU-bound process
-// beside it that sweeper waits for a core: logrus' counted run took 1.3 s
-// there, 0.55 s with this (0.68 s either way on a quiet machine).
-// Counts do not depend on how a GC runs, only on when: the trigger (the
-// heap's growth) is the same; the syscalls of a concurrent GC's workers
-// are not in the run's, as a GC's mark runs in the stop of the world.
-const countedGodebug = "gcstoptheworld=2"
-
-// withGodebug is env with setting added to its GODEBUG (the user's
-// settings kept; a later setting of a name wins).
-func withGodebug(env []string, setting string) []string {
-	cur := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-			cur = v
-		}
-	}
-	if cur != "" {
-		setting = cur + "," + setting
-	}
-	return append(env, "GODEBUG="+setting)
-}
-
 // runBenchWindow runs the instrumented test binary. As root, the syscall
 // counter is attached before the first benchmark starts: the recorder
 // waits for a byte on its file descriptor 3.
@@ -543,7 +516,6 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
-	cmd.Env = withGodebug(cmd.Env, countedGodebug)
 	if cfg.Retained {
 		cmd.Env = append(cmd.Env, benchwin.LiveEnv+"=1")
 	}

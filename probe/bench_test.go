@@ -702,16 +702,3 @@ func TestBenchTimeout(t *testing.T) {
 		t.Errorf("%v: the bound did not hold", d)
 	}
 }
-
-// TestWithGodebug: the counted run's GODEBUG setting is added to the
-// user's, which stays; without one it is the only setting.
-func TestWithGodebug(t *testing.T) {
-	env := withGodebug([]string{"A=1", "GODEBUG=x=1", "GODEBUG=y=2,z=3"}, countedGodebug)
-	if got := env[len(env)-1]; got != "GODEBUG=y=2,z=3,"+countedGodebug {
-		t.Errorf("with the user's GODEBUG: %q", got)
-	}
-	env = withGodebug([]string{"A=1"}, countedGodebug)
-	if got := env[len(env)-1]; got != "GODEBUG="+countedGodebug || len(env) != 2 {
-		t.Errorf("without one: %q", env)
-	}
-}

@@ -77,7 +77,7 @@ func (o *benchOutput) write() error {
 	}
 	if o.win.counted {
 		o.s.Sources["syscalls"] = syscalls.Source + "+benchwin-gate"
-		o.s.Blind = append(o.s.Blind, "syscalls: every thread's in the timed region, the runtime's own (sysmon, GC) included; the counted run's GCs stop the world for their mark and sweep (GODEBUG=gcstoptheworld=2), so a concurrent GC's wakeups of its workers are not among them")
+		o.s.Blind = append(o.s.Blind, "syscalls: every thread's in the timed region, the runtime's own (sysmon, GC) included")
 	} else {
 		o.s.Blind = append(o.s.Blind, "syscalls not counted: "+o.win.sysReason)
 	}
