@@ -173,10 +173,10 @@ func recorder(tables []Table) string {
 	s.WriteString("\n" + stw)
 	// With allocspy, what a run's ops leave live is read from its
 	// tracking of each block, in the counted run.
-	live := "\nconst perfspyAllocsTable = -1\n\nfunc perfspyLiveStart() {}\n\nfunc perfspyLiveOff() {}\n\nfunc perfspyLiveRead(objects, bytes []uint64) uint64 { return 0 }\n\nfunc perfspyDropPools() {}\n"
+	live := "\nconst perfspyAllocsTable = -1\n\nfunc perfspyLiveStart() {}\n\nfunc perfspyLiveOff() {}\n\nfunc perfspyLiveRead(objects, bytes []uint64) uint64 { return 0 }\n\nfunc perfspyDropPools() {}\n\nfunc perfspyBlockingGC() { runtime.GC() }\n"
 	for i, t := range tables {
 		if t == Allocs {
-			live = fmt.Sprintf("\nconst perfspyAllocsTable = %d\n\n//go:linkname perfspyLiveStart runtime.allocspyLiveStart\nfunc perfspyLiveStart()\n\n//go:linkname perfspyLiveOff runtime.allocspyLiveOff\nfunc perfspyLiveOff()\n\n//go:linkname perfspyLiveRead runtime.allocspyLiveRead\nfunc perfspyLiveRead(objects, bytes []uint64) uint64\n\n//go:linkname perfspyDropPools runtime.allocspyDropPools\nfunc perfspyDropPools()\n", i)
+			live = fmt.Sprintf("\nconst perfspyAllocsTable = %d\n\n//go:linkname perfspyLiveStart runtime.allocspyLiveStart\nfunc perfspyLiveStart()\n\n//go:linkname perfspyLiveOff runtime.allocspyLiveOff\nfunc perfspyLiveOff()\n\n//go:linkname perfspyLiveRead runtime.allocspyLiveRead\nfunc perfspyLiveRead(objects, bytes []uint64) uint64\n\n//go:linkname perfspyDropPools runtime.allocspyDropPools\nfunc perfspyDropPools()\n\n//go:linkname perfspyBlockingGC runtime.allocspyBlockingGC\nfunc perfspyBlockingGC()\n", i)
 		}
 	}
 	s.WriteString(live)
