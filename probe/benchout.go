@@ -201,7 +201,7 @@ func (o *benchOutput) runFigures(e benchwin.Event, k int) streamed {
 // result at one place (the stream's, while the run went on, and the
 // whole file's after it).
 func sameEvent(a, b benchwin.Event) bool {
-	return a.Name == b.Name && a.Seq == b.Seq && a.N == b.N && a.Allocs == b.Allocs && a.Copies == b.Copies
+	return a.Name == b.Name && a.Seq == b.Seq && a.N == b.N && a.Allocs == b.Allocs && a.Copies == b.Copies && a.Retained == b.Retained
 }
 
 // fork is o with the outputs a result's figures add (files, top tables,
