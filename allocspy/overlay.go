@@ -46,6 +46,15 @@ import (
 //go:embed runtime/zz_allocspy.go.txt
 var runtimeGo string
 
+// runtimeOS are the recorder's files for one OS or the others (their
+// names' suffix and build line choose).
+//
+//go:embed runtime/zz_allocspy_linux.go.txt
+var runtimeLinux string
+
+//go:embed runtime/zz_allocspy_other.go.txt
+var runtimeOther string
+
 // The last lines of mallocgc, and what the last one becomes. The call goes
 // on the same line, so that line numbers in malloc.go do not move.
 const (
@@ -112,15 +121,16 @@ func Overlay(goroot, goarch, goexperiment, dir string) (map[string]string, error
 			return nil, err
 		}
 	}
-	name := "zz_allocspy.go"
-	if _, err := os.Stat(filepath.Join(rt, name)); err == nil {
-		return nil, capability.Shape("allocspy overlay", "%s already exists in GOROOT", name)
+	for _, f := range []struct{ name, src string }{{"zz_allocspy.go", runtimeGo}, {"zz_allocspy_linux.go", runtimeLinux}, {"zz_allocspy_other.go", runtimeOther}} {
+		if _, err := os.Stat(filepath.Join(rt, f.name)); err == nil {
+			return nil, capability.Shape("allocspy overlay", "%s already exists in GOROOT", f.name)
+		}
+		dst := filepath.Join(dir, f.name)
+		if err := os.WriteFile(dst, []byte(f.src), 0o644); err != nil {
+			return nil, err
+		}
+		out[filepath.Join(rt, f.name)] = dst
 	}
-	dst := filepath.Join(dir, name)
-	if err := os.WriteFile(dst, []byte(runtimeGo), 0o644); err != nil {
-		return nil, err
-	}
-	out[filepath.Join(rt, name)] = dst
 	// The recorder keys sites by the request mark.
 	mark, err := routes.RuntimeOverlay(goroot, dir)
 	if err != nil {
