@@ -1,8 +1,6 @@
 package probe
 
 import (
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +32,7 @@ type figureStream struct {
 
 	jobs     chan int
 	halted   atomic.Bool
+	tid      atomic.Int64 // the worker's thread, once at its idle policy
 	stop     chan struct{}
 	stopOnce sync.Once
 	stopped  sync.WaitGroup
@@ -86,11 +85,13 @@ func (s *figureStream) start(w *benchWindow) {
 	go func() {
 		defer s.stopped.Done()
 		// Left locked at its end: its thread exits (idleThread).
-		if err := idleThread(); err != nil {
+		tid, err := idleThread()
+		if err != nil {
 			// Not idle: the stream would take a core from the run
 			// (its GCs wait for both of a 2-core machine's).
 			return
 		}
+		s.tid.Store(int64(tid))
 		for i := range s.jobs {
 			if s.halted.Load() {
 				return
@@ -149,6 +150,12 @@ func (s *figureStream) halt() []streamed {
 	s.stopOnce.Do(func() {
 		s.halted.Store(true)
 		close(s.stop)
+		// The result the worker is on is waited for: at its idle
+		// policy, on a machine whose cores are all busy, it would get
+		// a few thousandths of one, for as long as they stay busy.
+		if tid := s.tid.Load(); tid != 0 {
+			normalThread(int(tid))
+		}
 	})
 	s.stopped.Wait()
 	s.mu.Lock()
@@ -165,16 +172,9 @@ func writeEarly(dir string, files ...map[string][]byte) map[string]bool {
 	written := map[string]bool{}
 	for _, fs := range files {
 		for name, b := range fs {
-			p := filepath.Join(dir, name)
-			err := os.MkdirAll(filepath.Dir(p), 0o700)
-			if err == nil {
-				err = os.WriteFile(p, b, 0o600)
+			if writeResult(dir, name, b) == nil {
+				written[name] = true
 			}
-			if err != nil {
-				os.Remove(p)
-				continue
-			}
-			written[name] = true
 		}
 	}
 	return written

@@ -12,7 +12,13 @@ import (
 // even the moments its threads wake for a GC. The goroutine must end
 // locked: its thread then exits with it, its policy never reaching
 // another goroutine.
-func idleThread() error {
+// It returns the thread's id, for normalThread.
+func idleThread() (int, error) {
 	runtime.LockOSThread()
-	return unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+	return unix.Gettid(), unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+}
+
+// normalThread gives thread tid (idleThread's) the normal policy back.
+func normalThread(tid int) {
+	unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0)
 }

@@ -6,7 +6,10 @@ import "runtime"
 
 // idleThread locks the calling goroutine to its thread; only Linux has a
 // policy for threads that run when a CPU is idle.
-func idleThread() error {
+func idleThread() (int, error) {
 	runtime.LockOSThread()
-	return nil
+	return 0, nil
 }
+
+// normalThread: no thread is idle here.
+func normalThread(int) {}

@@ -835,6 +835,20 @@ var resultsFirst = []string{"summary.json", "meta", "report.md", "bench.txt"}
 // of the time); when one fails, those after it in the order that were
 // written meanwhile are removed, so that what is left is what a write
 // one at a time would have left.
+// writeResult writes one file of a results folder, its folder made; a
+// file it could not write whole is removed (a partial file is no result).
+func writeResult(dir, name string, b []byte) error {
+	p := filepath.Join(dir, name)
+	err := os.MkdirAll(filepath.Dir(p), 0o700)
+	if err == nil {
+		err = os.WriteFile(p, b, 0o600)
+	}
+	if err != nil {
+		os.Remove(p)
+	}
+	return err
+}
+
 func writeFiles(dir string, files map[string][]byte) error {
 	names := slices.Sorted(maps.Keys(files))
 	rank := func(n string) int {
@@ -858,13 +872,7 @@ func writeFiles(dir string, files map[string][]byte) error {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(names) && !failed.Load(); i = int(next.Add(1) - 1) {
-				p := filepath.Join(dir, names[i])
-				err := os.MkdirAll(filepath.Dir(p), 0o700)
-				if err == nil {
-					err = os.WriteFile(p, files[names[i]], 0o600)
-				}
-				if err != nil {
-					os.Remove(p) // a partial file is no result
+				if err := writeResult(dir, names[i], files[names[i]]); err != nil {
 					errs[i] = err
 					failed.Store(true)
 				}
