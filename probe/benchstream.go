@@ -84,13 +84,13 @@ func (s *figureStream) start(w *benchWindow) {
 	}()
 	go func() {
 		defer s.stopped.Done()
-		// Left locked at its end: its thread exits (idleThread).
-		tid, err := idleThread()
+		tid, release, err := idleThread()
 		if err != nil {
 			// Not idle: the stream would take a core from the run
 			// (its GCs wait for both of a 2-core machine's).
 			return
 		}
+		defer release()
 		s.tid.Store(int64(tid))
 		for i := range s.jobs {
 			if s.halted.Load() {

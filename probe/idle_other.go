@@ -2,13 +2,10 @@
 
 package probe
 
-import "runtime"
-
-// idleThread locks the calling goroutine to its thread; only Linux has a
-// policy for threads that run when a CPU is idle.
-func idleThread() (int, error) {
-	runtime.LockOSThread()
-	return 0, nil
+// idleThread: only Linux has a policy for threads that run when a CPU is
+// idle; the worker runs as any goroutine.
+func idleThread() (int, func(), error) {
+	return 0, func() {}, nil
 }
 
 // normalThread: no thread is idle here.
