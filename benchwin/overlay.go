@@ -83,7 +83,7 @@ var edits = []struct {
 	// trace, a logger's caller, a source line read) costs in them what
 	// it costs in the counted run.
 	{"\t\tb.runN(1)\n\t}()\n",
-		"\t\tfor k := 1; k > 0; k = perfspyAgain(b, b.loop.n != 0 || b.benchTime.n == 1) { b.runN(k) }\n\t}()\n", 1},
+		"\t\tperfspyCapOps(b); for k := 1; k > 0; k = perfspyAgain(b, b.loop.n != 0 || b.benchTime.n == 1) { b.runN(k) }\n\t}()\n", 1},
 	{"\t\t\t\tb.runN(b.benchTime.n)\n",
 		"\t\t\t\tfor k := b.benchTime.n; k > 0; k = perfspyAgain(b, true) { b.runN(k) }\n", 1},
 	{"\t\t\t\tb.runN(int(n))\n",

@@ -68,6 +68,17 @@ type First struct {
 // once.
 const SteadyEnv = "PERFSPY_BENCH_STEADY"
 
+// BudgetEnv bounds the warm runs of a long op: the nanoseconds M ops may
+// take at the reported run's time per op. Past it M is the largest
+// divisor of N whose ops fit (1 at least): N/M stays whole.
+const BudgetEnv = "PERFSPY_BENCH_BUDGET"
+
+// OpsEnv names a file that lowers, for the results it names, a
+// -benchtime of Nx: a line "NAME<TAB>OPS" each, NAME as testing prints
+// it (probe's traced run, whose ops are only timed: a long op needs
+// fewer).
+const OpsEnv = "PERFSPY_BENCH_OPS"
+
 // Steady names the two warm runs' reports, each a pair: the 1-op run's,
 // then the (M+1)-op run's.
 type Steady struct {

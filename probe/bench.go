@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -225,7 +226,7 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
 		bo.cuts = boundedExtra(ctx, "the traced run", extraRunBound(time.Since(start)), func(ctx context.Context) (err error) {
-			win.offcpu, err = runBenchTrace(ctx, tgt, traced(counted), priv, out)
+			win.offcpu, err = runBenchTrace(ctx, tgt, traced(counted), tracedOps(counted, plain), priv, out)
 			return err
 		})
 	}
@@ -276,7 +277,7 @@ func boundedExtra(ctx context.Context, what string, bound time.Duration, run fun
 
 // traced is the traced run's configuration: the counted run's, but for a
 // -benchtime of Nx with N of 4 or more, which it runs for a quarter of the
-// ops, (N/4)x. Off-CPU time is a time: an average per op, taken over the
+// ops, (N/4)x (fewer for a long op: tracedOps). Off-CPU time is a time: an average per op, taken over the
 // traced run's own ops (the counts are the counted run's, at N), as the
 // default benchtime's countedBenchTime takes it over a tenth of the
 // timing run's second.
@@ -287,6 +288,40 @@ func traced(counted BenchConfig) BenchConfig {
 		}
 	}
 	return counted
+}
+
+// extraBudget is what a benchmark's extra ops may take, by its time per
+// op: the warm runs' M ops (the recorder bounds them, by the counted
+// run's time per op: benchwin.BudgetEnv) and the traced run's ops (by the
+// timing run's: tracedOps). At -benchtime Nx a long op made them most of
+// probe's time: gin's PathCleanLong, 4.6 ms an op, spent 2.9 s in 503
+// warm ops and 2.3 s in 500 traced ones beside the timing run's 9.1 s.
+// The counts stay the counted run's N ops; the steady figures and the
+// off-CPU time per op are taken over fewer. A variable: tests lower it.
+var extraBudget = 250 * time.Millisecond
+
+// tracedOps are the traced run's caps (benchwin.OpsEnv's lines), for a
+// -benchtime of Nx: each result whose traced ops would take more than
+// extraBudget at the timing run's time per op takes what fits, at least
+// one op. At a benchtime of time testing scales each to it: nothing.
+func tracedOps(counted BenchConfig, plain map[string][]plainResult) string {
+	n, ok := strings.CutSuffix(traced(counted).BenchTime, "x")
+	v, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return ""
+	}
+	var lines []string
+	for name, rs := range plain {
+		ns := 0.0
+		for _, r := range rs {
+			ns = max(ns, r.ns)
+		}
+		if ns > 0 && float64(v)*ns > float64(extraBudget.Nanoseconds()) {
+			lines = append(lines, fmt.Sprintf("%s\t%d\n", name, max(1, int(float64(extraBudget.Nanoseconds())/ns))))
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "")
 }
 
 // extraRunBound is how long the traced run may take: four times the
@@ -461,7 +496,9 @@ type benchWaits struct {
 // execution tracer (its writer would add allocations and syscalls to the
 // counted run) and reads each result's waits in its timed region, which
 // the recorder marks in the trace.
-func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, priv, out string) ([]benchWaits, error) {
+//
+// ops are benchwin.OpsEnv's lines (tracedOps), "" for none.
+func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, ops, priv, out string) ([]benchWaits, error) {
 	dir := filepath.Join(priv, "trace")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
@@ -469,6 +506,13 @@ func runBenchTrace(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 	tracePath := filepath.Join(priv, "bench.trace")
 	cmd := cfg.command(tgt.Binary, append(cfg.args(), "-test.trace="+tracePath)...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+dir, benchwin.MarksEnv+"=1")
+	if ops != "" {
+		opsPath := filepath.Join(priv, "trace-ops")
+		if err := os.WriteFile(opsPath, []byte(ops), 0o600); err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, benchwin.OpsEnv+"="+opsPath)
+	}
 	runErr := benchRun(ctx, cmd, filepath.Join(out, "bench-trace.txt"), cfg.timeout(), nil)
 	read := benchwin.ReadEvents
 	if runErr != nil {
@@ -515,7 +559,8 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 		defer stream.halt()
 	}
 	cmd := cfg.command(tgt.Binary, cfg.args()...)
-	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1")
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}}, benchwin.Env+"="+w.dir, benchwin.SteadyEnv+"=1",
+		benchwin.BudgetEnv+"="+strconv.FormatInt(extraBudget.Nanoseconds(), 10))
 	if cfg.Retained {
 		cmd.Env = append(cmd.Env, benchwin.LiveEnv+"=1")
 	}

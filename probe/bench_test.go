@@ -43,6 +43,48 @@ func TestBenchFixture(t *testing.T) {
 	}
 }
 
+// TestBenchBudget: with extraBudget far below what a quarter of its ops
+// take, BenchmarkSub/big (1 allocation of 1024 B an op, never linear: a
+// global keeps the last op's) is measured warm over a divisor of N and
+// traced over the ops that fit, and its figures are still exact: 1 and
+// 1024 B an op, once warm and in the reported run.
+func TestBenchBudget(t *testing.T) {
+	skipShort(t)
+	extraBudget = 3 * time.Microsecond
+	defer func() { extraBudget = 250 * time.Millisecond }()
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"run", "-q", "-bench", "BenchmarkSub$/big", "-benchtime", "400x", "-out", out, benchFixture}, &o, &e)
+	checkNoOrphans(t)
+	if code != ExitOK {
+		t.Fatalf("probe run -bench: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	var s schema.BenchSummary
+	if b, err := os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if len(s.Benchmarks) != 1 {
+		t.Fatalf("%d results, want 1", len(s.Benchmarks))
+	}
+	f := s.Benchmarks[0]
+	ns := slowest(s, f.Name)
+	t.Logf("%s: %.0f ns/op; warm runs %v, traced %d ops", f.Name, ns, f.Steady.Runs, f.OffCPUN)
+	if f.Steady == nil || f.Steady.Linear || f.Steady.Runs[1]-1 >= f.N/4 {
+		t.Fatalf("%s: steady %+v, want warm runs of fewer than N/4 = %d ops", f.Name, f.Steady, f.N/4)
+	}
+	checkWarmOps(t, f, ns)
+	checkBenchOffCPU(t, out, f, false, ns)
+	if f.OffCPUN >= f.N/4 {
+		t.Errorf("%s: traced over %d ops, want fewer than %d", f.Name, f.OffCPUN, f.N/4)
+	}
+	for _, p := range []string{"allocs", "allocs_steady"} {
+		objects, space := fixtureSum(t, out, f, p, "")
+		if objects != float64(f.N) || space != 1024*float64(f.N) {
+			t.Errorf("%s: %s: the fixture's sites %v allocs, %v B in %d ops; want 1 and 1024 B per op", f.Name, p, objects, space, f.N)
+		}
+	}
+}
+
 // TestBenchFixtureARM64 measures the same fixture built for linux/arm64
 // and run under qemu-user (probe run -bench -exec): the same exact
 // figures, from arm64's overlays (copyspy's arm64 recorder).
@@ -136,9 +178,12 @@ func benchFixtureRun(t *testing.T, extra ...string) schema.BenchSummary {
 			}
 		}
 		// 4 divides N: the warm runs measure a quarter of it (1 and
-		// N/4+1 ops), times 4, and the figures below are still exact.
-		if f.Steady != nil && !f.Steady.Linear && f.Steady.Runs != [2]int{1, f.N/4 + 1} {
-			t.Errorf("%s: warm runs of %v ops, want [1 %d]", f.Name, f.Steady.Runs, f.N/4+1)
+		// N/4+1 ops), times 4, and the figures below are still exact;
+		// but an op whose quarter takes more than extraBudget (Wait's
+		// sleeps last a millisecond) is measured over a divisor of N
+		// that fits.
+		if f.Steady != nil && !f.Steady.Linear {
+			checkWarmOps(t, f, slowest(s, f.Name))
 		}
 		if f.N != 2000 {
 			t.Errorf("%s: N %d, want 2000", f.Name, f.N)
@@ -176,7 +221,7 @@ func benchFixtureRun(t *testing.T, extra ...string) schema.BenchSummary {
 			t.Errorf("%s: no ns/op from the plain binary", f.Name)
 		}
 		checkBenchSyscalls(t, f, w.syscall, s.Exec != "")
-		checkBenchOffCPU(t, out, f, name == "BenchmarkWait")
+		checkBenchOffCPU(t, out, f, name == "BenchmarkWait", slowest(s, f.Name))
 		checkBenchProfile(t, out, f)
 		checkBenchRetained(t, out, f, name == "BenchmarkLeak")
 	}
@@ -268,20 +313,27 @@ func fixtureSum(t *testing.T, out string, f schema.BenchFigures, name, kind stri
 
 // checkBenchOffCPU: the sleeping benchmark waits at least its 50 µs per
 // op, and not ten times that; the copying one does not wait.
-func checkBenchOffCPU(t *testing.T, out string, f schema.BenchFigures, sleeps bool) {
+func checkBenchOffCPU(t *testing.T, out string, f schema.BenchFigures, sleeps bool, ns float64) {
 	t.Helper()
 	if f.PerOp.OffCPUNS == nil {
 		t.Errorf("%s: no off-CPU figures", f.Name)
 		return
 	}
-	// -benchtime 2000x: the traced run takes a quarter of the ops, and
-	// its figures and profile are per op of its own N.
+	// -benchtime Nx: the traced run takes a quarter of the ops, or for
+	// an op whose quarter takes more than extraBudget at the timing
+	// run's slowest time per op, what fits; its figures and profile are
+	// per op of its own N.
 	p, err := readProfile(filepath.Join(out, f.Files["offcpu"]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.OffCPUN != f.N/4 || profkey.Requests(p) != int64(f.OffCPUN) {
-		t.Errorf("%s: the traced run's N %d, its profile's %d; want %d", f.Name, f.OffCPUN, profkey.Requests(p), f.N/4)
+	want, slack := f.N/4, 0
+	if budget := float64(extraBudget.Nanoseconds()); float64(want)*ns > budget {
+		// ns is the summary's, rounded: the cap may be one op apart.
+		want, slack = max(1, int(budget/ns)), 1
+	}
+	if d := f.OffCPUN - want; d < -slack || d > slack || profkey.Requests(p) != int64(f.OffCPUN) {
+		t.Errorf("%s: the traced run's N %d, its profile's %d; want %d (%.0f ns/op, at most %v of ops)", f.Name, f.OffCPUN, profkey.Requests(p), want, ns, extraBudget)
 	}
 	sleep := f.PerOp.OffCPUNS["sleep"]
 	switch {
@@ -292,6 +344,36 @@ func checkBenchOffCPU(t *testing.T, out string, f schema.BenchFigures, sleeps bo
 		t.Errorf("%s: sync %.0f ns/op beside sleep %.0f: a goroutine of the tracer's counted?", f.Name, f.PerOp.OffCPUNS["sync"], sleep)
 	case !sleeps && strings.HasPrefix(f.Name, "BenchmarkCopy") && sleep > 1000:
 		t.Errorf("%s: sleep %.0f ns/op in a benchmark that does not sleep", f.Name, sleep)
+	}
+}
+
+// slowest is the timing run's slowest ns/op of the results named name
+// (the traced run's cap is taken from it).
+func slowest(s schema.BenchSummary, name string) float64 {
+	ns := 0.0
+	for _, f := range s.Benchmarks {
+		if f.Name == name && f.PerOp.NS != nil {
+			ns = max(ns, *f.PerOp.NS)
+		}
+	}
+	return ns
+}
+
+// checkWarmOps: the warm runs were of 1 and M+1 ops, M being N/4 (4
+// divides the fixture's N), or for an op whose N/4 take more than
+// extraBudget a divisor of N below it (the recorder bounds M by the
+// counted run's time per op, which is not the timing run's ns: a factor
+// of 2 either way is allowed).
+func checkWarmOps(t *testing.T, f schema.BenchFigures, ns float64) {
+	t.Helper()
+	m, budget := f.Steady.Runs[1]-1, float64(extraBudget.Nanoseconds())
+	switch {
+	case f.Steady.Runs[0] != 1 || m < 1 || m > f.N/4 || f.N%m != 0:
+		t.Errorf("%s: warm runs of %v ops, want [1 M+1] for M = %d or a divisor of N below it", f.Name, f.Steady.Runs, f.N/4)
+	case m == f.N/4 && float64(m)*ns > 2*budget:
+		t.Errorf("%s: warm runs of %v ops at %.0f ns/op: more than twice %v", f.Name, f.Steady.Runs, ns, extraBudget)
+	case m < f.N/4 && float64(f.N/4)*ns*2 < budget:
+		t.Errorf("%s: warm runs of %v ops at %.0f ns/op: fewer than N/4 = %d, which take less than half of %v", f.Name, f.Steady.Runs, ns, f.N/4, extraBudget)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 // steadyAllocs gives the result its steady state from the counted run's
 // two warm runs: the (M+1)-op run's sites minus the 1-op run's are M ops
-// once warm, times N/M (1, or 2 when N is even: steadyScale) N ops
+// once warm, times N/M (steadyScale) N ops
 // (allocs-steady.pb.gz); the reported run's sites minus those are what it
 // paid once (allocs-once.pb.gz). p is the reported run's profile. Counts
 // are exact, so the two warm runs need no repeats; each is checked
@@ -123,7 +123,9 @@ func (o *benchOutput) firstOp(f *schema.BenchFigures, e benchwin.Event, steady *
 // steadyScale is N/M for a result whose warm runs were of 1 and M+1 ops:
 // the recorder measures M = N/4 ops when 4 divides N, N/2 when 2 does, N
 // otherwise (the warm runs then cost a quarter of the reported run's
-// ops). A whole scale keeps what was paid once a whole count.
+// ops), or, for an op whose M ops would take more than extraBudget, a
+// smaller divisor of N (benchwin.BudgetEnv). M always divides N: a whole
+// scale keeps what was paid once a whole count.
 func steadyScale(e benchwin.Event) (int64, error) {
 	want := e.N
 	switch {
@@ -132,10 +134,11 @@ func steadyScale(e benchwin.Event) (int64, error) {
 	case e.N%2 == 0:
 		want = e.N / 2
 	}
-	if e.Steady.N != [2]int{1, want + 1} || want < 1 {
-		return 0, fmt.Errorf("%s: the steady-state runs were of %v ops, want [1 %d] at N = %d", e.Name, e.Steady.N, want+1, e.N)
+	m := e.Steady.N[1] - 1
+	if e.Steady.N[0] != 1 || want < 1 || m < 1 || m > want || e.N%m != 0 {
+		return 0, fmt.Errorf("%s: the steady-state runs were of %v ops, want [1 %d] at N = %d (or a divisor of N below %d, plus 1, for a long op)", e.Name, e.Steady.N, want+1, e.N, want)
 	}
-	return int64(e.N / want), nil
+	return int64(e.N / m), nil
 }
 
 // linearAllocs is the steady state of a result whose reported run counted
