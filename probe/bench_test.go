@@ -51,7 +51,7 @@ func TestBenchFixture(t *testing.T) {
 func TestBenchBudget(t *testing.T) {
 	skipShort(t)
 	extraBudget = 3 * time.Microsecond
-	defer func() { extraBudget = 250 * time.Millisecond }()
+	defer func() { extraBudget = 100 * time.Millisecond }()
 	out := filepath.Join(t.TempDir(), "out")
 	var o, e bytes.Buffer
 	code := Main(context.Background(), []string{"run", "-q", "-bench", "BenchmarkSub$/big", "-benchtime", "400x", "-out", out, benchFixture}, &o, &e)

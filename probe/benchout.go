@@ -73,7 +73,7 @@ func (o *benchOutput) write() error {
 	}
 	if o.win.offcpu != nil {
 		o.s.Sources["offcpu"] = "runtime-trace+benchwin-marks (a run of its own)"
-		o.s.Blind = append(o.s.Blind, "off-CPU: waits that end in the timed region, from its start, per op of the b.N of the run under the tracer (offcpu_n: a quarter of -benchtime Nx, or for a long op the ops that fit in 250 ms); syscalls outside entersyscall (the runtime's futex, epoll) are not seen")
+		o.s.Blind = append(o.s.Blind, "off-CPU: waits that end in the timed region, from its start, per op of the b.N of the run under the tracer (offcpu_n: a quarter of -benchtime Nx, or for a long op the ops that fit in 100 ms); syscalls outside entersyscall (the runtime's futex, epoll) are not seen")
 	}
 	if o.win.counted {
 		o.s.Sources["syscalls"] = syscalls.Source + "+benchwin-gate"

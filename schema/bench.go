@@ -65,7 +65,7 @@ type BenchFigures struct {
 	// OffCPUN is the traced run's b.N, which per_op.offcpu_ns divides by
 	// and offcpu.pb.gz's perfspy.requests comment names: a quarter of a
 	// -benchtime of Nx (for an op whose quarter would take more than
-	// 250 ms at the timing run's ns/op, the ops that fit, 1 at least),
+	// 100 ms at the timing run's ns/op, the ops that fit, 1 at least),
 	// and at a benchtime of time what testing scaled b.N to under the
 	// tracer.
 	OffCPUN int `json:"offcpu_n,omitempty"`
@@ -83,7 +83,7 @@ type BenchSteady struct {
 	// Runs are the ops of the two warm runs, [1, N/4+1] when 4 divides
 	// N, [1, N/2+1] for another even N, [1, N+1] for an odd one; [1,
 	// M+1] for a long op, M the largest divisor of N whose ops fit in
-	// 250 ms at the counted run's time per op; with Linear, the
+	// 100 ms at the counted run's time per op; with Linear, the
 	// runs compared, [1, N]: the benchmark's first run and the reported.
 	Runs [2]int `json:"runs_n"`
 	// Linear: the reported run counted exactly N times the benchmark's
