@@ -609,6 +609,7 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), cfg.timeout(), started)
 	stream.halt()
 	if err != nil {
+		stream.discard(out)
 		return nil, fmt.Errorf("the counted benchmark run: %w", err)
 	}
 	if w.events, err = benchwin.ReadEvents(w.dir); err != nil {

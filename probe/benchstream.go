@@ -1,6 +1,10 @@
 package probe
 
 import (
+	"cmp"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +165,27 @@ func (s *figureStream) halt() []streamed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done
+}
+
+// discard removes the files the stream wrote into dir, and the folders
+// that held only them: the counted run failed, and a results folder
+// without its summary.json is none (what the run printed, its
+// bench-window.txt, stays and says why).
+func (s *figureStream) discard(dir string) {
+	var folders []string
+	for _, r := range s.halt() {
+		for name := range r.written {
+			os.Remove(filepath.Join(dir, name))
+			for f := filepath.Dir(name); f != "." && f != "/"; f = filepath.Dir(f) {
+				folders = append(folders, f)
+			}
+		}
+	}
+	// Deepest first: a folder is empty once its subfolders are gone.
+	slices.SortFunc(folders, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), cmp.Compare(a, b)) })
+	for _, f := range slices.Compact(folders) {
+		os.Remove(filepath.Join(dir, f)) // fails, as it should, where other files are
+	}
 }
 
 // writeEarly writes a result's files into dir while the run goes on (on

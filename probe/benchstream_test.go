@@ -142,3 +142,30 @@ func TestFigureStream(t *testing.T) {
 func record(name, payload string) string {
 	return name + " " + strconv.Itoa(len(payload)) + "\n" + payload + "\n"
 }
+
+// TestStreamDiscard: when the counted run fails, the files the stream
+// wrote go, and the folders that held only them; the run's log and any
+// other file stay.
+func TestStreamDiscard(t *testing.T) {
+	dir := t.TempDir()
+	mine := []string{"BenchmarkX-2/allocs.pb.gz", "BenchmarkX-2/flame/allocs.svg", "BenchmarkY-2/copies.pb.gz"}
+	others := []string{"bench-window.txt", "BenchmarkY-2/notes.txt"}
+	for _, name := range append(append([]string{}, mine...), others...) {
+		if err := writeResult(dir, name, []byte(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newFigureStream(&benchOutput{})
+	s.done = []streamed{{written: map[string]bool{mine[0]: true, mine[1]: true}}, {}, {written: map[string]bool{mine[2]: true}}}
+	s.discard(dir)
+	for _, name := range append(mine, "BenchmarkX-2/flame", "BenchmarkX-2") {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", name, err)
+		}
+	}
+	for _, name := range others {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != name {
+			t.Errorf("%s: %q, %v; want it kept", name, b, err)
+		}
+	}
+}
