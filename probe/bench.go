@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/perfspy/perfspy/benchwin"
 	"github.com/perfspy/perfspy/internal/capability"
+	"github.com/perfspy/perfspy/internal/contain"
 	"github.com/perfspy/perfspy/internal/elfsym"
 	"github.com/perfspy/perfspy/metric"
 	"github.com/perfspy/perfspy/offcpu"
@@ -461,9 +463,48 @@ func runPlainBench(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig, 
 		}
 	}
 	if len(ns) == 0 {
+		if names := matchingBenchmarks(ctx, tgt, cfg); len(names) > 0 {
+			return nil, fmt.Errorf("-bench %q matches %d benchmark%s of %s (%s), and none printed a result: skipped or failed (go test -v -run '^$' -bench %q says why; %s)",
+				cfg.Bench, len(names), map[bool]string{true: "s"}[len(names) > 1], tgt.Spec, firstNames(names, 3), cfg.Bench, logPath)
+		}
 		return nil, fmt.Errorf("no benchmark of %s matches -bench %q (%s)", tgt.Spec, cfg.Bench, logPath)
 	}
 	return ns, r.Err()
+}
+
+// firstNames joins the first n of names, "..." after them if there are more.
+func firstNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + ", ..."
+}
+
+// matchingBenchmarks are the top-level benchmarks -bench's first part
+// matches (the plain binary's -test.list), for the error that no result
+// was printed: a benchmark that skips (a file it reads is missing) prints
+// nothing without -v. nil when they cannot be listed.
+func matchingBenchmarks(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig) []string {
+	top, _, _ := strings.Cut(cfg.Bench, "/")
+	if _, err := regexp.Compile(top); err != nil || top == "" {
+		return nil
+	}
+	args := cfg.command(tgt.PlainBinary, "-test.list", top).Args
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}})
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	contain.DieWithParent(cmd.SysProcAttr)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, l := range strings.Fields(string(out)) {
+		if strings.HasPrefix(l, "Benchmark") {
+			names = append(names, l)
+		}
+	}
+	return names
 }
 
 // benchWindow is what the instrumented run left: the recorder's results

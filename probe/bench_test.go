@@ -515,6 +515,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"-bench", ".", "-count", "-1"}, ExitUsage, "-count -1"},
 		{[]string{"-bench", ".", "../targets/floor"}, ExitFailed, "has no test files"},
 		{[]string{"-bench", "NoSuchBenchmark", benchFixture}, ExitFailed, "no benchmark of"},
+		{[]string{"-bench", "Skips$", benchFixture}, ExitFailed, "-bench \"Skips$\" matches 1 benchmark of " + benchFixture + " (BenchmarkSkips), and none printed a result: skipped or failed"},
 		{[]string{"-bench", ".", "./no/such/dir"}, ExitFailed, "not a directory"},
 	} {
 		var o, e bytes.Buffer

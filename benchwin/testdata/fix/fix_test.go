@@ -130,3 +130,9 @@ func BenchmarkLeak(b *testing.B) {
 }
 
 func stuck() { <-never }
+
+// BenchmarkSkips skips, as a benchmark whose input file is missing does:
+// it prints no result.
+func BenchmarkSkips(b *testing.B) {
+	b.Skip("its input is missing")
+}
