@@ -222,13 +222,17 @@ func RunBench(ctx context.Context, cfg BenchConfig, logw io.Writer) (*BenchResul
 	stream := newFigureStream(bo)
 	win, err := runBenchWindow(ctx, tgt, counted, priv, out, stream)
 	if err != nil {
+		// No summary.json will name them: a results folder without it
+		// is none (bench-window.txt stays and says why).
+		stream.discard(out)
 		return nil, err
 	}
 	bo.win, bo.streamed = win, stream.halt()
 	if cfg.OffCPU {
 		logf("tracing the benchmarks' timed regions (off-CPU time)")
 		bo.cuts = boundedExtra(ctx, "the traced run", extraRunBound(time.Since(start)), func(ctx context.Context) (err error) {
-			win.offcpu, err = runBenchTrace(ctx, tgt, traced(counted), tracedOps(counted, plain), priv, out)
+			t := traced(counted)
+			win.offcpu, err = runBenchTrace(ctx, tgt, t, tracedOps(t, plain), priv, out)
 			return err
 		})
 	}
@@ -279,10 +283,10 @@ func boundedExtra(ctx context.Context, what string, bound time.Duration, run fun
 
 // traced is the traced run's configuration: the counted run's, but for a
 // -benchtime of Nx with N of 4 or more, which it runs for a quarter of the
-// ops, (N/4)x (fewer for a long op: tracedOps). Off-CPU time is a time: an average per op, taken over the
-// traced run's own ops (the counts are the counted run's, at N), as the
-// default benchtime's countedBenchTime takes it over a tenth of the
-// timing run's second.
+// ops, (N/4)x, fewer for a long op (tracedOps). Off-CPU time is a time:
+// an average per op, taken over the traced run's own ops (the counts are
+// the counted run's, at N), as the default benchtime's countedBenchTime
+// takes it over a tenth of the timing run's second.
 func traced(counted BenchConfig) BenchConfig {
 	if n, ok := strings.CutSuffix(counted.BenchTime, "x"); ok {
 		if v, err := strconv.Atoi(n); err == nil && v >= 4 {
@@ -304,12 +308,13 @@ func traced(counted BenchConfig) BenchConfig {
 // off-CPU time per op are taken over fewer. A variable: tests lower it.
 var extraBudget = 100 * time.Millisecond
 
-// tracedOps are the traced run's caps (benchwin.OpsEnv's lines), for a
-// -benchtime of Nx: each result whose traced ops would take more than
-// extraBudget at the timing run's time per op takes what fits, at least
-// one op. At a benchtime of time testing scales each to it: nothing.
-func tracedOps(counted BenchConfig, plain map[string][]plainResult) string {
-	n, ok := strings.CutSuffix(traced(counted).BenchTime, "x")
+// tracedOps are the traced run's caps (benchwin.OpsEnv's lines), for its
+// configuration t at a -benchtime of Nx: each result whose N ops would
+// take more than extraBudget at the timing run's slowest time per op
+// takes what fits, at least one op. At a benchtime of time testing
+// scales each to it: nothing.
+func tracedOps(t BenchConfig, plain map[string][]plainResult) string {
+	n, ok := strings.CutSuffix(t.BenchTime, "x")
 	v, err := strconv.Atoi(n)
 	if !ok || err != nil {
 		return ""
@@ -480,6 +485,9 @@ func firstNames(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + ", ..."
 }
 
+// listTimeout bounds matchingBenchmarks' -test.list run.
+const listTimeout = 30 * time.Second
+
 // matchingBenchmarks are the top-level benchmarks -bench's first part
 // matches (the plain binary's -test.list), for the error that no result
 // was printed: a benchmark that skips (a file it reads is missing) prints
@@ -489,6 +497,10 @@ func matchingBenchmarks(ctx context.Context, tgt *withagent.Binary, cfg BenchCon
 	if _, err := regexp.Compile(top); err != nil || top == "" {
 		return nil
 	}
+	// A list takes milliseconds; a TestMain that waits on something
+	// is not waited for past listTimeout.
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
 	args := cfg.command(tgt.PlainBinary, "-test.list", top).Args
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir, cmd.Env = tgt.PkgDir, targetEnv(Config{TargetConfig: TargetConfig{Env: cfg.Env}})
@@ -650,7 +662,6 @@ func runBenchWindow(ctx context.Context, tgt *withagent.Binary, cfg BenchConfig,
 	err := benchRun(ctx, cmd, filepath.Join(out, "bench-window.txt"), cfg.timeout(), started)
 	stream.halt()
 	if err != nil {
-		stream.discard(out)
 		return nil, fmt.Errorf("the counted benchmark run: %w", err)
 	}
 	if w.events, err = benchwin.ReadEvents(w.dir); err != nil {

@@ -50,8 +50,8 @@ func TestBenchFixture(t *testing.T) {
 // 1024 B an op, once warm and in the reported run.
 func TestBenchBudget(t *testing.T) {
 	skipShort(t)
+	defer func(b time.Duration) { extraBudget = b }(extraBudget)
 	extraBudget = 3 * time.Microsecond
-	defer func() { extraBudget = 100 * time.Millisecond }()
 	out := filepath.Join(t.TempDir(), "out")
 	var o, e bytes.Buffer
 	code := Main(context.Background(), []string{"run", "-q", "-bench", "BenchmarkSub$/big", "-benchtime", "400x", "-out", out, benchFixture}, &o, &e)
@@ -68,10 +68,10 @@ func TestBenchBudget(t *testing.T) {
 	}
 	f := s.Benchmarks[0]
 	ns := slowest(s, f.Name)
-	t.Logf("%s: %.0f ns/op; warm runs %v, traced %d ops", f.Name, ns, f.Steady.Runs, f.OffCPUN)
 	if f.Steady == nil || f.Steady.Linear || f.Steady.Runs[1]-1 >= f.N/4 {
 		t.Fatalf("%s: steady %+v, want warm runs of fewer than N/4 = %d ops", f.Name, f.Steady, f.N/4)
 	}
+	t.Logf("%s: %.0f ns/op; warm runs %v, traced %d ops", f.Name, ns, f.Steady.Runs, f.OffCPUN)
 	checkWarmOps(t, f, ns)
 	checkBenchOffCPU(t, out, f, false, ns)
 	if f.OffCPUN >= f.N/4 {

@@ -94,8 +94,12 @@ func (s *figureStream) start(w *benchWindow) {
 			// (its GCs wait for both of a 2-core machine's).
 			return
 		}
-		defer release()
 		s.tid.Store(int64(tid))
+		defer func() {
+			// Not ours once released: halt leaves it alone.
+			s.tid.Store(0)
+			release()
+		}()
 		for i := range s.jobs {
 			if s.halted.Load() {
 				return
@@ -167,9 +171,9 @@ func (s *figureStream) halt() []streamed {
 	return s.done
 }
 
-// discard removes the files the stream wrote into dir, and the folders
-// that held only them: the counted run failed, and a results folder
-// without its summary.json is none (what the run printed, its
+// discard halts the stream and removes the files it wrote into dir, and
+// the folders that held only them: the counted run failed, and a results
+// folder without its summary.json is none (what the run printed, its
 // bench-window.txt, stays and says why).
 func (s *figureStream) discard(dir string) {
 	var folders []string

@@ -825,16 +825,6 @@ var ErrIncomplete = errors.New("results incomplete")
 // so that a disk that fills keeps the most.
 var resultsFirst = []string{"summary.json", "meta", "report.md", "bench.txt"}
 
-// writeFiles writes each file into dir, readable by the user alone
-// (-results-mode opens the folder afterwards). A file that cannot be
-// written whole is removed, and the error (ErrIncomplete) names it, the
-// files written and those not.
-//
-// The files are written in order by writeWorkers at once (a -bench
-// folder holds hundreds, and a file's creation, not its bytes, is most
-// of the time); when one fails, those after it in the order that were
-// written meanwhile are removed, so that what is left is what a write
-// one at a time would have left.
 // writeResult writes one file of a results folder, its folder made; a
 // file it could not write whole is removed (a partial file is no result).
 func writeResult(dir, name string, b []byte) error {
@@ -849,6 +839,16 @@ func writeResult(dir, name string, b []byte) error {
 	return err
 }
 
+// writeFiles writes each file into dir, readable by the user alone
+// (-results-mode opens the folder afterwards). A file that cannot be
+// written whole is removed, and the error (ErrIncomplete) names it, the
+// files written and those not.
+//
+// The files are written in order by writeWorkers at once (a -bench
+// folder holds hundreds, and a file's creation, not its bytes, is most
+// of the time); when one fails, those after it in the order that were
+// written meanwhile are removed, so that what is left is what a write
+// one at a time would have left.
 func writeFiles(dir string, files map[string][]byte) error {
 	names := slices.Sorted(maps.Keys(files))
 	rank := func(n string) int {
