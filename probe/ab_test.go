@@ -134,7 +134,12 @@ func TestABRegression(t *testing.T) {
 	}
 	m := res.Metrics["allocs/req"]
 	t.Logf("allocs/req %.4f -> %.4f (%+.4f), verdict %s; order %s", m.Before, m.After, m.Delta, m.Verdict, res.Order)
-	if math.Abs(m.Delta-1) > 0.01 || m.Verdict != "regression" {
+	// The total moves with the server's reads as well: what
+	// net.(*conn).Read allocates depends on whether a read finds its
+	// bytes there or waits (-0.014 and -0.025 allocs/req between two
+	// rounds' arms, at the session's base commit too), so the total is
+	// +1 within 0.03; main.extraAlloc's own row, below, is +1.00 exactly.
+	if math.Abs(m.Delta-1) > 0.03 || m.Verdict != "regression" {
 		t.Errorf("allocs/req delta %.4f (%s), want +1.00 regression", m.Delta, m.Verdict)
 	}
 	if b := res.Metrics["B/req"]; math.Abs(b.Delta-64) > 3 { // the total, with background noise of a byte or two
@@ -144,7 +149,7 @@ func TestABRegression(t *testing.T) {
 	for _, prof := range []string{"allocs", "tail_allocs"} {
 		found := false
 		for _, f := range res.Functions {
-			if f.Profile == prof && f.Key == "main.extraAlloc" && math.Abs(f.Delta-1) < 0.01 {
+			if f.Profile == prof && f.Key == "main.extraAlloc" && math.Abs(f.Delta-1) < 1e-9 {
 				found = true
 			}
 		}
